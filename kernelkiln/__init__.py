@@ -1,0 +1,3 @@
+"""kernelkiln: experience-driven kernel optimization with a hack-resistant guard."""
+
+__version__ = "0.1.0"
