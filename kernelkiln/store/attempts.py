@@ -1,0 +1,47 @@
+"""Attempts: the nodes of the experience graph, with their parent edges."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from kernelkiln.store import schema
+from kernelkiln.store.records import Attempt
+from kernelkiln.store.rows import from_row, to_row
+
+_t = schema.attempts
+
+
+class Attempts:
+    """Evaluated candidates."""
+
+    def add(self, conn: Connection, attempt: Attempt) -> Attempt:
+        """Insert ``attempt`` (ignored if its id already exists, so replays are harmless)."""
+        if self.get(conn, attempt.id) is None:
+            conn.execute(_t.insert().values(to_row(attempt, _t)))
+        return attempt
+
+    def get(self, conn: Connection, attempt_id: str) -> Attempt | None:
+        """The attempt with ``attempt_id``, or None."""
+        row = conn.execute(sa.select(_t).where(_t.c.id == attempt_id)).first()
+        return from_row(Attempt, row) if row else None
+
+    def for_task(self, conn: Connection, task_id: str) -> list[Attempt]:
+        """Every attempt on ``task_id``, oldest first."""
+        rows = conn.execute(sa.select(_t).where(_t.c.task_id == task_id).order_by(_t.c.created_at, _t.c.id))
+        return [from_row(Attempt, r) for r in rows]
+
+    def get_many(self, conn: Connection, ids: list[str]) -> dict[str, Attempt]:
+        """Attempts by id (missing ids are absent)."""
+        if not ids:
+            return {}
+        rows = conn.execute(sa.select(_t).where(_t.c.id.in_(ids)))
+        return {r.id: from_row(Attempt, r) for r in rows}
+
+    def all(self, conn: Connection) -> list[Attempt]:
+        """Every attempt, oldest first."""
+        return [from_row(Attempt, r) for r in conn.execute(sa.select(_t).order_by(_t.c.created_at, _t.c.id))]
+
+    def count(self, conn: Connection) -> int:
+        """How many attempts the store holds."""
+        return conn.execute(sa.select(sa.func.count()).select_from(_t)).scalar_one()

@@ -1,0 +1,93 @@
+"""Versioned schema migrations, recorded in the ``kiln_schema`` table.
+
+Each step brings the store from version N-1 to N inside one transaction, so a process
+killed during a migration leaves the previous version intact. Steps are frozen once
+released: a later change to a table adds a step, it never edits an old one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from kernelkiln.errors import UserError
+from kernelkiln.store import schema
+from kernelkiln.store.engine import WRITE_OPTION
+
+_PG_MIGRATION_LOCK = 0x6B696C6E  # "kiln": serializes concurrent migrators on PostgreSQL
+
+
+def _v1_base_tables(conn: Connection) -> None:
+    schema.metadata.create_all(conn, tables=list(schema.V1_TABLES))
+
+
+_SQLITE_FTS = [
+    "CREATE VIRTUAL TABLE experiences_fts USING fts5("
+    "text, summary, tags_text, content='experiences', content_rowid='seq', tokenize='porter unicode61')",
+    "CREATE TRIGGER experiences_fts_ai AFTER INSERT ON experiences BEGIN "
+    "INSERT INTO experiences_fts(rowid, text, summary, tags_text) VALUES (new.seq, new.text, new.summary, new.tags_text); END",
+    "CREATE TRIGGER experiences_fts_ad AFTER DELETE ON experiences BEGIN "
+    "INSERT INTO experiences_fts(experiences_fts, rowid, text, summary, tags_text) "
+    "VALUES ('delete', old.seq, old.text, old.summary, old.tags_text); END",
+    "CREATE TRIGGER experiences_fts_au AFTER UPDATE OF text, summary, tags_text ON experiences BEGIN "
+    "INSERT INTO experiences_fts(experiences_fts, rowid, text, summary, tags_text) "
+    "VALUES ('delete', old.seq, old.text, old.summary, old.tags_text); "
+    "INSERT INTO experiences_fts(rowid, text, summary, tags_text) VALUES (new.seq, new.text, new.summary, new.tags_text); END",
+    # Index the rows a version-1 store already holds.
+    "INSERT INTO experiences_fts(experiences_fts) VALUES ('rebuild')",
+]
+
+_POSTGRES_FTS = [
+    "ALTER TABLE experiences ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
+    "(to_tsvector('english', text || ' ' || summary || ' ' || tags_text)) STORED",
+    "CREATE INDEX ix_experiences_tsv ON experiences USING GIN (tsv)",
+]
+
+
+def _v2_board_and_search(conn: Connection) -> None:
+    schema.board.create(conn)
+    statements = _SQLITE_FTS if conn.dialect.name == "sqlite" else _POSTGRES_FTS
+    for statement in statements:
+        conn.exec_driver_sql(statement)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    1: _v1_base_tables,
+    2: _v2_board_and_search,
+}
+assert max(MIGRATIONS) == schema.SCHEMA_VERSION
+
+
+def current_version(conn: Connection) -> int:
+    """The store's schema version (0 for an empty database)."""
+    if not sa.inspect(conn).has_table(schema.schema_version.name):
+        return 0
+    return conn.execute(sa.select(sa.func.max(schema.schema_version.c.version))).scalar() or 0
+
+
+def migrate(engine: Engine, target: int = schema.SCHEMA_VERSION) -> int:
+    """Apply the missing steps up to ``target``; returns the version reached.
+
+    Raises UserError if the store was written by a newer kernelkiln.
+    """
+    while True:
+        with engine.connect() as conn:
+            conn.execution_options(**{WRITE_OPTION: True})
+            with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+                version = current_version(conn)
+                if version > schema.SCHEMA_VERSION:
+                    raise UserError(
+                        f"store schema version {version} is newer than this kernelkiln's "
+                        f"({schema.SCHEMA_VERSION}); upgrade kernelkiln"
+                    )
+                if version >= target:
+                    return version
+                if version == 0:
+                    schema.schema_version.create(conn, checkfirst=True)
+                MIGRATIONS[version + 1](conn)
+                conn.execute(schema.schema_version.insert().values(version=version + 1, applied_at=time.time()))

@@ -1,0 +1,35 @@
+"""Conversion between records and table rows (JSON fields are stored as text)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from pydantic import BaseModel
+
+JSON_FIELDS = frozenset({"config", "meta", "case", "measurements", "conditions"})
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def to_row(record: BaseModel, table: sa.Table, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The record's fields that ``table`` has columns for, JSON fields encoded."""
+    data = record.model_dump(mode="json")
+    if "tags_text" in table.c and hasattr(record, "tags_text"):
+        data["tags_text"] = record.tags_text
+    row = {}
+    for name in table.c.keys():
+        if name in data and name not in skip:
+            value = data[name]
+            row[name] = json.dumps(value) if name in JSON_FIELDS else value
+    return row
+
+
+def from_row(model: type[R], row: Any) -> R:
+    """Build ``model`` from a result row (a mapping), decoding JSON fields."""
+    data = dict(row._mapping if hasattr(row, "_mapping") else row)
+    for name in JSON_FIELDS.intersection(data):
+        if isinstance(data[name], str):
+            data[name] = json.loads(data[name])
+    return model.model_validate(data)

@@ -1,0 +1,52 @@
+"""Runs and tasks: the containers attempts belong to."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from kernelkiln.store import schema
+from kernelkiln.store.records import Run, TaskRecord
+from kernelkiln.store.rows import from_row, to_row
+
+
+class Runs:
+    """Runs of the optimizer."""
+
+    def add(self, conn: Connection, run: Run) -> Run:
+        """Insert ``run`` (ignored if its id already exists)."""
+        if self.get(conn, run.id) is None:
+            conn.execute(schema.runs.insert().values(to_row(run, schema.runs)))
+        return run
+
+    def get(self, conn: Connection, run_id: str) -> Run | None:
+        """The run with ``run_id``, or None."""
+        row = conn.execute(sa.select(schema.runs).where(schema.runs.c.id == run_id)).first()
+        return from_row(Run, row) if row else None
+
+    def all(self, conn: Connection) -> list[Run]:
+        """Every run, oldest first."""
+        return [from_row(Run, r) for r in conn.execute(sa.select(schema.runs).order_by(schema.runs.c.created_at))]
+
+
+class Tasks:
+    """Tasks memory has seen."""
+
+    def upsert(self, conn: Connection, task: TaskRecord) -> TaskRecord:
+        """Insert ``task`` or refresh its tags."""
+        row = to_row(task, schema.tasks)
+        if self.get(conn, task.id) is None:
+            conn.execute(schema.tasks.insert().values(row))
+        else:
+            row.pop("created_at")
+            conn.execute(schema.tasks.update().where(schema.tasks.c.id == task.id).values(row))
+        return task
+
+    def get(self, conn: Connection, task_id: str) -> TaskRecord | None:
+        """The task with ``task_id``, or None."""
+        row = conn.execute(sa.select(schema.tasks).where(schema.tasks.c.id == task_id)).first()
+        return from_row(TaskRecord, row) if row else None
+
+    def all(self, conn: Connection) -> list[TaskRecord]:
+        """Every task, by id."""
+        return [from_row(TaskRecord, r) for r in conn.execute(sa.select(schema.tasks).order_by(schema.tasks.c.id))]
