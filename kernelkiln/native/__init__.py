@@ -1,0 +1,18 @@
+"""Fast compile-and-load of C/C++ CPU kernels called with torch tensors.
+
+``load`` builds source into a cached shared library (keyed by everything that
+affects the binary) and binds its functions with ctypes; ``build`` is the trusted,
+confined compile step the guard can run on a sandboxed worker's behalf.
+"""
+
+from .build import build, cache_key, default_cache_dir
+from .flags import FlagError, check_flags
+from .loader import BuildError, NativeFunction, NativeLibrary, load, set_builder
+from .records import BuildRequest, BuildResult, Diagnostic
+from .signature import SignatureError
+
+__all__ = [
+    "BuildError", "BuildRequest", "BuildResult", "Diagnostic", "FlagError",
+    "NativeFunction", "NativeLibrary", "SignatureError", "build", "cache_key",
+    "check_flags", "default_cache_dir", "load", "set_builder",
+]

@@ -1,0 +1,168 @@
+"""Compile C/C++ kernel source into a cached shared library.
+
+``build`` never raises for anything the request or the compiler did: a bad flag, a
+compile error, a timeout, a crash of the compiler or a missing compiler all come back
+as ``BuildResult(ok=False)`` with at least one error diagnostic. ``check_flags`` is
+the one place that raises (``FlagError``) for callers that want to validate early.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Mapping
+
+import platformdirs
+
+from .cache import CacheError, lookup, prepare_cache_dir, publish
+from .diagnostics import parse_diagnostics, render_log
+from .flags import FlagError, check_flags, default_flags, split_link_flags
+from .records import BuildRequest, BuildResult, Diagnostic
+from .runner import compiler_env, resolve_group, run_confined
+from .toolchain import Compiler, CompilerNotFound, cpu_identity, find_compiler
+
+__all__ = ["BuildRequest", "BuildResult", "Diagnostic", "FlagError", "NATIVE_ABI",
+           "build", "cache_key", "check_flags", "compile_argv", "default_cache_dir"]
+
+# Bump when anything about how binaries are produced or called changes.
+NATIVE_ABI = 1
+LANGS = ("c", "c++")
+MAX_SOURCE_BYTES = 4 << 20
+_OUTPUT = "kernel.so"
+
+
+def default_cache_dir() -> Path:
+    """``$KILN_CACHE_DIR`` if set, else the per-user cache dir + ``/native``."""
+    env = os.environ.get("KILN_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_cache_dir("kernelkiln")) / "native"
+
+
+def compile_argv(request: BuildRequest, compiler: Compiler) -> list[str]:
+    """The full compiler command line for ``request`` (flags are not checked here)."""
+    compile_flags, link_flags = split_link_flags(request.flags)
+    argv = [compiler.path, *default_flags(request.lang), *compile_flags]
+    if compiler.json_diagnostics:
+        argv.append("-fdiagnostics-format=json")
+    return [*argv, request.filename, "-o", _OUTPUT, *link_flags]
+
+
+def cache_key(request: BuildRequest) -> str:
+    """sha256 over everything that affects the binary; never raises."""
+    try:
+        compiler = find_compiler(request.lang)
+        toolchain = [compiler.path, compiler.version, compile_argv(request, compiler)]
+    except (CompilerNotFound, KeyError):
+        toolchain = ["<no compiler>", list(request.flags)]
+    payload = json.dumps({"abi": NATIVE_ABI, "lang": request.lang, "source": request.source,
+                          "toolchain": toolchain, "cpu": cpu_identity()},
+                         sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def build(request: BuildRequest, *, cache_dir: Path | None = None,
+          user: int | None = None, group: int | None = None, timeout: float = 60.0,
+          limits: Mapping[str, int | None] | None = None) -> BuildResult:
+    """Compile ``request`` (or reuse the cache) and return the result as data.
+
+    ``user``/``group`` run the compiler as that uid/gid (the gid defaults to the
+    user's primary group); the cache entry stays owned by the caller. ``limits``
+    overrides ``runner.DEFAULT_LIMITS`` (prlimit names: as, cpu, fsize, nproc).
+    """
+    started = time.perf_counter()
+    key = cache_key(request)
+
+    def failed(message: str, log: str = "", diagnostics: tuple[Diagnostic, ...] = ()):
+        diagnostics = diagnostics or (Diagnostic("error", message),)
+        return BuildResult(ok=False, key=key, path=None, diagnostics=diagnostics,
+                           cached=False, seconds=time.perf_counter() - started,
+                           log=log or message)
+
+    problem = _request_problem(request)
+    if problem is not None:
+        return failed(problem)
+    try:
+        directory = prepare_cache_dir(cache_dir if cache_dir is not None
+                                      else default_cache_dir())
+    except OSError as error:
+        return failed(f"cache dir unusable: {error}")
+    hit = lookup(directory, key)
+    if hit is not None:
+        return _with_seconds(hit, time.perf_counter() - started)
+    try:
+        compiler = find_compiler(request.lang)
+    except CompilerNotFound as error:
+        return failed(str(error))
+    gid = resolve_group(user, group)
+    workdir = tempfile.mkdtemp(prefix="kiln-build-")
+    try:
+        if user is not None or gid is not None:
+            os.chown(workdir, -1 if user is None else user, -1 if gid is None else gid)
+        source_path = os.path.join(workdir, request.filename)
+        with open(source_path, "w", encoding="utf-8") as handle:
+            handle.write(request.source)
+        try:
+            outcome = run_confined(compile_argv(request, compiler), cwd=workdir,
+                                   env=compiler_env(compiler.path, workdir), user=user,
+                                   group=gid, timeout=timeout, limits=limits)
+        except OSError as error:
+            return failed(f"could not start the compiler: {error}")
+        diagnostics, text_lines = parse_diagnostics(outcome.output, request.filename)
+        log = render_log(diagnostics, text_lines, request.filename)
+        if outcome.returncode != 0:
+            exit_error = Diagnostic("error", _exit_message(outcome.returncode, timeout,
+                                                           text_lines))
+            compiled_errors = any(d.severity == "error" for d in diagnostics)
+            if not compiled_errors or outcome.returncode is None or outcome.returncode < 0:
+                diagnostics += (exit_error,)
+            return failed(exit_error.message, log or exit_error.message, diagnostics)
+        try:
+            owner = os.geteuid() if user is None else user
+            path = publish(directory, key, os.path.join(workdir, _OUTPUT), owner=owner,
+                           diagnostics=diagnostics, log=log)
+        except OSError as error:
+            return failed(f"could not store the library: {error}", log)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return BuildResult(ok=True, key=key, path=path, diagnostics=diagnostics, cached=False,
+                       seconds=time.perf_counter() - started, log=log)
+
+
+def _request_problem(request: BuildRequest) -> str | None:
+    if request.lang not in LANGS:
+        return f"unsupported lang {request.lang!r} (expected 'c' or 'c++')"
+    if not isinstance(request.source, str):
+        return "source must be a string"
+    if len(request.source.encode("utf-8", errors="replace")) > MAX_SOURCE_BYTES:
+        return f"source larger than {MAX_SOURCE_BYTES} bytes"
+    try:
+        check_flags(request.flags)
+    except FlagError as error:
+        return str(error)
+    return None
+
+
+def _exit_message(returncode: int | None, timeout: float, text_lines: list[str]) -> str:
+    if returncode is None:
+        return f"compiler timed out after {timeout:g} s"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"compiler killed by {name} (resource limit?)"
+    tail = text_lines[-1].strip() if text_lines else ""
+    return f"compiler failed with exit code {returncode}" + (f": {tail}" if tail else "")
+
+
+def _with_seconds(result: BuildResult, seconds: float) -> BuildResult:
+    return BuildResult(ok=result.ok, key=result.key, path=result.path,
+                       diagnostics=result.diagnostics, cached=result.cached,
+                       seconds=seconds, log=result.log)

@@ -1,0 +1,211 @@
+"""Build C/C++ kernel source and call its functions on torch tensors via ctypes.
+
+    lib = load(SOURCE, {"row_sum": "void(const float*, float*, int64_t, int64_t)"})
+    lib.row_sum(x, out, rows, cols)
+
+Functions must have C linkage; in C++ sources declare them ``extern "C"``. Builds go
+through a pluggable builder (``set_builder``) so a sandboxed worker can ask a trusted
+parent to compile; by default ``build`` runs in this process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import numbers
+import operator
+import os
+import re
+import threading
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+from .build import build
+from .records import BuildRequest, BuildResult, Diagnostic
+from .signature import POINTER_DTYPES, SCALARS, Param, Signature, SignatureError, parse_signature
+
+__all__ = ["BuildError", "NativeFunction", "NativeLibrary", "load", "set_builder"]
+
+Builder = Callable[[BuildRequest], BuildResult]
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_lock = threading.Lock()
+_builder: Builder | None = None
+_built: dict[BuildRequest, BuildResult] = {}  # successful builds of the current builder
+_handles: dict[str, ctypes.CDLL] = {}  # loaded libraries by path, never unloaded
+
+
+class BuildError(Exception):
+    """The kernel did not build or load; ``.result`` holds the full ``BuildResult``."""
+
+    def __init__(self, result: BuildResult, filename: str = "kernel.c") -> None:
+        self.result = result
+        self.filename = filename
+        errors = [d for d in result.diagnostics if d.severity == "error"]
+        first = errors[0] if errors else Diagnostic("error", "build failed")
+        super().__init__(first.format(filename))
+
+
+def set_builder(fn: Builder | None) -> None:
+    """Route all later ``load`` builds through ``fn``; ``None`` restores local builds."""
+    global _builder
+    with _lock:
+        _builder = fn
+        _built.clear()
+
+
+def load(source: str, functions: Mapping[str, str], *, lang: str = "c",
+         flags: Sequence[str] = ()) -> NativeLibrary:
+    """Build ``source`` (cached) and bind ``functions`` (symbol -> C signature).
+
+    Raises ``SignatureError`` for a bad signature and ``BuildError`` when the code
+    does not compile, load, or export a declared symbol (C++: use ``extern "C"``).
+    """
+    signatures = {}
+    for name, text in functions.items():
+        if not isinstance(name, str) or not _IDENT.fullmatch(name):
+            raise SignatureError(f"function name {name!r} is not a C identifier")
+        signatures[name] = parse_signature(text)
+    request = BuildRequest(source=source, lang=lang, flags=tuple(flags))
+    result = _build(request)
+    if not result.ok or result.path is None:
+        raise BuildError(result, request.filename)
+    try:
+        handle = _open(result.path)
+    except OSError as error:
+        raise BuildError(_load_failure(result, f"cannot load library: {error}"),
+                         request.filename) from None
+    bound = {}
+    for name, signature in signatures.items():
+        try:
+            pointer = handle[name]
+        except AttributeError:
+            hint = ' (declare it extern "C")' if lang == "c++" else ""
+            raise BuildError(_load_failure(result, f"symbol {name!r} not exported{hint}"),
+                             request.filename) from None
+        bound[name] = NativeFunction(name, signature, pointer)
+    return NativeLibrary(bound, result)
+
+
+class NativeFunction:
+    """A bound kernel function; call it with tensors and numbers in C order."""
+
+    __slots__ = ("name", "signature", "_pointer", "_converters")
+
+    def __init__(self, name: str, signature: Signature, pointer: Any) -> None:
+        pointer.argtypes = [p.ctype for p in signature.params]
+        pointer.restype = signature.restype
+        self.name = name
+        self.signature = signature
+        self._pointer = pointer
+        self._converters = tuple(_converter(name, i, p) for i, p in enumerate(signature.params))
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != len(self._converters):
+            raise TypeError(f"{self.name}() takes {len(self._converters)} arguments "
+                            f"({self.signature.text}), got {len(args)}")
+        return self._pointer(*[convert(arg) for convert, arg in zip(self._converters, args)])
+
+    def __repr__(self) -> str:
+        return f"<NativeFunction {self.name}: {self.signature.text}>"
+
+
+class NativeLibrary:
+    """Loaded kernel functions as attributes (``lib.fn``) or items (``lib["fn"]``).
+
+    ``result`` and ``path`` describe the build; a kernel function with one of those
+    names is reachable as ``lib["path"]``.
+    """
+
+    def __init__(self, functions: dict[str, NativeFunction], result: BuildResult) -> None:
+        self._functions = functions
+        self.result = result
+
+    @property
+    def path(self) -> str:
+        return str(self.result.path)
+
+    def __getattr__(self, name: str) -> NativeFunction:
+        functions = self.__dict__.get("_functions", {})
+        if name in functions:
+            return functions[name]
+        raise AttributeError(f"native library has no declared function {name!r} "
+                             f"(declared: {', '.join(sorted(functions)) or 'none'})")
+
+    def __getitem__(self, name: str) -> NativeFunction:
+        return self._functions[name]
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self._functions))
+
+    def __repr__(self) -> str:
+        return f"<NativeLibrary {self.path} functions={sorted(self._functions)}>"
+
+
+def _build(request: BuildRequest) -> BuildResult:
+    with _lock:
+        builder, known = _builder, _built.get(request)
+    if known is not None:
+        return known
+    result = builder(request) if builder is not None else build(request)
+    if result.ok:
+        with _lock:
+            if _builder is builder:
+                _built[request] = result
+    return result
+
+
+def _open(path: str) -> ctypes.CDLL:
+    with _lock:
+        handle = _handles.get(path)
+        if handle is None:
+            handle = _handles[path] = ctypes.CDLL(path, mode=os.RTLD_LOCAL)
+        return handle
+
+
+def _load_failure(result: BuildResult, message: str) -> BuildResult:
+    return BuildResult(ok=False, key=result.key, path=result.path,
+                       diagnostics=result.diagnostics + (Diagnostic("error", message),),
+                       cached=result.cached, seconds=result.seconds,
+                       log=f"{result.log}\n{message}".strip())
+
+
+def _converter(function: str, index: int, param: Param) -> Callable[[Any], Any]:
+    where = f"{function}() argument {index + 1} ({param.text})"
+    if param.pointer:
+        return _tensor_converter(where, POINTER_DTYPES[param.base])
+    _, kind, bounds = SCALARS[param.base]
+    if kind == "float":
+        def convert_float(value: Any) -> float:
+            if isinstance(value, numbers.Real) and not isinstance(value, torch.Tensor):
+                return float(value)
+            raise TypeError(f"{where}: expected a real number, got {type(value).__name__}")
+        return convert_float
+    low, high = bounds  # type: ignore[misc]
+
+    def convert_int(value: Any) -> int:
+        try:
+            number = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{where}: expected an int, got {type(value).__name__}") from None
+        if not low <= number <= high:
+            raise TypeError(f"{where}: {number} out of range [{low}, {high}]")
+        return number
+    return convert_int
+
+
+def _tensor_converter(where: str, dtypes: tuple[torch.dtype, ...]) -> Callable[[Any], int]:
+    expected = " or ".join(str(d).removeprefix("torch.") for d in dtypes)
+
+    def convert(value: Any) -> int:
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{where}: expected a tensor, got {type(value).__name__}")
+        if value.dtype not in dtypes:
+            raise TypeError(f"{where}: expected dtype {expected}, "
+                            f"got {str(value.dtype).removeprefix('torch.')}")
+        if value.device.type != "cpu":
+            raise TypeError(f"{where}: expected a CPU tensor, got device {value.device}")
+        if not value.is_contiguous():
+            raise TypeError(f"{where}: tensor must be contiguous (call .contiguous())")
+        return value.data_ptr()
+    return convert

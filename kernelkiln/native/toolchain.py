@@ -1,0 +1,88 @@
+"""Which compiler builds a kernel and which machine it targets, probed once per process.
+
+Both feed the cache key: a binary built by another compiler version, or with
+``-march=native`` on another CPU, must never be reused.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+__all__ = ["Compiler", "CompilerNotFound", "find_compiler", "cpu_identity", "find_prlimit"]
+
+# Candidates per language; KILN_CC / KILN_CXX name an explicit compiler instead.
+_CANDIDATES = {"c": ("gcc", "cc"), "c++": ("g++", "c++")}
+_ENV = {"c": "KILN_CC", "c++": "KILN_CXX"}
+
+
+class CompilerNotFound(RuntimeError):
+    """No usable compiler for the language on this machine."""
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """A resolved compiler: its real path and the text of ``--version``."""
+
+    path: str
+    version: str
+
+    @property
+    def json_diagnostics(self) -> bool:
+        # clang has no -fdiagnostics-format=json; its text output is parsed instead.
+        return "clang" not in self.version.lower()
+
+
+def find_compiler(lang: str) -> Compiler:
+    """The compiler for ``lang`` ("c" or "c++"); raises ``CompilerNotFound``."""
+    return _probe(lang, os.environ.get(_ENV[lang], ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(lang: str, override: str) -> Compiler:
+    names = (override,) if override else _CANDIDATES[lang]
+    for name in names:
+        found = shutil.which(name)
+        if found is None:
+            continue
+        path = os.path.realpath(found)
+        try:
+            done = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                  timeout=30, env={"PATH": os.defpath, "LANG": "C"})
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if done.returncode == 0:
+            return Compiler(path=path, version=done.stdout.strip())
+    raise CompilerNotFound(f"no {lang} compiler found (tried {', '.join(names)})")
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_identity() -> str:
+    """CPU model name and feature flags (Linux), else the machine architecture."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return f"{platform.machine()}|{platform.processor()}"
+    wanted = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        # x86 names these "model name"/"flags"; arm64 "CPU part"/"Features".
+        if sep and key in ("model name", "flags", "Features", "CPU implementer",
+                           "CPU part") and key not in wanted:
+            wanted[key] = value.strip()
+    if not wanted:
+        return f"{platform.machine()}|{platform.processor()}"
+    return platform.machine() + "|" + "|".join(f"{k}={v}" for k, v in sorted(wanted.items()))
+
+
+@functools.lru_cache(maxsize=None)
+def find_prlimit() -> str | None:
+    """Path of the util-linux ``prlimit`` binary, if installed."""
+    return shutil.which("prlimit") or next(
+        (p for p in ("/usr/bin/prlimit", "/bin/prlimit") if os.access(p, os.X_OK)), None)
