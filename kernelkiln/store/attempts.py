@@ -45,3 +45,8 @@ class Attempts:
     def count(self, conn: Connection) -> int:
         """How many attempts the store holds."""
         return conn.execute(sa.select(sa.func.count()).select_from(_t)).scalar_one()
+
+    def graph_nodes(self, conn: Connection, task_id: str) -> list[Attempt]:
+        """The task's attempts without their journal, case and code: enough to score the graph."""
+        columns = [_t.c.id, _t.c.task_id, _t.c.parent_id, _t.c.verdict, _t.c.speedup, _t.c.time_ms, _t.c.created_at]
+        return [from_row(Attempt, r) for r in conn.execute(sa.select(*columns).where(_t.c.task_id == task_id))]

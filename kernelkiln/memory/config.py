@@ -1,0 +1,102 @@
+"""Configuration of memory: every formula's constants, with DESIGN.md's defaults."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class GraphConfig(BaseModel):
+    """Graph score d(v) = w_self·r_v + w_succ·γ·Σ_{u∈succ(v)} d(u)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    w_self: float = Field(default=1.0, description="Weight of the node's own relative speedup r_v.")
+    w_succ: float = Field(default=0.5, description="Weight of the successors' scores.")
+    gamma: float = Field(default=0.9, ge=0, le=1, description="Discount γ on successors' scores.")
+
+
+class ValueConfig(BaseModel):
+    """Adoption-traced utility (ATU): stage scores and the update of Q."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    eta: float = Field(
+        default=0.2,
+        gt=0,
+        description="η: score of a failed or unimproved stage is −η; unadopted experiences get −η; Q's floor is −η.",
+    )
+    alpha_floor: float = Field(
+        default=0.05, gt=0, le=1, description="Least weight of new evidence: α = max(1/n, alpha_floor)."
+    )
+    turn_budget: int = Field(
+        default=30, ge=1, description="Attempts per task and agent, shared by the correctness and optimization stages."
+    )
+
+
+class RetrievalConfig(BaseModel):
+    """Relevance pool, value re-ranking and graph blending."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pool_size: int = Field(default=20, ge=1, description="K: the relevance pool (full-text top K).")
+    lam: float = Field(default=0.5, ge=0, description="λ in relevance·(1 + λ·Q).")
+    graph_weight: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Share of the final score taken by the source attempt's graph score d(v) "
+        "(both normalized to the pool's maximum); 0 ranks by value alone.",
+    )
+    limit: int = Field(default=5, ge=1, description="How many experiences a retrieval returns.")
+
+
+class RulesConfig(BaseModel):
+    """Utility-gated consolidation (UGC) into resident rules."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_adoptions: int = Field(default=3, ge=1, description="Adoptions an experience needs to become a rule.")
+    min_tasks: int = Field(default=3, ge=1, description="Distinct tasks those adoptions must span.")
+    beta: float = Field(default=0.1, gt=0, le=1, description="β: EMA rate of a resident rule's frequency.")
+    budget_tokens: int = Field(default=10_000, ge=0, description="Token budget of the resident set.")
+    rule_chars: int = Field(default=400, ge=40, description="Longest rule text distilled from an experience.")
+
+
+class BoardConfig(BaseModel):
+    """The conclusions-only shared board."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary_chars: int = Field(default=160, ge=20, le=160, description="Cap on an entry's summary.")
+    reflection_chars: int = Field(default=1200, ge=0, description="Cap on an entry's reflection.")
+    horizon: int = Field(default=16, ge=1, description="H: entries kept per task (the latest H).")
+    auto_post: bool = Field(
+        default=True,
+        description="Post a win for every KEEP and a trap for every REJECT when a batch is recorded.",
+    )
+
+
+class PruneConfig(BaseModel):
+    """What ``kiln memory prune`` removes besides board entries beyond the horizon."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_retrievals: int = Field(
+        default=10,
+        ge=1,
+        description="An experience retrieved in at least this many stages, never adopted, whose Q "
+        "has sunk to the floor −η, is pruned.",
+    )
+
+
+class MemoryConfig(BaseModel):
+    """All of memory's settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    graph: GraphConfig = Field(default_factory=GraphConfig, description="Experience graph score.")
+    value: ValueConfig = Field(default_factory=ValueConfig, description="Adoption-traced values.")
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig, description="Retrieval and ranking.")
+    rules: RulesConfig = Field(default_factory=RulesConfig, description="Resident rules.")
+    board: BoardConfig = Field(default_factory=BoardConfig, description="Shared board.")
+    prune: PruneConfig = Field(default_factory=PruneConfig, description="Pruning.")

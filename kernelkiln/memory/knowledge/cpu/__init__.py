@@ -1,0 +1,1 @@
+"""CPU (C/C++) knowledge documents."""

@@ -1,0 +1,83 @@
+"""Memory: the facade the optimizer and the CLI use over the store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelkiln.memory.board import Board
+from kernelkiln.memory.callbacks import MemoryCallbacks
+from kernelkiln.memory.config import MemoryConfig
+from kernelkiln.memory.graph import ExperienceGraph
+from kernelkiln.memory.knowledge import seed_knowledge
+from kernelkiln.memory.prune import PruneReport, prune
+from kernelkiln.memory.retrieval import Retrieved, Retriever
+from kernelkiln.memory.rules import Consolidator
+from kernelkiln.memory.tokens import TokenCounter, estimate_tokens
+from kernelkiln.store.records import Experience, Rule
+from kernelkiln.store.store import Store
+
+
+class Memory:
+    """Experiences, graph, rules and board over one store."""
+
+    def __init__(self, store: Store, config: MemoryConfig | None = None, tokens: TokenCounter = estimate_tokens):
+        self.store = store
+        self.config = config or MemoryConfig()
+        self.retriever = Retriever(store, self.config.retrieval, self.config.graph)
+        self.board = Board(store, self.config.board)
+        self.consolidator = Consolidator(store, self.config.rules, tokens)
+        self.callbacks = MemoryCallbacks(store, self.config, self.consolidator)
+
+    def add_experience(self, experience: Experience) -> Experience:
+        """Store a new experience; its cold frequency counts stages from now on."""
+        with self.store.write() as conn:
+            born = experience.model_copy(update={"born_stage": self.store.stages.last_id(conn)})
+            self.store.experiences.add(conn, born)
+        return born
+
+    def retrieve(self, query: str, **filters: Any) -> list[Retrieved]:
+        """Experiences for ``query`` (see ``Retriever.retrieve`` for the filters)."""
+        return self.retriever.retrieve(query, **filters)
+
+    def knowledge(self, query: str, platform: str, limit: int | None = None) -> list[Retrieved]:
+        """Cold-layer knowledge sections for ``query`` on ``platform``."""
+        return self.retriever.retrieve(query, platform=platform, kinds=("knowledge",), limit=limit)
+
+    def seed_knowledge(self, platform: str) -> int:
+        """Store the platform's cold-start documents; returns how many sections changed."""
+        return seed_knowledge(self.store, platform)
+
+    def resident_rules(self) -> list[tuple[Rule, float]]:
+        """The resident rules with their Q, highest Q first."""
+        with self.store.read() as conn:
+            rules = self.store.rules.list(conn, resident=True)
+            values = self.store.experiences.get_many(conn, [r.id for r in rules])
+        pairs = [(r, values[r.id].q if r.id in values else 0.0) for r in rules]
+        return sorted(pairs, key=lambda p: (-p[1], p[0].id))
+
+    def graph(self, task_id: str) -> ExperienceGraph:
+        """The experience graph of one task."""
+        with self.store.read() as conn:
+            return ExperienceGraph(self.store.attempts.for_task(conn, task_id), self.config.graph)
+
+    def prune(self, dry_run: bool = False) -> PruneReport:
+        """See ``kernelkiln.memory.prune``."""
+        return prune(self.store, self.config, dry_run=dry_run)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of everything memory holds."""
+        s = self.store
+        with s.read() as conn:
+            return {
+                "url": s.url,
+                "schema_version": s.schema_version(),
+                "runs": len(s.runs.all(conn)),
+                "tasks": len(s.tasks.all(conn)),
+                "attempts": s.attempts.count(conn),
+                "experiences": s.experiences.count(conn, "experience"),
+                "knowledge_sections": s.experiences.count(conn, "knowledge"),
+                "rules": len(s.rules.list(conn)),
+                "resident_rules": len(s.rules.list(conn, resident=True)),
+                "stages": s.stages.count_since(conn, 0),
+                "board_entries": s.board.count(conn),
+            }

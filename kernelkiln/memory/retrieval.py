@@ -1,0 +1,86 @@
+"""Retrieval: a relevance pool, re-ranked by value, blended with the graph score.
+
+The pool is the full-text top K (relevance alone decides it). Each member's value
+score is relevance·(1 + λ·Q); the final score is
+(1 − w)·value/max(value) + w·d/max(d), d the graph score of the attempt the experience
+was distilled from (0 when it has none), maxima taken over the pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelkiln.memory.config import GraphConfig, RetrievalConfig
+from kernelkiln.memory.graph import ExperienceGraph
+from kernelkiln.store.records import Experience
+from kernelkiln.store.search import search_experiences
+from kernelkiln.store.store import Store
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One retrieved experience and how it ranked."""
+
+    experience: Experience
+    relevance: float
+    value_score: float
+    graph_score: float
+    score: float
+
+
+def value_score(relevance: float, q: float, lam: float) -> float:
+    """relevance·(1 + λ·Q)."""
+    return relevance * (1.0 + lam * q)
+
+
+def blend(value: float, max_value: float, graph: float, max_graph: float, graph_weight: float) -> float:
+    """(1 − w)·value/max_value + w·graph/max_graph (a zero maximum contributes 0)."""
+    v = value / max_value if max_value > 0 else 0.0
+    g = graph / max_graph if max_graph > 0 else 0.0
+    return (1.0 - graph_weight) * v + graph_weight * g
+
+
+class Retriever:
+    """Finds the experiences worth showing an agent."""
+
+    def __init__(self, store: Store, config: RetrievalConfig | None = None, graph: GraphConfig | None = None):
+        self.store = store
+        self.config = config or RetrievalConfig()
+        self.graph_config = graph or GraphConfig()
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        platform: str | None = None,
+        op_family: str | None = None,
+        stage: str | None = None,
+        limit: int | None = None,
+        kinds: tuple[str, ...] = ("experience",),
+    ) -> list[Retrieved]:
+        """The best ``limit`` experiences for ``query`` among those whose tags fit."""
+        c = self.config
+        with self.store.read() as conn:
+            pool = search_experiences(
+                conn, query, limit=c.pool_size, platform=platform, op_family=op_family, stage=stage, kinds=kinds
+            )
+            graph_scores = self._graph_scores(conn, [e for e, _ in pool]) if c.graph_weight > 0 else {}
+        values = [value_score(rel, exp.q, c.lam) for exp, rel in pool]
+        graphs = [graph_scores.get(exp.source_attempt_id or "", 0.0) for exp, _ in pool]
+        max_value, max_graph = max(values, default=0.0), max(graphs, default=0.0)
+        ranked = [
+            Retrieved(exp, rel, v, g, blend(v, max_value, g, max_graph, c.graph_weight))
+            for (exp, rel), v, g in zip(pool, values, graphs)
+        ]
+        ranked.sort(key=lambda r: (-r.score, -r.relevance, r.experience.id))
+        return ranked[: limit or c.limit]
+
+    def _graph_scores(self, conn, experiences: list[Experience]) -> dict[str, float]:
+        sources = [e.source_attempt_id for e in experiences if e.source_attempt_id]
+        if not sources:
+            return {}
+        tasks = {a.task_id for a in self.store.attempts.get_many(conn, sources).values()}
+        scores: dict[str, float] = {}
+        for task_id in tasks:
+            scores.update(ExperienceGraph(self.store.attempts.graph_nodes(conn, task_id), self.graph_config).scores())
+        return scores
