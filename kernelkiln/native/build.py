@@ -158,8 +158,9 @@ def _exit_message(returncode: int | None, timeout: float, text_lines: list[str])
         except ValueError:
             name = f"signal {-returncode}"
         return f"compiler killed by {name} (resource limit?)"
-    tail = text_lines[-1].strip() if text_lines else ""
-    return f"compiler failed with exit code {returncode}" + (f": {tail}" if tail else "")
+    lines = [t.strip() for t in text_lines if t.strip()]
+    cause = next((t for t in lines if "error" in t.lower()), lines[-1] if lines else "")
+    return f"compiler failed with exit code {returncode}" + (f": {cause}" if cause else "")
 
 
 def _with_seconds(result: BuildResult, seconds: float) -> BuildResult:

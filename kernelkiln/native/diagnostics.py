@@ -20,7 +20,8 @@ __all__ = ["parse_diagnostics", "render_log"]
 _CLASSIC = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*"
     r"(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$")
-_DRIVER = re.compile(r"^(?P<tool>[^:\n]+):\s*(?P<sev>fatal error|error):\s*(?P<msg>.*)$")
+_DRIVER = re.compile(
+    r"^(?P<tool>[^:\n]+):\s*(?P<sev>fatal error|internal compiler error|error):\s*(?P<msg>.*)$")
 
 
 def parse_diagnostics(output: str, filename: str) -> tuple[tuple[Diagnostic, ...], list[str]]:
@@ -88,7 +89,7 @@ def _from_text(line: str, filename: str) -> Diagnostic | None:
                         int(match["line"]), _as_int(match["col"]), filename)
     match = _DRIVER.match(line)
     if match is not None:
-        return Diagnostic("error", f"{match['tool'].strip()}: {match['msg']}")
+        return Diagnostic("error", f"{match['tool'].strip()}: {match['sev']}: {match['msg']}")
     return None
 
 
