@@ -63,7 +63,7 @@ def cache_key(request: BuildRequest) -> str:
         toolchain = ["<no compiler>", list(request.flags)]
     payload = json.dumps({"abi": NATIVE_ABI, "lang": request.lang, "source": request.source,
                           "toolchain": toolchain, "cpu": cpu_identity()},
-                         sort_keys=True, ensure_ascii=True)
+                         sort_keys=True, ensure_ascii=True, default=repr)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -101,14 +101,13 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
     except CompilerNotFound as error:
         return failed(str(error))
     gid = resolve_group(user, group)
-    workdir = tempfile.mkdtemp(prefix="kiln-build-")
     try:
-        if user is not None or gid is not None:
-            os.chown(workdir, -1 if user is None else user, -1 if gid is None else gid)
-        source_path = os.path.join(workdir, request.filename)
-        with open(source_path, "w", encoding="utf-8") as handle:
-            handle.write(request.source)
+        workdir = tempfile.mkdtemp(prefix="kiln-build-")
+    except OSError as error:
+        return failed(f"could not create a build directory: {error}")
+    try:
         try:
+            _prepare_workdir(workdir, request, user, gid)
             outcome = run_confined(compile_argv(request, compiler), cwd=workdir,
                                    env=compiler_env(compiler.path, workdir), user=user,
                                    group=gid, timeout=timeout, limits=limits)
@@ -135,12 +134,27 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
                        seconds=time.perf_counter() - started, log=log)
 
 
+def _prepare_workdir(workdir: str, request: BuildRequest, user: int | None,
+                     gid: int | None) -> None:
+    # mkdtemp gives 0700; hand it to the compiler's identity, source readable to it.
+    if user is not None or gid is not None:
+        os.chown(workdir, -1 if user is None else user, -1 if gid is None else gid)
+    source_path = os.path.join(workdir, request.filename)
+    with open(source_path, "w", encoding="utf-8") as handle:
+        handle.write(request.source)
+    os.chmod(source_path, 0o644)
+
+
 def _request_problem(request: BuildRequest) -> str | None:
     if request.lang not in LANGS:
         return f"unsupported lang {request.lang!r} (expected 'c' or 'c++')"
     if not isinstance(request.source, str):
         return "source must be a string"
-    if len(request.source.encode("utf-8", errors="replace")) > MAX_SOURCE_BYTES:
+    try:
+        size = len(request.source.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "source is not valid UTF-8 text"
+    if size > MAX_SOURCE_BYTES:
         return f"source larger than {MAX_SOURCE_BYTES} bytes"
     try:
         check_flags(request.flags)

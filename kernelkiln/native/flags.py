@@ -111,5 +111,6 @@ def split_link_flags(flags: Iterable[str]) -> tuple[list[str], list[str]]:
     compile_flags: list[str] = []
     link_flags: list[str] = []
     for flag in flags:
-        (link_flags if flag.startswith("-l") else compile_flags).append(flag)
+        is_link = isinstance(flag, str) and flag.startswith("-l")
+        (link_flags if is_link else compile_flags).append(flag)
     return compile_flags, link_flags

@@ -147,6 +147,9 @@ def test_openmp_and_libm_link(cache: Path) -> None:
 def test_failures_are_data_not_exceptions(cache: Path) -> None:
     assert not build(BuildRequest(ADD, lang="fortran"), cache_dir=cache).ok
     assert not build(BuildRequest("this is not C"), cache_dir=cache).ok
+    assert not build(BuildRequest("int x;", flags=(3,)), cache_dir=cache).ok
+    assert not build(BuildRequest("int x; \udc80"), cache_dir=cache).ok
+    assert not build(BuildRequest("int x;"), cache_dir=Path("/proc/no/such/dir")).ok
 
 
 def test_timeout_reports_a_cause(cache: Path) -> None:
