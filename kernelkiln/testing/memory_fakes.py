@@ -1,0 +1,83 @@
+"""Fakes for memory tests and benchmarks: attempts, batches and a synthetic experience corpus."""
+
+from __future__ import annotations
+
+import random
+
+from kernelkiln.memory.callbacks import AttemptResult
+from kernelkiln.store.records import Adoption, Attempt, Experience, Measurement
+
+# Words of the synthetic corpus: kernel-optimization vocabulary plus filler, so that
+# queries match a realistic share of documents (a few percent each).
+_TOPICS = (
+    "vectorize unroll tile block fuse prefetch align transpose pack reduce accumulate parallel "
+    "openmp simd avx2 avx512 fma cache l1 l2 stride contiguous layout rowmajor colmajor "
+    "softmax matmul gemm conv elementwise layernorm attention reduction scan gather scatter "
+    "register spill branch mask tail remainder overflow underflow precision float32 float16 "
+    "bfloat16 double int64 index bounds alignment memory bandwidth latency throughput threads "
+    "schedule static dynamic chunk barrier atomic lock false sharing numa hugepage tlb"
+).split()
+_FILLER = [f"w{i}" for i in range(3000)]
+OP_FAMILIES = ("elementwise", "reduction", "gemm", "softmax", "conv", "norm")
+PLATFORMS = ("cpu", "cuda")
+
+
+def attempt(
+    task_id: str = "t1",
+    *,
+    verdict: str = "KEEP",
+    speedup: float | None = 1.0,
+    time_ms: float | None = None,
+    parent: Attempt | str | None = None,
+    agent: str = "",
+    **fields,
+) -> Attempt:
+    """An attempt with sensible defaults (a REJECT has no speedup unless given)."""
+    parent_id = parent.id if isinstance(parent, Attempt) else parent
+    if verdict == "REJECT" and "speedup" not in fields and speedup == 1.0:
+        speedup = None
+    measurements = [Measurement(workload="default", t_cand_ms=time_ms, speedup=speedup)] if time_ms else []
+    return Attempt(
+        task_id=task_id,
+        verdict=verdict,
+        speedup=speedup,
+        time_ms=time_ms,
+        parent_id=parent_id,
+        agent=agent,
+        measurements=measurements,
+        **fields,
+    )
+
+
+def result(att: Attempt, adopted: list[str] = (), unadopted: list[str] = ()) -> AttemptResult:
+    """An AttemptResult whose agent adopted ``adopted`` and passed over ``unadopted``."""
+    records = [Adoption(attempt_id=att.id, experience_id=e, task_id=att.task_id, adopted=True, why="fits") for e in adopted]
+    records += [
+        Adoption(attempt_id=att.id, experience_id=e, task_id=att.task_id, adopted=False, why="not applicable")
+        for e in unadopted
+    ]
+    return AttemptResult(attempt=att, adoptions=records)
+
+
+def synthetic_experiences(count: int, seed: int = 0, words: int = 30) -> list[Experience]:
+    """``count`` experiences of ``words`` words each, tagged over platforms and op families."""
+    rng = random.Random(seed)
+    corpus = []
+    for i in range(count):
+        text = " ".join(rng.choice(_TOPICS) if rng.random() < 0.4 else rng.choice(_FILLER) for _ in range(words))
+        corpus.append(
+            Experience(
+                id=f"e-syn-{seed}-{i}",
+                text=text,
+                summary=text[:80],
+                platform=PLATFORMS[i % len(PLATFORMS)],
+                op_family=OP_FAMILIES[i % len(OP_FAMILIES)],
+                q=round(rng.uniform(-0.2, 1.0), 3),
+            )
+        )
+    return corpus
+
+
+def synthetic_query(rng: random.Random, words: int = 6) -> str:
+    """A prompt-like query over the synthetic corpus's vocabulary."""
+    return " ".join(rng.choice(_TOPICS) for _ in range(words))

@@ -1,0 +1,39 @@
+"""Test stores on every backend: SQLite always, PostgreSQL when ``KILN_TEST_POSTGRES_URL`` is set."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+POSTGRES_ENV = "KILN_TEST_POSTGRES_URL"
+
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param(
+        "postgresql",
+        id="postgresql",
+        marks=[
+            pytest.mark.postgres,
+            pytest.mark.skipif(
+                not os.environ.get(POSTGRES_ENV),
+                reason=f"{POSTGRES_ENV} is unset: the PostgreSQL backend is not tested (.ci/services sets it)",
+            ),
+        ],
+    ),
+]
+
+
+def fresh_store_url(backend: str, tmp_path: Path) -> str:
+    """The URL of an empty store: a new SQLite file, or the test PostgreSQL database wiped clean."""
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'kiln.db'}"
+    url = os.environ[POSTGRES_ENV]
+    engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP SCHEMA IF EXISTS public CASCADE")
+        conn.exec_driver_sql("CREATE SCHEMA public")
+    engine.dispose()
+    return url
