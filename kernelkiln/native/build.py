@@ -20,7 +20,7 @@ from typing import Mapping
 
 import platformdirs
 
-from .cache import CacheError, lookup, prepare_cache_dir, publish
+from .cache import lookup, prepare_cache_dir, publish
 from .diagnostics import parse_diagnostics, render_log
 from .flags import FlagError, check_flags, default_flags, split_link_flags
 from .records import BuildRequest, BuildResult, Diagnostic

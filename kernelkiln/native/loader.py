@@ -41,8 +41,7 @@ class BuildError(Exception):
     def __init__(self, result: BuildResult, filename: str = "kernel.c") -> None:
         self.result = result
         self.filename = filename
-        errors = [d for d in result.diagnostics if d.severity == "error"]
-        first = errors[0] if errors else Diagnostic("error", "build failed")
+        first = result.errors[0] if result.errors else Diagnostic("error", "build failed")
         super().__init__(first.format(filename))
 
 
@@ -203,7 +202,7 @@ def _tensor_converter(where: str, dtypes: tuple[torch.dtype, ...]) -> Callable[[
         if value.dtype not in dtypes:
             raise TypeError(f"{where}: expected dtype {expected}, "
                             f"got {str(value.dtype).removeprefix('torch.')}")
-        if value.device.type != "cpu":
+        if not value.is_cpu:
             raise TypeError(f"{where}: expected a CPU tensor, got device {value.device}")
         if not value.is_contiguous():
             raise TypeError(f"{where}: tensor must be contiguous (call .contiguous())")

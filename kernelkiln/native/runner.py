@@ -3,7 +3,8 @@ optional other uid/gid, and a wall-clock timeout that kills the whole process gr
 
 No ``preexec_fn`` is used (unsafe in a threaded parent): identity is switched with
 ``subprocess``'s ``user``/``group``/``extra_groups`` and limits are set by the
-``prlimit`` binary, which then execs the compiler.
+``prlimit`` binary, which then execs the compiler (where prlimit is not installed the
+compiler runs without resource limits; the timeout still applies).
 """
 
 from __future__ import annotations
