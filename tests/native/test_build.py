@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import importlib
-import json
+import multiprocessing
 import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -195,36 +194,26 @@ def test_confined_process_does_not_see_parent_env(monkeypatch: pytest.MonkeyPatc
     assert "hunter2" not in outcome.output
 
 
-_RACE = textwrap.dedent("""\
-    import json, sys, time
-    from pathlib import Path
-    from kernelkiln.native import BuildRequest, build
-    go = Path(sys.argv[2])
-    while not go.exists():
-        time.sleep(0.005)
-    result = build(BuildRequest(sys.stdin.read()), cache_dir=Path(sys.argv[1]))
-    print(json.dumps(result.to_dict()))
-    """)
+def _race(cache: Path, barrier, queue) -> None:
+    barrier.wait(timeout=60)
+    queue.put(build(BuildRequest(ADD), cache_dir=cache).to_dict())
 
 
-def test_concurrent_processes_building_one_key_both_succeed(cache: Path,
-                                                           tmp_path: Path) -> None:
-    go = tmp_path / "go"
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    procs = [subprocess.Popen([sys.executable, "-c", _RACE, str(cache), str(go)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env=env) for _ in range(3)]
+def test_concurrent_processes_building_one_key_both_succeed(cache: Path) -> None:
+    # fork: the children start with everything imported, then build at one moment.
+    context = multiprocessing.get_context("fork")
+    barrier, queue = context.Barrier(3), context.Queue()
+    procs = [context.Process(target=_race, args=(cache, barrier, queue)) for _ in range(3)]
     for proc in procs:
-        proc.stdin.write(ADD)
-        proc.stdin.close()
-    go.touch()
-    results = []
+        proc.start()
+    results = [BuildResult.from_dict(queue.get(timeout=120)) for _ in procs]
     for proc in procs:
-        assert proc.wait(timeout=120) == 0
-        results.append(BuildResult.from_dict(json.loads(proc.stdout.read())))
+        proc.join(timeout=60)
+        assert proc.exitcode == 0
     assert all(r.ok for r in results), [r.log for r in results]
     assert len({r.key for r in results}) == 1 and len({r.path for r in results}) == 1
     assert os.path.isfile(results[0].path)
+    assert not [p for p in os.listdir(cache) if p.endswith(".tmp")]
 
 
 @pytest.fixture
