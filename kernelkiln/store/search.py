@@ -68,9 +68,13 @@ def search_experiences(
             f"ORDER BY bm25(experiences_fts) LIMIT :limit"
         )
     else:
+        # PostgreSQL has no BM25: rank by how many distinct query words a document has
+        # (coordination), then by cover density squashed into [0, 1).
         params["tsquery"] = " | ".join(terms)
+        coordination = " + ".join(f"(e.tsv @@ plainto_tsquery('english', :t{i}))::int" for i in range(len(terms)))
+        params.update({f"t{i}": t for i, t in enumerate(terms)})
         sql = (
-            f"SELECT {_COLUMNS}, ts_rank_cd(e.tsv, tsq) AS relevance "
+            f"SELECT {_COLUMNS}, ({coordination}) + ts_rank_cd(e.tsv, tsq, 32) AS relevance "
             f"FROM experiences e, to_tsquery('english', :tsquery) tsq "
             f"WHERE e.tsv @@ tsq AND {' AND '.join(where)} "
             f"ORDER BY relevance DESC, e.id LIMIT :limit"

@@ -1,0 +1,108 @@
+import pytest
+
+from kernelkiln.memory import Memory, MemoryConfig
+from kernelkiln.memory.config import BoardConfig
+from kernelkiln.store.records import Experience, TaskRecord
+from kernelkiln.testing.memory_fakes import attempt, result
+
+
+def _memory(store, **config):
+    memory = Memory(store, MemoryConfig(**config))
+    for eid in ("a", "b", "c", "x"):
+        memory.add_experience(Experience(id=eid, text=f"lesson {eid}"))
+    return memory
+
+
+def _q(store, *ids):
+    with store.read() as conn:
+        found = store.experiences.get_many(conn, list(ids))
+    return [found[i].q for i in ids]
+
+
+def test_worked_example_updates_q_in_the_store(store):
+    memory = _memory(store)
+    first = attempt("t1", verdict="KEEP", time_ms=1.0)
+    stages = memory.callbacks.on_batch([result(first)], tasks=[TaskRecord(id="t1", platform="cpu")])
+    assert [(s.stage, s.score) for s in stages] == [("correctness", 1.0)]
+    second = attempt("t1", verdict="KEEP", time_ms=0.6, parent=first)
+    assert memory.callbacks.on_batch([result(second, adopted=["a", "b"], unadopted=["c"])]) == []
+    (closed,) = memory.callbacks.on_task_end("t1")
+    assert closed.stage == "optimization" and closed.score == pytest.approx(0.4)
+    assert (closed.retrieved, closed.adopted) == (3, 2)
+    # n = 1 so α = 1: Q takes the feedback itself.
+    assert _q(store, "a", "b", "c", "x") == pytest.approx([0.2, 0.2, -0.2, 0.0])
+    with store.read() as conn:
+        a = store.experiences.get(conn, "a")
+        assert (a.retrievals, a.adoptions, a.distinct_tasks) == (1, 1, 1)
+        assert store.experiences.get(conn, "c").adoptions == 0
+        assert [n.id for n in store.attempts.for_task(conn, "t1")] == [first.id, second.id]
+        assert len(store.adoptions.for_attempt(conn, second.id)) == 3
+        assert store.tasks.get(conn, "t1").platform == "cpu"
+        assert [s.score for s in store.stages.all(conn)] == pytest.approx([1.0, 0.4])
+
+
+def test_second_stage_averages_with_alpha_one_half(store):
+    memory = _memory(store)
+    memory.callbacks.on_batch([result(attempt("t1", verdict="REJECT"), adopted=["a"])])
+    memory.callbacks.on_batch([result(attempt("t1", verdict="KEEP", time_ms=1.0), adopted=["a"])])
+    # correctness stage: s = 1, a is the only adopted → f = 1, n = 1 → Q = 1
+    assert _q(store, "a") == pytest.approx([1.0])
+    memory.callbacks.on_batch([result(attempt("t1", verdict="REVERT", time_ms=2.0), unadopted=["a"])])
+    memory.callbacks.on_task_end("t1")
+    # optimization stage: unadopted → f = −0.2, n = 2 → Q = 0.5·1 + 0.5·(−0.2) = 0.4
+    assert _q(store, "a") == pytest.approx([0.4])
+
+
+def test_board_gets_wins_and_traps(store):
+    memory = _memory(store)
+    memory.callbacks.on_batch(
+        [
+            result(attempt("t1", verdict="REJECT", summary="avx512 path", error_class="build")),
+            result(attempt("t1", verdict="KEEP", speedup=1.8, time_ms=1.0, summary="4 accumulators")),
+            result(attempt("t1", verdict="ACCEPT", speedup=1.7, time_ms=1.1)),
+        ]
+    )
+    assert [(e.kind, e.summary) for e in memory.board.read("t1")] == [
+        ("trap", "avx512 path [build]"),
+        ("win", "4 accumulators (1.80x)"),
+    ]
+    quiet = Memory(store, MemoryConfig(board=BoardConfig(auto_post=False)))
+    quiet.callbacks.on_batch([result(attempt("t2", verdict="KEEP"))])
+    assert quiet.board.read("t2") == []
+
+
+def test_adoption_across_three_tasks_makes_a_resident_rule(store):
+    memory = _memory(store)
+    for task in ("t1", "t2", "t3"):
+        memory.callbacks.on_batch([result(attempt(task, verdict="KEEP", time_ms=1.0), adopted=["x"], unadopted=["c"])])
+    with store.read() as conn:
+        x = store.experiences.get(conn, "x")
+        assert (x.adoptions, x.distinct_tasks, x.resident) == (3, 3, True)
+        assert store.rules.get(conn, "x").resident
+    assert [r.id for r, _ in memory.resident_rules()] == ["x"]
+    assert all(h.experience.id != "x" for h in memory.retrieve("lesson"))
+    # Used in a later stage: the EMA holds the frequency up.
+    before = memory.resident_rules()[0][0].frequency
+    memory.callbacks.on_batch([result(attempt("t4", verdict="KEEP", time_ms=1.0), adopted=["x"])])
+    assert memory.resident_rules()[0][0].frequency == pytest.approx(0.9 * before + 0.1)
+
+
+def test_a_failed_write_is_not_counted_twice(store, monkeypatch):
+    memory = _memory(store)
+    batch = [result(attempt("t1", verdict="KEEP", time_ms=1.0), adopted=["a"])]
+    real_add = store.attempts.add
+    monkeypatch.setattr(store.attempts, "add", lambda conn, a: (_ for _ in ()).throw(RuntimeError("disk full")))
+    with pytest.raises(RuntimeError):
+        memory.callbacks.on_batch(batch)
+    monkeypatch.setattr(store.attempts, "add", real_add)
+    assert [s.stage for s in memory.callbacks.on_batch(batch)] == ["correctness"]
+    with store.read() as conn:
+        assert store.experiences.get(conn, "a").retrievals == 1
+
+
+def test_run_end_closes_every_open_stage(store):
+    memory = _memory(store)
+    memory.callbacks.on_batch([result(attempt("t1", verdict="REJECT")), result(attempt("t2", verdict="KEEP", time_ms=1.0))])
+    closed = memory.callbacks.on_run_end()
+    assert sorted((s.task_id, s.stage, s.score) for s in closed) == [("t1", "correctness", -0.2), ("t2", "optimization", -0.2)]
+    assert memory.callbacks.on_run_end() == []

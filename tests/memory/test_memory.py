@@ -1,0 +1,23 @@
+from kernelkiln.memory import Memory
+from kernelkiln.store.records import Experience, StageRecord
+from kernelkiln.testing.memory_fakes import attempt, result
+
+
+def test_new_experiences_are_born_at_the_latest_stage(store):
+    with store.write() as conn:
+        store.stages.add(conn, StageRecord(task_id="t", stage="correctness", score=1))
+        store.stages.add(conn, StageRecord(task_id="t", stage="optimization", score=0.1))
+    born = Memory(store).add_experience(Experience(text="x"))
+    assert born.born_stage == 2
+
+
+def test_stats_and_graph(store):
+    memory = Memory(store)
+    memory.seed_knowledge("cpu")
+    root = attempt("t1", verdict="KEEP", time_ms=1.0)
+    child = attempt("t1", verdict="KEEP", time_ms=0.5, speedup=2.0, parent=root)
+    memory.callbacks.on_batch([result(root), result(child)])
+    stats = memory.stats()
+    assert stats["attempts"] == 2 and stats["stages"] == 1 and stats["board_entries"] == 2
+    assert stats["knowledge_sections"] > 0 and stats["experiences"] == 0
+    assert memory.graph("t1").best_path() == [root.id, child.id]
