@@ -8,6 +8,7 @@ from kernelkiln.memory.board import Board
 from kernelkiln.memory.callbacks import MemoryCallbacks
 from kernelkiln.memory.config import MemoryConfig
 from kernelkiln.memory.graph import ExperienceGraph
+from kernelkiln.memory.knowledge import platforms as knowledge_platforms
 from kernelkiln.memory.knowledge import seed_knowledge
 from kernelkiln.memory.prune import PruneReport, prune
 from kernelkiln.memory.retrieval import Retrieved, Retriever
@@ -27,6 +28,7 @@ class Memory:
         self.board = Board(store, self.config.board)
         self.consolidator = Consolidator(store, self.config.rules, tokens)
         self.callbacks = MemoryCallbacks(store, self.config, self.consolidator)
+        self._seeded: set[str] = set()
 
     def add_experience(self, experience: Experience) -> Experience:
         """Store a new experience; its cold frequency counts stages from now on."""
@@ -40,12 +42,20 @@ class Memory:
         return self.retriever.retrieve(query, **filters)
 
     def knowledge(self, query: str, platform: str, limit: int | None = None) -> list[Retrieved]:
-        """Cold-layer knowledge sections for ``query`` on ``platform``."""
+        """Cold-layer knowledge sections for ``query`` on ``platform`` (seeded on first use)."""
+        self.ensure_knowledge([platform])
         return self.retriever.retrieve(query, platform=platform, kinds=("knowledge",), limit=limit)
 
     def seed_knowledge(self, platform: str) -> int:
         """Store the platform's cold-start documents; returns how many sections changed."""
+        self._seeded.add(platform)
         return seed_knowledge(self.store, platform)
+
+    def ensure_knowledge(self, platforms: list[str] | None = None) -> None:
+        """Seed the platforms' documents (default: all) unless this Memory already did."""
+        for platform in platforms if platforms is not None else knowledge_platforms():
+            if platform not in self._seeded:
+                self.seed_knowledge(platform)
 
     def resident_rules(self) -> list[tuple[Rule, float]]:
         """The resident rules with their Q, highest Q first."""

@@ -106,7 +106,8 @@ def import_records(store: Store, records: list[tuple[str, BaseModel]]) -> Counte
                 born = _map_stage(stage_map, old_ids, record.born_stage)
                 s.experiences.add(conn, record.model_copy(update={"born_stage": born}))
             elif kind == "adoption":
-                added[kind] += s.adoptions.add_many(conn, [record])
+                if s.adoptions.add_many(conn, [record]):
+                    added[kind] += 1
                 continue
             elif kind == "rule" and s.rules.get(conn, record.id) is None:
                 s.rules.upsert(conn, record)
