@@ -48,6 +48,12 @@ class RetrievalConfig(BaseModel):
         "(both normalized to the pool's maximum); 0 ranks by value alone.",
     )
     limit: int = Field(default=5, ge=1, description="How many experiences a retrieval returns.")
+    postings_budget: int = Field(
+        default=4000,
+        ge=1,
+        description="SQLite: a query keeps its rarest words while their document counts sum to at most "
+        "this (one word at least), bounding the documents BM25 must rank.",
+    )
 
 
 class RulesConfig(BaseModel):

@@ -9,17 +9,30 @@ d(v) = w_self·r_v + w_succ·γ·Σ_{u∈succ(v)} d(u).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from kernelkiln.memory.config import GraphConfig
-from kernelkiln.store.records import Attempt
+
+
+class Node(Protocol):
+    """What the graph reads of an attempt (an ``Attempt`` or a store ``GraphNode``)."""
+
+    id: str
+    parent_id: str | None
+    verdict: str
+    speedup: float | None
+    created_at: float
+
+    @property
+    def correct(self) -> bool: ...
 
 
 class ExperienceGraph:
     """The attempt forest of one task (or any set of attempts) and its scores."""
 
-    def __init__(self, attempts: Sequence[Attempt], config: GraphConfig | None = None) -> None:
+    def __init__(self, attempts: Sequence[Node], config: GraphConfig | None = None) -> None:
         self.config = config or GraphConfig()
-        self.nodes: dict[str, Attempt] = {a.id: a for a in attempts}
+        self.nodes: dict[str, Node] = {a.id: a for a in attempts}
         self.children: dict[str, list[str]] = {a.id: [] for a in attempts}
         self.roots: list[str] = []
         for attempt in attempts:
@@ -29,7 +42,7 @@ class ExperienceGraph:
                 self.roots.append(attempt.id)
         self._scores: dict[str, float] | None = None
 
-    def parent(self, node_id: str) -> Attempt | None:
+    def parent(self, node_id: str) -> Node | None:
         """The node's parent within the graph, if any."""
         parent_id = self.nodes[node_id].parent_id
         return self.nodes.get(parent_id) if parent_id else None
@@ -59,13 +72,13 @@ class ExperienceGraph:
             self._scores = scores
         return self._scores
 
-    def ranked(self, limit: int | None = None) -> list[tuple[Attempt, float]]:
+    def ranked(self, limit: int | None = None) -> list[tuple[Node, float]]:
         """Nodes by descending d(v) (ties: newer first)."""
         scores = self.scores()
         order = sorted(self.nodes.values(), key=lambda a: (-scores[a.id], -a.created_at, a.id))
         return [(a, scores[a.id]) for a in order[:limit]]
 
-    def best(self) -> Attempt | None:
+    def best(self) -> Node | None:
         """The correct node with the highest absolute speedup a_v."""
         correct = [a for a in self.nodes.values() if _succeeded(a)]
         return max(correct, key=lambda a: (a.speedup, -a.created_at)) if correct else None
@@ -103,5 +116,5 @@ class ExperienceGraph:
         return order
 
 
-def _succeeded(attempt: Attempt) -> bool:
+def _succeeded(attempt: Node) -> bool:
     return attempt.correct and attempt.speedup is not None and attempt.speedup > 0

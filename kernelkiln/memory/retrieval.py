@@ -62,7 +62,8 @@ class Retriever:
         c = self.config
         with self.store.read() as conn:
             pool = search_experiences(
-                conn, query, limit=c.pool_size, platform=platform, op_family=op_family, stage=stage, kinds=kinds
+                conn, query, limit=c.pool_size, platform=platform, op_family=op_family, stage=stage,
+                kinds=kinds, postings_budget=c.postings_budget,
             )
             graph_scores = self._graph_scores(conn, [e for e, _ in pool]) if c.graph_weight > 0 else {}
         values = [value_score(rel, exp.q, c.lam) for exp, rel in pool]
@@ -76,11 +77,13 @@ class Retriever:
         return ranked[: limit or c.limit]
 
     def _graph_scores(self, conn, experiences: list[Experience]) -> dict[str, float]:
-        sources = [e.source_attempt_id for e in experiences if e.source_attempt_id]
+        sources = sorted({e.source_attempt_id for e in experiences if e.source_attempt_id})
         if not sources:
             return {}
-        tasks = {a.task_id for a in self.store.attempts.get_many(conn, sources).values()}
+        by_task: dict[str, list] = {}
+        for node in self.store.attempts.graph_nodes_of_tasks_with(conn, sources):
+            by_task.setdefault(node.task_id, []).append(node)
         scores: dict[str, float] = {}
-        for task_id in tasks:
-            scores.update(ExperienceGraph(self.store.attempts.graph_nodes(conn, task_id), self.graph_config).scores())
+        for nodes in by_task.values():
+            scores.update(ExperienceGraph(nodes, self.graph_config).scores())
         return scores

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -46,7 +48,37 @@ class Attempts:
         """How many attempts the store holds."""
         return conn.execute(sa.select(sa.func.count()).select_from(_t)).scalar_one()
 
-    def graph_nodes(self, conn: Connection, task_id: str) -> list[Attempt]:
+    def graph_nodes(self, conn: Connection, task_id: str) -> list[GraphNode]:
         """The task's attempts without their journal, case and code: enough to score the graph."""
-        columns = [_t.c.id, _t.c.task_id, _t.c.parent_id, _t.c.verdict, _t.c.speedup, _t.c.time_ms, _t.c.created_at]
-        return [from_row(Attempt, r) for r in conn.execute(sa.select(*columns).where(_t.c.task_id == task_id))]
+        return self._graph_nodes(conn, _t.c.task_id == task_id)
+
+    def graph_nodes_of_tasks_with(self, conn: Connection, attempt_ids: list[str]) -> list[GraphNode]:
+        """Graph nodes (as in ``graph_nodes``) of every task that one of ``attempt_ids`` belongs to."""
+        tasks = sa.select(_t.c.task_id).where(_t.c.id.in_(attempt_ids)).distinct()
+        return self._graph_nodes(conn, _t.c.task_id.in_(tasks.scalar_subquery()))
+
+    def _graph_nodes(self, conn: Connection, condition) -> list[GraphNode]:
+        columns = [_t.c.id, _t.c.task_id, _t.c.parent_id, _t.c.verdict, _t.c.speedup, _t.c.time_ms,
+                   _t.c.created_at, _t.c.agent, _t.c.lens, _t.c.summary]
+        return [GraphNode(*r) for r in conn.execute(sa.select(*columns).where(condition))]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphNode:
+    """The part of an attempt the experience graph needs (cheap: built on every retrieval)."""
+
+    id: str
+    task_id: str
+    parent_id: str | None
+    verdict: str
+    speedup: float | None
+    time_ms: float | None
+    created_at: float
+    agent: str = ""
+    lens: str | None = None
+    summary: str = ""
+
+    @property
+    def correct(self) -> bool:
+        """Whether the guard found the candidate correct."""
+        return self.verdict != "REJECT"

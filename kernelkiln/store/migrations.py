@@ -24,20 +24,23 @@ def _v1_base_tables(conn: Connection) -> None:
     schema.metadata.create_all(conn, tables=list(schema.V1_TABLES))
 
 
+# The index keeps its own copy of the searchable text plus the op family ("any" when
+# unset) so that the op-family filter prunes inside the index. The vocabulary table
+# gives each word's document count, used to leave out the least selective query words.
+_FTS_VALUES = "{r}.seq, {r}.text, {r}.summary, {r}.tags_text, coalesce({r}.op_family, 'any')"
+_FTS_INSERT = "INSERT INTO experiences_fts(rowid, text, summary, tags_text, op_tag) "
 _SQLITE_FTS = [
-    "CREATE VIRTUAL TABLE experiences_fts USING fts5("
-    "text, summary, tags_text, content='experiences', content_rowid='seq', tokenize='porter unicode61')",
+    "CREATE VIRTUAL TABLE experiences_fts USING fts5(text, summary, tags_text, op_tag, tokenize='porter unicode61')",
+    "CREATE VIRTUAL TABLE experiences_vocab USING fts5vocab(experiences_fts, 'row')",
     "CREATE TRIGGER experiences_fts_ai AFTER INSERT ON experiences BEGIN "
-    "INSERT INTO experiences_fts(rowid, text, summary, tags_text) VALUES (new.seq, new.text, new.summary, new.tags_text); END",
+    f"{_FTS_INSERT} VALUES ({_FTS_VALUES.format(r='new')}); END",
     "CREATE TRIGGER experiences_fts_ad AFTER DELETE ON experiences BEGIN "
-    "INSERT INTO experiences_fts(experiences_fts, rowid, text, summary, tags_text) "
-    "VALUES ('delete', old.seq, old.text, old.summary, old.tags_text); END",
-    "CREATE TRIGGER experiences_fts_au AFTER UPDATE OF text, summary, tags_text ON experiences BEGIN "
-    "INSERT INTO experiences_fts(experiences_fts, rowid, text, summary, tags_text) "
-    "VALUES ('delete', old.seq, old.text, old.summary, old.tags_text); "
-    "INSERT INTO experiences_fts(rowid, text, summary, tags_text) VALUES (new.seq, new.text, new.summary, new.tags_text); END",
+    "DELETE FROM experiences_fts WHERE rowid = old.seq; END",
+    "CREATE TRIGGER experiences_fts_au AFTER UPDATE OF text, summary, tags_text, op_family ON experiences BEGIN "
+    "DELETE FROM experiences_fts WHERE rowid = old.seq; "
+    f"{_FTS_INSERT} VALUES ({_FTS_VALUES.format(r='new')}); END",
     # Index the rows a version-1 store already holds.
-    "INSERT INTO experiences_fts(experiences_fts) VALUES ('rebuild')",
+    f"{_FTS_INSERT} SELECT {_FTS_VALUES.format(r='experiences')} FROM experiences",
 ]
 
 _POSTGRES_FTS = [

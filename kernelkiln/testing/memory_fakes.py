@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.store.records import Adoption, Attempt, Experience, Measurement
 
-# Words of the synthetic corpus: kernel-optimization vocabulary plus filler, so that
-# queries match a realistic share of documents (a few percent each).
+# Words of the synthetic corpus, in Zipf order (word r drawn with weight 1/(r+1)) as in
+# natural text: a few stop words are in nearly every document, kernel vocabulary follows,
+# then a long tail of rare words.
+_STOP = "the a to of and in for with is on it by this that be as use when".split()
 _TOPICS = (
     "vectorize unroll tile block fuse prefetch align transpose pack reduce accumulate parallel "
     "openmp simd avx2 avx512 fma cache l1 l2 stride contiguous layout rowmajor colmajor "
@@ -17,7 +21,8 @@ _TOPICS = (
     "bfloat16 double int64 index bounds alignment memory bandwidth latency throughput threads "
     "schedule static dynamic chunk barrier atomic lock false sharing numa hugepage tlb"
 ).split()
-_FILLER = [f"w{i}" for i in range(3000)]
+_VOCABULARY = _STOP + _TOPICS + [f"w{i}" for i in range(5000)]
+_CUMULATIVE = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(_VOCABULARY))))
 OP_FAMILIES = ("elementwise", "reduction", "gemm", "softmax", "conv", "norm")
 PLATFORMS = ("cpu", "cuda")
 
@@ -59,19 +64,23 @@ def result(att: Attempt, adopted: list[str] = (), unadopted: list[str] = ()) -> 
     return AttemptResult(attempt=att, adoptions=records)
 
 
-def synthetic_experiences(count: int, seed: int = 0, words: int = 30) -> list[Experience]:
-    """``count`` experiences of ``words`` words each, tagged over platforms and op families."""
+def _word(rng: random.Random) -> str:
+    return _VOCABULARY[bisect.bisect(_CUMULATIVE, rng.random() * _CUMULATIVE[-1])]
+
+
+def synthetic_experiences(count: int, seed: int = 0, words: int = 40) -> list[Experience]:
+    """``count`` experiences of ``words`` Zipf-distributed words, tagged over platforms and op families."""
     rng = random.Random(seed)
     corpus = []
     for i in range(count):
-        text = " ".join(rng.choice(_TOPICS) if rng.random() < 0.4 else rng.choice(_FILLER) for _ in range(words))
+        text = " ".join(_word(rng) for _ in range(words))
         corpus.append(
             Experience(
                 id=f"e-syn-{seed}-{i}",
                 text=text,
                 summary=text[:80],
                 platform=PLATFORMS[i % len(PLATFORMS)],
-                op_family=OP_FAMILIES[i % len(OP_FAMILIES)],
+                op_family=OP_FAMILIES[(i // len(PLATFORMS)) % len(OP_FAMILIES)],
                 q=round(rng.uniform(-0.2, 1.0), 3),
             )
         )
@@ -79,5 +88,5 @@ def synthetic_experiences(count: int, seed: int = 0, words: int = 30) -> list[Ex
 
 
 def synthetic_query(rng: random.Random, words: int = 6) -> str:
-    """A prompt-like query over the synthetic corpus's vocabulary."""
-    return " ".join(rng.choice(_TOPICS) for _ in range(words))
+    """A prompt-like query drawn from the synthetic corpus's word distribution."""
+    return " ".join(_word(rng) for _ in range(words))
