@@ -25,13 +25,11 @@ def _v1_base_tables(conn: Connection) -> None:
 
 
 # The index keeps its own copy of the searchable text plus the op family ("any" when
-# unset) so that the op-family filter prunes inside the index. The vocabulary table
-# gives each word's document count, used to leave out the least selective query words.
+# unset) so that the op-family filter prunes inside the index.
 _FTS_VALUES = "{r}.seq, {r}.text, {r}.summary, {r}.tags_text, coalesce({r}.op_family, 'any')"
 _FTS_INSERT = "INSERT INTO experiences_fts(rowid, text, summary, tags_text, op_tag) "
 _SQLITE_FTS = [
     "CREATE VIRTUAL TABLE experiences_fts USING fts5(text, summary, tags_text, op_tag, tokenize='porter unicode61')",
-    "CREATE VIRTUAL TABLE experiences_vocab USING fts5vocab(experiences_fts, 'row')",
     "CREATE TRIGGER experiences_fts_ai AFTER INSERT ON experiences BEGIN "
     f"{_FTS_INSERT} VALUES ({_FTS_VALUES.format(r='new')}); END",
     "CREATE TRIGGER experiences_fts_ad AFTER DELETE ON experiences BEGIN "

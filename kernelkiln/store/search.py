@@ -12,8 +12,6 @@ BM25 and would make every document a match.
 from __future__ import annotations
 
 import re
-import sqlite3
-import threading
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -27,7 +25,6 @@ MAX_TERMS = 32
 
 _t = schema.experiences
 _COLUMNS = ", ".join(f"e.{c.name}" for c in _t.c if c.name != "seq")
-_local = threading.local()
 
 
 def query_terms(query: str) -> list[str]:
@@ -39,66 +36,51 @@ def query_terms(query: str) -> list[str]:
     return terms[:MAX_TERMS]
 
 
-def index_tokens(words: list[str]) -> list[list[str]]:
-    """Each word as the FTS5 index stores it (porter stems, split on punctuation)."""
-    conn = getattr(_local, "tokenizer", None)
-    if conn is None:
-        # A private in-memory FTS5 table with the index's tokenizer: exact tokens, no guessing.
-        conn = sqlite3.connect(":memory:")
-        conn.execute("CREATE VIRTUAL TABLE q USING fts5(w, tokenize='porter unicode61')")
-        conn.execute("CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'instance')")
-        _local.tokenizer = conn
-    conn.execute("DELETE FROM q")
-    conn.executemany("INSERT INTO q(rowid, w) VALUES (?, ?)", list(enumerate(words)))
-    tokens: list[list[str]] = [[] for _ in words]
-    for term, doc in conn.execute("SELECT term, doc FROM qv ORDER BY doc, offset"):
-        tokens[doc].append(term)
-    return tokens
+def document_counts(conn: Connection, words: list[str], cap: int | None = None) -> dict[str, int]:
+    """How many experiences contain each word, counted up to ``cap`` if given (cached per store).
 
-
-def document_counts(conn: Connection, tokens: list[str]) -> dict[str, int]:
-    """How many experiences contain each index token (cached per store while it grows < 10%).
-
-    The vocabulary table counts by reading a token's whole posting list, which is slow for
-    common tokens; the counts only steer which words to keep, so slightly stale is fine.
+    Counting stops at ``cap`` so a word found everywhere costs no more than a rare one;
+    counts only steer which words to keep, so a cache entry lives while the store's size
+    moves by less than 10%.
     """
     size = conn.execute(sa.select(sa.func.max(_t.c.seq))).scalar() or 0
     cache = _DF_CACHE.setdefault(str(conn.engine.url), {})
-    counts, missing = {}, []
-    for token in tokens:
-        hit = cache.get(token)
-        if hit is not None and size <= hit[1] * 1.1 + 100:
-            counts[token] = hit[0]
-        else:
-            missing.append(token)
-    if missing:
-        marks = ", ".join(f":t{i}" for i in range(len(missing)))
-        rows = conn.execute(
-            sa.text(f"SELECT term, doc FROM experiences_vocab WHERE term IN ({marks})"),
-            {f"t{i}": t for i, t in enumerate(missing)},
-        )
-        found = dict(rows.all())
-        for token in missing:
-            counts[token] = found.get(token, 0)
-            cache[token] = (counts[token], size)
+    limit = cap if cap is not None else -1  # SQLite: LIMIT -1 is no limit
+    counts = {}
+    for word in words:
+        hit = cache.get(word)
+        if hit is not None:
+            count, counted_limit, then = hit
+            exact = counted_limit < 0 or count < counted_limit
+            if (exact or 0 <= limit <= counted_limit) and then * 0.9 - 100 <= size <= then * 1.1 + 100:
+                counts[word] = count if limit < 0 else min(count, limit)
+                continue
+        count = conn.execute(
+            sa.text(
+                "SELECT count(*) FROM (SELECT 1 FROM experiences_fts WHERE experiences_fts MATCH :match LIMIT :limit)"
+            ),
+            {"match": f'{{text summary tags_text}} : "{word}"', "limit": limit},
+        ).scalar_one()
+        cache[word] = (count, limit, size)
+        counts[word] = count
     return counts
 
 
-_DF_CACHE: dict[str, dict[str, tuple[int, int]]] = {}
+# store URL → word → (count, the limit it was counted under (-1: none), store size then)
+_DF_CACHE: dict[str, dict[str, tuple[int, int, int]]] = {}
 
 
 def selective_terms(conn: Connection, terms: list[str], budget: int) -> list[str]:
-    """The words of ``terms`` to search for on SQLite, rarest first, within ``budget`` postings."""
-    tokens = index_tokens(terms)
-    distinct = sorted({t for group in tokens for t in group})
-    if not distinct:
-        return []
-    docs = document_counts(conn, distinct)
-    # A word's count is its rarest token's (a word such as row_sum is a phrase of tokens).
-    counts = {w: min(docs.get(t, 0) for t in group) for w, group in zip(terms, tokens) if group}
+    """The words of ``terms`` to search for on SQLite: the rarest whose document counts fit
+    ``budget``; when none fits, the single rarest word (then counted exactly, once)."""
+    counts = document_counts(conn, terms, budget + 1)
+    present = [w for w in terms if counts[w] > 0]
+    if present and all(counts[w] > budget for w in present):
+        counts = document_counts(conn, present)
+        return [min(present, key=lambda w: (counts[w], w))]
     chosen, used = [], 0
-    for word in sorted((w for w in counts if counts[w] > 0), key=lambda w: (counts[w], w)):
-        if chosen and used + counts[word] > budget:
+    for word in sorted(present, key=lambda w: (counts[w], w)):
+        if used + counts[word] > budget:
             break
         chosen.append(word)
         used += counts[word]

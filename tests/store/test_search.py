@@ -1,3 +1,5 @@
+import pytest
+
 from kernelkiln.store.records import Experience
 from kernelkiln.store.search import query_terms, search_experiences
 
@@ -82,3 +84,22 @@ def test_limit_bounds_the_pool(store):
     _add(store, *[Experience(text=f"gather scatter {i}") for i in range(30)])
     with store.read() as conn:
         assert len(search_experiences(conn, "gather", limit=20)) == 20
+
+
+def test_common_words_are_left_out_under_a_postings_budget(store):
+    if store.dialect != "sqlite":
+        pytest.skip("the postings budget applies to SQLite's BM25 only")
+    from kernelkiln.store.search import document_counts, selective_terms
+
+    _add(store, *[Experience(text=f"the loop number {i}") for i in range(30)], Experience(id="e-rare", text="the prefetch trick"))
+    with store.read() as conn:
+        assert document_counts(conn, ["the", "prefetching", "absent"], cap=100) == {"the": 31, "prefetching": 1, "absent": 0}
+        assert document_counts(conn, ["the"], cap=5) == {"the": 5}  # counting stops at the cap
+        # Rarest first while the counts fit: prefetch (1) fits, the (31) would not.
+        assert selective_terms(conn, ["the", "prefetching", "absent"], budget=10) == ["prefetching"]
+        assert selective_terms(conn, ["the", "prefetching"], budget=100) == ["prefetching", "the"]
+        # When no word fits, the rarest one, counted exactly (both saturate a cap of 2).
+        assert selective_terms(conn, ["the", "loop"], budget=1) == ["loop"]
+        assert selective_terms(conn, ["absent"], budget=1) == []
+        assert [e.id for e, _ in search_experiences(conn, "the prefetch", limit=5, postings_budget=10)] == ["e-rare"]
+        assert len(search_experiences(conn, "the prefetch", limit=50)) == 31
