@@ -7,7 +7,7 @@ from sqlalchemy.engine import Connection
 
 from kernelkiln.store import schema
 from kernelkiln.store.records import Adoption
-from kernelkiln.store.rows import from_row, to_row
+from kernelkiln.store.rows import from_row, insert_ignore, to_row
 
 _t = schema.adoptions
 
@@ -30,8 +30,7 @@ class Adoptions:
             if key not in seen:
                 seen.add(key)
                 rows.append(to_row(adoption, _t))
-        if rows:
-            conn.execute(_t.insert(), rows)
+        insert_ignore(conn, _t, rows)
         return len(rows)
 
     def for_attempt(self, conn: Connection, attempt_id: str) -> list[Adoption]:

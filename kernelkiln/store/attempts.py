@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 
 from kernelkiln.store import schema
 from kernelkiln.store.records import Attempt
-from kernelkiln.store.rows import from_row, to_row
+from kernelkiln.store.rows import from_row, insert_ignore, to_row
 
 _t = schema.attempts
 
@@ -19,8 +19,7 @@ class Attempts:
 
     def add(self, conn: Connection, attempt: Attempt) -> Attempt:
         """Insert ``attempt`` (ignored if its id already exists, so replays are harmless)."""
-        if self.get(conn, attempt.id) is None:
-            conn.execute(_t.insert().values(to_row(attempt, _t)))
+        insert_ignore(conn, _t, [to_row(attempt, _t)])
         return attempt
 
     def get(self, conn: Connection, attempt_id: str) -> Attempt | None:

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from kernelkiln.store import schema
 from kernelkiln.store.records import Experience
-from kernelkiln.store.rows import from_row, to_row
+from kernelkiln.store.rows import from_row, insert_ignore, to_row
 
 _t = schema.experiences
 _COLUMNS = [c for c in _t.c if c.name != "seq"]
@@ -28,8 +28,7 @@ class Experiences:
         """Insert those not already stored; returns how many were new."""
         existing = self.existing_ids(conn, [e.id for e in experiences])
         rows = [to_row(e, _t) for e in experiences if e.id not in existing]
-        if rows:
-            conn.execute(_t.insert(), rows)
+        insert_ignore(conn, _t, rows)
         return len(rows)
 
     def existing_ids(self, conn: Connection, ids: list[str]) -> set[str]:

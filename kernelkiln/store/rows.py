@@ -33,3 +33,14 @@ def from_row(model: type[R], row: Any) -> R:
         if isinstance(data[name], str):
             data[name] = json.loads(data[name])
     return model.model_validate(data)
+
+
+def insert_ignore(conn, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    """Insert ``rows``, skipping any whose key is already stored (also when another writer races us)."""
+    if not rows:
+        return
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    conn.execute(insert(table).on_conflict_do_nothing(), rows)

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 
 from kernelkiln.store import schema
 from kernelkiln.store.records import Rule
-from kernelkiln.store.rows import from_row, to_row
+from kernelkiln.store.rows import from_row, insert_ignore, to_row
 
 _t = schema.rules
 
@@ -20,11 +20,9 @@ class Rules:
     def upsert(self, conn: Connection, rule: Rule) -> Rule:
         """Insert ``rule`` or overwrite the stored one with the same id."""
         row = to_row(rule, _t)
-        if self.get(conn, rule.id) is None:
-            conn.execute(_t.insert().values(row))
-        else:
-            row.pop("created_at")
-            conn.execute(_t.update().where(_t.c.id == rule.id).values(row))
+        insert_ignore(conn, _t, [row])
+        row.pop("created_at")
+        conn.execute(_t.update().where(_t.c.id == rule.id).values(row))
         return rule
 
     def get(self, conn: Connection, rule_id: str) -> Rule | None:

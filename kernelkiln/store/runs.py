@@ -7,7 +7,7 @@ from sqlalchemy.engine import Connection
 
 from kernelkiln.store import schema
 from kernelkiln.store.records import Run, TaskRecord
-from kernelkiln.store.rows import from_row, to_row
+from kernelkiln.store.rows import from_row, insert_ignore, to_row
 
 
 class Runs:
@@ -15,8 +15,7 @@ class Runs:
 
     def add(self, conn: Connection, run: Run) -> Run:
         """Insert ``run`` (ignored if its id already exists)."""
-        if self.get(conn, run.id) is None:
-            conn.execute(schema.runs.insert().values(to_row(run, schema.runs)))
+        insert_ignore(conn, schema.runs, [to_row(run, schema.runs)])
         return run
 
     def get(self, conn: Connection, run_id: str) -> Run | None:
@@ -35,11 +34,9 @@ class Tasks:
     def upsert(self, conn: Connection, task: TaskRecord) -> TaskRecord:
         """Insert ``task`` or refresh its tags."""
         row = to_row(task, schema.tasks)
-        if self.get(conn, task.id) is None:
-            conn.execute(schema.tasks.insert().values(row))
-        else:
-            row.pop("created_at")
-            conn.execute(schema.tasks.update().where(schema.tasks.c.id == task.id).values(row))
+        insert_ignore(conn, schema.tasks, [row])
+        row.pop("created_at")
+        conn.execute(schema.tasks.update().where(schema.tasks.c.id == task.id).values(row))
         return task
 
     def get(self, conn: Connection, task_id: str) -> TaskRecord | None:

@@ -58,3 +58,19 @@ def write_batches_forever(url: str, batch: int, ready_path: str) -> None:
 def kill(pid: int) -> None:
     """SIGKILL ``pid`` (no cleanup, no atexit, no rollback by the process itself)."""
     os.kill(pid, signal.SIGKILL)
+
+
+def close_stages(url: str, worker: int, count: int, experience_id: str) -> int:
+    """Close ``count`` correctness stages through MemoryCallbacks, each adopting ``experience_id``.
+
+    With a lost update the experience's retrieval or adoption count falls short.
+    """
+    from kernelkiln.memory import Memory
+    from kernelkiln.testing.memory_fakes import attempt, result
+
+    memory = Memory(open_store(url))
+    for i in range(count):
+        att = attempt(f"w{worker}-t{i}", verdict="KEEP", time_ms=1.0)
+        memory.callbacks.on_batch([result(att, adopted=[experience_id])])
+    memory.store.close()
+    return count

@@ -106,3 +106,20 @@ def test_run_end_closes_every_open_stage(store):
     closed = memory.callbacks.on_run_end()
     assert sorted((s.task_id, s.stage, s.score) for s in closed) == [("t1", "correctness", -0.2), ("t2", "optimization", -0.2)]
     assert memory.callbacks.on_run_end() == []
+
+
+def test_concurrent_processes_lose_no_value_update(store):
+    import multiprocessing
+
+    from kernelkiln.testing.store_writers import close_stages
+
+    Memory(store).add_experience(Experience(id="shared", text="shared lesson"))
+    url = store.engine.url.render_as_string(hide_password=False).replace("+psycopg", "").replace("+pysqlite", "")
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        assert pool.starmap(close_stages, [(url, w, 8, "shared") for w in range(3)]) == [8, 8, 8]
+    with store.read() as conn:
+        shared = store.experiences.get(conn, "shared")
+        assert (shared.retrievals, shared.adoptions, shared.distinct_tasks) == (24, 24, 24)
+        assert store.stages.count_since(conn, 0) == 24
+        assert shared.q == pytest.approx(1.0)  # every stage scored s = 1 with one adopted experience
+        assert shared.resident  # ≥ 3 adoptions over ≥ 3 tasks with Q > 0
