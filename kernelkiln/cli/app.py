@@ -1,0 +1,67 @@
+"""Entry point of ``kiln``: one typer app, one sub-command module per concept."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kernelkiln.errors import UserError
+
+app = typer.Typer(
+    name="kiln",
+    help="kernelkiln: verified, faster kernels from a PyTorch reference, and a memory of what worked.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_state = {"debug": False}
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors.")) -> None:
+    _state["debug"] = debug
+
+
+def _register() -> None:
+    # Imported here so `kiln --help` stays fast and each command lives in its own module.
+    from kernelkiln.cli import eval as eval_cmd
+    from kernelkiln.cli import tasks as tasks_cmd
+
+    eval_cmd.register(app)
+    tasks_cmd.register(app)
+    try:
+        from kernelkiln.cli import memory as memory_cmd
+    except ImportError:  # the memory command lands with the store
+        return
+    memory_cmd.register(app)
+
+
+def main() -> None:
+    """Run ``kiln``; user errors become one line on stderr and exit code 2."""
+    _register()
+    try:
+        app(standalone_mode=False)
+    except UserError as exc:
+        if _state["debug"]:
+            raise
+        print(f"kiln: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("kiln: aborted", file=sys.stderr)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        if _state["debug"]:
+            raise
+        print(f"kiln: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,108 @@
+"""``kiln eval``: run the guard on one candidate and print its verdict."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kernelkiln.errors import UserError
+from kernelkiln.guard import GuardSession, Verdict
+from kernelkiln.task import Task, bundled_suites, load_task, parse_overrides
+
+
+def resolve_task_path(name: str) -> Path:
+    """A task file path, or the name of a bundled task."""
+    path = Path(name)
+    if path.exists():
+        return path
+    for suite in bundled_suites().values():
+        for candidate in suite.task_paths():
+            if candidate.stem == name:
+                return candidate
+    raise UserError(f"no such task file or bundled task: {name} (see `kiln tasks`)")
+
+
+def read_source(path: Path | None, task: Task, what: str) -> str:
+    if path is None:
+        if task.seed_path is None:
+            raise UserError(f"{task.path}: no {what} given and the task declares no KILN['seed']")
+        path = task.seed_path
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read {what} {path}: {exc}") from None
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.4g} ms"
+
+
+def render(verdict: Verdict, task: Task, console: Console) -> None:
+    """The human-readable report of one verdict."""
+    if verdict.workloads:
+        table = Table(title=f"{task.name}: candidate vs reference", title_justify="left")
+        for col in ("workload", "sizes", "t_ref", "t_cand", "speedup", "spread", "rounds×reps"):
+            table.add_column(col, justify="right" if col not in ("workload", "sizes") else "left")
+        has_inc = any(w.t_inc_s is not None for w in verdict.workloads)
+        if has_inc:
+            table.add_column("t_inc", justify="right")
+            table.add_column("vs inc", justify="right")
+        for w in verdict.workloads:
+            sizes = ", ".join(f"{k}={v}" for k, v in w.sizes.items())
+            row = [w.name, sizes, _ms(w.t_ref_s), _ms(w.t_cand_s), f"{w.speedup:.3f}x", f"±{w.spread:.1%}",
+                   f"{w.rounds}×{w.reps}"]
+            if has_inc:
+                row += [_ms(w.t_inc_s), f"{w.speedup_vs_incumbent:.3f}x"]
+            table.add_row(*row)
+        console.print(table)
+    colour = {"KEEP": "green", "ACCEPT": "cyan", "REVERT": "yellow", "REJECT": "red"}[verdict.verdict]
+    console.print(f"verdict: [bold {colour}]{verdict.verdict}[/] (stage: {verdict.stage})")
+    console.print(f"reason:  {verdict.reason}", markup=False, highlight=False)
+    if verdict.speedup is not None:
+        console.print(f"speedup over the reference (geometric mean): {verdict.speedup:.3f}x")
+    for d in verdict.diagnostics[:10]:
+        line = f"line {d.get('line')}: " if d.get("line") else ""
+        console.print(f"  {d.get('severity', 'error')}: {line}{d.get('message')}", markup=False, highlight=False)
+    held = [k for k, v in verdict.isolation.items() if v]
+    missing = [k for k, v in verdict.isolation.items() if not v]
+    if verdict.isolation:
+        console.print(f"isolation: {', '.join(held)}" + (f" (not available: {', '.join(missing)})" if missing else ""),
+                      style="dim")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    def eval_cmd(
+        task: str = typer.Argument(..., help="A KernelBench-format task file, or a bundled task name (`kiln tasks`)."),
+        candidate: Path = typer.Argument(None, help="Python file defining ModelNew (default: the task's seed candidate)."),
+        incumbent: Path = typer.Option(None, "--incumbent", help="Judge against this candidate instead of the reference."),
+        overrides: list[str] = typer.Option([], "--set", help="Override a module-level size variable: --set dim=4096 (repeatable)."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    ) -> None:
+        """Gate, build, check and time CANDIDATE against TASK's reference; print the verdict.
+
+        The verdict is REJECT (failed gate/build/check), KEEP (faster beyond noise), ACCEPT
+        (within the noise band) or REVERT (slower). Exit code 0 whenever a verdict was
+        reached, 2 for unusable input.
+
+        Example: kiln eval row_softmax            # the bundled task and its seed candidate
+        Example: kiln eval task.py new.py --set batch_size=64 --json
+        """
+        loaded = load_task(resolve_task_path(task), parse_overrides(overrides))
+        source = read_source(candidate, loaded, "candidate")
+        inc_source = read_source(incumbent, loaded, "incumbent") if incumbent else None
+        err = Console(stderr=True)
+        with GuardSession(loaded) as session:
+            with err.status(f"evaluating {candidate or loaded.seed_path} on {loaded.name} "
+                            f"({len(loaded.workloads)} workload(s))…", spinner="dots") if not as_json else contextlib.nullcontext():
+                verdict = session.evaluate(source, inc_source)
+        if as_json:
+            print(json.dumps({"task": loaded.name, **verdict.model_dump()}, indent=2))
+        else:
+            render(verdict, loaded, Console())
+

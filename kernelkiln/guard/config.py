@@ -1,0 +1,34 @@
+"""Guard settings: one pydantic model, every field used by the guard."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class GuardConfig(BaseModel):
+    """How strictly and how long the guard checks and times a candidate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    check_trials: int = Field(5, ge=5, description="Correctness trials per workload, each with fresh random inputs.")
+    build_timeout_s: float = Field(120.0, gt=0, description="Wall-clock limit for loading the candidate and compiling its native code.")
+    call_timeout_s: float = Field(60.0, gt=0, description="Wall-clock limit for any one request to a worker (a check trial, a timing batch).")
+    time_budget_s: float = Field(20.0, gt=0, description="Wall-clock cap on the timing stage of one evaluation; timing stops early when it is reached.")
+    memory_limit_mb: int = Field(8192, ge=512, description="Address-space limit of a worker (RLIMIT_AS).")
+    file_size_limit_mb: int = Field(256, ge=1, description="Largest file a worker may write (RLIMIT_FSIZE).")
+    max_tasks: int = Field(64, ge=8, description="Processes plus threads a sandboxed worker user may run (RLIMIT_NPROC; applies when the guard runs as root).")
+    warmup_reps: int = Field(3, ge=1, description="Untimed calls per worker and workload before timing.")
+    batch_target_s: float = Field(0.005, gt=0, description="Target duration of one timed batch; repetitions per batch are chosen to reach it, so IPC cost stays a small fraction.")
+    min_rounds: int = Field(5, ge=3, description="Interleaved timing rounds before the stop rule may end timing.")
+    max_rounds: int = Field(40, ge=3, description="Cap on interleaved timing rounds per workload.")
+    target_rse: float = Field(0.01, gt=0, description="Timing stops once the relative standard error of every workload's speedup is below this.")
+    min_margin: float = Field(0.03, ge=0, description="Smallest noise band around the best time: a speedup within it is ACCEPT, not KEEP or REVERT.")
+    margin_sigmas: float = Field(3.0, ge=0, description="Noise band = max(min_margin, margin_sigmas x standard error of the measured log-speedup).")
+    flush_factor: float = Field(2.0, ge=0, description="Timing rotates through input sets whose total size is at least this multiple of the last-level cache, so each call starts cold.")
+    max_input_sets: int = Field(64, ge=2, description="Cap on the number of rotating input sets per workload.")
+    idle_probe_s: float = Field(0.05, gt=0, description="How long a candidate worker is watched while idle for background CPU use.")
+    idle_cpu_max: float = Field(0.25, gt=0, description="Largest share of one core an idle candidate worker may use before it is rejected for background work.")
+    isolate_user: bool = Field(True, description="When running as root, run each worker as its own unprivileged user id.")
+    isolate_network: bool = Field(True, description="Give workers an empty network namespace where the OS allows it.")
+    isolate_filesystem: bool = Field(True, description="Give workers a private /tmp, /var/tmp and /dev/shm (their workspace) where the OS allows it.")
+    forbid_reference_ops: bool = Field(True, description="Reject candidates that call the torch ops the reference computes with (tasks may adjust the list).")

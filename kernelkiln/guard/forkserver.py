@@ -1,0 +1,161 @@
+"""A fork-server with torch preloaded: workers start in milliseconds, forked from a
+process that was started with a secret-free environment and never imports the
+caller's ``__main__``.
+
+The parent talks to the server over a socket pair: pickled requests go in (the server
+trusts its parent), JSON replies come out. Each worker gets one end of its own socket
+pair, passed over the control socket as a file descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from kernelkiln.guard import sandbox
+
+_HEADER = struct.Struct("!I")
+
+
+def _send(sock: socket.socket, payload: bytes, fds: list[int] | None = None) -> None:
+    data = _HEADER.pack(len(payload)) + payload
+    if fds:
+        socket.send_fds(sock, [data], fds)
+    else:
+        sock.sendall(data)
+
+
+def _recv(sock: socket.socket) -> tuple[bytes, list[int]]:
+    data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
+    if not data:
+        raise EOFError("fork-server connection closed")
+    while len(data) < _HEADER.size or len(data) < _HEADER.size + _HEADER.unpack_from(data)[0]:
+        more = sock.recv(1 << 16)
+        if not more:
+            raise EOFError("fork-server connection closed")
+        data += more
+    return data[_HEADER.size:], list(fds)
+
+
+class ForkServer:
+    """Client side: starts the server and asks it for workers."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kernelkiln.guard.forkserver", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], env=sandbox.scrubbed_env(), stdin=subprocess.DEVNULL,
+            start_new_session=False, close_fds=True,
+        )
+        theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+        self._call({"op": "ping"})
+
+    def _call(self, request: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+        with self.lock:
+            _send(self.sock, pickle.dumps(request), fds)
+            payload, _ = _recv(self.sock)
+        return json.loads(payload)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def start(self, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> tuple[int, Connection]:
+        """Fork a worker running the harness; returns its pid and the parent's end of its channel."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            reply = self._call({"op": "fork", "spec": spec, "init": init}, [theirs.fileno()])
+        finally:
+            theirs.close()
+        return int(reply["pid"]), Connection(ours.detach())
+
+    def exit_code(self, pid: int, timeout: float = 2.0) -> int | None:
+        """The worker's exit code (negative: killed by that signal), or None while it runs."""
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self._call({"op": "status", "pid": pid}).get("code")
+            if code is not None or time.monotonic() >= deadline:
+                return code
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        if self.process.poll() is None:
+            self.process.kill()
+
+
+_server: ForkServer | None = None
+_server_lock = threading.Lock()
+
+
+def shared() -> ForkServer:
+    """The process-wide fork-server, started on first use and restarted if it died."""
+    global _server
+    with _server_lock:
+        if _server is None or not _server.alive():
+            _server = ForkServer()
+        return _server
+
+
+def _serve(control: socket.socket) -> None:
+    import torch  # noqa: F401  (preloaded so that forked workers start warm)
+
+    from kernelkiln.guard import harness
+
+    codes: dict[int, int] = {}
+
+    def reap() -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            codes[pid] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+    while True:
+        try:
+            payload, fds = _recv(control)
+        except (EOFError, OSError):
+            return  # the parent is gone; workers follow through their parent-death signal
+        request = pickle.loads(payload)
+        reap()
+        if request["op"] == "fork":
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                code = 0
+                try:
+                    harness.main(Connection(fds[0]), request["spec"], request["init"])
+                except BaseException:
+                    code = 1
+                os._exit(code)
+            for fd in fds:
+                os.close(fd)
+            reply: dict[str, Any] = {"pid": pid}
+        elif request["op"] == "status":
+            reply = {"code": codes.get(int(request["pid"]))}
+        else:
+            reply = {"ok": True}
+        _send(control, json.dumps(reply).encode())
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _serve(socket.socket(fileno=int(sys.argv[1])))

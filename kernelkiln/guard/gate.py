@@ -1,0 +1,154 @@
+"""The gate: static checks of a candidate's source, before any of it runs."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+ALLOWED_IMPORTS = frozenset({
+    "torch", "torch.nn", "torch.nn.functional", "math", "typing", "functools", "itertools", "numbers",
+    "__future__", "kernelkiln.native", "triton", "triton.language",
+})
+ALLOWED_FROM = {"kernelkiln": {"native"}, "torch": {"nn", "Tensor"}}
+BANNED_NAMES = frozenset({
+    "eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars", "getattr", "setattr",
+    "delattr", "breakpoint", "input", "memoryview", "type", "print", "exit", "quit", "help", "object",
+})
+# torch namespaces that load code, touch files, spawn processes or change how torch dispatches.
+BANNED_TORCH_ATTRS = frozenset({
+    "load", "save", "hub", "ops", "classes", "library", "utils", "compile", "jit", "cpp_extension", "from_file",
+    "multiprocessing", "distributed", "overrides", "package", "testing", "profiler", "export", "fx",
+    "set_default_tensor_type", "set_default_dtype", "set_default_device", "use_deterministic_algorithms",
+})
+NATIVE_API = frozenset({"load"})
+
+
+@dataclass(frozen=True)
+class GateIssue:
+    """One reason to refuse a candidate, with its location."""
+
+    line: int
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"severity": "error", "line": self.line, "column": None, "message": self.message}
+
+
+class _Gate(ast.NodeVisitor):
+    def __init__(self, forbidden_ops: frozenset[str]):
+        self.forbidden = forbidden_ops
+        self.issues: list[GateIssue] = []
+        self.modules: dict[str, str] = {}  # local alias -> module path
+
+    def flag(self, node: ast.AST, message: str) -> None:
+        self.issues.append(GateIssue(getattr(node, "lineno", 0), message))
+
+    def _root(self, node: ast.AST) -> str | None:
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.name not in ALLOWED_IMPORTS:
+                self.flag(node, f"import of {alias.name!r} is not allowed")
+            self.modules[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        mod = node.module or ""
+        for alias in node.names:
+            full = f"{mod}.{alias.name}"
+            if node.level or not (full in ALLOWED_IMPORTS or alias.name in ALLOWED_FROM.get(mod, ())
+                                  or (mod in ALLOWED_IMPORTS and mod != "kernelkiln.native" and alias.name != "*")):
+                self.flag(node, f"import of {full!r} is not allowed")
+            elif mod == "kernelkiln.native" and alias.name not in NATIVE_API:
+                self.flag(node, f"kernelkiln.native.{alias.name} is not available to candidates (use native.load)")
+            self.modules[alias.asname or alias.name] = full
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in BANNED_NAMES:
+            self.flag(node, f"use of {node.id!r} is not allowed")
+        elif node.id.startswith("__") and node.id != "__name__":
+            self.flag(node, f"access to {node.id!r} is not allowed")
+        elif node.id.lower() in self.forbidden and node.id in self.modules:
+            self.flag(node, f"calls the reference op {node.id!r}")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        attr, root = node.attr, self._root(node.value)
+        module = self.modules.get(root or "", "")
+        if attr.startswith("__") and attr != "__init__":
+            self.flag(node, f"access to {attr!r} is not allowed")
+        elif attr.startswith("_") and module:
+            self.flag(node, f"access to private {module}.{attr} is not allowed")
+        elif module.startswith("torch") and attr in BANNED_TORCH_ATTRS:
+            self.flag(node, f"torch.{attr} is not allowed in candidates")
+        elif module.startswith("kernelkiln") and attr not in NATIVE_API:
+            self.flag(node, f"kernelkiln.native.{attr} is not available to candidates (use native.load)")
+        elif attr.lower() in self.forbidden:
+            self.flag(node, f"calls the reference op {attr!r} (reimplement it instead)")
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult) and "matmul" in self.forbidden:
+            self.flag(node, "calls the reference op 'matmul' (the @ operator)")
+        self.generic_visit(node)
+
+    def _assigned(self, targets: Iterable[ast.AST], node: ast.AST) -> None:
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Attribute) and self._root(sub.value) in self.modules:
+                    self.flag(node, f"monkeypatching {self.modules[self._root(sub.value)]} is not allowed")
+                    return
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._assigned(node.targets, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._assigned([node.target], node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._assigned([node.target], node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        self._assigned(node.targets, node)
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+            if name == "Model":
+                self.flag(node, "subclassing the reference Model is not allowed")
+            elif name == "Tensor":
+                self.flag(node, "tensor subclasses are not allowed")
+        self.generic_visit(node)
+
+    def visit_Try(self, node: ast.Try) -> None:
+        for handler in node.handlers:
+            for sub in ast.walk(handler):
+                if isinstance(sub, ast.Call) and self.modules.get(self._root(sub.func) or "", "").startswith("torch"):
+                    self.flag(handler, "try/except fallback to a torch implementation is not allowed")
+                    break
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.flag(node, "global statements are not allowed")
+
+
+def check(source: str, forbidden_ops: Iterable[str] = ()) -> list[GateIssue]:
+    """All the reasons to refuse ``source``; empty when it may run."""
+    try:
+        tree = ast.parse(source, filename="candidate.py")
+    except SyntaxError as exc:
+        return [GateIssue(exc.lineno or 0, f"syntax error: {exc.msg}")]
+    gate = _Gate(frozenset(forbidden_ops))
+    gate.visit(tree)
+    if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
+        gate.issues.append(GateIssue(1, "defines no top-level class ModelNew"))
+    return sorted(gate.issues, key=lambda i: i.line)

@@ -1,0 +1,189 @@
+"""The worker side of the guard: runs the reference or a candidate on request.
+
+Everything here runs inside an isolated worker and is untrusted by the parent: the
+parent re-checks outputs itself and times each request with its own clock.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+import torch
+
+from kernelkiln import native
+from kernelkiln.guard import protocol, sandbox
+from kernelkiln.guard.reference_ops import OpRecorder
+from kernelkiln.native import BuildRequest, BuildResult
+from kernelkiln.task import Task, load_task
+
+
+class _RemoteBuilder:
+    """Sends native build requests to the trusted parent instead of compiling here."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+
+    def __call__(self, request: BuildRequest) -> BuildResult:
+        protocol.send(self.conn, {"op": "compile", "request": request.to_dict()})
+        reply = protocol.recv(self.conn)
+        return BuildResult.from_dict(reply["result"])
+
+
+def _as_outputs(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def _overlaps(out: torch.Tensor, inputs: list[Any]) -> bool:
+    if out.numel() == 0:
+        return False
+    start = out.untyped_storage().data_ptr()
+    end = start + out.untyped_storage().nbytes()
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.numel():
+            s = x.untyped_storage().data_ptr()
+            if s < end and start < s + x.untyped_storage().nbytes():
+                return True
+    return False
+
+
+class Harness:
+    """State of one worker: the task, the module under test, and its input sets."""
+
+    def __init__(self, conn: Connection, init: dict[str, Any]):
+        self.conn = conn
+        self.task: Task = load_task(init["task_path"], init["overrides"])
+        self.role = init["role"]
+        self.model_seed = int(init["model_seed"])
+        self.cls = self.task.module.Model
+        self.models: dict[int, torch.nn.Module] = {}
+        self.sets: dict[int, list[list[Any]]] = {}
+        self.last_output: list[Any] | None = None
+
+    # -- build -------------------------------------------------------------------------
+    def build(self, source: str | None) -> dict[str, Any]:
+        if source is not None:
+            native.set_builder(_RemoteBuilder(self.conn))
+            namespace: dict[str, Any] = {"__name__": "kiln_candidate", "__file__": "candidate.py"}
+            exec(compile(source, "candidate.py", "exec"), namespace)
+            self.cls = namespace.get("ModelNew")
+            if not isinstance(self.cls, type):
+                raise TypeError("candidate defines no class ModelNew")
+        with torch.no_grad():
+            for i, workload in enumerate(self.task.workloads):
+                self.models[i] = self.task.make_model(workload, self.model_seed, self.cls)
+        return {"ok": True}
+
+    # -- check -------------------------------------------------------------------------
+    def check(self, workload: int, seeds: list[int]) -> dict[str, Any]:
+        model, w = self.models[workload], self.task.workloads[workload]
+        buffers: list[Any] | None = None
+        trials = []
+        for k, seed in enumerate(seeds):
+            fresh = self.task.make_inputs(w, seed)
+            if buffers is None:
+                buffers = fresh
+            else:  # same addresses, new contents: a cache keyed by address returns stale data
+                for b, f in zip(buffers, fresh):
+                    if isinstance(b, torch.Tensor):
+                        b.copy_(f)
+            recorder = OpRecorder() if k == 0 else None
+            with torch.no_grad():
+                if recorder is not None:
+                    with recorder:
+                        raw = model(*buffers)
+                else:
+                    raw = model(*buffers)
+            outs = _as_outputs(raw)
+            types = [type(o).__module__ + "." + type(o).__qualname__ for o in outs]
+            aliased = any(isinstance(o, torch.Tensor) and _overlaps(o, buffers) for o in outs)
+            plain = [o if type(o) is torch.Tensor else None for o in outs]
+            inputs_after = [b.clone() if isinstance(b, torch.Tensor) else None for b in buffers]
+            copies = [b.clone() if isinstance(b, torch.Tensor) else b for b in inputs_after]
+            with torch.no_grad():
+                again = [o if type(o) is torch.Tensor else None for o in _as_outputs(model(*copies))]
+            trials.append({
+                "outputs": [p.clone() if p is not None else None for p in plain],
+                "again": again,
+                "types": types,
+                "aliased": aliased,
+                "inputs_after": inputs_after,
+                "ops": sorted(recorder.names) if recorder is not None else [],
+            })
+        return {"ok": True, "trials": trials}
+
+    # -- timing ------------------------------------------------------------------------
+    def prepare(self, workload: int, count: int, seed: int) -> dict[str, Any]:
+        self.sets[workload] = [self.task.make_inputs(self.task.workloads[workload], seed + i) for i in range(count)]
+        return {"ok": True}
+
+    def refresh(self, workload: int, index: int, seed: int) -> dict[str, Any]:
+        fresh = self.task.make_inputs(self.task.workloads[workload], seed)
+        for b, f in zip(self.sets[workload][index], fresh):
+            if isinstance(b, torch.Tensor):
+                b.copy_(f)
+        return {"ok": True}
+
+    def run(self, workload: int, reps: int, last: int | None) -> dict[str, Any]:
+        model, sets = self.models[workload], self.sets[workload]
+        order = [i % len(sets) for i in range(reps)]
+        if last is not None:
+            order[-1] = last
+        out = None
+        with torch.no_grad():
+            start = time.perf_counter()
+            for i in order:
+                out = model(*sets[i])
+            elapsed = time.perf_counter() - start
+        self.last_output = _as_outputs(out)
+        return {"ok": True, "elapsed_s": elapsed}
+
+    def fetch(self) -> dict[str, Any]:
+        outs = [o if type(o) is torch.Tensor else None for o in (self.last_output or [])]
+        return {"ok": True, "outputs": outs}
+
+
+def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> None:
+    """Worker entry point (runs in the forked child)."""
+    applied = sandbox.enter(spec)
+    torch.set_num_threads(int(init["threads"]))
+    torch.ones(1 << 16).sum()  # start the intra-op pool before any candidate code runs
+    try:
+        harness = Harness(conn, init)
+    except BaseException as exc:  # the task itself is broken: tell the parent, not a traceback
+        protocol.send(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        return
+    protocol.send(conn, {"ok": True, "isolation": applied, "pid": os.getpid()})
+    while True:
+        try:
+            msg = protocol.recv(conn)
+        except (EOFError, OSError):
+            return
+        op = msg.get("op")
+        if op == "exit":
+            return
+        try:
+            if op == "build":
+                reply = harness.build(msg.get("source"))
+            elif op == "check":
+                reply = harness.check(msg["workload"], msg["seeds"])
+            elif op == "prepare":
+                reply = harness.prepare(msg["workload"], msg["count"], msg["seed"])
+            elif op == "refresh":
+                reply = harness.refresh(msg["workload"], msg["index"], msg["seed"])
+            elif op == "run":
+                reply = harness.run(msg["workload"], msg["reps"], msg.get("last"))
+            elif op == "fetch":
+                reply = harness.fetch()
+            else:
+                reply = {"ok": False, "error": f"unknown op {op!r}"}
+        except native.BuildError as exc:
+            reply = {"ok": False, "error": str(exc), "build_error": True}
+        except BaseException as exc:
+            tb = traceback.extract_tb(exc.__traceback__)
+            where = next((f"line {f.lineno}" for f in reversed(tb) if f.filename == "candidate.py"), None)
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000], "where": where}
+        protocol.send(conn, reply)

@@ -1,0 +1,199 @@
+"""Isolation of a worker process, applied in the child before any candidate code runs.
+
+Layers (each reported, each applied where the OS allows it): own session, parent-death
+signal, resource limits, empty network namespace, private temp directories, an
+unprivileged user id of its own (when the guard runs as root), a scrubbed environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Environment variables a worker may inherit; everything else (API keys included) is dropped.
+ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED",
+             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
+             "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES", "KILN_CACHE_DIR")
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWNET = 0x40000000
+_MS_REC, _MS_PRIVATE, _MS_BIND = 0x4000, 0x40000, 0x1000
+_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
+_UID_BASE, _UID_SPAN = 200_000, 400_000
+
+
+@dataclass
+class SandboxSpec:
+    """What the child applies to itself; built by the parent, sent to the child."""
+
+    workspace: str
+    uid: int | None
+    memory_limit_mb: int
+    file_size_limit_mb: int
+    max_tasks: int
+    isolate_network: bool
+    isolate_filesystem: bool
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a worker gets: an allow-list of harmless variables."""
+    env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(extra or {})
+    return env
+
+
+@contextlib.contextmanager
+def scrubbed_process_env() -> Iterator[None]:
+    """Temporarily drop secrets from this process's environment (while starting a fork-server)."""
+    saved = dict(os.environ)
+    try:
+        for key in list(os.environ):
+            if key not in ENV_ALLOW:
+                del os.environ[key]
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def can_switch_user() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def allocate_uid(slot: int) -> int:
+    """A user id private to this guard process and worker slot (no passwd entry needed)."""
+    return _UID_BASE + ((os.getpid() * 8 + slot) % _UID_SPAN)
+
+
+def make_workspace(uid: int | None) -> Path:
+    """A fresh 0700 directory owned by the worker's user."""
+    path = Path(tempfile.mkdtemp(prefix="kiln-ws-"))
+    if uid is not None:
+        os.chown(path, uid, uid)
+    return path
+
+
+def remove_workspace(path: str | Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def enter(spec: SandboxSpec) -> dict[str, bool]:
+    """Apply every isolation layer to the calling (child) process; return which held."""
+    applied: dict[str, bool] = {}
+    libc = _libc()
+    with contextlib.suppress(OSError):
+        os.setsid()
+    applied["session"] = os.getsid(0) == os.getpid()
+    if libc is not None:
+        applied["parent_death_signal"] = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    applied["network"] = bool(spec.isolate_network and libc is not None and libc.unshare(_CLONE_NEWNET) == 0)
+    applied["filesystem"] = bool(spec.isolate_filesystem and libc is not None and _private_tmp(libc, spec.workspace))
+    workspace = "/tmp" if applied["filesystem"] else spec.workspace  # the workspace now sits on /tmp
+    mb = 1 << 20
+    limits = {
+        resource.RLIMIT_AS: spec.memory_limit_mb * mb,
+        resource.RLIMIT_FSIZE: spec.file_size_limit_mb * mb,
+        resource.RLIMIT_CORE: 0,
+        resource.RLIMIT_NOFILE: 256,
+    }
+    if spec.uid is not None:
+        limits[resource.RLIMIT_NPROC] = spec.max_tasks  # counts per user id; useless for root
+    for which, value in limits.items():
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
+    applied["resource_limits"] = True
+    applied["user"] = False
+    if spec.uid is not None:
+        os.setgroups([])
+        os.setgid(spec.uid)
+        os.setuid(spec.uid)
+        applied["user"] = os.getuid() == spec.uid
+    if libc is not None:
+        libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    os.chdir(workspace)
+    os.environ.clear()
+    os.environ.update({**spec.env, "HOME": workspace, "TMPDIR": workspace})
+    tempfile.tempdir = workspace
+    _redirect_stdio(workspace)
+    applied["environment"] = True
+    return applied
+
+
+def _private_tmp(libc: ctypes.CDLL, workspace: str) -> bool:
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        return False
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return False
+    ok = True
+    for target in ("/var/tmp", "/dev/shm", "/tmp"):  # /tmp last: the workspace path lives under it
+        if os.path.isdir(target):
+            ok &= libc.mount(workspace.encode(), target.encode(), None, _MS_BIND, None) == 0
+    return ok
+
+
+def _redirect_stdio(workspace: str) -> None:
+    # Nothing a candidate prints is read by the guard; it goes to a capped log file.
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    log = os.open(os.path.join(workspace, "worker.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(devnull)
+    os.close(log)
+
+
+def pids_of_user(uid: int) -> list[int]:
+    """Processes owned by ``uid`` (Linux /proc)."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if os.stat(entry.path).st_uid == uid:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def kill_user(uid: int) -> None:
+    """Kill every process of a sandbox user id, fork bombs included."""
+    # kill(-1) as that user signals all of its processes in one kernel pass; new forks cannot slip by.
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(["kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
+    for _ in range(50):
+        pids = pids_of_user(uid)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User+system CPU time of a process (all its threads)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks

@@ -1,0 +1,226 @@
+"""The guard: gate -> build -> check -> time -> verdict, for one task."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import secrets
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from kernelkiln import native
+from kernelkiln.errors import UserError
+from kernelkiln.guard import gate
+from kernelkiln.guard.check import judge_trials, reference_outputs
+from kernelkiln.guard.config import GuardConfig
+from kernelkiln.guard.reference_ops import forbidden_ops, record
+from kernelkiln.guard.timing import Series, Timer, TimingReject, rse
+from kernelkiln.guard.verdict import Stage, Verdict, WorkloadResult, geomean
+from kernelkiln.guard.workers import Worker, WorkerFailure
+from kernelkiln.guard import sandbox
+from kernelkiln.task import Task
+
+_SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
+_MAX_COMPILES = 16
+
+
+class _Reject(Exception):
+    def __init__(self, stage: Stage, reason: str, diagnostics: list[dict] | None = None):
+        super().__init__(reason)
+        self.stage, self.reason, self.diagnostics = stage, reason, diagnostics or []
+
+
+class GuardSession:
+    """Evaluates candidates for one task; keeps the reference worker warm between them."""
+
+    def __init__(self, task: Task, config: GuardConfig | None = None, threads: int | None = None):
+        self.task = task
+        self.config = config or GuardConfig()
+        self.threads = threads or torch.get_num_threads()
+        self.model_seed = secrets.randbits(31)
+        self.ref_models = {i: task.make_model(w, self.model_seed) for i, w in enumerate(task.workloads)}
+        recorded = record(self.ref_models[0], task.make_inputs(task.workloads[0], 0))
+        self.forbidden = (forbidden_ops(recorded, task.forbidden_ops, task.allowed_ops)
+                          if self.config.forbid_reference_ops else frozenset())
+        self._ref: Worker | None = None
+        self._build_uid = sandbox.allocate_uid(_SLOT_BUILD) if (
+            self.config.isolate_user and sandbox.can_switch_user()) else None
+
+    # -- workers -----------------------------------------------------------------------
+    def _spawn(self, role: str, slot: int, source: str | None, diagnostics: list[dict]) -> Worker:
+        worker = Worker(role, slot, str(self.task.path), self.task.overrides, self.model_seed, self.config,
+                        self.threads)
+        compiles = 0
+
+        def serve(msg: dict) -> dict:
+            nonlocal compiles
+            compiles += 1
+            if compiles > _MAX_COMPILES:
+                result = native.BuildResult(ok=False, key="", path=None, seconds=0.0, cached=False, log="",
+                                            diagnostics=(native.Diagnostic("error", "too many native builds", None, None),))
+            else:
+                request = native.BuildRequest.from_dict(msg.get("request") or {})
+                result = native.build(request, user=self._build_uid, group=self._build_uid,
+                                      timeout=self.config.build_timeout_s)
+            diagnostics.extend(d.to_dict() for d in result.diagnostics)
+            if result.ok and result.path:  # the cache stays private; the worker gets its own copy
+                result = dataclasses.replace(result, path=worker.share(result.path))
+            return {"result": result.to_dict()}
+
+        try:
+            reply = worker.request({"op": "build", "source": source}, self.config.build_timeout_s, serve=serve)
+        except BaseException:
+            worker.close()
+            raise
+        if not reply.get("ok"):
+            worker.close()
+            where = f" at candidate.py {reply['where']}" if reply.get("where") else ""
+            raise _Reject("build", f"{reply.get('error')}{where}", diagnostics)
+        return worker
+
+    def _reference(self) -> Worker:
+        if self._ref is None or self._ref.exited():
+            try:
+                self._ref = self._spawn("ref", _SLOT_REF, None, [])
+            except (_Reject, WorkerFailure) as exc:
+                raise UserError(f"{self.task.path}: the reference does not run in a worker: {exc}") from None
+        return self._ref
+
+    # -- stages ------------------------------------------------------------------------
+    def _check(self, cand: Worker) -> None:
+        for index, workload in enumerate(self.task.workloads):
+            seeds = [secrets.randbits(31) for _ in range(self.config.check_trials)]
+            pairs = [reference_outputs(self.task, self.ref_models[index], index, s) for s in seeds]
+            reply = cand.request({"op": "check", "workload": index, "seeds": seeds},
+                                 self.config.call_timeout_s * len(seeds))
+            if not reply.get("ok"):
+                where = f" at candidate.py {reply['where']}" if reply.get("where") else ""
+                raise _Reject("check", f"workload {workload.name}: raised {reply.get('error')}{where}")
+            trials = reply.get("trials") or []
+            if len(trials) != len(seeds):
+                raise _Reject("check", "the worker returned the wrong number of trials")
+            called = sorted(set(trials[0].get("ops") or []) & self.forbidden)
+            if called:
+                raise _Reject("check", f"calls the reference op {called[0]!r} at run time")
+            problem = judge_trials(self.task, [p[1] for p in pairs], [p[0] for p in pairs], trials, workload.name)
+            if problem:
+                raise _Reject("check", problem)
+
+    def _time(self, workers: dict[str, Worker]) -> tuple[list[WorkloadResult], float]:
+        timer = Timer(self.task, self.ref_models[0], workers, self.config)
+        results, ses = [], []
+        budget = self.config.time_budget_s / len(self.task.workloads)
+        for index, workload in enumerate(self.task.workloads):
+            timer.ref_model = self.ref_models[index]
+            series = timer.run(index, budget)
+            results.append(self._result(workload, series))
+            best = "inc" if "inc" in series.times else "ref"
+            ses.append(rse(series.log_ratios(best, "cand")))
+        se = math.sqrt(sum(s * s for s in ses)) / len(ses)
+        return results, max(self.config.min_margin, self.config.margin_sigmas * se)
+
+    @staticmethod
+    def _result(workload: Any, series: Series) -> WorkloadResult:
+        med = {role: statistics.median(ts) for role, ts in series.times.items()}
+        logs = series.log_ratios("ref", "cand")
+        inc = math.exp(statistics.median(series.log_ratios("inc", "cand"))) if "inc" in med else None
+        return WorkloadResult(
+            name=workload.name, sizes=workload.sizes, t_ref_s=med["ref"], t_cand_s=med["cand"],
+            t_inc_s=med.get("inc"), speedup=math.exp(statistics.median(logs)), speedup_vs_incumbent=inc,
+            spread=rse(logs), rounds=len(logs), reps=series.reps)
+
+    def _watch(self, cand: Worker, stage: Stage) -> None:
+        """Reject a candidate that left processes behind or computes while it should be idle."""
+        stray = cand.stray_processes()
+        if stray:
+            raise _Reject(stage, f"the candidate started {len(stray)} background process(es)")
+        before = cand.cpu_seconds()
+        time.sleep(self.config.idle_probe_s)
+        after = cand.cpu_seconds()
+        if before is not None and after is not None and \
+                (after - before) > self.config.idle_cpu_max * self.config.idle_probe_s:
+            raise _Reject(stage, f"the candidate keeps computing while idle "
+                                  f"({(after - before) / self.config.idle_probe_s:.0%} of a core): background threads")
+
+    # -- the cascade -------------------------------------------------------------------
+    def evaluate(self, source: str, incumbent: str | None = None) -> Verdict:
+        """Judge ``source`` against the reference (and ``incumbent`` when given)."""
+        start = time.perf_counter()
+        issues = gate.check(source, self.forbidden)
+        if issues:
+            return Verdict.reject("gate", f"line {issues[0].line}: {issues[0].message}",
+                                  diagnostics=[i.to_dict() for i in issues], seconds=time.perf_counter() - start)
+        if incumbent is not None and gate.check(incumbent, self.forbidden):
+            raise UserError(f"the incumbent fails the gate: {gate.check(incumbent, self.forbidden)[0].message}")
+        workers: dict[str, Worker] = {}
+        diagnostics: list[dict] = []
+        stage: Stage = "build"
+        isolation: dict[str, bool] = {}
+        cand: Worker | None = None
+        try:
+            workers["ref"] = self._reference()
+            cand = self._spawn("cand", _SLOT_CAND, source, diagnostics)
+            isolation = cand.isolation
+            stage = "check"
+            self._check(cand)
+            self._watch(cand, "check")
+            if incumbent is not None:
+                stage = "build"
+                workers["inc"] = self._spawn("inc", _SLOT_INC, incumbent, [])
+            workers["cand"] = cand
+            stage = "time"
+            results, margin = self._time(workers)
+            self._watch(cand, "time")
+        except _Reject as exc:
+            return Verdict.reject(exc.stage, exc.reason, diagnostics=exc.diagnostics or diagnostics,
+                                  isolation=isolation, seconds=time.perf_counter() - start)
+        except WorkerFailure as exc:
+            what = {"build": "while building", "check": "while checked", "time": "while timed"}.get(stage, "")
+            return Verdict.reject(stage, f"{exc.reason} {what}".strip(), diagnostics=diagnostics,
+                                  isolation=isolation, seconds=time.perf_counter() - start)
+        except TimingReject as exc:
+            return Verdict.reject("time", str(exc), isolation=isolation, seconds=time.perf_counter() - start)
+        finally:
+            for role, worker in workers.items():
+                if role != "ref":
+                    worker.close()
+            if cand is not None:
+                cand.close()
+            self._discard_reference_if_dead()
+        return self._decide(results, margin, incumbent is not None, isolation, time.perf_counter() - start)
+
+    def _decide(self, results: list[WorkloadResult], margin: float, has_incumbent: bool,
+                isolation: dict[str, bool], seconds: float) -> Verdict:
+        speedup = geomean([r.speedup for r in results])
+        vs_inc = geomean([r.speedup_vs_incumbent for r in results]) if has_incumbent else None
+        gain = math.log(vs_inc if vs_inc is not None else speedup)
+        against = "the incumbent" if has_incumbent else "the reference"
+        if gain > margin:
+            decision, reason = "KEEP", f"faster than {against} by {math.exp(gain):.3f}x (noise band ±{margin:.1%})"
+        elif gain < -margin:
+            decision, reason = "REVERT", f"slower than {against}: {math.exp(gain):.3f}x (noise band ±{margin:.1%})"
+        else:
+            decision, reason = "ACCEPT", f"within the noise band of {against}: {math.exp(gain):.3f}x (±{margin:.1%})"
+        return Verdict(verdict=decision, stage="verdict", reason=reason, correct=True, speedup=speedup,
+                       speedup_vs_incumbent=vs_inc, noise_margin=margin, timed=True, workloads=results,
+                       isolation=isolation, seconds=seconds)
+
+    def _discard_reference_if_dead(self) -> None:
+        if self._ref is not None and self._ref.exited():
+            self._ref.close()
+            self._ref = None
+
+    def close(self) -> None:
+        """Stop the reference worker."""
+        if self._ref is not None:
+            self._ref.close()
+            self._ref = None
+
+    def __enter__(self) -> GuardSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,134 @@
+"""Worker processes: forked from a torch-preloaded fork-server, isolated, killed as a group."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any
+
+from kernelkiln.guard import forkserver, protocol, sandbox
+from kernelkiln.guard.config import GuardConfig
+
+class WorkerFailure(Exception):
+    """A worker died, timed out, or broke the protocol; ``reason`` says how."""
+
+    def __init__(self, reason: str, kind: str):
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind  # "timeout" | "crash" | "protocol"
+
+
+class Worker:
+    """One isolated worker running the reference or a candidate."""
+
+    def __init__(self, role: str, slot: int, task_path: str, overrides: dict, model_seed: int,
+                 config: GuardConfig, threads: int):
+        self.role = role
+        self.config = config
+        self.uid = sandbox.allocate_uid(slot) if (config.isolate_user and sandbox.can_switch_user()) else None
+        if self.uid is not None:
+            sandbox.kill_user(self.uid)  # leftovers of an earlier worker in this slot
+        self.workspace = sandbox.make_workspace(self.uid)
+        spec = sandbox.SandboxSpec(
+            workspace=str(self.workspace), uid=self.uid, memory_limit_mb=config.memory_limit_mb,
+            file_size_limit_mb=config.file_size_limit_mb, max_tasks=config.max_tasks,
+            isolate_network=config.isolate_network, isolate_filesystem=config.isolate_filesystem,
+            env=sandbox.scrubbed_env(),
+        )
+        init = {"task_path": task_path, "overrides": overrides, "role": role, "model_seed": model_seed,
+                "threads": threads}
+        self.server = forkserver.shared()
+        self.pid, self.conn = self.server.start(spec, init)
+        self.frozen = False
+        self.closed = False
+        hello = self.request(None, timeout=config.build_timeout_s)
+        if not hello.get("ok"):
+            self.close()
+            raise WorkerFailure(f"worker could not load the task: {hello.get('error')}", "crash")
+        self.isolation: dict[str, bool] = {k: bool(v) for k, v in dict(hello.get("isolation", {})).items()}
+
+    def request(self, message: dict | None, timeout: float,
+                serve: Callable[[dict], dict] | None = None) -> dict[str, Any]:
+        """Send ``message`` (None: just read) and wait for the reply, serving compile requests."""
+        deadline = time.monotonic() + timeout
+        try:
+            if message is not None:
+                protocol.send(self.conn, message)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self.conn.poll(left):
+                    raise WorkerFailure(f"timed out after {timeout:g}s", "timeout")
+                reply = protocol.recv(self.conn)
+                if reply.get("op") == "compile" and serve is not None:
+                    protocol.send(self.conn, serve(reply))
+                    continue
+                if reply.get("op") is not None:
+                    raise protocol.ProtocolError(f"unexpected request {reply.get('op')!r}")
+                return reply
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            raise WorkerFailure(self.death_cause(), "crash") from None
+        except protocol.ProtocolError as exc:
+            raise WorkerFailure(f"protocol violation: {exc}", "protocol") from None
+
+    def death_cause(self) -> str:
+        code = self.server.exit_code(self.pid)
+        if code is None:
+            return "worker stopped answering"
+        if code < 0:
+            name = signal.Signals(-code).name
+            hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (killed: out of memory or a limit)",
+                    "SIGBUS": " (bus error)", "SIGABRT": " (aborted)", "SIGFPE": " (arithmetic fault)"}.get(name, "")
+            return f"worker crashed with {name}{hint}"
+        return f"worker exited with code {code}"
+
+    def share(self, path: str) -> str:
+        """Copy a trusted file into the workspace (read-only to the worker); its path as the worker sees it."""
+        target = self.workspace / Path(path).name
+        shutil.copyfile(path, target)
+        os.chmod(target, 0o444)
+        inner = Path("/tmp") if self.isolation.get("filesystem") else self.workspace
+        return str(inner / target.name)
+
+    def freeze(self) -> None:
+        """Stop every thread of the worker's process group (while another worker is timed)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGSTOP)
+            self.frozen = True
+
+    def thaw(self) -> None:
+        if self.frozen:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGCONT)
+            self.frozen = False
+
+    def stray_processes(self) -> list[int]:
+        """Processes of the worker's user other than the worker itself (needs user isolation)."""
+        if self.uid is None:
+            return []
+        return [p for p in sandbox.pids_of_user(self.uid) if p != self.pid]
+
+    def exited(self) -> bool:
+        return self.server.exit_code(self.pid, timeout=0) is not None
+
+    def cpu_seconds(self) -> float | None:
+        return sandbox.cpu_seconds(self.pid)
+
+    def close(self) -> None:
+        """Kill the worker, everything it started, and its workspace (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(Exception):
+            protocol.send(self.conn, {"op": "exit"})
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        self.server.exit_code(self.pid, timeout=5)
+        if self.uid is not None:
+            sandbox.kill_user(self.uid)
+        self.conn.close()
+        sandbox.remove_workspace(self.workspace)

@@ -1,0 +1,109 @@
+"""The Task record: a loaded reference module plus its workloads and metadata."""
+
+from __future__ import annotations
+
+import contextlib
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+# Per-dtype defaults; a task may override them in KILN["tolerance"].
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Absolute and relative tolerance for one dtype."""
+
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One setting of the task's module-level size variables."""
+
+    name: str
+    sizes: dict[str, Any]
+    flops: float | None = None
+    bytes: float | None = None
+
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.sizes.items()) or self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "sizes": dict(self.sizes), "flops": self.flops, "bytes": self.bytes}
+
+
+@dataclass
+class Task:
+    """A reference computation in KernelBench format, ready to instantiate per workload."""
+
+    name: str
+    path: Path
+    source: str
+    module: types.ModuleType
+    overrides: dict[str, Any]
+    size_vars: dict[str, Any]
+    workloads: list[Workload]
+    op_family: str | None = None
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)
+    forbidden_ops: tuple[str, ...] | None = None
+    allowed_ops: tuple[str, ...] = ()
+    seed_path: Path | None = None
+
+    def tolerance(self, dtype: torch.dtype) -> Tolerance:
+        key = str(dtype).removeprefix("torch.")
+        if key in self.tolerances:
+            return self.tolerances[key]
+        atol, rtol = DEFAULT_TOLERANCES.get(key, (0.0, 0.0))
+        return Tolerance(atol, rtol)
+
+    @contextlib.contextmanager
+    def bound(self, workload: Workload) -> Iterator[None]:
+        """Set the module's size variables to this workload's values for the duration."""
+        saved = {k: getattr(self.module, k) for k in self.size_vars}
+        try:
+            for k, v in workload.sizes.items():
+                setattr(self.module, k, v)
+            yield
+        finally:
+            for k, v in saved.items():
+                setattr(self.module, k, v)
+
+    def make_inputs(self, workload: Workload, seed: int) -> list[Any]:
+        """The workload's inputs, generated deterministically from ``seed``."""
+        with self.bound(workload):
+            torch.manual_seed(seed)
+            return list(self.module.get_inputs())
+
+    def init_inputs(self, workload: Workload) -> list[Any]:
+        with self.bound(workload):
+            return list(self.module.get_init_inputs())
+
+    def make_model(self, workload: Workload, seed: int, cls: type | None = None) -> torch.nn.Module:
+        """Construct ``cls`` (default: the reference ``Model``) the way KernelBench does: seeded init."""
+        cls = cls or self.module.Model
+        with self.bound(workload):
+            args = list(self.module.get_init_inputs())
+            torch.manual_seed(seed)
+            model = cls(*args)
+        return model.eval()
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "op_family": self.op_family,
+            "workloads": [w.to_dict() for w in self.workloads],
+            "seed": str(self.seed_path) if self.seed_path else None,
+        }

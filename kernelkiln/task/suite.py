@@ -1,0 +1,38 @@
+"""Suites: folders of task files; the bundled ones ship with the package."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelkiln.errors import UserError
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named folder of KernelBench-format task files."""
+
+    name: str
+    path: Path
+
+    def task_paths(self) -> list[Path]:
+        """Task files in the folder: ``*.py`` not starting with ``_``, sorted by name."""
+        return sorted(p for p in self.path.glob("*.py") if not p.name.startswith("_"))
+
+
+def bundled_suites() -> dict[str, Suite]:
+    """Suites shipped with kernelkiln, by name."""
+    return {"examples": Suite("examples", _PACKAGE / "examples")}
+
+
+def load_suite(name_or_path: str | Path) -> Suite:
+    """A bundled suite by name, or any folder of task files."""
+    suites = bundled_suites()
+    if str(name_or_path) in suites:
+        return suites[str(name_or_path)]
+    path = Path(name_or_path)
+    if not path.is_dir():
+        raise UserError(f"no such suite: {name_or_path} (bundled: {', '.join(suites)})")
+    return Suite(path.name, path.resolve())

@@ -1,0 +1,10 @@
+"""Hostile candidates for the guard's adversarial suite (data, never imported).
+
+Each file's first line says what the guard must answer: ``# expect: STAGE: REGEX``.
+Attacks in native code are written so that the candidate is correct only if its
+attack worked: a REJECT for wrong output then proves the attack failed.
+"""
+
+from pathlib import Path
+
+HOSTILE = Path(__file__).resolve().parent

@@ -1,0 +1,13 @@
+# expect: check: cached or stale result
+import torch.nn as nn
+
+CACHE = {}
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        key = tuple(x.shape)
+        if key not in CACHE:
+            e = (x - x.amax(1, keepdim=True)).exp()
+            CACHE[key] = e / e.sum(1, keepdim=True)
+        return CACHE[key].clone()

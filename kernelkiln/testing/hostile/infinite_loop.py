@@ -1,0 +1,8 @@
+# expect: check: timed out
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        while True:
+            pass

@@ -1,0 +1,30 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Row softmax, small enough for fast tests."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+
+batch_size = 16
+dim = 64
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+
+
+KILN = {
+    "op_family": "softmax",
+    "workloads": [{"batch_size": 16, "dim": 64}, {"batch_size": 8, "dim": 256}],
+}
