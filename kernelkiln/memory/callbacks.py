@@ -58,12 +58,25 @@ class MemoryCallbacks:
         with store.write() as conn:
             for task in tasks:
                 store.tasks.upsert(conn, task)
+            posts = []
             for result in results:
                 store.attempts.add(conn, result.attempt)
                 store.adoptions.add_many(conn, result.adoptions)
                 if self.config.board.auto_post and (entry := entry_for_attempt(self.board, result.attempt)):
-                    store.board.post(conn, entry, self.config.board.horizon)
+                    posts.append(entry)
+            # Tasks in a fixed order: concurrent batches take the per-task board locks alike.
+            for entry in sorted(posts, key=lambda e: e.task_id):
+                store.board.post(conn, entry, self.config.board.horizon)
             return self._close(conn, closed)
+
+    def on_adoptions(self, adoptions: Sequence[Adoption]) -> None:
+        """Store an agent's adoption records as soon as it makes them, before evaluation.
+
+        ``on_batch`` stores them too (duplicates are skipped); this keeps them if the
+        evaluation never reports back.
+        """
+        with self.store.write() as conn:
+            self.store.adoptions.add_many(conn, list(adoptions))
 
     def on_task_end(self, task_id: str, agent: str = "") -> list[StageRecord]:
         """Close the open stage of (task, agent) when the loop stops working on it."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -10,6 +12,7 @@ from kernelkiln.store.records import BoardEntry
 from kernelkiln.store.rows import from_row, to_row
 
 _t = schema.board
+_BOARD_LOCK = 0x626F6172  # "boar": the namespace of per-task board locks on PostgreSQL
 
 
 class BoardEntries:
@@ -17,6 +20,10 @@ class BoardEntries:
 
     def post(self, conn: Connection, entry: BoardEntry, horizon: int) -> BoardEntry:
         """Add ``entry`` and drop its task's entries beyond the last ``horizon``, in one transaction."""
+        if conn.dialect.name == "postgresql":
+            # One writer per task at a time, so concurrent trims cannot deadlock on each other's rows.
+            key = zlib.crc32(entry.task_id.encode()) - 2**31
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:ns, :key)"), {"ns": _BOARD_LOCK, "key": key})
         result = conn.execute(_t.insert().values(to_row(entry, _t, skip=("id",))))
         self.trim(conn, entry.task_id, horizon)
         return entry.model_copy(update={"id": result.inserted_primary_key[0]})

@@ -80,6 +80,13 @@ class Store:
                 conn.exec_driver_sql("INSERT INTO experiences_fts(experiences_fts, rank) VALUES ('integrity-check', 1)")
             except OperationalError as exc:
                 problems.append(f"full-text index: {exc.orig}")
+            unindexed = conn.exec_driver_sql(
+                "SELECT count(*) FROM experiences e LEFT JOIN experiences_fts f ON f.rowid = e.seq WHERE f.rowid IS NULL"
+            ).scalar_one()
+            indexed = conn.exec_driver_sql("SELECT count(*) FROM experiences_fts").scalar_one()
+            stored = conn.exec_driver_sql("SELECT count(*) FROM experiences").scalar_one()
+            if unindexed or indexed != stored:
+                problems.append(f"full-text index out of step: {stored} experiences, {indexed} indexed, {unindexed} missing")
             return problems
 
     def close(self) -> None:

@@ -123,3 +123,15 @@ def test_concurrent_processes_lose_no_value_update(store):
         assert store.stages.count_since(conn, 0) == 24
         assert shared.q == pytest.approx(1.0)  # every stage scored s = 1 with one adopted experience
         assert shared.resident  # ≥ 3 adoptions over ≥ 3 tasks with Q > 0
+
+
+def test_adoptions_recorded_before_evaluation_are_not_doubled(store):
+    memory = _memory(store)
+    res = result(attempt("t1", verdict="KEEP", time_ms=1.0), adopted=["a"], unadopted=["b"])
+    memory.callbacks.on_adoptions(res.adoptions)
+    with store.read() as conn:
+        assert len(store.adoptions.for_attempt(conn, res.attempt.id)) == 2
+    memory.callbacks.on_batch([res])
+    with store.read() as conn:
+        assert len(store.adoptions.for_attempt(conn, res.attempt.id)) == 2
+        assert store.experiences.get(conn, "a").adoptions == 1

@@ -1,3 +1,5 @@
+import pytest
+
 from kernelkiln.store.records import (
     Adoption,
     Attempt,
@@ -92,3 +94,12 @@ def test_distinct_tasks_counts_adopting_tasks_only(store):
     with store.write() as conn:
         store.adoptions.add_many(conn, rows)
         assert store.adoptions.distinct_tasks(conn, ["e"]) == {"e": 2}
+
+
+def test_integrity_check_notices_an_index_out_of_step(store):
+    if store.dialect != "sqlite":
+        pytest.skip("PostgreSQL's index is a generated column, it cannot fall out of step")
+    with store.write() as conn:
+        store.experiences.add(conn, Experience(text="indexed"))
+        conn.exec_driver_sql("DELETE FROM experiences_fts")
+    assert any("out of step" in p for p in store.integrity_errors())
