@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 POSTGRES_ENV = "KILN_TEST_POSTGRES_URL"
+_SKIP_REASON = f"{POSTGRES_ENV} is unset: the PostgreSQL backend is not tested (.ci/services sets it)"
+
+if not os.environ.get(POSTGRES_ENV):
+    # Shown in pytest's warnings summary even without -rs: the skip is never silent.
+    warnings.warn(_SKIP_REASON, pytest.PytestWarning, stacklevel=1)
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
@@ -19,7 +25,7 @@ BACKENDS = [
             pytest.mark.postgres,
             pytest.mark.skipif(
                 not os.environ.get(POSTGRES_ENV),
-                reason=f"{POSTGRES_ENV} is unset: the PostgreSQL backend is not tested (.ci/services sets it)",
+                reason=_SKIP_REASON,
             ),
         ],
     ),
