@@ -80,11 +80,16 @@ class MemoryCallbacks:
 
     def on_task_end(self, task_id: str, agent: str = "") -> list[StageRecord]:
         """Close the open stage of (task, agent) when the loop stops working on it."""
+        snapshot = copy.deepcopy(self.stages)
         closed = self.stages.end(task_id, agent)
         if not closed:
             return []
-        with self.store.write() as conn:
-            return self._close(conn, closed)
+        try:
+            with self.store.write() as conn:
+                return self._close(conn, closed)
+        except BaseException:
+            self.stages = snapshot
+            raise
 
     def on_run_end(self) -> list[StageRecord]:
         """Close every stage still open."""

@@ -45,6 +45,8 @@ def document_counts(conn: Connection, words: list[str], cap: int | None = None) 
     """
     size = conn.execute(sa.select(sa.func.max(_t.c.seq))).scalar() or 0
     cache = _DF_CACHE.setdefault(str(conn.engine.url), {})
+    if len(cache) > _DF_CACHE_WORDS:
+        cache.clear()
     limit = cap if cap is not None else -1  # SQLite: LIMIT -1 is no limit
     counts = {}
     for word in words:
@@ -68,6 +70,7 @@ def document_counts(conn: Connection, words: list[str], cap: int | None = None) 
 
 # store URL → word → (count, the limit it was counted under (-1: none), store size then)
 _DF_CACHE: dict[str, dict[str, tuple[int, int, int]]] = {}
+_DF_CACHE_WORDS = 100_000
 
 
 def selective_terms(conn: Connection, terms: list[str], budget: int) -> list[str]:
