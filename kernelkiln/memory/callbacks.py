@@ -58,6 +58,9 @@ class MemoryCallbacks:
         with store.write() as conn:
             for task in tasks:
                 store.tasks.upsert(conn, task)
+            given = {t.id for t in tasks}
+            for task_id in sorted({r.attempt.task_id for r in results} - given):
+                store.tasks.add_if_missing(conn, TaskRecord(id=task_id))
             posts = []
             for result in results:
                 store.attempts.add(conn, result.attempt)

@@ -3,7 +3,7 @@
 The pool is the full-text top K (relevance alone decides it). Each member's value
 score is relevance·(1 + λ·Q); the final score is
 (1 − w)·value/max(value) + w·d/max(d), d the graph score of the attempt the experience
-was distilled from (0 when it has none), maxima taken over the pool.
+was distilled from (0 when it has none), maxima taken over the pool (w = 0 when no member has a graph score).
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ class Retriever:
         values = [value_score(rel, exp.q, c.lam) for exp, rel in pool]
         graphs = [graph_scores.get(exp.source_attempt_id or "", 0.0) for exp, _ in pool]
         max_value, max_graph = max(values, default=0.0), max(graphs, default=0.0)
+        weight = c.graph_weight if max_graph > 0 else 0.0  # no graph in the pool: value alone
         ranked = [
-            Retrieved(exp, rel, v, g, blend(v, max_value, g, max_graph, c.graph_weight))
+            Retrieved(exp, rel, v, g, blend(v, max_value, g, max_graph, weight))
             for (exp, rel), v, g in zip(pool, values, graphs)
         ]
         ranked.sort(key=lambda r: (-r.score, -r.relevance, r.experience.id))

@@ -39,6 +39,10 @@ class Tasks:
         conn.execute(schema.tasks.update().where(schema.tasks.c.id == task.id).values(row))
         return task
 
+    def add_if_missing(self, conn: Connection, task: TaskRecord) -> None:
+        """Insert ``task`` unless a task with its id is stored (whose tags are kept)."""
+        insert_ignore(conn, schema.tasks, [to_row(task, schema.tasks)])
+
     def get(self, conn: Connection, task_id: str) -> TaskRecord | None:
         """The task with ``task_id``, or None."""
         row = conn.execute(sa.select(schema.tasks).where(schema.tasks.c.id == task_id)).first()

@@ -19,5 +19,6 @@ def test_stats_and_graph(store):
     memory.callbacks.on_batch([result(root), result(child)])
     stats = memory.stats()
     assert stats["attempts"] == 2 and stats["stages"] == 1 and stats["board_entries"] == 2
+    assert stats["tasks"] == 1  # tasks are recorded with their first attempt
     assert stats["knowledge_sections"] > 0 and stats["experiences"] == 0
     assert memory.graph("t1").best_path() == [root.id, child.id]

@@ -24,9 +24,11 @@ def _add(store, *experiences):
 
 def test_value_reranks_equally_relevant_experiences(store):
     _add(store, Experience(id="e-low", text="fuse the softmax passes", q=-0.2), Experience(id="e-high", text="fuse the softmax passes", q=0.8))
-    hits = Retriever(store, RetrievalConfig(graph_weight=0)).retrieve("fuse softmax")
+    hits = Retriever(store).retrieve("fuse softmax")
     assert [h.experience.id for h in hits] == ["e-high", "e-low"]
     assert hits[0].value_score / hits[1].value_score == pytest.approx(1.4 / 0.9)
+    # No member has a graph score, so value alone decides: scores are value / max value.
+    assert [h.score for h in hits] == pytest.approx([1.0, 0.9 / 1.4])
 
 
 def test_relevance_alone_decides_the_pool(store):
