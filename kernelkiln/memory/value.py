@@ -52,9 +52,12 @@ def apply_stage_values(conn, store, outcome, config: ValueConfig) -> dict[str, f
     Locks the experiences' rows first, so concurrent writers never lose an update. Each
     experience's stage-deduplicated retrieval count rises by one (and its adoption count
     when adopted); its distinct-task count is recounted from the adoption records.
+    A resident rule is in context without being retrieved: it shares the stage's reward
+    when adopted, and is left alone (its frequency fades instead) when not.
     """
     feedback = stage_feedback(outcome.score, outcome.retrieved, outcome.adopted, config.eta)
     experiences = store.experiences.get_many(conn, list(feedback), for_update=True)
+    experiences = {eid: e for eid, e in experiences.items() if eid in outcome.adopted or not e.resident}
     tasks = store.adoptions.distinct_tasks(conn, list(experiences))
     values = {}
     for eid, exp in experiences.items():

@@ -135,3 +135,18 @@ def test_adoptions_recorded_before_evaluation_are_not_doubled(store):
     with store.read() as conn:
         assert len(store.adoptions.for_attempt(conn, res.attempt.id)) == 2
         assert store.experiences.get(conn, "a").adoptions == 1
+
+
+def test_an_unused_resident_rule_fades_but_is_not_penalized(store):
+    memory = _memory(store)
+    for task in ("t1", "t2", "t3"):
+        memory.callbacks.on_batch([result(attempt(task, verdict="KEEP", time_ms=1.0), adopted=["x"])])
+    with store.read() as conn:
+        before = store.experiences.get(conn, "x")
+        frequency = store.rules.get(conn, "x").frequency
+    assert before.resident
+    memory.callbacks.on_batch([result(attempt("t4", verdict="KEEP", time_ms=1.0), adopted=["a"], unadopted=["x"])])
+    with store.read() as conn:
+        after = store.experiences.get(conn, "x")
+        assert (after.q, after.retrievals) == (before.q, before.retrievals)
+        assert store.rules.get(conn, "x").frequency == pytest.approx(0.9 * frequency)
