@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelkiln.errors import UserError
-from kernelkiln.guard import GuardSession, Verdict
+from kernelkiln.guard import GuardConfig, GuardSession, Verdict
 from kernelkiln.task import Task, bundled_suites, load_task, parse_overrides
 
 
@@ -38,6 +38,12 @@ def read_source(path: Path | None, task: Task, what: str) -> str:
         raise UserError(f"cannot read {what} {path}: {exc}") from None
 
 
+def wide_console() -> Console:
+    """stdout console; piped output gets 120 columns instead of rich's 80 so tables stay readable."""
+    console = Console()
+    return console if console.is_terminal else Console(width=120)
+
+
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.4g} ms"
 
@@ -46,15 +52,15 @@ def render(verdict: Verdict, task: Task, console: Console) -> None:
     """The human-readable report of one verdict."""
     if verdict.workloads:
         table = Table(title=f"{task.name}: candidate vs reference", title_justify="left")
-        for col in ("workload", "sizes", "t_ref", "t_cand", "speedup", "spread", "rounds×reps"):
-            table.add_column(col, justify="right" if col not in ("workload", "sizes") else "left")
+        for col in ("workload", "t_ref", "t_cand", "speedup", "spread", "rounds×reps"):
+            table.add_column(col, justify="left" if col == "workload" else "right", no_wrap=col != "workload")
         has_inc = any(w.t_inc_s is not None for w in verdict.workloads)
         if has_inc:
             table.add_column("t_inc", justify="right")
             table.add_column("vs inc", justify="right")
         for w in verdict.workloads:
-            sizes = ", ".join(f"{k}={v}" for k, v in w.sizes.items())
-            row = [w.name, sizes, _ms(w.t_ref_s), _ms(w.t_cand_s), f"{w.speedup:.3f}x", f"±{w.spread:.1%}",
+            sizes = "\n".join(f"{k}={v}" for k, v in w.sizes.items())
+            row = [f"{w.name}\n[dim]{sizes}[/]", _ms(w.t_ref_s), _ms(w.t_cand_s), f"{w.speedup:.3f}x", f"±{w.spread:.1%}",
                    f"{w.rounds}×{w.reps}"]
             if has_inc:
                 row += [_ms(w.t_inc_s), f"{w.speedup_vs_incumbent:.3f}x"]
@@ -66,7 +72,10 @@ def render(verdict: Verdict, task: Task, console: Console) -> None:
     if verdict.speedup is not None:
         console.print(f"speedup over the reference (geometric mean): {verdict.speedup:.3f}x")
     for d in verdict.diagnostics[:10]:
-        line = f"line {d.get('line')}: " if d.get("line") else ""
+        if d.get("candidate_line"):
+            line = f"candidate line {d['candidate_line']} (native source line {d['line']}): "
+        else:
+            line = f"line {d.get('line')}: " if d.get("line") else ""
         console.print(f"  {d.get('severity', 'error')}: {line}{d.get('message')}", markup=False, highlight=False)
     held = [k for k, v in verdict.isolation.items() if v]
     missing = [k for k, v in verdict.isolation.items() if not v]
@@ -82,6 +91,8 @@ def register(app: typer.Typer) -> None:
         candidate: Path = typer.Argument(None, help="Python file defining ModelNew (default: the task's seed candidate)."),
         incumbent: Path = typer.Option(None, "--incumbent", help="Judge against this candidate instead of the reference."),
         overrides: list[str] = typer.Option([], "--set", help="Override a module-level size variable: --set dim=4096 (repeatable)."),
+        threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads for reference and candidate alike (default: torch's default)."),
+        time_budget: float = typer.Option(None, "--time-budget", min=0.1, help="Seconds the timing stage may take (default 20); it stops earlier once the speedup is precise."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Gate, build, check and time CANDIDATE against TASK's reference; print the verdict.
@@ -97,12 +108,13 @@ def register(app: typer.Typer) -> None:
         source = read_source(candidate, loaded, "candidate")
         inc_source = read_source(incumbent, loaded, "incumbent") if incumbent else None
         err = Console(stderr=True)
-        with GuardSession(loaded) as session:
+        settings = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget}.items() if v is not None}
+        with GuardSession(loaded, GuardConfig(**settings)) as session:
             with err.status(f"evaluating {candidate or loaded.seed_path} on {loaded.name} "
                             f"({len(loaded.workloads)} workload(s))…", spinner="dots") if not as_json else contextlib.nullcontext():
                 verdict = session.evaluate(source, inc_source)
         if as_json:
             print(json.dumps({"task": loaded.name, **verdict.model_dump()}, indent=2))
         else:
-            render(verdict, loaded, Console())
+            render(verdict, loaded, wide_console())
 

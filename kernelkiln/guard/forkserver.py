@@ -54,7 +54,7 @@ class ForkServer:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kernelkiln.guard.forkserver", str(theirs.fileno())],
+            [sys.executable, "-c", f"from kernelkiln.guard.forkserver import serve; serve({theirs.fileno()})"],
             pass_fds=[theirs.fileno()], env=sandbox.scrubbed_env(), stdin=subprocess.DEVNULL,
             start_new_session=False, close_fds=True,
         )
@@ -156,6 +156,7 @@ def _serve(control: socket.socket) -> None:
         _send(control, json.dumps(reply).encode())
 
 
-if __name__ == "__main__":
+def serve(fd: int) -> None:
+    """Entry point of the fork-server process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _serve(socket.socket(fileno=int(sys.argv[1])))
+    _serve(socket.socket(fileno=fd))

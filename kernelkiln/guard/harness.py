@@ -178,6 +178,8 @@ def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> N
                 reply = harness.run(msg["workload"], msg["reps"], msg.get("last"))
             elif op == "fetch":
                 reply = harness.fetch()
+            elif op == "nop":
+                reply = {"ok": True}
             else:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
         except native.BuildError as exc:

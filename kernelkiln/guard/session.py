@@ -27,6 +27,14 @@ _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
 _MAX_COMPILES = 16
 
 
+def _locate(diagnostic: dict, native_source: str, candidate: str | None) -> dict:
+    """Add the candidate.py line of a native diagnostic when the native source is a literal in it."""
+    at = candidate.find(native_source) if candidate and native_source and diagnostic.get("line") else -1
+    if at >= 0:
+        diagnostic["candidate_line"] = candidate.count("\n", 0, at) + diagnostic["line"]
+    return diagnostic
+
+
 class _Reject(Exception):
     def __init__(self, stage: Stage, reason: str, diagnostics: list[dict] | None = None):
         super().__init__(reason)
@@ -36,10 +44,10 @@ class _Reject(Exception):
 class GuardSession:
     """Evaluates candidates for one task; keeps the reference worker warm between them."""
 
-    def __init__(self, task: Task, config: GuardConfig | None = None, threads: int | None = None):
+    def __init__(self, task: Task, config: GuardConfig | None = None):
         self.task = task
         self.config = config or GuardConfig()
-        self.threads = threads or torch.get_num_threads()
+        self.threads = self.config.threads or torch.get_num_threads()
         self.model_seed = secrets.randbits(31)
         self.ref_models = {i: task.make_model(w, self.model_seed) for i, w in enumerate(task.workloads)}
         recorded = record(self.ref_models[0], task.make_inputs(task.workloads[0], 0))
@@ -65,7 +73,7 @@ class GuardSession:
                 request = native.BuildRequest.from_dict(msg.get("request") or {})
                 result = native.build(request, user=self._build_uid, group=self._build_uid,
                                       timeout=self.config.build_timeout_s)
-            diagnostics.extend(d.to_dict() for d in result.diagnostics)
+            diagnostics.extend(_locate(d.to_dict(), request.source, source) for d in result.diagnostics)
             if result.ok and result.path:  # the cache stays private; the worker gets its own copy
                 result = dataclasses.replace(result, path=worker.share(result.path))
             return {"result": result.to_dict()}
@@ -94,8 +102,7 @@ class GuardSession:
         for index, workload in enumerate(self.task.workloads):
             seeds = [secrets.randbits(31) for _ in range(self.config.check_trials)]
             pairs = [reference_outputs(self.task, self.ref_models[index], index, s) for s in seeds]
-            reply = cand.request({"op": "check", "workload": index, "seeds": seeds},
-                                 self.config.call_timeout_s * len(seeds))
+            reply = cand.request({"op": "check", "workload": index, "seeds": seeds}, self.config.call_timeout_s)
             if not reply.get("ok"):
                 where = f" at candidate.py {reply['where']}" if reply.get("where") else ""
                 raise _Reject("check", f"workload {workload.name}: raised {reply.get('error')}{where}")

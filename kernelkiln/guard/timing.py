@@ -61,6 +61,20 @@ class Timer:
 
     def __init__(self, task: Task, ref_model: torch.nn.Module, workers: dict[str, Worker], config: GuardConfig):
         self.task, self.ref_model, self.workers, self.config = task, ref_model, workers, config
+        self.overhead = self._round_trip()
+
+    def _round_trip(self) -> float:
+        """Cost of an empty request, measured on the trusted reference worker only.
+
+        It is subtracted from every batch (a hostile worker could slow its own empty
+        requests down to inflate it, so its own are never used).
+        """
+        samples = []
+        for _ in range(7):
+            start = time.perf_counter()
+            self.workers["ref"].request({"op": "nop"}, self.config.call_timeout_s)
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples)
 
     def _batch(self, role: str, index: int, reps: int, probe: tuple[int, int] | None) -> float:
         worker, cfg = self.workers[role], self.config
@@ -85,7 +99,7 @@ class Timer:
                                f"measured at {wall:.6f}s")
         if probe is not None:
             self._verify_probe(role, index, probe[1])
-        return wall / reps
+        return max(wall - self.overhead, 0.05 * wall) / reps
 
     def _verify_probe(self, role: str, index: int, seed: int) -> None:
         reply = self.workers[role].request({"op": "fetch"}, self.config.call_timeout_s)

@@ -1,0 +1,5 @@
+"""``python -m kernelkiln`` is ``kiln``."""
+
+from kernelkiln.cli.app import main
+
+main()

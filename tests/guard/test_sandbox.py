@@ -1,0 +1,36 @@
+"""Worker isolation: environment scrubbing and sandbox user ids."""
+
+from __future__ import annotations
+
+import os
+
+from kernelkiln.guard import sandbox
+
+
+def test_the_worker_environment_keeps_only_allow_listed_variables(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    env = sandbox.scrubbed_env()
+    assert "OPENAI_API_KEY" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["OMP_NUM_THREADS"] == "2" and "PATH" in env
+
+
+def test_scrubbed_process_env_restores_everything(monkeypatch):
+    monkeypatch.setenv("KILN_TEST_TOKEN", "t")
+    with sandbox.scrubbed_process_env():
+        assert "KILN_TEST_TOKEN" not in os.environ
+    assert os.environ["KILN_TEST_TOKEN"] == "t"
+
+
+def test_sandbox_user_ids_are_distinct_per_slot_and_unprivileged():
+    uids = {sandbox.allocate_uid(slot) for slot in range(4)}
+    assert len(uids) == 4 and min(uids) >= 200_000
+
+
+def test_workspaces_belong_to_the_worker_user(tmp_path):
+    path = sandbox.make_workspace(None)
+    try:
+        assert path.is_dir() and (path.stat().st_mode & 0o777) == 0o700
+    finally:
+        sandbox.remove_workspace(path)

@@ -1,0 +1,70 @@
+"""The guard's cascade on honest candidates: verdicts, workloads, incumbents."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelkiln.guard import GuardSession
+from kernelkiln.task import load_task
+from kernelkiln.testing.candidates import CANDIDATES
+from kernelkiln.testing.guard import fast_config
+from kernelkiln.testing.tasks import TASKS
+
+SOFTMAX = (CANDIDATES / "softmax_c.py").read_text()
+SLOW_SOFTMAX = SOFTMAX.replace("REPEAT = 1", "REPEAT = 200")
+
+
+@pytest.fixture(scope="module")
+def softmax():
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
+        yield guard
+
+
+def test_a_correct_native_candidate_is_timed_on_every_workload(softmax):
+    verdict = softmax.evaluate(SOFTMAX)
+    assert verdict.verdict != "REJECT", verdict.reason
+    assert verdict.correct and verdict.timed
+    assert [w.name for w in verdict.workloads] == ["w0", "w1"]
+    for w in verdict.workloads:
+        assert w.t_ref_s > 0 and w.t_cand_s > 0
+        assert w.speedup == pytest.approx(w.t_ref_s / w.t_cand_s, rel=0.5)
+    assert verdict.isolation.get("environment") is True
+
+
+def test_a_much_slower_candidate_is_reverted_against_the_reference(softmax):
+    verdict = softmax.evaluate(SLOW_SOFTMAX)
+    assert verdict.verdict == "REVERT", verdict.reason
+    assert verdict.speedup < 1
+
+
+def test_a_much_faster_candidate_is_kept_against_a_slow_incumbent(softmax):
+    verdict = softmax.evaluate(SOFTMAX, incumbent=SLOW_SOFTMAX)
+    assert verdict.verdict == "KEEP", verdict.reason
+    assert verdict.speedup_vs_incumbent > 1
+    assert all(w.t_inc_s is not None for w in verdict.workloads)
+
+
+def test_a_compile_error_is_a_build_reject_with_the_candidate_line():
+    broken = SOFTMAX.replace("float m = -INFINITY, s = 0.0f;", "float m = -INFINITY s = 0.0f;")
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
+        verdict = guard.evaluate(broken)
+    assert (verdict.verdict, verdict.stage) == ("REJECT", "build")
+    errors = [d for d in verdict.diagnostics if d["severity"] == "error"]
+    broken_line = 1 + next(i for i, line in enumerate(broken.splitlines()) if "-INFINITY s" in line)
+    assert errors and errors[0]["candidate_line"] == broken_line
+    assert errors[0]["line"] == 10  # the line within the C source itself
+
+
+def test_models_with_positional_init_args_get_the_same_seeded_parameters():
+    with GuardSession(load_task(TASKS / "tiny_linear.py"), fast_config()) as guard:
+        verdict = guard.evaluate((CANDIDATES / "linear_c.py").read_text())
+    assert verdict.verdict != "REJECT", verdict.reason
+
+
+def test_calling_the_reference_module_at_run_time_is_rejected():
+    cheat = (CANDIDATES / "linear_c.py").read_text().replace(
+        "        x = x.contiguous()\n", "        return self.linear(x)\n", 1)
+    with GuardSession(load_task(TASKS / "tiny_linear.py"), fast_config()) as guard:
+        verdict = guard.evaluate(cheat)
+    assert (verdict.verdict, verdict.stage) == ("REJECT", "check")
+    assert "reference op 'linear'" in verdict.reason

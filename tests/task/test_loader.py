@@ -1,0 +1,121 @@
+"""Loading KernelBench files unmodified, with overrides, workloads and metadata."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+
+from kernelkiln.errors import UserError
+from kernelkiln.task import bundled_suites, load_suite, load_task, parse_overrides
+from kernelkiln.testing.tasks import TASKS
+
+# Verbatim layout of a KernelBench level-1 file (module-level sizes, positional init args).
+KERNELBENCH = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """
+    Simple model that performs a single square matrix multiplication (C = A * B)
+    """
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(A, B)
+
+N = 2048
+
+def get_inputs():
+    A = torch.randn(N, N)
+    B = torch.randn(N, N)
+    return [A, B]
+
+def get_init_inputs():
+    return []  # No special initialization inputs needed
+'''
+
+
+def write(tmp_path, text, name="task.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_kernelbench_file_loads_unmodified_and_set_shrinks_it(tmp_path):
+    task = load_task(write(tmp_path, KERNELBENCH), {"N": 32})
+    assert task.size_vars == {"N": 2048}
+    [workload] = task.workloads
+    assert workload.sizes == {"N": 32}
+    a, b = task.make_inputs(workload, seed=1)
+    assert a.shape == (32, 32) and b.shape == (32, 32)
+    assert task.module.N == 2048  # overrides apply only while bound
+
+
+def test_inputs_are_deterministic_per_seed(tmp_path):
+    task = load_task(write(tmp_path, KERNELBENCH), {"N": 8})
+    w = task.workloads[0]
+    assert torch.equal(task.make_inputs(w, 3)[0], task.make_inputs(w, 3)[0])
+    assert not torch.equal(task.make_inputs(w, 3)[0], task.make_inputs(w, 4)[0])
+
+
+def test_kiln_metadata_gives_workloads_metrics_tolerances_and_seed():
+    task = load_task(bundled_suites()["examples"].path / "row_softmax.py")
+    assert [w.name for w in task.workloads] == ["square", "wide", "tall"]
+    assert task.workloads[0].flops == 5.0 * 256 * 1024
+    assert task.workloads[1].bytes == 8.0 * 32 * 8192
+    assert task.op_family == "softmax"
+    assert task.seed_path is not None and task.seed_path.is_file()
+    assert task.tolerance(torch.float32).atol == pytest.approx(1e-4)
+
+
+def test_set_overrides_every_workload():
+    task = load_task(bundled_suites()["examples"].path / "row_softmax.py", {"dim": 64})
+    assert {w.sizes["dim"] for w in task.workloads} == {64}
+
+
+def test_positional_init_args_construct_the_reference():
+    task = load_task(TASKS / "tiny_linear.py")
+    model = task.make_model(task.workloads[0], seed=0)
+    assert model.linear.in_features == 32 and model.linear.out_features == 16
+
+
+@pytest.mark.parametrize("text, message", [
+    ("def broken(:\n", "syntax error"),
+    ("raise RuntimeError('boom')\n", "failed to import: RuntimeError: boom"),
+    ("x = 1\n", "missing Model, get_inputs, get_init_inputs"),
+    (KERNELBENCH + "KILN = {'speed': 1}\n", "unknown KILN key"),
+    (KERNELBENCH + "KILN = {'workloads': [{'M': 3}]}\n", "unknown size variable"),
+    (KERNELBENCH + "KILN = {'seed': 'nope.py'}\n", "missing file"),
+    (KERNELBENCH.replace("torch.randn(N, N)\n    B", "torch.randn(N, -N)\n    B"), "get_inputs/get_init_inputs failed"),
+])
+def test_a_broken_task_is_one_clear_user_error(tmp_path, text, message):
+    with pytest.raises(UserError, match=message) as info:
+        load_task(write(tmp_path, text))
+    assert "\n" not in str(info.value)
+
+
+def test_unknown_override_names_the_known_variables(tmp_path):
+    with pytest.raises(UserError, match=r"--set M: no such module-level size variable \(known: N\)"):
+        load_task(write(tmp_path, KERNELBENCH), {"M": 3})
+
+
+def test_missing_file_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="task file not found"):
+        load_task(tmp_path / "nope.py")
+
+
+def test_overrides_parse_literals_and_reject_malformed_items():
+    assert parse_overrides(["N=64", "alpha=0.5", "mode=fast"]) == {"N": 64, "alpha": 0.5, "mode": "fast"}
+    with pytest.raises(UserError):
+        parse_overrides(["N"])
+
+
+def test_a_suite_is_a_folder_of_task_files():
+    suite = load_suite("examples")
+    assert {p.stem for p in suite.task_paths()} >= {"row_softmax", "row_sum", "matmul"}
+    assert load_suite(str(TASKS)).name == "tasks"
+    with pytest.raises(UserError, match="no such suite"):
+        load_suite("not-a-suite")
