@@ -10,7 +10,7 @@ class GuardConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    threads: int | None = Field(None, ge=1, description="Intra-op threads of every worker, reference and candidates alike (None: torch's default for this machine). Timing with all cores is fragile on a shared machine: one busy core stalls a whole parallel region.")
+    threads: int | None = Field(None, ge=1, description="Intra-op threads of every worker, reference and candidates alike. None: all cores but one, which is left to the guard itself; timing on every core is fragile, since one busy core stalls a whole parallel region.")
     check_trials: int = Field(5, ge=5, description="Correctness trials per workload, each with fresh random inputs.")
     build_timeout_s: float = Field(120.0, gt=0, description="Wall-clock limit for loading the candidate and compiling its native code.")
     call_timeout_s: float = Field(60.0, gt=0, description="Wall-clock limit for any one request to a worker (all check trials of one workload, one timing batch).")
@@ -19,8 +19,8 @@ class GuardConfig(BaseModel):
     file_size_limit_mb: int = Field(256, ge=1, description="Largest file a worker may write (RLIMIT_FSIZE).")
     max_tasks: int = Field(64, ge=8, description="Processes plus threads a sandboxed worker user may run (RLIMIT_NPROC; applies when the guard runs as root).")
     warmup_reps: int = Field(3, ge=1, description="Untimed calls per worker and workload before timing.")
-    batch_target_s: float = Field(0.01, gt=0, description="Target duration of one timed batch; repetitions per batch are chosen to reach it, so the request's own cost (measured and subtracted) stays a small fraction.")
-    min_rounds: int = Field(5, ge=3, description="Interleaved timing rounds before the stop rule may end timing.")
+    batch_target_s: float = Field(0.005, gt=0, description="Target duration of one timed batch; repetitions per batch are chosen to reach it, so the request's own cost (measured and subtracted) stays a small fraction.")
+    min_rounds: int = Field(6, ge=3, description="Interleaved timing rounds before the stop rule may end timing.")
     max_rounds: int = Field(40, ge=3, description="Cap on interleaved timing rounds per workload.")
     target_rse: float = Field(0.01, gt=0, description="Timing stops once the relative standard error of every workload's speedup is below this.")
     min_margin: float = Field(0.03, ge=0, description="Smallest noise band around the best time: a speedup within it is ACCEPT, not KEEP or REVERT.")

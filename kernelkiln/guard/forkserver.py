@@ -10,6 +10,7 @@ pair, passed over the control socket as a file descriptor.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import pickle
@@ -113,9 +114,15 @@ def shared() -> ForkServer:
 
 
 def _serve(control: socket.socket) -> None:
+    gc.disable()
     import torch  # noqa: F401  (preloaded so that forked workers start warm)
 
     from kernelkiln.guard import harness
+
+    # Objects the workers inherit are never scanned by a worker's garbage collector, so it
+    # does not write to (and copy) every inherited page: a fresh worker is fast at once.
+    gc.freeze()
+    gc.enable()
 
     codes: dict[int, int] = {}
 

@@ -146,6 +146,13 @@ class Harness:
         return {"ok": True, "outputs": outs}
 
 
+def _spin(conn: Connection, seconds: float) -> None:
+    """Busy-wait briefly for the next request: the parent usually sends it at once."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end and not conn.poll(0):
+        pass
+
+
 def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> None:
     """Worker entry point (runs in the forked child)."""
     applied = sandbox.enter(spec)
@@ -157,8 +164,10 @@ def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> N
         protocol.send(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         return
     protocol.send(conn, {"ok": True, "isolation": applied, "pid": os.getpid()})
+    spin_s = float(init.get("spin_s", 0.0))
     while True:
         try:
+            _spin(conn, spin_s)
             msg = protocol.recv(conn)
         except (EOFError, OSError):
             return

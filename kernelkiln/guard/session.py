@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import secrets
 import statistics
 import time
@@ -27,6 +28,11 @@ _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
 _MAX_COMPILES = 16
 
 
+def default_threads() -> int:
+    """All cores but one: the guard's parent needs a core of its own to time fairly."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
 def _locate(diagnostic: dict, native_source: str, candidate: str | None) -> dict:
     """Add the candidate.py line of a native diagnostic when the native source is a literal in it."""
     at = candidate.find(native_source) if candidate and native_source and diagnostic.get("line") else -1
@@ -47,7 +53,7 @@ class GuardSession:
     def __init__(self, task: Task, config: GuardConfig | None = None):
         self.task = task
         self.config = config or GuardConfig()
-        self.threads = self.config.threads or torch.get_num_threads()
+        self.threads = self.config.threads or default_threads()
         self.model_seed = secrets.randbits(31)
         self.ref_models = {i: task.make_model(w, self.model_seed) for i, w in enumerate(task.workloads)}
         recorded = record(self.ref_models[0], task.make_inputs(task.workloads[0], 0))
@@ -98,16 +104,16 @@ class GuardSession:
         return self._ref
 
     # -- stages ------------------------------------------------------------------------
-    def _check(self, cand: Worker) -> None:
+    def _check(self, cand: Worker, seeds: list[list[int]]) -> None:
         for index, workload in enumerate(self.task.workloads):
-            seeds = [secrets.randbits(31) for _ in range(self.config.check_trials)]
-            pairs = [reference_outputs(self.task, self.ref_models[index], index, s) for s in seeds]
-            reply = cand.request({"op": "check", "workload": index, "seeds": seeds}, self.config.call_timeout_s)
+            pairs = [reference_outputs(self.task, self.ref_models[index], index, s) for s in seeds[index]]
+            reply = cand.request({"op": "check", "workload": index, "seeds": seeds[index]},
+                                 self.config.call_timeout_s)
             if not reply.get("ok"):
                 where = f" at candidate.py {reply['where']}" if reply.get("where") else ""
                 raise _Reject("check", f"workload {workload.name}: raised {reply.get('error')}{where}")
             trials = reply.get("trials") or []
-            if len(trials) != len(seeds):
+            if len(trials) != len(seeds[index]):
                 raise _Reject("check", "the worker returned the wrong number of trials")
             called = sorted(set(trials[0].get("ops") or []) & self.forbidden)
             if called:
@@ -137,7 +143,7 @@ class GuardSession:
         return WorkloadResult(
             name=workload.name, sizes=workload.sizes, t_ref_s=med["ref"], t_cand_s=med["cand"],
             t_inc_s=med.get("inc"), speedup=math.exp(statistics.median(logs)), speedup_vs_incumbent=inc,
-            spread=rse(logs), rounds=len(logs), reps=series.reps)
+            spread=rse(logs), rounds=len(logs), reps=series.reps["cand"])
 
     def _watch(self, cand: Worker, stage: Stage) -> None:
         """Reject a candidate that left processes behind or computes while it should be idle."""
@@ -172,11 +178,18 @@ class GuardSession:
             cand = self._spawn("cand", _SLOT_CAND, source, diagnostics)
             isolation = cand.isolation
             stage = "check"
-            self._check(cand)
+            seeds = [[secrets.randbits(31) for _ in range(self.config.check_trials)] for _ in self.task.workloads]
+            self._check(cand, seeds)
             self._watch(cand, "check")
             if incumbent is not None:
                 stage = "build"
                 workers["inc"] = self._spawn("inc", _SLOT_INC, incumbent, [])
+                # The same checks on the same inputs: it re-verifies the incumbent, and leaves both
+                # processes with the same allocation history, so identical code times identically.
+                try:
+                    self._check(workers["inc"], seeds)
+                except _Reject as exc:
+                    raise UserError(f"the incumbent fails its check: {exc.reason}") from None
             workers["cand"] = cand
             stage = "time"
             results, margin = self._time(workers)

@@ -33,23 +33,46 @@ class Series:
     """Per-round seconds per call, one list per worker role."""
 
     times: dict[str, list[float]] = field(default_factory=dict)
-    reps: int = 1
+    reps: dict[str, int] = field(default_factory=dict)
 
     def log_ratios(self, num: str, den: str) -> list[float]:
         return [math.log(a / b) for a, b in zip(self.times[num], self.times[den])]
 
 
 def rse(logs: list[float]) -> float:
-    """Relative standard error of the median of per-round log-ratios.
+    """Standard error of the median of per-round log-ratios (a relative error of the speedup).
 
-    Robust (scaled median absolute deviation): on a shared machine the noise is mostly
-    rare large outliers, which the median ignores and a standard deviation would not.
+    The larger of two estimates: a robust one (scaled median absolute deviation), because
+    on a shared machine most noise is rare large outliers; and one from the spread of the
+    medians of consecutive blocks of rounds, because the machine's speed also drifts in
+    phases that last many rounds, so rounds are not independent.
     """
-    if len(logs) < 2:
+    n = len(logs)
+    if n < 2:
         return float("inf")
     mid = statistics.median(logs)
     mad = statistics.median(abs(x - mid) for x in logs)
-    return 1.2533 * 1.4826 * mad / math.sqrt(len(logs))
+    robust = 1.2533 * 1.4826 * mad / math.sqrt(n)
+    blocks = min(5, n // 3)
+    if blocks < 2:
+        return robust
+    size = n // blocks
+    medians = [statistics.median(logs[i * size:(i + 1) * size]) for i in range(blocks)]
+    return max(robust, statistics.stdev(medians) / math.sqrt(blocks))
+
+
+def _order(roles: list[str], previous: str | None) -> list[str]:
+    """A random order of the roles that does not start with the role that ran last.
+
+    A worker timed twice in a row runs faster the second time (its caches and predictors
+    are still warm), so no role may follow itself, and which role follows which is random:
+    a fixed order would favour some role systematically.
+    """
+    while True:
+        order = list(roles)
+        secrets.SystemRandom().shuffle(order)
+        if order[0] != previous or len(order) == 1:
+            return order
 
 
 def _input_bytes(inputs: list[Any]) -> int:
@@ -64,17 +87,17 @@ class Timer:
         self.overhead = self._round_trip()
 
     def _round_trip(self) -> float:
-        """Cost of an empty request, measured on the trusted reference worker only.
+        """Fixed cost of a request, measured on the trusted reference worker only.
 
         It is subtracted from every batch (a hostile worker could slow its own empty
         requests down to inflate it, so its own are never used).
         """
         samples = []
-        for _ in range(7):
+        for _ in range(15):
             start = time.perf_counter()
             self.workers["ref"].request({"op": "nop"}, self.config.call_timeout_s)
             samples.append(time.perf_counter() - start)
-        return statistics.median(samples)
+        return min(samples)  # the fixed part of the cost; jitter above it is noise, not overhead
 
     def _batch(self, role: str, index: int, reps: int, probe: tuple[int, int] | None) -> float:
         worker, cfg = self.workers[role], self.config
@@ -112,6 +135,40 @@ class Timer:
             if problem:
                 raise TimingReject(f"wrong result while timed (behaves differently when timed): {problem}")
 
+    def _calibrate(self, role: str, index: int) -> int:
+        """Repetitions for one batch to last ``batch_target_s`` (doubling, like timeit's autorange)."""
+        target, reps = self.config.batch_target_s, 1
+        while True:
+            # min of three, and the request's own cost taken off: a hiccup must not stop the doubling
+            busy = min(self._wall(role, index, reps) for _ in range(3)) - self.overhead
+            if busy >= 0.5 * target or reps >= 1 << 20:
+                return max(1, round(reps * target / busy))
+            reps *= 2
+
+    def _recalibrate(self, series: Series) -> bool:
+        """Raise the repetitions of roles whose first batches fell far short of the target."""
+        changed = False
+        for role, times in series.times.items():
+            want = math.ceil(self.config.batch_target_s / max(statistics.median(times[-3:]), 1e-9))
+            if want > 2 * series.reps[role]:
+                series.reps[role] = want
+                changed = True
+        return changed
+
+    def _settled(self, logs: list[float]) -> bool:
+        """Precise enough, or so far outside the noise band that more rounds cannot change the verdict."""
+        se = rse(logs)
+        if se < self.config.target_rse:
+            return True
+        # Far outside the noise band, after enough rounds for the drift estimate to mean something.
+        return len(logs) >= 2 * self.config.min_rounds and \
+            abs(statistics.median(logs)) - self.config.margin_sigmas * se > 4 * self.config.min_margin
+
+    def _wall(self, role: str, index: int, reps: int) -> float:
+        start = time.perf_counter()
+        self._batch(role, index, reps, None)
+        return time.perf_counter() - start
+
     def run(self, index: int, budget_s: float) -> Series:
         cfg, roles = self.config, list(self.workers)
         inputs = self.task.make_inputs(self.task.workloads[index], 0)
@@ -122,14 +179,26 @@ class Timer:
             worker.request({"op": "prepare", "workload": index, "count": count, "seed": base}, cfg.call_timeout_s)
         for role in roles:
             self._batch(role, index, cfg.warmup_reps, None)
-        single = min(min(self._batch(role, index, 1, None) for _ in range(3)) for role in roles)
-        series = Series({r: [] for r in roles}, reps=max(1, math.ceil(cfg.batch_target_s / max(single, 1e-7))))
+        # Each role gets its own repetitions, so every batch lasts about batch_target_s and the
+        # batches compared within a round run close together in time: on a machine whose speed
+        # drifts, that closeness is what makes the pairing cancel the drift.
+        series = Series({r: [] for r in roles}, reps={role: self._calibrate(role, index) for role in roles})
         deadline = time.monotonic() + budget_s
-        for rnd in range(cfg.max_rounds):
-            for role in (roles if rnd % 2 == 0 else roles[::-1]):
+        restarts, previous = 0, None
+        for rnd in range(cfg.max_rounds + 9):
+            if len(series.times["ref"]) >= cfg.max_rounds:
+                break
+            order = _order(roles, previous)
+            previous = order[-1]
+            for role in order:
                 probe = None if role == "ref" else (secrets.randbelow(count), secrets.randbits(30))
-                series.times[role].append(self._batch(role, index, series.reps, probe))
-            if rnd + 1 >= cfg.min_rounds and (time.monotonic() > deadline or all(
-                    rse(series.log_ratios(num, "cand")) < cfg.target_rse for num in roles if num != "cand")):
+                series.times[role].append(self._batch(role, index, series.reps[role], probe))
+            if len(series.times["ref"]) % 3 == 0 and restarts < 3 and rnd < cfg.max_rounds // 2 \
+                    and self._recalibrate(series):
+                restarts += 1  # batches far shorter than intended: their numbers were mostly request cost
+                series.times = {r: [] for r in roles}
+                continue
+            if len(series.times["ref"]) >= cfg.min_rounds and (time.monotonic() > deadline or all(
+                    self._settled(series.log_ratios(num, "cand")) for num in roles if num != "cand")):
                 break
         return series
