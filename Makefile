@@ -1,0 +1,20 @@
+# Two entry points on a fresh machine: `make demo` (the main job on embedded defaults)
+# and `make test` (the test suite, with the PostgreSQL service the store tests use).
+PY ?= python3
+VENV := .venv
+
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q "torch==2.13.0"
+	$(VENV)/bin/pip install -q -e ".[test]"
+	touch $@
+
+.PHONY: install demo test
+install: $(VENV)/.installed
+
+demo: install
+	$(VENV)/bin/kiln eval row_softmax
+
+test: install
+	bash -c 'set -e; if [ -x .ci/services ]; then . .ci/services; fi; $(VENV)/bin/python -m pytest -q'

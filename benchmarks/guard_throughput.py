@@ -1,0 +1,87 @@
+"""How long the guard takes per small candidate, gate to verdict, build cache cold and warm.
+
+    python benchmarks/guard_throughput.py [--candidates 5] [--task FILE --candidate FILE] [--json]
+
+cold: a candidate whose native source was never built (compile included)
+warm: the same candidates again, their binaries already in the build cache
+Both are medians of end-to-end GuardSession.evaluate() calls in one process, measured
+side by side against a fresh, temporary build cache, with the default GuardConfig.
+Start-up (fork-server with torch, the reference worker) is paid once per session and is
+reported apart. The default small candidate is a C row softmax on a 2-workload task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernelkiln.guard import GuardSession  # noqa: E402
+from kernelkiln.task import load_task  # noqa: E402
+from kernelkiln.testing.candidates import CANDIDATES  # noqa: E402
+from kernelkiln.testing.tasks import TASKS  # noqa: E402
+
+
+def variants(source: str, count: int) -> list[str]:
+    """Copies of a candidate whose native sources differ (a comment), so each one compiles."""
+    marker = 'SOURCE = r"""'
+    if marker not in source:
+        raise SystemExit("the candidate must keep its native source in SOURCE = r\"\"\"...\"\"\"")
+    return [source.replace(marker, f"{marker}\n/* variant {i} {time.time_ns()} */", 1) for i in range(count)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--candidates", type=int, default=5, help="distinct candidates per phase")
+    parser.add_argument("--task", type=Path, default=TASKS / "tiny_softmax.py")
+    parser.add_argument("--candidate", type=Path, default=CANDIDATES / "softmax_c.py")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+
+    cache = tempfile.mkdtemp(prefix="kiln-bench-cache-")
+    os.environ["KILN_CACHE_DIR"] = cache
+    try:
+        sources = variants(args.candidate.read_text(), args.candidates)
+        start = time.perf_counter()
+        task = load_task(args.task)
+        with GuardSession(task) as guard:
+            guard.evaluate(variants(args.candidate.read_text(), 1)[0])  # fork-server + reference worker
+            startup = time.perf_counter() - start
+            times: dict[str, list[float]] = {"cold": [], "warm": []}
+            verdicts = []
+            for phase in ("cold", "warm"):
+                for source in sources:
+                    t0 = time.perf_counter()
+                    verdict = guard.evaluate(source)
+                    times[phase].append(time.perf_counter() - t0)
+                    verdicts.append(verdict.verdict)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    result = {
+        "per_candidate_s_cold": round(statistics.median(times["cold"]), 4),
+        "per_candidate_s_warm": round(statistics.median(times["warm"]), 4),
+        "startup_s": round(startup, 3),
+        "candidates": args.candidates,
+        "task": task.name,
+        "workloads": len(task.workloads),
+        "verdicts": sorted(set(verdicts)),
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"guard throughput on {task.name} ({len(task.workloads)} workloads, {args.candidates} candidates):")
+        print(f"  cold build cache: {result['per_candidate_s_cold']:.3f} s per candidate (median)")
+        print(f"  warm build cache: {result['per_candidate_s_warm']:.3f} s per candidate (median)")
+        print(f"  one-time start-up: {result['startup_s']:.2f} s; verdicts seen: {', '.join(result['verdicts'])}")
+
+
+if __name__ == "__main__":
+    main()
