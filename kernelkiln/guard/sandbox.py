@@ -14,6 +14,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHA
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWNET = 0x40000000
-_MS_REC, _MS_PRIVATE, _MS_BIND = 0x4000, 0x40000, 0x1000
+_MS_RDONLY, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1, 0x20, 0x1000, 0x4000, 0x40000
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
 _UID_BASE, _UID_SPAN = 200_000, 400_000
 
@@ -43,6 +44,7 @@ class SandboxSpec:
     isolate_network: bool
     isolate_filesystem: bool
     env: dict[str, str] = field(default_factory=dict)
+    readable: list[str] = field(default_factory=list)  # paths the worker must still read (the task file)
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -110,7 +112,8 @@ def enter(spec: SandboxSpec) -> dict[str, bool]:
     if libc is not None:
         applied["parent_death_signal"] = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
     applied["network"] = bool(spec.isolate_network and libc is not None and libc.unshare(_CLONE_NEWNET) == 0)
-    applied["filesystem"] = bool(spec.isolate_filesystem and libc is not None and _private_tmp(libc, spec.workspace))
+    applied["filesystem"] = bool(spec.isolate_filesystem and libc is not None and _private_tmp(
+        libc, spec.workspace, _needed_under_masked(spec.readable)))
     workspace = "/tmp" if applied["filesystem"] else spec.workspace  # the workspace now sits on /tmp
     mb = 1 << 20
     limits = {
@@ -142,15 +145,42 @@ def enter(spec: SandboxSpec) -> dict[str, bool]:
     return applied
 
 
-def _private_tmp(libc: ctypes.CDLL, workspace: str) -> bool:
+_MASKED = ("/var/tmp", "/dev/shm", "/tmp")
+
+
+def _needed_under_masked(extra: list[str]) -> list[str]:
+    """Top-level folders under a masked directory that the worker still needs to read:
+    the Python installation, kernelkiln itself, the task (a checkout or venv in /tmp)."""
+    needed = set()
+    for path in [*sys.path, sys.prefix, *extra]:
+        real = os.path.realpath(path) if path else ""
+        for top in _MASKED:
+            if real.startswith(top + "/") and os.path.exists(real):
+                needed.add(os.path.join(top, real[len(top) + 1:].split("/")[0]))
+    return sorted(needed)
+
+
+def _private_tmp(libc: ctypes.CDLL, workspace: str, keep: list[str]) -> bool:
+    """Replace /tmp, /var/tmp and /dev/shm by the workspace; what the worker needs there
+    comes back read-only (bound through file descriptors opened before the masking)."""
     if libc.unshare(_CLONE_NEWNS) != 0:
         return False
     if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         return False
+    fds = {path: os.open(path, os.O_PATH) for path in [workspace, *keep]}
     ok = True
-    for target in ("/var/tmp", "/dev/shm", "/tmp"):  # /tmp last: the workspace path lives under it
+    for target in _MASKED:
         if os.path.isdir(target):
-            ok &= libc.mount(workspace.encode(), target.encode(), None, _MS_BIND, None) == 0
+            ok &= libc.mount(f"/proc/self/fd/{fds[workspace]}".encode(), target.encode(), None, _MS_BIND, None) == 0
+    for path in keep:
+        if os.path.isdir(f"/proc/self/fd/{fds[path]}"):
+            os.makedirs(path, exist_ok=True)
+        else:
+            open(path, "a").close()
+        ok &= libc.mount(f"/proc/self/fd/{fds[path]}".encode(), path.encode(), None, _MS_BIND | _MS_REC, None) == 0
+        ok &= libc.mount(None, path.encode(), None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_REC, None) == 0
+    for fd in fds.values():
+        os.close(fd)
     return ok
 
 

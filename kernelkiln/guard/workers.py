@@ -42,7 +42,7 @@ class Worker:
             workspace=str(self.workspace), uid=self.uid, memory_limit_mb=config.memory_limit_mb,
             file_size_limit_mb=config.file_size_limit_mb, max_tasks=config.max_tasks,
             isolate_network=config.isolate_network, isolate_filesystem=config.isolate_filesystem,
-            env=sandbox.scrubbed_env(),
+            env=sandbox.scrubbed_env(), readable=[task_path],
         )
         init = {"task_path": task_path, "overrides": overrides, "role": role, "model_seed": model_seed,
                 "threads": threads, "spin_s": 0.002}
