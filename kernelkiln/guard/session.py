@@ -14,14 +14,13 @@ import torch
 
 from kernelkiln import native
 from kernelkiln.errors import UserError
-from kernelkiln.guard import gate
+from kernelkiln.guard import gate, sandbox
 from kernelkiln.guard.check import judge_trials, reference_outputs
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.reference_ops import forbidden_ops, record
 from kernelkiln.guard.timing import Series, Timer, TimingReject, rse
 from kernelkiln.guard.verdict import Stage, Verdict, WorkloadResult, geomean
 from kernelkiln.guard.workers import Worker, WorkerFailure
-from kernelkiln.guard import sandbox
 from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
@@ -166,8 +165,9 @@ class GuardSession:
         if issues:
             return Verdict.reject("gate", f"line {issues[0].line}: {issues[0].message}",
                                   diagnostics=[i.to_dict() for i in issues], seconds=time.perf_counter() - start)
-        if incumbent is not None and gate.check(incumbent, self.forbidden):
-            raise UserError(f"the incumbent fails the gate: {gate.check(incumbent, self.forbidden)[0].message}")
+        inc_issues = gate.check(incumbent, self.forbidden) if incumbent is not None else []
+        if inc_issues:
+            raise UserError(f"the incumbent fails the gate: line {inc_issues[0].line}: {inc_issues[0].message}")
         workers: dict[str, Worker] = {}
         diagnostics: list[dict] = []
         stage: Stage = "build"

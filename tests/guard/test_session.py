@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernelkiln.errors import UserError
 from kernelkiln.guard import GuardSession
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
@@ -68,3 +69,8 @@ def test_calling_the_reference_module_at_run_time_is_rejected():
         verdict = guard.evaluate(cheat)
     assert (verdict.verdict, verdict.stage) == ("REJECT", "check")
     assert "reference op 'linear'" in verdict.reason
+
+
+def test_an_incumbent_that_fails_the_gate_is_a_user_error(softmax):
+    with pytest.raises(UserError, match="the incumbent fails the gate"):
+        softmax.evaluate(SOFTMAX, incumbent="import os\nclass ModelNew:\n    pass\n")
