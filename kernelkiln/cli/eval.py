@@ -91,18 +91,15 @@ def register(app: typer.Typer) -> None:
         candidate: Path = typer.Argument(None, help="Python file defining ModelNew (default: the task's seed candidate)."),
         incumbent: Path = typer.Option(None, "--incumbent", help="Judge against this candidate instead of the reference."),
         overrides: list[str] = typer.Option([], "--set", help="Override a module-level size variable: --set dim=4096 (repeatable)."),
-        threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads for reference and candidate alike (default: torch's default)."),
+        threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads for reference and candidate alike (default: all cores but one, kept for the guard)."),
         time_budget: float = typer.Option(None, "--time-budget", min=0.1, help="Seconds the timing stage may take (default 20); it stops earlier once the speedup is precise."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Gate, build, check and time CANDIDATE against TASK's reference; print the verdict.
 
-        The verdict is REJECT (failed gate/build/check), KEEP (faster beyond noise), ACCEPT
-        (within the noise band) or REVERT (slower). Exit code 0 whenever a verdict was
-        reached, 2 for unusable input.
+        The verdict is REJECT (failed gate/build/check, with the reason), KEEP (faster beyond the measured noise), ACCEPT (within the noise band) or REVERT (slower). Exit code 0 whenever a verdict was reached, 2 for unusable input.
 
-        Example: kiln eval row_softmax            # the bundled task and its seed candidate
-        Example: kiln eval task.py new.py --set batch_size=64 --json
+        Examples: `kiln eval row_softmax` (a bundled task and its seed candidate); `kiln eval task.py new.py --set batch_size=64 --json`; `kiln eval task.py new.py --incumbent best.py`.
         """
         loaded = load_task(resolve_task_path(task), parse_overrides(overrides))
         source = read_source(candidate, loaded, "candidate")

@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         suite: str = typer.Argument(None, help="A bundled suite name or a folder of task files (default: all bundled)."),
         as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {name, suite, path}."),
     ) -> None:
-        """List tasks: name, suite and the file to pass to `kiln eval` / `kiln optimize`."""
+        """List tasks: name, suite and the file to pass to `kiln eval`."""
         rows = list_tasks(suite)
         if as_json:
             print(json.dumps(rows, indent=2))

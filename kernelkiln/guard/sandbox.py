@@ -124,6 +124,8 @@ def enter(spec: SandboxSpec) -> dict[str, bool]:
     }
     if spec.uid is not None:
         limits[resource.RLIMIT_NPROC] = spec.max_tasks  # counts per user id; useless for root
+    elif os.geteuid() != 0:  # sharing the user's id: allow what the user already runs, plus the budget
+        limits[resource.RLIMIT_NPROC] = _tasks_of_user(os.getuid()) + spec.max_tasks
     for which, value in limits.items():
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(which, (value, value))
@@ -221,6 +223,17 @@ def kill_user(uid: int) -> None:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _tasks_of_user(uid: int) -> int:
+    """Processes plus threads of ``uid``: what RLIMIT_NPROC counts."""
+    total = 0
+    for pid in pids_of_user(uid):
+        try:
+            total += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            continue
+    return total
 
 
 def cpu_seconds(pid: int) -> float | None:
