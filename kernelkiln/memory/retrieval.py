@@ -8,6 +8,7 @@ was distilled from (0 when it has none), maxima taken over the pool (w = 0 when 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from kernelkiln.memory.config import GraphConfig, RetrievalConfig
@@ -15,6 +16,9 @@ from kernelkiln.memory.graph import ExperienceGraph
 from kernelkiln.store.records import Experience
 from kernelkiln.store.search import search_experiences
 from kernelkiln.store.store import Store
+
+
+_GRAPH_CACHE_TASKS = 1024
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,9 @@ class Retriever:
         self.store = store
         self.config = config or RetrievalConfig()
         self.graph_config = graph or GraphConfig()
+        # task -> (attempt count, scores): attempts are append-only, so an unchanged count
+        # means an unchanged graph, and its scores need not be recomputed on every retrieval.
+        self._graphs: OrderedDict[str, tuple[int, dict[str, float]]] = OrderedDict()
 
     def retrieve(
         self,
@@ -81,10 +88,18 @@ class Retriever:
         sources = sorted({e.source_attempt_id for e in experiences if e.source_attempt_id})
         if not sources:
             return {}
-        by_task: dict[str, list] = {}
-        for node in self.store.attempts.graph_nodes_of_tasks_with(conn, sources):
-            by_task.setdefault(node.task_id, []).append(node)
+        sizes = self.store.attempts.task_sizes(conn, sources)
+        stale = [task for task, n in sizes.items() if self._graphs.get(task, (-1, {}))[0] != n]
+        if stale:
+            by_task: dict[str, list] = {}
+            for node in self.store.attempts.graph_nodes_of_tasks(conn, stale):
+                by_task.setdefault(node.task_id, []).append(node)
+            for task, nodes in by_task.items():
+                self._graphs[task] = (len(nodes), ExperienceGraph(nodes, self.graph_config).scores())
         scores: dict[str, float] = {}
-        for nodes in by_task.values():
-            scores.update(ExperienceGraph(nodes, self.graph_config).scores())
+        for task in sizes:
+            self._graphs.move_to_end(task)
+            scores.update(self._graphs[task][1])
+        while len(self._graphs) > _GRAPH_CACHE_TASKS:
+            self._graphs.popitem(last=False)
         return scores

@@ -56,6 +56,18 @@ class Attempts:
         tasks = sa.select(_t.c.task_id).where(_t.c.id.in_(attempt_ids)).distinct()
         return self._graph_nodes(conn, _t.c.task_id.in_(tasks.scalar_subquery()))
 
+    def graph_nodes_of_tasks(self, conn: Connection, task_ids: list[str]) -> list[GraphNode]:
+        """Graph nodes of every attempt of these tasks."""
+        return self._graph_nodes(conn, _t.c.task_id.in_(task_ids))
+
+    def task_sizes(self, conn: Connection, attempt_ids: list[str]) -> dict[str, int]:
+        """Attempt count of every task one of ``attempt_ids`` belongs to (attempts are append-only,
+        so the count versions a task's graph)."""
+        tasks = sa.select(_t.c.task_id).where(_t.c.id.in_(attempt_ids)).distinct()
+        query = (sa.select(_t.c.task_id, sa.func.count()).where(_t.c.task_id.in_(tasks.scalar_subquery()))
+                 .group_by(_t.c.task_id))
+        return {task: int(n) for task, n in conn.execute(query)}
+
     def _graph_nodes(self, conn: Connection, condition) -> list[GraphNode]:
         columns = [_t.c.id, _t.c.task_id, _t.c.parent_id, _t.c.verdict, _t.c.speedup, _t.c.time_ms,
                    _t.c.created_at, _t.c.agent, _t.c.lens, _t.c.summary]

@@ -66,3 +66,15 @@ def test_filters_and_limit(store):
     assert len(retriever.retrieve("vectorize")) == 3
     assert all(h.experience.platform == "cpu" for h in retriever.retrieve("vectorize", platform="cpu", limit=20))
     assert retriever.retrieve("") == []
+
+
+def test_graph_scores_follow_new_attempts_of_a_task(store):
+    root = attempt("t", speedup=1.0)
+    with store.write() as conn:
+        store.attempts.add(conn, root)
+    _add(store, Experience(id="e-root", text="vectorized rows", source_attempt_id=root.id))
+    retriever = Retriever(store, RetrievalConfig(graph_weight=0.3))
+    assert retriever.retrieve("vectorized rows")[0].graph_score == pytest.approx(1.0)
+    with store.write() as conn:  # a good child raises its parent's score: d = 1 + 0.5·0.9·2
+        store.attempts.add(conn, attempt("t", speedup=2.0, parent=root))
+    assert retriever.retrieve("vectorized rows")[0].graph_score == pytest.approx(1.9)
