@@ -16,3 +16,11 @@ def store(store_url):
     opened = open_store(store_url)
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path):
+    """A store on SQLite only, for behaviour that exists on that backend alone."""
+    opened = open_store(fresh_store_url("sqlite", tmp_path))
+    yield opened
+    opened.close()

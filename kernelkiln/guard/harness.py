@@ -56,7 +56,6 @@ class Harness:
     def __init__(self, conn: Connection, init: dict[str, Any]):
         self.conn = conn
         self.task: Task = load_task(init["task_path"], init["overrides"])
-        self.role = init["role"]
         self.model_seed = int(init["model_seed"])
         self.cls = self.task.module.Model
         self.models: dict[int, torch.nn.Module] = {}

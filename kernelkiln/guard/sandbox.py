@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,20 +57,6 @@ def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["MALLOC_TRIM_THRESHOLD_"] = str(1 << 30)
     env.update(extra or {})
     return env
-
-
-@contextlib.contextmanager
-def scrubbed_process_env() -> Iterator[None]:
-    """Temporarily drop secrets from this process's environment (while starting a fork-server)."""
-    saved = dict(os.environ)
-    try:
-        for key in list(os.environ):
-            if key not in ENV_ALLOW:
-                del os.environ[key]
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def can_switch_user() -> bool:

@@ -10,7 +10,6 @@ import statistics
 import time
 from typing import Any
 
-import torch
 
 from kernelkiln import native
 from kernelkiln.errors import UserError
@@ -40,6 +39,12 @@ def _locate(diagnostic: dict, native_source: str, candidate: str | None) -> dict
     return diagnostic
 
 
+def _raised(reply: dict) -> str:
+    """The error a worker reported, with its candidate.py line when known."""
+    where = f" at candidate.py {reply['where']}" if reply.get("where") else ""
+    return f"{reply.get('error')}{where}"
+
+
 class _Reject(Exception):
     def __init__(self, stage: Stage, reason: str, diagnostics: list[dict] | None = None):
         super().__init__(reason)
@@ -63,19 +68,19 @@ class GuardSession:
             self.config.isolate_user and sandbox.can_switch_user()) else None
 
     # -- workers -----------------------------------------------------------------------
-    def _spawn(self, role: str, slot: int, source: str | None, diagnostics: list[dict]) -> Worker:
-        worker = Worker(role, slot, str(self.task.path), self.task.overrides, self.model_seed, self.config,
+    def _spawn(self, slot: int, source: str | None, diagnostics: list[dict]) -> Worker:
+        worker = Worker(slot, str(self.task.path), self.task.overrides, self.model_seed, self.config,
                         self.threads)
         compiles = 0
 
         def serve(msg: dict) -> dict:
             nonlocal compiles
             compiles += 1
+            request = native.BuildRequest.from_dict(msg.get("request") or {})
             if compiles > _MAX_COMPILES:
                 result = native.BuildResult(ok=False, key="", path=None, seconds=0.0, cached=False, log="",
                                             diagnostics=(native.Diagnostic("error", "too many native builds", None, None),))
             else:
-                request = native.BuildRequest.from_dict(msg.get("request") or {})
                 result = native.build(request, user=self._build_uid, group=self._build_uid,
                                       timeout=self.config.build_timeout_s)
             diagnostics.extend(_locate(d.to_dict(), request.source, source) for d in result.diagnostics)
@@ -90,29 +95,36 @@ class GuardSession:
             raise
         if not reply.get("ok"):
             worker.close()
-            where = f" at candidate.py {reply['where']}" if reply.get("where") else ""
-            raise _Reject("build", f"{reply.get('error')}{where}", diagnostics)
+            raise _Reject("build", _raised(reply), diagnostics)
         return worker
 
     def _reference(self) -> Worker:
-        if self._ref is None or self._ref.exited():
+        if self._ref is not None and self._ref.exited():
+            self._ref.close()
+            self._ref = None
+        if self._ref is None:
             try:
-                self._ref = self._spawn("ref", _SLOT_REF, None, [])
+                self._ref = self._spawn(_SLOT_REF, None, [])
             except (_Reject, WorkerFailure) as exc:
                 raise UserError(f"{self.task.path}: the reference does not run in a worker: {exc}") from None
         return self._ref
 
     # -- stages ------------------------------------------------------------------------
-    def _check(self, cand: Worker, seeds: list[list[int]]) -> None:
-        for index, workload in enumerate(self.task.workloads):
-            pairs = [reference_outputs(self.task, self.ref_models[index], index, s) for s in seeds[index]]
-            reply = cand.request({"op": "check", "workload": index, "seeds": seeds[index]},
-                                 self.config.call_timeout_s)
+    def _cases(self) -> list[tuple[list[int], list[tuple[list, list]]]]:
+        """Per workload: fresh seeds, and the parent's own inputs and reference outputs for them."""
+        cases = []
+        for index in range(len(self.task.workloads)):
+            seeds = [secrets.randbits(31) for _ in range(self.config.check_trials)]
+            cases.append((seeds, [reference_outputs(self.task, self.ref_models[index], index, s) for s in seeds]))
+        return cases
+
+    def _check(self, cand: Worker, cases: list[tuple[list[int], list[tuple[list, list]]]]) -> None:
+        for index, (workload, (seeds, pairs)) in enumerate(zip(self.task.workloads, cases)):
+            reply = cand.request({"op": "check", "workload": index, "seeds": seeds}, self.config.call_timeout_s)
             if not reply.get("ok"):
-                where = f" at candidate.py {reply['where']}" if reply.get("where") else ""
-                raise _Reject("check", f"workload {workload.name}: raised {reply.get('error')}{where}")
+                raise _Reject("check", f"workload {workload.name}: raised {_raised(reply)}")
             trials = reply.get("trials") or []
-            if len(trials) != len(seeds[index]):
+            if len(trials) != len(seeds):
                 raise _Reject("check", "the worker returned the wrong number of trials")
             called = sorted(set(trials[0].get("ops") or []) & self.forbidden)
             if called:
@@ -122,11 +134,10 @@ class GuardSession:
                 raise _Reject("check", problem)
 
     def _time(self, workers: dict[str, Worker]) -> tuple[list[WorkloadResult], float]:
-        timer = Timer(self.task, self.ref_models[0], workers, self.config)
+        timer = Timer(self.task, self.ref_models, workers, self.config)
         results, ses = [], []
         budget = self.config.time_budget_s / len(self.task.workloads)
         for index, workload in enumerate(self.task.workloads):
-            timer.ref_model = self.ref_models[index]
             series = timer.run(index, budget)
             results.append(self._result(workload, series))
             best = "inc" if "inc" in series.times else "ref"
@@ -168,26 +179,26 @@ class GuardSession:
         inc_issues = gate.check(incumbent, self.forbidden) if incumbent is not None else []
         if inc_issues:
             raise UserError(f"the incumbent fails the gate: line {inc_issues[0].line}: {inc_issues[0].message}")
-        workers: dict[str, Worker] = {}
+        workers: dict[str, Worker] = {}  # in timing order of creation: ref, [inc], cand
         diagnostics: list[dict] = []
         stage: Stage = "build"
         isolation: dict[str, bool] = {}
         cand: Worker | None = None
         try:
             workers["ref"] = self._reference()
-            cand = self._spawn("cand", _SLOT_CAND, source, diagnostics)
+            cand = self._spawn(_SLOT_CAND, source, diagnostics)
             isolation = cand.isolation
             stage = "check"
-            seeds = [[secrets.randbits(31) for _ in range(self.config.check_trials)] for _ in self.task.workloads]
-            self._check(cand, seeds)
+            cases = self._cases()
+            self._check(cand, cases)
             self._watch(cand, "check")
             if incumbent is not None:
                 stage = "build"
-                workers["inc"] = self._spawn("inc", _SLOT_INC, incumbent, [])
+                workers["inc"] = self._spawn(_SLOT_INC, incumbent, [])
                 # The same checks on the same inputs: it re-verifies the incumbent, and leaves both
                 # processes with the same allocation history, so identical code times identically.
                 try:
-                    self._check(workers["inc"], seeds)
+                    self._check(workers["inc"], cases)
                 except _Reject as exc:
                     raise UserError(f"the incumbent fails its check: {exc.reason}") from None
             workers["cand"] = cand
@@ -204,12 +215,9 @@ class GuardSession:
         except TimingReject as exc:
             return Verdict.reject("time", str(exc), isolation=isolation, seconds=time.perf_counter() - start)
         finally:
-            for role, worker in workers.items():
-                if role != "ref":
+            for worker in (cand, workers.get("inc")):
+                if worker is not None:
                     worker.close()
-            if cand is not None:
-                cand.close()
-            self._discard_reference_if_dead()
         return self._decide(results, margin, incumbent is not None, isolation, time.perf_counter() - start)
 
     def _decide(self, results: list[WorkloadResult], margin: float, has_incumbent: bool,
@@ -227,11 +235,6 @@ class GuardSession:
         return Verdict(verdict=decision, stage="verdict", reason=reason, correct=True, speedup=speedup,
                        speedup_vs_incumbent=vs_inc, noise_margin=margin, timed=True, workloads=results,
                        isolation=isolation, seconds=seconds)
-
-    def _discard_reference_if_dead(self) -> None:
-        if self._ref is not None and self._ref.exited():
-            self._ref.close()
-            self._ref = None
 
     def close(self) -> None:
         """Stop the reference worker."""

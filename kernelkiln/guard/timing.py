@@ -82,8 +82,9 @@ def _input_bytes(inputs: list[Any]) -> int:
 class Timer:
     """Times the workers of one evaluation on one workload."""
 
-    def __init__(self, task: Task, ref_model: torch.nn.Module, workers: dict[str, Worker], config: GuardConfig):
-        self.task, self.ref_model, self.workers, self.config = task, ref_model, workers, config
+    def __init__(self, task: Task, ref_models: dict[int, torch.nn.Module], workers: dict[str, Worker],
+                 config: GuardConfig):
+        self.task, self.ref_models, self.workers, self.config = task, ref_models, workers, config
         self.overhead = self._round_trip()
 
     def _round_trip(self) -> float:
@@ -126,7 +127,7 @@ class Timer:
 
     def _verify_probe(self, role: str, index: int, seed: int) -> None:
         reply = self.workers[role].request({"op": "fetch"}, self.config.call_timeout_s)
-        _, refs = reference_outputs(self.task, self.ref_model, index, seed)
+        _, refs = reference_outputs(self.task, self.ref_models[index], index, seed)
         outs = reply.get("outputs") or []
         if len(outs) != len(refs):
             raise TimingReject("wrong number of outputs while timed")
@@ -139,8 +140,8 @@ class Timer:
         """Repetitions for one batch to last ``batch_target_s`` (doubling, like timeit's autorange)."""
         target, reps = self.config.batch_target_s, 1
         while True:
-            # min of three, and the request's own cost taken off: a hiccup must not stop the doubling
-            busy = min(self._wall(role, index, reps) for _ in range(3)) - self.overhead
+            # min of three (the request's own cost already taken off): a hiccup must not stop the doubling
+            busy = min(self._batch(role, index, reps, None) for _ in range(3)) * reps
             if busy >= 0.5 * target or reps >= 1 << 20:
                 return max(1, round(reps * target / busy))
             reps *= 2
@@ -163,11 +164,6 @@ class Timer:
         # Far outside the noise band, after enough rounds for the drift estimate to mean something.
         return len(logs) >= 2 * self.config.min_rounds and \
             abs(statistics.median(logs)) - self.config.margin_sigmas * se > 4 * self.config.min_margin
-
-    def _wall(self, role: str, index: int, reps: int) -> float:
-        start = time.perf_counter()
-        self._batch(role, index, reps, None)
-        return time.perf_counter() - start
 
     def run(self, index: int, budget_s: float) -> Series:
         cfg, roles = self.config, list(self.workers)

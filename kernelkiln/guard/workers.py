@@ -20,18 +20,16 @@ SPIN_S = 0.05  # longest busy-wait for a reply before sleeping
 class WorkerFailure(Exception):
     """A worker died, timed out, or broke the protocol; ``reason`` says how."""
 
-    def __init__(self, reason: str, kind: str):
+    def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
-        self.kind = kind  # "timeout" | "crash" | "protocol"
 
 
 class Worker:
     """One isolated worker running the reference or a candidate."""
 
-    def __init__(self, role: str, slot: int, task_path: str, overrides: dict, model_seed: int,
+    def __init__(self, slot: int, task_path: str, overrides: dict, model_seed: int,
                  config: GuardConfig, threads: int):
-        self.role = role
         self.config = config
         self.spin_s = SPIN_S if threads < (os.cpu_count() or 1) else 0.0
         self.uid = sandbox.allocate_uid(slot) if (config.isolate_user and sandbox.can_switch_user()) else None
@@ -44,7 +42,7 @@ class Worker:
             isolate_network=config.isolate_network, isolate_filesystem=config.isolate_filesystem,
             env=sandbox.scrubbed_env(), readable=[task_path],
         )
-        init = {"task_path": task_path, "overrides": overrides, "role": role, "model_seed": model_seed,
+        init = {"task_path": task_path, "overrides": overrides, "model_seed": model_seed,
                 "threads": threads, "spin_s": 0.002}
         self.server = forkserver.shared()
         self.pid, self.conn = self.server.start(spec, init)
@@ -53,7 +51,7 @@ class Worker:
         hello = self.request(None, timeout=config.build_timeout_s)
         if not hello.get("ok"):
             self.close()
-            raise WorkerFailure(f"worker could not load the task: {hello.get('error')}", "crash")
+            raise WorkerFailure(f"worker could not load the task: {hello.get('error')}")
         self.isolation: dict[str, bool] = {k: bool(v) for k, v in dict(hello.get("isolation", {})).items()}
 
     def request(self, message: dict | None, timeout: float,
@@ -65,7 +63,7 @@ class Worker:
                 protocol.send(self.conn, message)
             while True:
                 if not self._wait(deadline):
-                    raise WorkerFailure(f"timed out after {timeout:g}s", "timeout")
+                    raise WorkerFailure(f"timed out after {timeout:g}s")
                 reply = protocol.recv(self.conn)
                 if reply.get("op") == "compile" and serve is not None:
                     protocol.send(self.conn, serve(reply))
@@ -74,9 +72,9 @@ class Worker:
                     raise protocol.ProtocolError(f"unexpected request {reply.get('op')!r}")
                 return reply
         except (EOFError, BrokenPipeError, ConnectionResetError):
-            raise WorkerFailure(self.death_cause(), "crash") from None
+            raise WorkerFailure(self.death_cause()) from None
         except protocol.ProtocolError as exc:
-            raise WorkerFailure(f"protocol violation: {exc}", "protocol") from None
+            raise WorkerFailure(f"protocol violation: {exc}") from None
 
     def _wait(self, deadline: float) -> bool:
         # Sleeping in poll() costs a wake-up of up to a millisecond on a virtual machine, with

@@ -91,7 +91,6 @@ class Consolidator:
         """Recompute the resident set from empty; returns the resident ids in π order."""
         store, config = self.store, self.config
         candidates = store.experiences.consolidation_candidates(conn, config.min_adoptions, config.min_tasks)
-        experiences = {e.id: e for e in candidates}
         rules = {r.id: r for r in store.rules.list(conn)}
         scored, cold = [], {}
         for exp in candidates:

@@ -1,4 +1,3 @@
-import pytest
 
 from kernelkiln.store.records import Experience
 from kernelkiln.store.search import query_terms, search_experiences
@@ -86,13 +85,12 @@ def test_limit_bounds_the_pool(store):
         assert len(search_experiences(conn, "gather", limit=20)) == 20
 
 
-def test_common_words_are_left_out_under_a_postings_budget(store):
-    if store.dialect != "sqlite":
-        pytest.skip("the postings budget applies to SQLite's BM25 only")
+def test_common_words_are_left_out_under_a_postings_budget(sqlite_store):
+    # SQLite only: the postings budget applies to its BM25 ranking
     from kernelkiln.store.search import document_counts, selective_terms
 
-    _add(store, *[Experience(text=f"the loop number {i}") for i in range(30)], Experience(id="e-rare", text="the prefetch trick"))
-    with store.read() as conn:
+    _add(sqlite_store, *[Experience(text=f"the loop number {i}") for i in range(30)], Experience(id="e-rare", text="the prefetch trick"))
+    with sqlite_store.read() as conn:
         assert document_counts(conn, ["the", "prefetching", "absent"], cap=100) == {"the": 31, "prefetching": 1, "absent": 0}
         assert document_counts(conn, ["the"], cap=5) == {"the": 5}  # counting stops at the cap
         # Rarest first while the counts fit: prefetch (1) fits, the (31) would not.

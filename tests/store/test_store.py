@@ -1,4 +1,3 @@
-import pytest
 
 from kernelkiln.store.records import (
     Adoption,
@@ -96,10 +95,9 @@ def test_distinct_tasks_counts_adopting_tasks_only(store):
         assert store.adoptions.distinct_tasks(conn, ["e"]) == {"e": 2}
 
 
-def test_integrity_check_notices_an_index_out_of_step(store):
-    if store.dialect != "sqlite":
-        pytest.skip("PostgreSQL's index is a generated column, it cannot fall out of step")
-    with store.write() as conn:
-        store.experiences.add(conn, Experience(text="indexed"))
+def test_integrity_check_notices_an_index_out_of_step(sqlite_store):
+    # SQLite only: PostgreSQL's index is a generated column, it cannot fall out of step
+    with sqlite_store.write() as conn:
+        sqlite_store.experiences.add(conn, Experience(text="indexed"))
         conn.exec_driver_sql("DELETE FROM experiences_fts")
-    assert any("out of step" in p for p in store.integrity_errors())
+    assert any("out of step" in p for p in sqlite_store.integrity_errors())

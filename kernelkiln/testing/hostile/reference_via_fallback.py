@@ -1,5 +1,4 @@
 # expect: gate: try/except fallback
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
