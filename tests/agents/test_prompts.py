@@ -1,0 +1,39 @@
+import jinja2
+import pytest
+
+from kernelkiln.agents.prompts import excerpt, render
+
+
+@pytest.mark.parametrize("platform", ["cpu", "cuda"])
+def test_system_prompt_explains_the_candidate_and_the_submit_tool(platform):
+    text = render("system", platform=platform)
+    for needle in ("ModelNew", "submit_candidate", "summary", "adoptions", "experience_id", "run_checks", "profile",
+                   "vectorization_report", "from kernelkiln import native", "160"):
+        assert needle in text
+    assert ("native.load(" in text) == (platform == "cpu")
+
+
+def test_reask_lists_each_problem_and_the_ids_owed():
+    text = render("reask.md.j2", problems=["no call of submit_candidate", "summary has 212 characters"],
+                  experience_ids=["e-1", "e-2"])
+    assert "- no call of submit_candidate\n" in text and "- summary has 212 characters\n" in text
+    assert "e-1, e-2" in text
+
+
+def test_reask_without_retrieved_experiences_asks_for_empty_adoptions():
+    assert "empty list" in render("reask", problems=["no code"])
+
+
+def test_draft_without_other_agents_says_so():
+    text = render("draft", leaderboard=[], best_speedup=None, code_chars=100)
+    assert "Abandon" in text and "No other agent" in text
+
+
+def test_a_missing_value_is_an_error_not_a_blank():
+    with pytest.raises(jinja2.UndefinedError):
+        render("reask")
+
+
+def test_excerpt_cuts_at_a_line_end_and_says_how_much_is_left():
+    assert excerpt("short", 10) == "short"
+    assert excerpt("line one\nline two\n", 12) == "line one\n# … 10 more characters"
