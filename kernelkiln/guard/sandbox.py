@@ -28,7 +28,8 @@ _CLONE_NEWNS = 0x00020000
 _CLONE_NEWNET = 0x40000000
 _MS_RDONLY, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1, 0x20, 0x1000, 0x4000, 0x40000
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
-_UID_BASE, _UID_SPAN = 200_000, 400_000
+_UID_BASE, _UID_SPAN = 200_000, 1 << 28
+SLOTS_PER_PROCESS = 64
 
 
 @dataclass
@@ -65,7 +66,9 @@ def can_switch_user() -> bool:
 
 def allocate_uid(slot: int) -> int:
     """A user id private to this guard process and worker slot (no passwd entry needed)."""
-    return _UID_BASE + ((os.getpid() * 8 + slot) % _UID_SPAN)
+    if not 0 <= slot < SLOTS_PER_PROCESS:
+        raise ValueError(f"worker slot {slot} out of range")
+    return _UID_BASE + ((os.getpid() * SLOTS_PER_PROCESS + slot) % _UID_SPAN)
 
 
 def make_workspace(uid: int | None) -> Path:

@@ -7,6 +7,7 @@ import math
 import os
 import secrets
 import statistics
+import threading
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.guard import gate, sandbox
 from kernelkiln.guard.check import judge_trials, reference_outputs
 from kernelkiln.guard.config import GuardConfig
+from kernelkiln.guard.device import DeviceLock
 from kernelkiln.guard.reference_ops import forbidden_ops, record
 from kernelkiln.guard.timing import Series, Timer, TimingReject, rse
 from kernelkiln.guard.verdict import Stage, Verdict, WorkloadResult, geomean
@@ -23,7 +25,26 @@ from kernelkiln.guard.workers import Worker, WorkerFailure
 from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
+_SLOTS_PER_SESSION = 4
+_LANES = sandbox.SLOTS_PER_PROCESS // _SLOTS_PER_SESSION
 _MAX_COMPILES = 16
+
+_lanes_lock = threading.Lock()
+_lanes_free = list(range(_LANES))
+
+
+def _take_lane() -> int:
+    """A lane of worker slots (so of sandbox uids) no other open session of this process holds."""
+    with _lanes_lock:
+        if not _lanes_free:
+            raise UserError(f"at most {_LANES} guard sessions can be open at once in one process")
+        return _lanes_free.pop(0)
+
+
+def _give_lane(lane: int) -> None:
+    with _lanes_lock:
+        _lanes_free.append(lane)
+        _lanes_free.sort()
 
 
 def default_threads() -> int:
@@ -54,9 +75,11 @@ class _Reject(Exception):
 class GuardSession:
     """Evaluates candidates for one task; keeps the reference worker warm between them."""
 
-    def __init__(self, task: Task, config: GuardConfig | None = None):
+    def __init__(self, task: Task, config: GuardConfig | None = None, device: DeviceLock | None = None):
+        """``device`` is shared by the sessions that time on the same device (default: a private one)."""
         self.task = task
         self.config = config or GuardConfig()
+        self.device = device or DeviceLock()
         self.threads = self.config.threads or default_threads()
         self.model_seed = secrets.randbits(31)
         self.ref_models = {i: task.make_model(w, self.model_seed) for i, w in enumerate(task.workloads)}
@@ -64,12 +87,18 @@ class GuardSession:
         self.forbidden = (forbidden_ops(recorded, task.forbidden_ops, task.allowed_ops)
                           if self.config.forbid_reference_ops else frozenset())
         self._ref: Worker | None = None
-        self._build_uid = sandbox.allocate_uid(_SLOT_BUILD) if (
+        self._lane: int | None = _take_lane()
+        self._build_uid = sandbox.allocate_uid(self._slot(_SLOT_BUILD)) if (
             self.config.isolate_user and sandbox.can_switch_user()) else None
 
     # -- workers -----------------------------------------------------------------------
+    def _slot(self, role: int) -> int:
+        if self._lane is None:  # used again after close()
+            self._lane = _take_lane()
+        return self._lane * _SLOTS_PER_SESSION + role
+
     def _spawn(self, slot: int, source: str | None, diagnostics: list[dict]) -> Worker:
-        worker = Worker(slot, str(self.task.path), self.task.overrides, self.model_seed, self.config,
+        worker = Worker(self._slot(slot), str(self.task.path), self.task.overrides, self.model_seed, self.config,
                         self.threads)
         compiles = 0
 
@@ -185,26 +214,28 @@ class GuardSession:
         isolation: dict[str, bool] = {}
         cand: Worker | None = None
         try:
-            workers["ref"] = self._reference()
-            cand = self._spawn(_SLOT_CAND, source, diagnostics)
-            isolation = cand.isolation
-            stage = "check"
-            cases = self._cases()
-            self._check(cand, cases)
-            self._watch(cand, "check")
-            if incumbent is not None:
-                stage = "build"
-                workers["inc"] = self._spawn(_SLOT_INC, incumbent, [])
-                # The same checks on the same inputs: it re-verifies the incumbent, and leaves both
-                # processes with the same allocation history, so identical code times identically.
-                try:
-                    self._check(workers["inc"], cases)
-                except _Reject as exc:
-                    raise UserError(f"the incumbent fails its check: {exc.reason}") from None
+            with self.device.shared():
+                workers["ref"] = self._reference()
+                cand = self._spawn(_SLOT_CAND, source, diagnostics)
+                isolation = cand.isolation
+                stage = "check"
+                cases = self._cases()
+                self._check(cand, cases)
+                self._watch(cand, "check")
+                if incumbent is not None:
+                    stage = "build"
+                    workers["inc"] = self._spawn(_SLOT_INC, incumbent, [])
+                    # The same checks on the same inputs: it re-verifies the incumbent, and leaves both
+                    # processes with the same allocation history, so identical code times identically.
+                    try:
+                        self._check(workers["inc"], cases)
+                    except _Reject as exc:
+                        raise UserError(f"the incumbent fails its check: {exc.reason}") from None
             workers["cand"] = cand
             stage = "time"
-            results, margin = self._time(workers)
-            self._watch(cand, "time")
+            with self.device.exclusive():
+                results, margin = self._time(workers)
+                self._watch(cand, "time")
         except _Reject as exc:
             return Verdict.reject(exc.stage, exc.reason, diagnostics=exc.diagnostics or diagnostics,
                                   isolation=isolation, seconds=time.perf_counter() - start)
@@ -237,10 +268,18 @@ class GuardSession:
                        isolation=isolation, seconds=seconds)
 
     def close(self) -> None:
-        """Stop the reference worker."""
+        """Stop the reference worker and free this session's worker slots."""
         if self._ref is not None:
             self._ref.close()
             self._ref = None
+        if self._lane is not None:
+            _give_lane(self._lane)
+            self._lane = None
+
+    def __del__(self) -> None:
+        if getattr(self, "_lane", None) is not None:
+            _give_lane(self._lane)
+            self._lane = None
 
     def __enter__(self) -> GuardSession:
         return self

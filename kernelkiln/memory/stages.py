@@ -39,11 +39,15 @@ class _Open:
 
 
 def attempt_cost(attempt: Attempt) -> float | None:
-    """The attempt's time (ms); from its speedup (∝ 1/speedup) when no time was measured."""
-    if attempt.time_ms is not None and attempt.time_ms > 0:
-        return attempt.time_ms
+    """The attempt's cost: 1/speedup over the reference, else its time (ms).
+
+    The speedup comes first: it was measured side by side with the reference, while
+    times from different evaluations drift with the machine's load.
+    """
     if attempt.speedup:
         return 1.0 / attempt.speedup
+    if attempt.time_ms is not None and attempt.time_ms > 0:
+        return attempt.time_ms
     return None
 
 
@@ -83,6 +87,11 @@ class StageTracker:
         if state is None or state.done:
             return []
         return [self._close((task_id, agent), state, self._final_score(state))]
+
+    def stage_of(self, task_id: str, agent: str = "") -> StageName | None:
+        """The open stage of (task, agent), or None when it has none open."""
+        state = self._open.get((task_id, agent))
+        return None if state is None or state.done else state.stage
 
     def open_pairs(self) -> list[tuple[str, str]]:
         """(task, agent) pairs with a stage still open."""

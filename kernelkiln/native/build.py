@@ -51,7 +51,8 @@ def compile_argv(request: BuildRequest, compiler: Compiler) -> list[str]:
     argv = [compiler.path, *default_flags(request.lang), *compile_flags]
     if compiler.json_diagnostics:
         argv.append("-fdiagnostics-format=json")
-    return [*argv, request.filename, "-o", _OUTPUT, *link_flags]
+    # libm always: -ffast-math vectorizes expf & co. into libmvec calls that libm.so pulls in.
+    return [*argv, request.filename, "-o", _OUTPUT, *link_flags, "-lm"]
 
 
 def cache_key(request: BuildRequest) -> str:

@@ -32,6 +32,11 @@ class Attempts:
         rows = conn.execute(sa.select(_t).where(_t.c.task_id == task_id).order_by(_t.c.created_at, _t.c.id))
         return [from_row(Attempt, r) for r in rows]
 
+    def for_run(self, conn: Connection, run_id: str) -> list[Attempt]:
+        """Every attempt of ``run_id``, oldest first."""
+        rows = conn.execute(sa.select(_t).where(_t.c.run_id == run_id).order_by(_t.c.created_at, _t.c.id))
+        return [from_row(Attempt, r) for r in rows]
+
     def get_many(self, conn: Connection, ids: list[str]) -> dict[str, Attempt]:
         """Attempts by id (missing ids are absent)."""
         if not ids:

@@ -18,6 +18,12 @@ class Runs:
         insert_ignore(conn, schema.runs, [to_row(run, schema.runs)])
         return run
 
+    def update(self, conn: Connection, run: Run) -> Run:
+        """Store ``run``'s note and config over the stored ones (its progress, as the run goes)."""
+        row = to_row(run, schema.runs)
+        conn.execute(schema.runs.update().where(schema.runs.c.id == run.id).values(note=row["note"], config=row["config"]))
+        return run
+
     def get(self, conn: Connection, run_id: str) -> Run | None:
         """The run with ``run_id``, or None."""
         row = conn.execute(sa.select(schema.runs).where(schema.runs.c.id == run_id)).first()

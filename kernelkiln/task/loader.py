@@ -14,7 +14,7 @@ from kernelkiln.task.model import Task, Tolerance, Workload
 
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 _KILN_KEYS = {
-    "op_family", "workloads", "tolerance", "flops", "bytes", "forbidden_ops", "allowed_ops", "seed",
+    "op_family", "workloads", "tolerance", "flops", "bytes", "forbidden_ops", "allowed_ops", "seed", "level",
 }
 
 
@@ -150,6 +150,9 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None) -> Task
     extra = set(meta) - _KILN_KEYS
     if extra:
         raise UserError(f"{path}: unknown KILN key(s): {', '.join(sorted(extra))} (known: {', '.join(sorted(_KILN_KEYS))})")
+    level = meta.get("level", 1)
+    if not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= 4:
+        raise UserError(f"{path}: KILN['level'] must be 1, 2, 3 or 4 (KernelBench's levels), got {level!r}")
     seed = meta.get("seed")
     seed_path = (path.parent / seed).resolve() if seed else None
     if seed_path is not None and not seed_path.is_file():
@@ -167,6 +170,7 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None) -> Task
         forbidden_ops=_ops(meta.get("forbidden_ops"), "forbidden_ops", str(path)),
         allowed_ops=_ops(meta.get("allowed_ops"), "allowed_ops", str(path)) or (),
         seed_path=seed_path,
+        level=level,
     )
     _probe(task)
     return task

@@ -60,6 +60,7 @@ class Task:
     forbidden_ops: tuple[str, ...] | None = None
     allowed_ops: tuple[str, ...] = ()
     seed_path: Path | None = None
+    level: int = 1  # KernelBench's: 1 single op, 2 fusion, 3 block; a suite runs easier levels first
 
     def tolerance(self, dtype: torch.dtype) -> Tolerance:
         key = str(dtype).removeprefix("torch.")
@@ -106,4 +107,5 @@ class Task:
             "op_family": self.op_family,
             "workloads": [w.to_dict() for w in self.workloads],
             "seed": str(self.seed_path) if self.seed_path else None,
+            "level": self.level,
         }

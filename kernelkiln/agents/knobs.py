@@ -1,0 +1,126 @@
+"""Knobs: module-level constants a candidate declares tunable, read and rewritten as source.
+
+A candidate declares ``KNOBS = {"NAME": [value, …], …}`` (a literal) next to module-level
+assignments ``NAME = value``. Settings are applied by rewriting those assignments'
+right-hand sides in the source, so every tuned candidate is a standalone file that
+``kiln eval`` accepts as it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from typing import Any
+
+Settings = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One tunable constant: its current value and the values it may take."""
+
+    name: str
+    value: Any
+    options: tuple[Any, ...]
+
+
+class KnobError(ValueError):
+    """The candidate's KNOBS declaration is unusable; ``str()`` is one line."""
+
+
+def _assignments(tree: ast.Module) -> dict[str, ast.Assign]:
+    found: dict[str, ast.Assign] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = node
+    return found
+
+
+def read_knobs(source: str) -> list[Knob]:
+    """The knobs ``source`` declares, in declaration order ([] when it declares none)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise KnobError(f"candidate does not parse: {exc.msg} (line {exc.lineno})") from None
+    assigned = _assignments(tree)
+    if "KNOBS" not in assigned:
+        return []
+    try:
+        declared = ast.literal_eval(assigned["KNOBS"].value)
+    except ValueError:
+        raise KnobError("KNOBS must be a literal dict of lists") from None
+    if not isinstance(declared, dict):
+        raise KnobError("KNOBS must be a dict mapping constant names to lists of values")
+    knobs = []
+    for name, options in declared.items():
+        if name not in assigned:
+            raise KnobError(f"knob {name!r} has no module-level assignment '{name} = …'")
+        if not isinstance(options, list | tuple) or not options:
+            raise KnobError(f"knob {name!r} needs a non-empty list of values")
+        try:
+            value = ast.literal_eval(assigned[name].value)
+        except ValueError:
+            raise KnobError(f"knob {name!r} must be assigned a literal") from None
+        knobs.append(Knob(name, value, tuple(options)))
+    return knobs
+
+
+def settings_of(knobs: list[Knob]) -> Settings:
+    """The current value of every knob."""
+    return {k.name: k.value for k in knobs}
+
+
+def apply(source: str, settings: Settings) -> str:
+    """``source`` with each named knob's assignment rewritten to its new value."""
+    tree = ast.parse(source)
+    assigned = _assignments(tree)
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    edits = []
+    for name, value in settings.items():
+        node = assigned.get(name)
+        if node is None:
+            raise KnobError(f"knob {name!r} has no module-level assignment")
+        rhs = node.value
+        start = offsets[rhs.lineno - 1] + len(lines[rhs.lineno - 1].encode()[: rhs.col_offset].decode())
+        end = offsets[rhs.end_lineno - 1] + len(lines[rhs.end_lineno - 1].encode()[: rhs.end_col_offset].decode())
+        edits.append((start, end, repr(value)))
+    for start, end, text in sorted(edits, reverse=True):
+        source = source[:start] + text + source[end:]
+    return source
+
+
+def key(settings: Settings) -> str:
+    """A canonical text for a settings dict (equal settings, equal keys)."""
+    return json.dumps(settings, sort_keys=True, separators=(",", ":"))
+
+
+def show(value: Any) -> str:
+    """A knob value as people write it: lists of flags joined by spaces."""
+    if isinstance(value, list | tuple):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def describe(settings: Settings) -> str:
+    """``NAME=value, …`` for summaries."""
+    return ", ".join(f"{name}={show(value)}" for name, value in settings.items())
+
+
+def condition(name: str, value: Any) -> str:
+    """The experience condition that records ``name`` set to ``value`` (see ``parse_condition``)."""
+    return f"set {name}={json.dumps(value, separators=(',', ':'))}"
+
+
+def parse_condition(text: str) -> tuple[str, Any] | None:
+    """(name, value) from a ``set NAME=<json>`` condition, or None for any other condition."""
+    if not text.startswith("set ") or "=" not in text:
+        return None
+    name, _, raw = text[4:].partition("=")
+    try:
+        return name.strip(), json.loads(raw)
+    except json.JSONDecodeError:
+        return None

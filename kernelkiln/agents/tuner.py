@@ -1,0 +1,136 @@
+"""The offline tuner: searches the knobs a seed candidate declares, ordered by memory.
+
+Each turn it proposes one setting of the knobs, as a standalone candidate:
+1. the working code itself, the first time it sees it (the seed is evaluated first);
+2. settings that retrieved experiences record (``set NAME=value`` conditions), best
+   ranked first: this is how memory makes a later task converge faster, and each
+   experience it applies is recorded as adopted;
+3. when drafting (plateau): the other agents' best settings, else a far jump;
+4. single-knob moves from the working settings, the lens's knobs first;
+5. any untried setting, in a seeded random order, until the space is exhausted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+
+from kernelkiln.agents import knobs as K
+from kernelkiln.agents.turn import Choice, Proposal, Turn, code_hash
+from kernelkiln.store.records import Attempt
+
+_MAX_ENUMERATED = 4096
+
+
+@dataclass(frozen=True)
+class _Move:
+    settings: K.Settings
+    kind: str  # seed | experience | draft | neighbour | random
+    why: str
+    source: str | None = None  # the experience it applies
+
+
+class Tuner:
+    """Knob search for one agent on one task; ``observe`` replays a run to rebuild it."""
+
+    name = "tuner"
+
+    def __init__(self, agent: str, rng_seed: int | str = 0):
+        self.agent = agent
+        self.rng = random.Random(f"{agent}:{rng_seed}")
+        self.tried: dict[str, Attempt] = {}
+
+    def observe(self, attempt: Attempt) -> None:
+        settings = attempt.case.get("knobs")
+        if isinstance(settings, dict):
+            self.tried[K.key(settings)] = attempt
+
+    def propose(self, turn: Turn) -> Proposal | None:
+        knobs = K.read_knobs(turn.code)
+        base = K.settings_of(knobs)
+        for move in self._moves(turn, knobs, base):
+            code = K.apply(turn.code, move.settings) if move.kind != "seed" else turn.code
+            if K.key(move.settings) in self.tried or code_hash(code) in turn.evaluated:
+                continue
+            return self._proposal(turn, base, move, code)
+        return None
+
+    # -- moves, best first -------------------------------------------------------------
+    def _moves(self, turn: Turn, knobs: list[K.Knob], base: K.Settings):
+        yield _Move(base, "seed", "evaluate the working code as it is")
+        if not knobs:
+            return
+        options = {k.name: k.options for k in knobs}
+        for item in turn.experiences:
+            settings = self._from_experience(item.experience.conditions, options, base)
+            if settings is not None:
+                yield _Move(settings, "experience", f"apply {item.experience.id}", item.experience.id)
+        if turn.objective == "draft":
+            yield from self._drafts(turn, options, base)
+        ordered = sorted(knobs, key=lambda k: (not turn.lens.prefers(k.name), knobs.index(k)))
+        for knob in ordered:
+            for value in knob.options:
+                if K.key({"v": value}) != K.key({"v": base[knob.name]}):
+                    yield _Move({**base, knob.name: value}, "neighbour", f"{knob.name} → {K.show(value)}")
+        yield from self._random(options, base)
+
+    @staticmethod
+    def _from_experience(conditions: list[str], options: dict, base: K.Settings) -> K.Settings | None:
+        """``base`` with the experience's recorded settings, when they all fit this candidate's knobs."""
+        wanted = [parsed for c in conditions if (parsed := K.parse_condition(c))]
+        if not wanted:
+            return None
+        settings = dict(base)
+        for name, value in wanted:
+            allowed = [K.key({"v": o}) for o in options.get(name, ())]
+            if K.key({"v": value}) not in allowed:
+                return None
+            settings[name] = value
+        return settings if settings != base else None
+
+    def _drafts(self, turn: Turn, options: dict, base: K.Settings):
+        for snap in sorted(turn.leaderboard, key=lambda s: -s.speedup):
+            try:
+                theirs = K.settings_of(K.read_knobs(snap.code))
+            except K.KnobError:
+                continue
+            settings = {**base, **{n: v for n, v in theirs.items() if n in options}}
+            if settings != base:
+                yield _Move(settings, "draft", f"take agent {snap.agent}'s settings ({snap.speedup:.2f}x)")
+        names = list(options)
+        for _ in range(32):  # a far jump: change at least half the knobs
+            chosen = self.rng.sample(names, max(1, (len(names) + 1) // 2))
+            settings = {**base, **{n: self.rng.choice(options[n]) for n in chosen}}
+            if settings != base:
+                yield _Move(settings, "draft", "jump far from the plateau: " + K.describe(
+                    {n: settings[n] for n in chosen}))
+
+    def _random(self, options: dict, base: K.Settings):
+        names = list(options)
+        combos = list(itertools.islice(itertools.product(*(options[n] for n in names)), _MAX_ENUMERATED))
+        self.rng.shuffle(combos)
+        for combo in combos:
+            yield _Move(dict(zip(names, combo)), "random", "an untried setting")
+
+    # -- the proposal ------------------------------------------------------------------
+    def _proposal(self, turn: Turn, base: K.Settings, move: _Move, code: str) -> Proposal:
+        changed = {n: v for n, v in move.settings.items() if K.key({"v": v}) != K.key({"v": base.get(n)})}
+        what = K.describe(changed) if changed else K.describe(move.settings) or "as written"
+        summary = f"{'seed' if move.kind == 'seed' else move.kind}: {what}"
+        choices = tuple(
+            Choice(r.experience.id, r.experience.id == move.source,
+                   "applied its settings" if r.experience.id == move.source else self._unused(r, move))
+            for r in turn.experiences)
+        journal = (f"## Strategy\n{turn.lens.title} lens, {move.kind} move: {move.why}.\n\n"
+                   f"## Change\n{what}\n\n## Settings\n{K.describe(move.settings)}\n")
+        return Proposal(code=code, summary=summary, parent_id=turn.parent_id, choices=choices, journal=journal,
+                        case={"knobs": move.settings, "changed": changed, "move": move.kind})
+
+    @staticmethod
+    def _unused(retrieved, move: _Move) -> str:
+        if not any(K.parse_condition(c) for c in retrieved.experience.conditions):
+            return "records no knob settings"
+        if move.source is not None:
+            return f"{move.source} ranked higher"
+        return "its settings do not fit this candidate's knobs or were tried"

@@ -1,0 +1,100 @@
+"""What an agent sees on its turn, what it proposes, and the Policy interface.
+
+The orchestrator builds a ``Turn`` for an agent, the agent's policy returns a
+``Proposal`` (or None when it has nothing left to try), the guard judges it, and the
+policy observes the stored ``Attempt``. Replaying a run's attempts through
+``observe`` rebuilds a policy's state, which is how ``--resume`` works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from kernelkiln.agents.lens import Lens
+from kernelkiln.guard.verdict import Verdict
+from kernelkiln.memory.retrieval import Retrieved
+from kernelkiln.store.records import Attempt, BoardEntry, Rule
+from kernelkiln.task import Task
+
+Objective = Literal["correctness", "optimization", "draft"]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An agent's best code so far, as the leaderboard shows it to a drafting agent."""
+
+    agent: str
+    lens: str
+    attempt_id: str
+    speedup: float
+    summary: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Everything an agent may use for one proposal (the hot, warm and cold material)."""
+
+    task: Task
+    platform: str
+    agent: str
+    lens: Lens
+    objective: Objective
+    turn: int  # 1-based evaluations this agent has made on this task, plus one
+    code: str  # the agent's working code (its branch)
+    parent_id: str | None  # the attempt ``code`` came from (None: the seed)
+    best_speedup: float | None  # the task's incumbent speedup over the reference
+    feedback: Attempt | None  # the agent's latest evaluated attempt
+    verdict: Verdict | None  # its verdict, when evaluated in this process
+    history: tuple[Attempt, ...] = ()  # the agent's earlier attempts on this task, oldest first
+    experiences: tuple[Retrieved, ...] = ()
+    graph: tuple[Attempt, ...] = ()  # graph-ranked attempts of this task (best first)
+    board: tuple[BoardEntry, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    knowledge: tuple[Retrieved, ...] = ()
+    leaderboard: tuple[Snapshot, ...] = ()  # the other agents' best snapshots (drafting only)
+    evaluated: frozenset[str] = frozenset()  # code_hash of every candidate this run already evaluated on the task
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Whether a proposal adopted one retrieved experience, and why."""
+
+    experience_id: str
+    adopted: bool
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A candidate and the decision behind it."""
+
+    code: str
+    summary: str  # ≤160 characters: the strategy, for the graph and the board
+    parent_id: str | None
+    choices: tuple[Choice, ...] = ()
+    journal: str = ""  # Markdown: strategy, change, reasoning
+    case: dict[str, Any] = field(default_factory=dict)  # JSON facts, e.g. the knob settings
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+def code_hash(code: str) -> str:
+    """Identity of a candidate's source, blind to trailing whitespace."""
+    text = "\n".join(line.rstrip() for line in code.strip().splitlines())
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+class Policy(Protocol):
+    """Proposes candidates for one agent on one task."""
+
+    name: str
+
+    def propose(self, turn: Turn) -> Proposal | None:
+        """The next candidate, or None when this policy has nothing left to try."""
+
+    def observe(self, attempt: Attempt) -> None:
+        """Learn from an evaluated attempt of this agent (also used to replay a run)."""

@@ -1,0 +1,207 @@
+"""``kiln optimize``: agents propose, the guard judges, memory learns, until the budget is spent."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kernelkiln.cli.eval import resolve_task_path, wide_console
+from kernelkiln.errors import UserError
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.orchestrator.results import VERDICTS
+from kernelkiln.orchestrator.run import Interrupted, Optimizer, TaskSpec
+from kernelkiln.store import open_store
+from kernelkiln.task import bundled_suites, load_suite, parse_overrides
+
+HELP = """Optimize a task or a suite: agents propose candidates, the guard judges each one,
+memory learns from every verdict.
+
+TARGET is a task file, a bundled task (`kiln tasks`), a suite folder or a bundled suite.
+The default policy is the offline tuner: it searches the knobs the task's seed candidate
+declares, trying first what memory says worked on similar tasks. `--policy llm` lets a
+model write whole candidates (any OpenAI-compatible server, or Anthropic).
+
+\b
+Examples:
+  kiln optimize row_softmax                          # tuner, 1 agent, 30 evaluations
+  kiln optimize examples --agents 2 --budget 20      # a suite, easy tasks first
+  kiln optimize row_softmax --policy llm --model qwen2.5-coder --base-url http://localhost:8000/v1
+  kiln optimize --resume r-3f9c0a1b2c3d4e5f          # continue an interrupted run
+
+Results: a table per task, DIR/<task>/best.py (a standalone candidate `kiln eval` accepts)
+and DIR/run.json (the same figures; --json prints it). Ctrl-C stops cleanly; the run
+resumes with --resume RUN_ID, losing only the evaluations that were in flight.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("optimize", help=HELP)(optimize)
+
+
+def optimize(
+    target: str = typer.Argument(None, metavar="TASK|SUITE", help="Task file or name, suite folder or name."),
+    policy: str = typer.Option("tuner", "--policy", help="tuner (offline knob search) or llm."),
+    agents: int = typer.Option(1, "--agents", min=1, max=8, help="Agents per task, each with its own strategy lens."),
+    budget: int = typer.Option(30, "--budget", min=1, help="Evaluations per task, shared by its agents."),
+    model: str = typer.Option(None, "--model", help="Model name (llm policy)."),
+    base_url: str = typer.Option(None, "--base-url", metavar="URL",
+                                 help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM) or "
+                                      "http://localhost:11434/v1 (Ollama). Default: the provider's API."),
+    provider: str = typer.Option("openai", "--provider", help="openai (any compatible server) or anthropic."),
+    api_key_env: str = typer.Option(None, "--api-key-env", metavar="VAR",
+                                    help="Environment variable holding the API key (default: OPENAI_API_KEY or "
+                                         "ANTHROPIC_API_KEY). Keys are never logged or shown to candidates."),
+    context: str = typer.Option("active", "--context", help="active (budgeted layers) or passive (accumulate "
+                                                            "everything; for ablations)."),
+    max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="Stop starting turns after this many tokens."),
+    max_wall: float = typer.Option(None, "--max-wall", min=1, metavar="SECONDS", help="Stop starting turns after this."),
+    store: str = typer.Option(None, "--store", metavar="URL",
+                              help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir)."),
+    overrides: list[str] = typer.Option([], "--set", metavar="NAME=VALUE", help="Override a size variable."),
+    threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
+    time_budget: float = typer.Option(None, "--time-budget", min=0.1, metavar="SECONDS",
+                                      help="Cap on the timing stage of each evaluation."),
+    out: Path = typer.Option(None, "--out", metavar="DIR", help="Where best.py files and run.json go "
+                                                                "(default: kiln-runs/RUN_ID)."),
+    resume: str = typer.Option(None, "--resume", metavar="RUN_ID", help="Continue an interrupted run."),
+    as_json: bool = typer.Option(False, "--json", help="Print run.json's object instead of the table."),
+) -> None:
+    memory = Memory(open_store(store))
+    observer = _observer()
+    optimizer = Optimizer(memory, Path("kiln-runs"), observer)
+    try:
+        if resume:
+            if target:
+                raise UserError("--resume continues a stored run: give no TASK|SUITE with it")
+            result = optimizer.resume(resume)
+        else:
+            if not target:
+                raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
+            config = _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens,
+                             max_wall, threads, time_budget)
+            specs = [TaskSpec(str(p), parse_overrides(overrides)) for p in _task_paths(target)]
+            result = optimizer.start(specs, config, out)
+    except Interrupted as stop:
+        observer.close()
+        _report(stop.result, as_json)
+        print(f"kiln: {stop}", file=sys.stderr)
+        raise typer.Exit(130) from None
+    finally:
+        observer.close()
+    _report(result, as_json)
+
+
+def _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens, max_wall, threads,
+            time_budget) -> OptimizeConfig:
+    guard: dict[str, Any] = {}
+    if threads:
+        guard["threads"] = threads
+    if time_budget:
+        guard["time_budget_s"] = time_budget
+    llm = None
+    if model or policy == "llm":
+        llm = {"provider": provider, "model": model, "base_url": base_url, "api_key_env": api_key_env}
+        llm = {k: v for k, v in llm.items() if v is not None}
+    try:
+        return OptimizeConfig(policy=policy, agents=agents, budget=budget, max_tokens=max_tokens, max_wall_s=max_wall,
+                              guard=guard, context={"mode": context}, llm=llm)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserError(f"bad option{f' {where}' if where else ''}: {first['msg'].removeprefix('Value error, ')}") \
+            from None
+
+
+def _task_paths(target: str) -> list[Path]:
+    path = Path(target)
+    if path.is_dir() or (not path.exists() and target in bundled_suites()):
+        paths = load_suite(target).task_paths()
+        if not paths:
+            raise UserError(f"suite {target} holds no task files")
+        return paths
+    return [resolve_task_path(target)]
+
+
+# -- output -------------------------------------------------------------------------------
+def _report(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    console = wide_console()
+    table = Table(title=f"run {result['run_id']} ({result['status']})", title_justify="left")
+    for col in ("task", "best", "seed", "attempts", *VERDICTS, "tokens", "best.py"):
+        table.add_column(col, justify="left" if col in ("task", "best.py") else "right")
+    for name, t in result["tasks"].items():
+        v = t["verdicts"]
+        table.add_row(name, _x(t["best_speedup"]), _x(t["seed_speedup"]), str(t["attempts"]),
+                      *(str(v[k]) for k in VERDICTS), str(t["prompt_tokens"] + t["completion_tokens"]),
+                      t["best"] or "-")
+    console.print(table)
+    console.print("best, seed: speedup over the PyTorch reference (geometric mean over workloads).")
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+class _Lines(Observer):
+    """One line per judged attempt on stderr (logs, pipes)."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, int] = {}
+        self.budget: dict[str, int] = {}
+
+    def task_started(self, task_id, budget, done, agents) -> None:
+        self.done[task_id], self.budget[task_id] = done, budget
+        print(f"{task_id}: {len(agents)} agent(s), {budget - done} evaluations to go", file=sys.stderr, flush=True)
+
+    def attempt(self, task_id, agent, attempt, incumbent) -> None:
+        self.done[task_id] += 1
+        best = f"best {incumbent.speedup:.2f}x" if incumbent is not None and incumbent.speedup else "no best yet"
+        got = f" {attempt.speedup:.2f}x" if attempt.speedup else f" ({attempt.case.get('reason', '')[:80]})"
+        print(f"[{task_id} {self.done[task_id]}/{self.budget[task_id]}] {agent} {attempt.verdict}{got}  "
+              f"{attempt.summary}  | {best}", file=sys.stderr, flush=True)
+
+
+class _Bars(Observer):
+    """A rich progress bar per task on a terminal."""
+
+    def __init__(self, console: Console) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[note]}"), console=console)
+        self.ids: dict[str, Any] = {}
+
+    def task_started(self, task_id, budget, done, agents) -> None:
+        if not self.ids:
+            self.progress.start()
+        self.ids[task_id] = self.progress.add_task(task_id, total=budget, completed=done, note="")
+
+    def evaluating(self, task_id, agent, summary) -> None:
+        self.progress.update(self.ids[task_id], note=f"{agent}: {summary[:60]}")
+
+    def attempt(self, task_id, agent, attempt, incumbent) -> None:
+        best = f"best {incumbent.speedup:.2f}x" if incumbent is not None and incumbent.speedup else ""
+        self.progress.update(self.ids[task_id], advance=1, description=f"{task_id} {best}")
+
+    def task_finished(self, task_id, incumbent) -> None:
+        self.progress.update(self.ids[task_id], note="done")
+
+    def close(self) -> None:
+        if self.ids:
+            self.progress.stop()
+            self.ids = {}
+
+
+def _observer() -> Observer:
+    console = Console(stderr=True)
+    return _Bars(console) if console.is_terminal else _Lines()

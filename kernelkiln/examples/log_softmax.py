@@ -1,0 +1,38 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Log-softmax over the last dimension of a 2-D tensor."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(x, dim=1)
+
+
+batch_size = 256
+dim = 1024
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []
+
+
+KILN = {
+    "op_family": "softmax",
+    "workloads": [
+        {"name": "square", "batch_size": 512, "dim": 512},
+        {"name": "wide", "batch_size": 16, "dim": 16384},
+        {"name": "tall", "batch_size": 1024, "dim": 256},
+    ],
+    "flops": lambda batch_size, dim, **_: 5.0 * batch_size * dim,
+    "bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim,
+    "seed": "seeds/log_softmax.py",
+}

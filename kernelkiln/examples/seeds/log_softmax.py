@@ -1,0 +1,93 @@
+"""Naive C row log-softmax: three scalar passes per row (max, sum of exp, subtract).
+
+The same knobs as the row softmax seed: compiler FLAGS, ACCUMULATORS for the max and
+sum reductions, UNROLL of the inner loops, and VARIANT (three passes, or an online
+pass that finds the max and the sum together).
+"""
+
+import torch
+import torch.nn as nn
+from kernelkiln import native
+
+SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+
+#define STR(x) #x
+#define PRAGMA(x) _Pragma(STR(x))
+#define UNROLLED(n) PRAGMA(GCC unroll n)
+
+static void log_softmax_row(const float* x, float* y, int64_t n) {
+    float m[ACCUMULATORS], s[ACCUMULATORS];
+    for (int a = 0; a < ACCUMULATORS; ++a) { m[a] = -INFINITY; s[a] = 0.0f; }
+    int64_t c = 0;
+#if ONLINE
+    UNROLLED(UNROLL)
+    for (; c + ACCUMULATORS <= n; c += ACCUMULATORS)
+        for (int a = 0; a < ACCUMULATORS; ++a) {
+            float v = x[c + a];
+            if (v > m[a]) { s[a] = s[a] * expf(m[a] - v) + 1.0f; m[a] = v; }
+            else s[a] += expf(v - m[a]);
+        }
+    for (; c < n; ++c) {
+        float v = x[c];
+        if (v > m[0]) { s[0] = s[0] * expf(m[0] - v) + 1.0f; m[0] = v; } else s[0] += expf(v - m[0]);
+    }
+    float mx = m[0];
+    for (int a = 1; a < ACCUMULATORS; ++a) mx = m[a] > mx ? m[a] : mx;
+    float sum = 0.0f;
+    for (int a = 0; a < ACCUMULATORS; ++a) sum += s[a] * expf(m[a] - mx);
+    float shift = mx + logf(sum);
+    UNROLLED(UNROLL)
+    for (c = 0; c < n; ++c) y[c] = x[c] - shift;
+#else
+    UNROLLED(UNROLL)
+    for (; c + ACCUMULATORS <= n; c += ACCUMULATORS)
+        for (int a = 0; a < ACCUMULATORS; ++a) m[a] = x[c + a] > m[a] ? x[c + a] : m[a];
+    for (; c < n; ++c) m[0] = x[c] > m[0] ? x[c] : m[0];
+    float mx = m[0];
+    for (int a = 1; a < ACCUMULATORS; ++a) mx = m[a] > mx ? m[a] : mx;
+    UNROLLED(UNROLL)
+    for (c = 0; c + ACCUMULATORS <= n; c += ACCUMULATORS)
+        for (int a = 0; a < ACCUMULATORS; ++a) s[a] += expf(x[c + a] - mx);
+    for (; c < n; ++c) s[0] += expf(x[c] - mx);
+    float sum = 0.0f;
+    for (int a = 0; a < ACCUMULATORS; ++a) sum += s[a];
+    float shift = mx + logf(sum);
+    UNROLLED(UNROLL)
+    for (c = 0; c < n; ++c) y[c] = x[c] - shift;
+#endif
+}
+
+void log_softmax_rows(const float* x, float* y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) log_softmax_row(x + r * cols, y + r * cols, cols);
+}
+"""
+
+# Knobs: module-level constants a tuner may rewrite, with the values it may try.
+FLAGS = ["-O2"]
+ACCUMULATORS = 1
+UNROLL = 1
+VARIANT = "three_pass"
+KNOBS = {
+    "FLAGS": [["-O2"], ["-O3", "-march=native"], ["-O3", "-march=native", "-ffast-math"]],
+    "ACCUMULATORS": [1, 4, 8, 16],
+    "UNROLL": [1, 2, 4],
+    "VARIANT": ["three_pass", "online"],
+}
+
+lib = native.load(
+    SOURCE, {"log_softmax_rows": "void(const float*, float*, int64_t, int64_t)"},
+    flags=[*FLAGS, f"-DACCUMULATORS={ACCUMULATORS}", f"-DUNROLL={UNROLL}", f"-DONLINE={int(VARIANT == 'online')}"],
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.log_softmax_rows(x, y, x.shape[0], x.shape[1])
+        return y

@@ -1,0 +1,45 @@
+"""The optimizer's configuration: one pydantic tree, every field used by the loop."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from kernelkiln.context.config import ContextConfig
+from kernelkiln.guard.config import GuardConfig
+from kernelkiln.llm.config import LLMConfig
+from kernelkiln.memory.config import MemoryConfig
+
+PolicyName = Literal["tuner", "llm"]
+
+
+class OptimizeConfig(BaseModel):
+    """What ``kiln optimize`` runs: policy, agents, budgets, and the components' settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: PolicyName = Field("tuner", description="tuner: offline knob search of the seed candidate (no network); "
+                                                    "llm: a model writes whole candidates (needs `llm`).")
+    agents: int = Field(1, ge=1, le=8, description="Agents per task, each with a different eligible strategy lens.")
+    budget: int = Field(30, ge=1, description="Evaluations per task, shared by its agents (DESIGN's turn budget).")
+    max_tokens: int | None = Field(None, ge=1, description="Stop starting new turns once the run's prompt plus "
+                                                           "completion tokens reach this.")
+    max_wall_s: float | None = Field(None, gt=0, description="Stop starting new turns after this many seconds "
+                                                             "(counted afresh when a run resumes).")
+    r_draft: int = Field(5, ge=1, description="Plateau length (ACCEPT/REVERT since the last KEEP) at which an agent "
+                                              "drafts: it abandons local tuning and changes strategy.")
+    platform: Literal["cpu"] = Field("cpu", description="Where candidates run and are timed.")
+    experiences: int = Field(5, ge=0, description="Retrieved experiences shown to an agent each turn.")
+    knowledge: int = Field(3, ge=0, description="Platform knowledge sections offered to the cold layer each turn.")
+    graph_attempts: int = Field(5, ge=0, description="Graph-ranked attempts of the task shown each turn.")
+    guard: GuardConfig = Field(default_factory=GuardConfig, description="How candidates are judged.")
+    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Experience values, rules, board.")
+    context: ContextConfig = Field(default_factory=ContextConfig, description="Prompt assembly (llm policy).")
+    llm: LLMConfig | None = Field(None, description="The model endpoint (llm policy only).")
+
+    @model_validator(mode="after")
+    def _llm_needs_endpoint(self) -> OptimizeConfig:
+        if self.policy == "llm" and self.llm is None:
+            raise ValueError("the llm policy needs a model: --model NAME (and --base-url URL for a local server)")
+        return self

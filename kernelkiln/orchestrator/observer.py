@@ -1,0 +1,24 @@
+"""What the orchestrator reports as it works (the CLI draws progress bars from it)."""
+
+from __future__ import annotations
+
+from kernelkiln.store.records import Attempt
+
+
+class Observer:
+    """Progress callbacks; the default ignores them. Called from agent threads."""
+
+    def task_started(self, task_id: str, budget: int, done: int, agents: list[str]) -> None:
+        """Work on a task begins (``done`` evaluations were made before a resume)."""
+
+    def evaluating(self, task_id: str, agent: str, summary: str) -> None:
+        """An agent's candidate goes to the guard."""
+
+    def attempt(self, task_id: str, agent: str, attempt: Attempt, incumbent: Attempt | None) -> None:
+        """A candidate was judged and stored."""
+
+    def task_finished(self, task_id: str, incumbent: Attempt | None) -> None:
+        """Work on a task ended."""
+
+    def close(self) -> None:
+        """The run is over (or interrupted): release the display."""

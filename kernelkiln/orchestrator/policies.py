@@ -1,0 +1,17 @@
+"""The policy each agent runs, built from the run's configuration."""
+
+from __future__ import annotations
+
+from kernelkiln.agents.turn import Policy
+from kernelkiln.agents.tuner import Tuner
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.config import OptimizeConfig
+
+
+def make_policy(config: OptimizeConfig, agent: str, task_id: str, memory: Memory) -> Policy:
+    """A fresh policy for ``agent`` on ``task_id``."""
+    if config.policy == "tuner":
+        return Tuner(agent, rng_seed=task_id)
+    from kernelkiln.agents.llm import LLMPolicy  # the SDKs load only when asked for
+
+    return LLMPolicy(config, agent)

@@ -1,0 +1,77 @@
+"""A run's figures, from its stored attempts: the table, run.json and each task's best.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from kernelkiln.store.records import Attempt
+
+VERDICTS = ("KEEP", "ACCEPT", "REVERT", "REJECT")
+
+
+def incumbent(attempts: list[Attempt]) -> Attempt | None:
+    """The task's best: its latest KEEP (each KEEP beat the one before)."""
+    keeps = [a for a in attempts if a.verdict == "KEEP"]
+    return max(keeps, key=lambda a: a.created_at) if keeps else None
+
+
+def seed_attempt(attempts: list[Attempt]) -> Attempt | None:
+    """The first evaluation of the task's seed candidate, when it was correct."""
+    return next((a for a in attempts if a.case.get("move") == "seed" and a.correct), None)
+
+
+def task_summary(attempts: list[Attempt], best_path: Path | None) -> dict[str, Any]:
+    """One task's figures (the run.json entry)."""
+    best, seed = incumbent(attempts), seed_attempt(attempts)
+    counts = Counter(a.verdict for a in attempts)
+    return {
+        "best_speedup": best.speedup if best else None,
+        "seed_speedup": seed.speedup if seed else None,
+        "attempts": len(attempts),
+        "verdicts": {v: counts.get(v, 0) for v in VERDICTS},
+        "prompt_tokens": sum(a.tokens_in for a in attempts),
+        "completion_tokens": sum(a.tokens_out for a in attempts),
+        "cost_usd": round(sum(float(a.case.get("cost_usd") or 0.0) for a in attempts), 6),
+        "best_summary": best.summary if best else None,
+        "best_attempt": best.id if best else None,
+        "best": str(best_path) if best_path is not None and best is not None else None,
+    }
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def safe_name(task_id: str) -> str:
+    """A task id as a directory name."""
+    return "".join(c if c.isalnum() or c in "-_.=," else "_" for c in task_id)
+
+
+def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, list[Attempt]]) -> dict[str, Any]:
+    """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object."""
+    tasks = {}
+    for task_id, attempts in by_task.items():
+        best = incumbent(attempts)
+        path = out_dir / safe_name(task_id) / "best.py"
+        if best is not None:
+            _write_atomic(path, best.code)
+        tasks[task_id] = task_summary(attempts, path.resolve() if best is not None else None)
+    result = {
+        "run_id": run_id,
+        "status": status,
+        "tasks": tasks,
+        "prompt_tokens": sum(t["prompt_tokens"] for t in tasks.values()),
+        "completion_tokens": sum(t["completion_tokens"] for t in tasks.values()),
+        "cost_usd": round(sum(t["cost_usd"] for t in tasks.values()), 6),
+    }
+    _write_atomic(out_dir / "run.json", json.dumps(result, indent=2) + "\n")
+    return result

@@ -1,0 +1,170 @@
+"""A Run: the optimizer over one task or a suite, persisted as it goes and resumable.
+
+The run's record holds everything needed to resume it (its configuration, its tasks,
+which are finished); its attempts are the rest. Resuming replays the stored attempts
+through the agents' states and policies, so no evaluated attempt is lost or repeated.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelkiln.agents.lens import assign_lenses
+from kernelkiln.errors import UserError
+from kernelkiln.memory.callbacks import AttemptResult
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.orchestrator.policies import make_policy
+from kernelkiln.orchestrator.results import write_outputs
+from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
+from kernelkiln.store.records import Attempt, Run
+from kernelkiln.task import Task, load_task
+
+
+class Interrupted(Exception):
+    """The run was stopped with Ctrl-C; ``result`` holds what it had finished."""
+
+    def __init__(self, result: dict[str, Any]):
+        super().__init__(f"interrupted: resume with `kiln optimize --resume {result['run_id']}`")
+        self.result = result
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task file and its size overrides, as a run records them."""
+
+    path: str
+    overrides: dict[str, Any]
+
+
+def order_tasks(tasks: list[Task]) -> list[Task]:
+    """Easy tasks first: by KernelBench level, then by the reference's work (FLOPs when known), then name."""
+    def work(task: Task) -> float:
+        return sum(w.flops or 0.0 for w in task.workloads)
+    return sorted(tasks, key=lambda t: (t.level, work(t), t.name))
+
+
+class Optimizer:
+    """Starts and resumes runs over one store."""
+
+    def __init__(self, memory: Memory, out_root: Path, observer: Observer | None = None):
+        self.memory = memory
+        self.store = memory.store
+        self.out_root = out_root
+        self.observer = observer or Observer()
+
+    def start(self, specs: list[TaskSpec], config: OptimizeConfig, out_dir: Path | None = None) -> dict[str, Any]:
+        """A new run over ``specs``; returns run.json's object."""
+        tasks = order_tasks([load_task(Path(s.path), s.overrides) for s in specs])
+        if config.policy == "tuner":
+            for task in tasks:
+                if task.seed_path is None:
+                    raise UserError(f"{task.path}: the tuner needs a seed candidate that declares KNOBS "
+                                    "(KILN['seed']); use --policy llm to write candidates from scratch")
+        run = Run(config={})
+        out = out_dir or self.out_root / run.id
+        run = run.model_copy(update={"config": {
+            "options": config.model_dump(mode="json"), "out": str(out.resolve()), "status": "running",
+            "finished": [], "tasks": [{"path": str(t.path), "overrides": t.overrides, "id": task_id_of(t)}
+                                      for t in tasks]}})
+        with self.store.write() as conn:
+            self.store.runs.add(conn, run)
+        return self._execute(run, tasks, config)
+
+    def resume(self, run_id: str) -> dict[str, Any]:
+        """Continue ``run_id`` where it stopped."""
+        with self.store.read() as conn:
+            run = self.store.runs.get(conn, run_id)
+        if run is None or "tasks" not in run.config:
+            raise UserError(f"no optimizer run {run_id!r} in {self.store.url}")
+        if run.config.get("status") == "done":
+            raise UserError(f"run {run_id} is already finished; its results are in {run.config['out']}")
+        config = OptimizeConfig.model_validate(run.config["options"])
+        tasks = [load_task(Path(t["path"]), t["overrides"]) for t in run.config["tasks"]]
+        return self._execute(run, tasks, config)
+
+    # -- the run -----------------------------------------------------------------------
+    def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig) -> dict[str, Any]:
+        control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None)
+        finished: list[str] = list(run.config.get("finished", []))
+        stored = self._attempts(run.id)
+        control.tokens = sum(a.tokens_in + a.tokens_out for a in stored)
+        status = "stopped"
+        try:
+            for task in tasks:
+                task_id = task_id_of(task)
+                if task_id in finished:
+                    continue
+                if not control.may_start():
+                    break
+                runner = self._runner(task, run, config, control, [a for a in stored if a.task_id == task_id])
+                self.observer.task_started(task_id, config.budget, runner.state.used, [a.name for a in runner.agents])
+                try:
+                    runner.run()
+                except KeyboardInterrupt:
+                    run = self._save(run, status="interrupted", finished=finished)
+                    raise Interrupted(self._outputs(run)) from None
+                runner.finish()
+                finished.append(task_id)
+                run = self._save(run, status="running", finished=finished)
+                self.observer.task_finished(task_id, runner.state.incumbent)
+            else:
+                status = "done"
+        except BaseException:
+            if run.config.get("status") == "running":
+                run = self._save(run, status="failed", finished=finished)
+            raise
+        run = self._save(run, status=status, finished=finished)
+        return self._outputs(run)
+
+    def _runner(self, task: Task, run: Run, config: OptimizeConfig, control: RunControl,
+                stored: list[Attempt]) -> TaskRunner:
+        task_id = task_id_of(task)
+        seed_code = task.seed_path.read_text() if task.seed_path else ""
+        state = TaskState(task_id=task_id, seed_code=seed_code, budget=config.budget)
+        agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
+                             policy=make_policy(config, f"a{i + 1}", task_id, self.memory))
+                  for i, lens in enumerate(assign_lenses(task.op_family, config.agents))]
+        self._replay(task_id, state, agents, stored, config)
+        return TaskRunner(task, state, agents, self.memory, control, run.id, self.observer)
+
+    def _replay(self, task_id: str, state: TaskState, agents: list[AgentState], stored: list[Attempt],
+                config: OptimizeConfig) -> None:
+        """Bring states, policies and memory's open stages to where the stored attempts left them."""
+        by_name = {a.name: a for a in agents}
+        with self.store.read() as conn:
+            adoptions = {a.id: self.store.adoptions.for_attempt(conn, a.id) for a in stored}
+        for attempt in stored:
+            agent = by_name.get(attempt.agent)
+            if agent is None:
+                raise UserError(f"run has attempts by agent {attempt.agent!r}, which this configuration lacks")
+            state.used += 1
+            state.evaluated.add(attempt.case.get("code_hash", ""))
+            if attempt.verdict == "KEEP":
+                state.incumbent = attempt
+            advance(agent, attempt, config.r_draft)
+            agent.policy.observe(attempt)
+            self.memory.callbacks.replay([AttemptResult(attempt=attempt, adoptions=adoptions[attempt.id])])
+
+    # -- persistence ---------------------------------------------------------------------
+    def _attempts(self, run_id: str) -> list[Attempt]:
+        with self.store.read() as conn:
+            return self.store.attempts.for_run(conn, run_id)
+
+    def _save(self, run: Run, *, status: str, finished: list[str]) -> Run:
+        run = run.model_copy(update={"config": {**run.config, "status": status, "finished": list(finished)}})
+        with self.store.write() as conn:
+            self.store.runs.update(conn, run)
+        return run
+
+    def _outputs(self, run: Run) -> dict[str, Any]:
+        attempts = self._attempts(run.id)
+        by_task: dict[str, list[Attempt]] = {t["id"]: [] for t in run.config["tasks"]}
+        for attempt in attempts:
+            by_task.setdefault(attempt.task_id, []).append(attempt)
+        return write_outputs(Path(run.config["out"]), run.id, run.config["status"], by_task)

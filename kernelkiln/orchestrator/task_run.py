@@ -1,0 +1,223 @@
+"""N agents on one task: propose, judge, remember, repeat, until the budget is spent.
+
+Each agent runs in its own thread with its own GuardSession; the sessions share one
+DeviceLock, so candidates build and check in parallel but are timed one at a time.
+Every judged attempt is stored (with its adoption records) before the next turn, so an
+interrupted run loses only evaluations that were still in flight.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelkiln.agents import knobs as K
+from kernelkiln.agents.turn import Turn, code_hash
+from kernelkiln.guard.device import DeviceLock
+from kernelkiln.guard.session import GuardSession
+from kernelkiln.guard.verdict import Verdict
+from kernelkiln.memory import distill
+from kernelkiln.memory.callbacks import AttemptResult
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, leaderboard, mark_evaluated, settle
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.store.records import Adoption, Attempt, Measurement, TaskRecord, new_id
+from kernelkiln.task import Task
+
+_DIAGNOSTICS_KEPT = 20
+
+
+@dataclass
+class RunControl:
+    """What every task of a run shares: stop flags and the token and wall budgets."""
+
+    config: OptimizeConfig
+    deadline: float | None = None  # time.monotonic() value
+    tokens: int = 0
+    cost_usd: float = 0.0
+    stop: threading.Event = field(default_factory=threading.Event)  # finish in-flight work, start no more
+    abort: threading.Event = field(default_factory=threading.Event)  # Ctrl-C: in-flight work is abandoned
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    memory_lock: threading.Lock = field(default_factory=threading.Lock)
+    device: DeviceLock = field(default_factory=DeviceLock)
+
+    def spend(self, prompt: int, completion: int, cost: float) -> None:
+        with self.lock:
+            self.tokens += prompt + completion
+            self.cost_usd += cost
+            if self.config.max_tokens is not None and self.tokens >= self.config.max_tokens:
+                self.stop.set()
+
+    def may_start(self) -> bool:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.stop.set()
+        return not self.stop.is_set()
+
+
+def task_id_of(task: Task) -> str:
+    """The task's id in memory: its name, plus its overrides when it has any."""
+    if not task.overrides:
+        return task.name
+    return task.name + "[" + ",".join(f"{k}={v}" for k, v in sorted(task.overrides.items())) + "]"
+
+
+class TaskRunner:
+    """Runs the agents of one task to the end of its budget."""
+
+    def __init__(self, task: Task, state: TaskState, agents: list[AgentState], memory: Memory, control: RunControl,
+                 run_id: str, observer: Observer):
+        self.task, self.state, self.agents = task, state, agents
+        self.memory, self.control, self.run_id, self.observer = memory, control, run_id, observer
+        self.config = control.config
+        self.record = TaskRecord(id=state.task_id, op_family=task.op_family, platform=self.config.platform,
+                                 meta={"path": str(task.path), "overrides": task.overrides, "level": task.level})
+        self.errors: list[BaseException] = []
+        self.sessions: list[GuardSession] = []
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(self) -> None:
+        """Run every agent until the budget, the policies or the run's budgets are spent."""
+        try:
+            for _ in self.agents:
+                self.sessions.append(GuardSession(self.task, self.config.guard, self.control.device))
+            threads = [threading.Thread(target=self._agent_loop, args=(a, s), name=f"kiln-{a.name}", daemon=True)
+                       for a, s in zip(self.agents, self.sessions)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)
+        except KeyboardInterrupt:
+            self.control.abort.set()
+            self.control.stop.set()
+            raise
+        finally:
+            for session in self.sessions:  # also ends evaluations in flight after an abort
+                session.close()
+        if self.errors:
+            raise self.errors[0]
+
+    def _agent_loop(self, agent: AgentState, session: GuardSession) -> None:
+        while self.control.may_start() and not agent.exhausted:
+            if not self.state.take():
+                return
+            try:
+                done = self._turn(agent, session)
+            except BaseException as exc:  # noqa: BLE001 - reported by run() in the main thread
+                self.state.give_back()
+                if not self.control.abort.is_set():
+                    self.errors.append(exc)
+                    self.control.stop.set()
+                return
+            if not done:
+                self.state.give_back()
+                if self.control.abort.is_set():
+                    return
+
+    def _turn(self, agent: AgentState, session: GuardSession) -> bool:
+        """One proposal, judged and stored; False when nothing was evaluated."""
+        turn = self.turn_for(agent)
+        proposal = agent.policy.propose(turn)
+        if proposal is None:
+            agent.exhausted = True
+            return False
+        self.control.spend(proposal.prompt_tokens, proposal.completion_tokens, proposal.cost_usd)
+        attempt_id = new_id("a")
+        adoptions = [Adoption(attempt_id=attempt_id, experience_id=c.experience_id, task_id=self.state.task_id,
+                              adopted=c.adopted, why=c.why) for c in proposal.choices]
+        if adoptions:
+            with self.control.memory_lock:
+                self.memory.callbacks.on_adoptions(adoptions)
+        judged_against = self.state.incumbent
+        self.observer.evaluating(self.state.task_id, agent.name, proposal.summary)
+        verdict = session.evaluate(proposal.code, incumbent=judged_against.code if judged_against else None)
+        if self.control.abort.is_set():
+            return False  # interrupted mid-evaluation: the verdict may be the interruption's
+        attempt = settle(self._attempt(attempt_id, agent, turn, proposal, verdict), self.state, judged_against)
+        mark_evaluated(self.state, proposal.code)
+        with self.control.memory_lock:
+            self.memory.callbacks.on_batch([AttemptResult(attempt=attempt, adoptions=adoptions)], tasks=[self.record])
+            parent = agent.best if agent.best is not None and agent.best.id == attempt.parent_id else None
+            lesson = distill.win(attempt, parent or self._parent(attempt), self.task.op_family, self.config.platform)
+            if lesson is not None:
+                self.memory.add_experience(lesson)
+        advance(agent, attempt, self.config.r_draft)
+        agent.verdict = verdict
+        agent.policy.observe(attempt)
+        self.observer.attempt(self.state.task_id, agent.name, attempt, self.state.incumbent)
+        return True
+
+    def _parent(self, attempt: Attempt) -> Attempt | None:
+        if attempt.parent_id is None:
+            return None
+        for agent in self.agents:
+            for earlier in agent.history:
+                if earlier.id == attempt.parent_id:
+                    return earlier
+        with self.memory.store.read() as conn:
+            return self.memory.store.attempts.get(conn, attempt.parent_id)
+
+    # -- what an agent sees ------------------------------------------------------------
+    def turn_for(self, agent: AgentState) -> Turn:
+        """The agent's next Turn: its branch, its latest feedback, and what memory retrieves for it."""
+        cfg, objective = self.config, agent.objective()
+        try:
+            names = [k.name for k in K.read_knobs(agent.code)] if agent.code else []
+        except K.KnobError:
+            names = []
+        query = " ".join([self.task.name, self.task.op_family or "", cfg.platform, agent.lens.name, objective, *names])
+        with self.control.memory_lock:
+            experiences = self.memory.retrieve(query, platform=cfg.platform, limit=cfg.experiences) \
+                if cfg.experiences else []
+            graph = [node for node, _ in self.memory.graph(self.state.task_id).ranked()
+                     if node.correct][: cfg.graph_attempts]
+            board = self.memory.board.read(self.state.task_id)
+            rules = [rule for rule, _ in self.memory.resident_rules()]
+            knowledge = self.memory.knowledge(query, cfg.platform, limit=cfg.knowledge) if cfg.knowledge else []
+        with self.state.lock:
+            best = self.state.incumbent.speedup if self.state.incumbent is not None else None
+            evaluated = frozenset(self.state.evaluated)
+        return Turn(
+            task=self.task, platform=cfg.platform, agent=agent.name, lens=agent.lens, objective=objective,
+            turn=len(agent.history) + 1, code=agent.code, parent_id=agent.parent_id, best_speedup=best,
+            feedback=agent.history[-1] if agent.history else None, verdict=agent.verdict,
+            history=tuple(agent.history), experiences=tuple(experiences), graph=tuple(graph), board=tuple(board),
+            rules=tuple(rules), knowledge=tuple(knowledge),
+            leaderboard=leaderboard(self.agents, agent) if objective == "draft" else (), evaluated=evaluated)
+
+    # -- the record of a judged candidate --------------------------------------------------
+    def _attempt(self, attempt_id: str, agent: AgentState, turn: Turn, proposal: Any, verdict: Verdict) -> Attempt:
+        case = {**proposal.case, "objective": turn.objective, "platform": self.config.platform,
+                "op_family": self.task.op_family, "stage": verdict.stage, "reason": verdict.reason,
+                "noise_margin": verdict.noise_margin, "speedup_vs_incumbent": verdict.speedup_vs_incumbent,
+                "diagnostics": verdict.diagnostics[:_DIAGNOSTICS_KEPT], "code_hash": code_hash(proposal.code),
+                "cost_usd": proposal.cost_usd}
+        measurements = [Measurement(workload=w.name, t_ref_ms=w.t_ref_s * 1e3, t_cand_ms=w.t_cand_s * 1e3,
+                                    speedup=w.speedup) for w in verdict.workloads]
+        time_ms = math.exp(sum(math.log(m.t_cand_ms) for m in measurements) / len(measurements)) \
+            if measurements else None
+        journal = f"{proposal.journal.rstrip()}\n\n## Verdict\n{verdict.verdict} at {verdict.stage}: {verdict.reason}\n"
+        return Attempt(
+            id=attempt_id, task_id=self.state.task_id, run_id=self.run_id, parent_id=proposal.parent_id,
+            agent=agent.name, lens=agent.lens.name, summary=proposal.summary, journal=journal, case=case,
+            code=proposal.code, verdict=verdict.verdict, error_class=verdict.stage if not verdict.correct else None,
+            time_ms=time_ms, speedup=verdict.speedup if verdict.correct else None, measurements=measurements,
+            tokens_in=proposal.prompt_tokens, tokens_out=proposal.completion_tokens)
+
+    # -- the end of the task -------------------------------------------------------------
+    def finish(self) -> None:
+        """Close the agents' stages and distill the task's best configuration."""
+        with self.control.memory_lock:
+            for agent in self.agents:
+                self.memory.callbacks.on_task_end(self.state.task_id, agent.name)
+            best = self.state.incumbent
+            correct = [a for agent in self.agents for a in agent.history if a.correct]
+            first = min(correct, key=lambda a: a.created_at) if correct else None
+            if best is not None:
+                lesson = distill.best_configuration(best, first, self.task.op_family, self.config.platform)
+                if lesson is not None:
+                    self.memory.add_experience(lesson)
