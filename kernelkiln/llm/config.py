@@ -1,0 +1,66 @@
+"""Configuration of the LLM endpoint (one node of kernelkiln's configuration tree)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+class LLMConfig(BaseModel):
+    """Which model to call, where, and how patiently. The API key itself is never stored here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["openai", "anthropic"] = Field(
+        default="openai",
+        description="Wire protocol: 'openai' for any OpenAI-compatible chat-completions endpoint "
+        "(OpenAI, vLLM, SGLang, Ollama, DeepSeek, GLM), 'anthropic' for the Anthropic messages API.",
+    )
+    model: str = Field(description="Model name as the endpoint knows it (e.g. 'gpt-4o', 'Qwen/Qwen3-8B').")
+    base_url: str | None = Field(
+        default=None,
+        description="Endpoint URL (e.g. http://localhost:8000/v1 for vLLM); None means the provider's "
+        "hosted API. For 'anthropic' give the root, without /v1.",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of the environment variable holding the API key; None means OPENAI_API_KEY or "
+        "ANTHROPIC_API_KEY by provider. A local endpoint (localhost, 127.0.0.1, ::1) may run without one.",
+    )
+    timeout_s: float = Field(default=120.0, gt=0, description="Seconds one HTTP try may take before it is retried.")
+    max_retries: int = Field(
+        default=4, ge=0, description="Retries after the first try on connection errors, timeouts, 429 and 5xx."
+    )
+    backoff_s: float = Field(
+        default=1.0, ge=0, description="Upper bound of the first retry delay; it doubles each retry (full jitter)."
+    )
+    max_backoff_s: float = Field(
+        default=30.0, ge=0, description="Cap on any retry delay, including one a server asks for with Retry-After."
+    )
+    temperature: float | None = Field(
+        default=None, ge=0, description="Sampling temperature; None leaves it to the endpoint's default."
+    )
+    max_output_tokens: int = Field(
+        default=4096, gt=0, description="Tokens a reply may have, unless a call asks for a different number."
+    )
+    context_window: int = Field(
+        default=128_000, gt=0, description="The model's context window in tokens, for prompt budgeting."
+    )
+    price_prompt_per_mtok: float = Field(
+        default=0.0, ge=0, description="USD per million prompt (input) tokens, for cost accounting."
+    )
+    price_completion_per_mtok: float = Field(
+        default=0.0, ge=0, description="USD per million completion (output) tokens, for cost accounting."
+    )
+
+    @property
+    def key_env(self) -> str:
+        """The environment variable the API key is read from."""
+        return self.api_key_env or DEFAULT_KEY_ENV[self.provider]
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """What a call with these token counts costs at the configured prices."""
+        return (prompt_tokens * self.price_prompt_per_mtok + completion_tokens * self.price_completion_per_mtok) / 1e6

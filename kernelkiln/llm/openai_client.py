@@ -1,0 +1,134 @@
+"""A chat client for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, SGLang, Ollama, …)."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from kernelkiln.llm.client import LLMError, reading_reply, resolve_api_key
+from kernelkiln.llm.config import LLMConfig
+from kernelkiln.llm.messages import (
+    Completion,
+    Message,
+    ToolCall,
+    ToolSpec,
+    estimate_completion_tokens,
+    estimate_prompt_tokens,
+    parse_arguments,
+)
+from kernelkiln.llm.retry import call_with_retries, classify_sdk_error
+
+
+class OpenAIClient:
+    """``ChatClient`` over the official ``openai`` SDK, with kernelkiln's retry loop instead of the SDK's."""
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        import openai
+
+        self.config = config
+        self._sdk = openai
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._key = resolve_api_key(config)
+        self._client = openai.OpenAI(
+            base_url=config.base_url, api_key=self._key, timeout=config.timeout_s, max_retries=0
+        )
+        self.endpoint = str(self._client.base_url).rstrip("/")
+        # OpenAI's own API wants max_completion_tokens (its reasoning models reject max_tokens);
+        # the compatible servers all know max_tokens, not all know the newer name.
+        official = urlsplit(self.endpoint).hostname == "api.openai.com"
+        self._limit_name = "max_completion_tokens" if official else "max_tokens"
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(model={self.config.model!r}, endpoint={self.endpoint!r})"
+
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
+    ) -> Completion:
+        """The model's next reply; LLMError when the endpoint fails for good."""
+        request: dict[str, Any] = {"model": self.config.model, "messages": [to_openai_message(m) for m in messages]}
+        request[self._limit_name] = max_tokens or self.config.max_output_tokens
+        if self.config.temperature is not None:
+            request["temperature"] = self.config.temperature
+        if tools:
+            request["tools"] = [to_openai_tool(t) for t in tools]
+            request["tool_choice"] = "auto"
+        started = time.monotonic()
+        response, attempts = call_with_retries(
+            lambda: self._client.chat.completions.create(**request),
+            lambda exc: classify_sdk_error(exc, self._sdk, self.config.timeout_s, (self._key,)),
+            config=self.config,
+            endpoint=self.endpoint,
+            sleep=self._sleep,
+            rng=self._rng,
+        )
+        with reading_reply(self.endpoint):
+            return self._completion(response, messages, tools, time.monotonic() - started, attempts)
+
+    def _completion(
+        self, response: Any, messages: Sequence[Message], tools: Sequence[ToolSpec], seconds: float, attempts: int
+    ) -> Completion:
+        if not response.choices:
+            raise LLMError(f"llm endpoint {self.endpoint} returned no choices for model {self.config.model}")
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        calls = tuple(from_openai_tool_call(c) for c in choice.message.tool_calls or () if getattr(c, "function", None))
+        usage = response.usage
+        if usage is not None:
+            prompt_tokens, completion_tokens = usage.prompt_tokens or 0, usage.completion_tokens or 0
+        else:  # some servers omit usage; an estimate keeps budgets meaningful
+            prompt_tokens = estimate_prompt_tokens(messages, tools)
+            completion_tokens = estimate_completion_tokens(text, calls)
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self.config.cost_usd(prompt_tokens, completion_tokens),
+            model=response.model or self.config.model,
+            finish_reason=choice.finish_reason or "",
+            seconds=seconds,
+            attempts=attempts,
+        )
+
+
+def to_openai_message(message: Message) -> dict[str, Any]:
+    """One of our messages in chat-completions form."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
+    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.name:
+        wire["name"] = message.name
+    if message.tool_calls:
+        wire["content"] = message.content or None
+        wire["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _arguments_text(c)}}
+            for c in message.tool_calls
+        ]
+    return wire
+
+
+def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def from_openai_tool_call(call: Any) -> ToolCall:
+    return ToolCall(id=call.id, name=call.function.name, arguments=parse_arguments(call.function.arguments))
+
+
+def _arguments_text(call: ToolCall) -> str:
+    # Malformed arguments go back as the model wrote them, so it can see what it got wrong.
+    return call.arguments["_raw"] if call.malformed else json.dumps(call.arguments)

@@ -1,0 +1,320 @@
+"""Network-free LLM doubles: a scripted ChatClient, and a loopback HTTP server that speaks enough of the
+OpenAI chat-completions and Anthropic messages APIs for the official SDKs to run against it.
+
+Both play a script of replies, one per call. A reply is a ``Completion``; a ``str`` (plain text); a dict
+``{"text", "tool_calls": [{"name", "arguments", "id"?}], "prompt_tokens", "completion_tokens",
+"finish_reason", "model"}`` (all optional; tokens not given are estimated from the prompt and the reply);
+or a callable ``(messages, tools) -> reply``. The server also plays ``{"status": 500}`` or
+``{"status": 429, "retry_after": 0}`` (an error reply), ``{"delay_s": x, ...}`` (answer late) and
+``{"body": ...}`` (answer 200 with this body: a str verbatim, anything else as JSON). To the
+scripted client, a ``{"status": ...}`` entry is an LLMError, as a real client raises once retries are spent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+from kernelkiln.llm.client import LLMError
+from kernelkiln.llm.config import LLMConfig
+from kernelkiln.llm.messages import (
+    Completion,
+    Message,
+    ToolCall,
+    ToolSpec,
+    estimate_completion_tokens,
+    estimate_prompt_tokens,
+    parse_arguments,
+)
+from kernelkiln.llm.retry import status_failure
+
+Reply = Completion | str | dict[str, Any] | Callable[[list[Message], list[ToolSpec]], "Reply"]
+
+
+class RecordedSleep:
+    """A stand-in for ``time.sleep`` that returns at once and keeps every delay it was asked for."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+class MaxJitter(random.Random):
+    """An RNG whose ``uniform(a, b)`` is always ``b``, which makes jittered backoff predictable."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+class ScriptExhausted(AssertionError):
+    """A double was called more often than its script has replies."""
+
+
+def to_completion(
+    reply: Reply, messages: Sequence[Message], tools: Sequence[ToolSpec], *, model: str, ids: Iterator[int]
+) -> Completion:
+    """A script entry as the Completion it stands for (``ids`` numbers tool calls that have no id)."""
+    while callable(reply):
+        reply = reply(list(messages), list(tools))
+    if isinstance(reply, Completion):
+        return reply
+    spec = {"text": reply} if isinstance(reply, str) else dict(reply)
+    calls = tuple(
+        ToolCall(id=c.get("id") or f"call_{next(ids)}", name=c["name"], arguments=parse_arguments(c.get("arguments")))
+        for c in spec.get("tool_calls", ())
+    )
+    text = spec.get("text", "")
+    prompt = spec.get("prompt_tokens")
+    completion = spec.get("completion_tokens")
+    return Completion(
+        text=text,
+        tool_calls=calls,
+        prompt_tokens=estimate_prompt_tokens(messages, tools) if prompt is None else prompt,
+        completion_tokens=estimate_completion_tokens(text, calls) if completion is None else completion,
+        model=spec.get("model", model),
+        finish_reason=spec.get("finish_reason", "tool_calls" if calls else "stop"),
+    )
+
+
+class ScriptedClient:
+    """A ``ChatClient`` that plays ``script`` and records every call in ``.calls`` as (messages, tools)."""
+
+    def __init__(self, script: Iterable[Reply], *, config: LLMConfig | None = None) -> None:
+        self.script = list(script)
+        self.config = config
+        self.calls: list[tuple[list[Message], list[ToolSpec]]] = []
+        self._ids = itertools.count(1)
+
+    @property
+    def remaining(self) -> int:
+        return len(self.script) - len(self.calls)
+
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
+    ) -> Completion:
+        """The next scripted reply; ScriptExhausted once the script has run out."""
+        if not self.remaining:
+            last = messages[-1].content[:200] if messages else ""
+            raise ScriptExhausted(
+                f"ScriptedClient got call {len(self.calls) + 1} but its script has {len(self.script)} replies; "
+                f"the prompt ended with: {last!r}"
+            )
+        reply = self.script[len(self.calls)]
+        self.calls.append((list(messages), list(tools)))
+        if (
+            isinstance(reply, dict) and "status" in reply
+        ):  # the endpoint failing for good, as the real clients report it
+            raise LLMError(f"llm endpoint scripted failed: {status_failure(int(reply['status'])).what}")
+        model = self.config.model if self.config else "scripted"
+        completion = to_completion(reply, messages, tools, model=model, ids=self._ids)
+        if self.config and not completion.cost_usd:
+            cost = self.config.cost_usd(completion.prompt_tokens, completion.completion_tokens)
+            completion = completion.model_copy(update={"cost_usd": cost})
+        return completion
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the loopback server received."""
+
+    path: str
+    headers: dict[str, str]  # names in lower case
+    body: dict[str, Any]
+
+
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 (a free port, a daemon thread) that plays ``script``; a context manager.
+
+    ``base_url`` (…/v1) is for the OpenAI SDK; ``root_url`` is for the Anthropic SDK, which adds /v1 itself.
+    Every request is kept in ``.requests``.
+    """
+
+    def __init__(self, script: Iterable[Reply | dict[str, Any]]) -> None:
+        self._script = deque(script)
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._ids = itertools.count(1)  # tool calls without an id
+        self._served = itertools.count(1)  # replies
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.loopback = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="llm-loopback", daemon=True
+        )
+
+    @property
+    def root_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def base_url(self) -> str:
+        return self.root_url + "/v1"
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._closing.set()  # ends any scripted delay at once
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def respond(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        """Status, extra headers and body (JSON, or a str sent as is) answering one request (from the handler thread)."""
+        wire = "anthropic" if path.endswith("/messages") else "openai" if path.endswith("/chat/completions") else ""
+        with self._lock:
+            self.requests.append(RecordedRequest(path, {k.lower(): v for k, v in headers.items()}, body))
+            entry = self._script.popleft() if self._script and wire else None
+            served = len(self.requests)
+        if not wire:
+            return 404, {}, _error_body("openai", "not_found", f"the loopback server has no route {path}")
+        if entry is None:
+            message = f"loopback script exhausted: request {served} has no reply scripted"
+            return 400, {}, _error_body(wire, "invalid_request_error", message)
+        if isinstance(entry, dict) and "delay_s" in entry:
+            self._closing.wait(entry["delay_s"])
+            entry = {k: v for k, v in entry.items() if k != "delay_s"}
+        if isinstance(entry, dict) and "status" in entry:
+            status = int(entry["status"])
+            extra = {"Retry-After": str(entry["retry_after"])} if "retry_after" in entry else {}
+            message = entry.get("message", f"scripted error {status}")
+            return status, extra, _error_body(wire, "rate_limit_error" if status == 429 else "api_error", message)
+        if isinstance(entry, dict) and "body" in entry:
+            return 200, {}, entry["body"]
+        messages, tools = _from_anthropic(body) if wire == "anthropic" else _from_openai(body)
+        completion = to_completion(entry, messages, tools, model=body.get("model", ""), ids=self._ids)
+        number = next(self._served)
+        return 200, {}, _to_anthropic(completion, number) if wire == "anthropic" else _to_openai(completion, number)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_raw": raw.decode(errors="replace")}
+        status, extra, payload = self.server.loopback.respond(self.path, dict(self.headers.items()), body)
+        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            for name, value in extra.items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a scripted timeout)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _error_body(wire: str, kind: str, message: str) -> dict[str, Any]:
+    if wire == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": None}}
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def _from_openai(body: dict[str, Any]) -> tuple[list[Message], list[ToolSpec]]:
+    messages = []
+    for m in body.get("messages", []):
+        calls = tuple(
+            ToolCall(id=c["id"], name=c["function"]["name"], arguments=parse_arguments(c["function"].get("arguments")))
+            for c in m.get("tool_calls") or ()
+        )
+        role = "system" if m["role"] == "developer" else m["role"]
+        content = _text(m.get("content"))
+        messages.append(Message(role=role, content=content, tool_calls=calls, tool_call_id=m.get("tool_call_id")))
+    tools = [
+        ToolSpec(name=f["name"], description=f.get("description", ""), parameters=f.get("parameters") or {})
+        for f in (t["function"] for t in body.get("tools") or ())
+    ]
+    return messages, tools
+
+
+def _from_anthropic(body: dict[str, Any]) -> tuple[list[Message], list[ToolSpec]]:
+    messages = [Message(role="system", content=_text(body["system"]))] if body.get("system") else []
+    for turn in body.get("messages", []):
+        blocks = turn["content"] if isinstance(turn["content"], list) else [{"type": "text", "text": turn["content"]}]
+        texts, calls = [], []
+        for block in blocks:
+            if block["type"] == "tool_result":
+                content = _text(block.get("content"))
+                messages.append(Message(role="tool", content=content, tool_call_id=block["tool_use_id"]))
+            elif block["type"] == "tool_use":
+                calls.append(ToolCall(id=block["id"], name=block["name"], arguments=parse_arguments(block["input"])))
+            elif block["type"] == "text":
+                texts.append(block["text"])
+        if texts or calls:
+            messages.append(Message(role=turn["role"], content="".join(texts), tool_calls=tuple(calls)))
+    tools = [
+        ToolSpec(name=t["name"], description=t.get("description", ""), parameters=t.get("input_schema") or {})
+        for t in body.get("tools") or ()
+    ]
+    return messages, tools
+
+
+def _wire_arguments(call: ToolCall) -> str:
+    return call.arguments["_raw"] if call.malformed else json.dumps(call.arguments)
+
+
+def _to_openai(c: Completion, number: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": c.text or (None if c.tool_calls else "")}
+    if c.tool_calls:
+        message["tool_calls"] = [
+            {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": _wire_arguments(t)}}
+            for t in c.tool_calls
+        ]
+    return {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": c.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": c.finish_reason or "stop", "logprobs": None}],
+        "usage": {
+            "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "total_tokens": c.total_tokens,
+        },
+    }
+
+
+_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+
+
+def _to_anthropic(c: Completion, number: int) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": c.text}] if c.text else []
+    content += [{"type": "tool_use", "id": t.id, "name": t.name, "input": t.arguments} for t in c.tool_calls]
+    return {
+        "id": f"msg_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": c.model,
+        "content": content,
+        "stop_reason": _STOP_REASONS.get(c.finish_reason, c.finish_reason or "end_turn"),
+        "stop_sequence": None,
+        "usage": {"input_tokens": c.prompt_tokens, "output_tokens": c.completion_tokens},
+    }
