@@ -56,7 +56,7 @@ def load_lenses() -> tuple[Lens, ...]:
 
 def eligible_lenses(op_family: str | None) -> list[Lens]:
     """The lenses a task of ``op_family`` may get, by priority then name."""
-    return sorted((lens for lens in load_lenses() if lens.eligible(op_family)), key=lambda l: (l.priority, l.name))
+    return sorted((lens for lens in load_lenses() if lens.eligible(op_family)), key=lambda lens: (lens.priority, lens.name))
 
 
 def assign_lenses(op_family: str | None, agents: int) -> list[Lens]:

@@ -111,7 +111,7 @@ class Tuner:
         combos = list(itertools.islice(itertools.product(*(options[n] for n in names)), _MAX_ENUMERATED))
         self.rng.shuffle(combos)
         for combo in combos:
-            yield _Move(dict(zip(names, combo)), "random", "an untried setting")
+            yield _Move(dict(zip(names, combo, strict=True)), "random", "an untried setting")
 
     # -- the proposal ------------------------------------------------------------------
     def _proposal(self, turn: Turn, base: K.Settings, move: _Move, code: str) -> Proposal:

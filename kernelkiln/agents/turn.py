@@ -9,6 +9,7 @@ policy observes the stored ``Attempt``. Replaying a run's attempts through
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -56,6 +57,7 @@ class Turn:
     knowledge: tuple[Retrieved, ...] = ()
     leaderboard: tuple[Snapshot, ...] = ()  # the other agents' best snapshots (drafting only)
     evaluated: frozenset[str] = frozenset()  # code_hash of every candidate this run already evaluated on the task
+    diagnose: Callable[[str, str], str] | None = None  # (tool name, code) -> report; see agents/tools.yaml
 
 
 @dataclass(frozen=True)

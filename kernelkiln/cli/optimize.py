@@ -64,7 +64,8 @@ def optimize(
     context: str = typer.Option("active", "--context", help="active (budgeted layers) or passive (accumulate "
                                                             "everything; for ablations)."),
     max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="Stop starting turns after this many tokens."),
-    max_wall: float = typer.Option(None, "--max-wall", min=1, metavar="SECONDS", help="Stop starting turns after this."),
+    max_wall: float = typer.Option(None, "--max-wall", min=1, metavar="SECONDS",
+                                   help="Stop starting turns after this."),
     store: str = typer.Option(None, "--store", metavar="URL",
                               help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir)."),
     overrides: list[str] = typer.Option([], "--set", metavar="NAME=VALUE", help="Override a size variable."),

@@ -9,6 +9,7 @@ import secrets
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -97,7 +98,8 @@ class GuardSession:
             self._lane = _take_lane()
         return self._lane * _SLOTS_PER_SESSION + role
 
-    def _spawn(self, slot: int, source: str | None, diagnostics: list[dict]) -> Worker:
+    def _spawn(self, slot: int, source: str | None, diagnostics: list[dict],
+               on_build: Callable[[native.BuildRequest], None] | None = None) -> Worker:
         worker = Worker(self._slot(slot), str(self.task.path), self.task.overrides, self.model_seed, self.config,
                         self.threads)
         compiles = 0
@@ -106,6 +108,8 @@ class GuardSession:
             nonlocal compiles
             compiles += 1
             request = native.BuildRequest.from_dict(msg.get("request") or {})
+            if on_build is not None:
+                on_build(request)
             if compiles > _MAX_COMPILES:
                 result = native.BuildResult(ok=False, key="", path=None, seconds=0.0, cached=False, log="",
                                             diagnostics=(native.Diagnostic("error", "too many native builds", None, None),))
@@ -162,10 +166,10 @@ class GuardSession:
             if problem:
                 raise _Reject("check", problem)
 
-    def _time(self, workers: dict[str, Worker]) -> tuple[list[WorkloadResult], float]:
+    def _time(self, workers: dict[str, Worker], budget_s: float) -> tuple[list[WorkloadResult], float]:
         timer = Timer(self.task, self.ref_models, workers, self.config)
         results, ses = [], []
-        budget = self.config.time_budget_s / len(self.task.workloads)
+        budget = budget_s / len(self.task.workloads)
         for index, workload in enumerate(self.task.workloads):
             series = timer.run(index, budget)
             results.append(self._result(workload, series))
@@ -198,8 +202,31 @@ class GuardSession:
                                   f"({(after - before) / self.config.idle_probe_s:.0%} of a core): background threads")
 
     # -- the cascade -------------------------------------------------------------------
-    def evaluate(self, source: str, incumbent: str | None = None) -> Verdict:
-        """Judge ``source`` against the reference (and ``incumbent`` when given)."""
+    def native_requests(self, source: str) -> list[native.BuildRequest]:
+        """The native builds ``source`` asks for when loaded (after the gate; [] when it fails to load)."""
+        if gate.check(source, self.forbidden):
+            return []
+        requests: list[native.BuildRequest] = []
+        try:
+            with self.device.shared():
+                self._spawn(_SLOT_CAND, source, [], on_build=requests.append).close()
+        except (_Reject, WorkerFailure):
+            pass
+        return requests
+
+    def build_as_sandbox(self, request: native.BuildRequest) -> native.BuildResult:
+        """Compile ``request`` the way candidate builds are compiled (as the sandbox build user)."""
+        with self.device.shared():
+            return native.build(request, user=self._build_uid, group=self._build_uid,
+                                timeout=self.config.build_timeout_s)
+
+    def evaluate(self, source: str, incumbent: str | None = None, *, timed: bool = True,
+                 time_budget_s: float | None = None) -> Verdict:
+        """Judge ``source`` against the reference (and ``incumbent`` when given).
+
+        ``timed=False`` stops after the checks (a correct candidate is ACCEPT at stage
+        "check", untimed); ``time_budget_s`` overrides the configured timing budget.
+        """
         start = time.perf_counter()
         issues = gate.check(source, self.forbidden)
         if issues:
@@ -232,9 +259,12 @@ class GuardSession:
                     except _Reject as exc:
                         raise UserError(f"the incumbent fails its check: {exc.reason}") from None
             workers["cand"] = cand
+            if not timed:
+                return Verdict(verdict="ACCEPT", stage="check", reason="correct on every workload (not timed)",
+                               correct=True, isolation=isolation, seconds=time.perf_counter() - start)
             stage = "time"
             with self.device.exclusive():
-                results, margin = self._time(workers)
+                results, margin = self._time(workers, time_budget_s or self.config.time_budget_s)
                 self._watch(cand, "time")
         except _Reject as exc:
             return Verdict.reject(exc.stage, exc.reason, diagnostics=exc.diagnostics or diagnostics,

@@ -1,7 +1,8 @@
 """Interleaved timing, measured with the parent's own clock.
 
-Each batch is one request to one worker: the parent times the round trip itself, so a
-candidate cannot forge its time; the worker's own figure is only checked against it.
+Each batch is one request to one worker: the parent times a candidate's round trip
+itself, so a candidate cannot forge its time; its own figure is only checked against it.
+The trusted reference worker's own clock is used for the reference (see ``_batch``).
 Only the worker being timed runs: the others are stopped (SIGSTOP) meanwhile, so no
 background thread of a candidate can slow the reference down.
 """
@@ -123,6 +124,12 @@ class Timer:
                                f"measured at {wall:.6f}s")
         if probe is not None:
             self._verify_probe(role, index, probe[1])
+        if role == "ref":
+            # The reference worker runs only trusted code, so its own clock is believed: on a busy
+            # machine the round trip can take milliseconds longer than the work, and a reference
+            # inflated by that would show candidates phantom speedups. Candidates keep the parent's
+            # clock, which such delays can only make slower, never faster.
+            return max(reported, 1e-9) / reps
         return max(wall - self.overhead, 0.05 * wall) / reps
 
     def _verify_probe(self, role: str, index: int, seed: int) -> None:

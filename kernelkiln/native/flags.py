@@ -34,6 +34,7 @@ _F_SWITCHES = frozenset("""
     align-functions align-loops align-jumps align-labels loop-interchange
     loop-unroll-and-jam loop-nest-optimize graphite-identity tracer
     move-loop-invariants reorder-blocks optimize-sibling-calls common
+    opt-info-vec opt-info-vec-optimized opt-info-vec-missed opt-info-vec-all
 """.split())
 
 # -f<name>=<value> options with the values each may take.

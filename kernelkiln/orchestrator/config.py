@@ -33,6 +33,10 @@ class OptimizeConfig(BaseModel):
     experiences: int = Field(5, ge=0, description="Retrieved experiences shown to an agent each turn.")
     knowledge: int = Field(3, ge=0, description="Platform knowledge sections offered to the cold layer each turn.")
     graph_attempts: int = Field(5, ge=0, description="Graph-ranked attempts of the task shown each turn.")
+    tool_calls: int = Field(4, ge=0, description="Diagnostic tool calls (checks, profile, vectorization report) an "
+                                                 "llm agent may make per turn before it must submit.")
+    reasks: int = Field(2, ge=0, description="Times an llm agent is asked again for a reply that lacks the candidate, "
+                                             "the summary or an adoption record, before its turn is given up.")
     guard: GuardConfig = Field(default_factory=GuardConfig, description="How candidates are judged.")
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Experience values, rules, board.")
     context: ContextConfig = Field(default_factory=ContextConfig, description="Prompt assembly (llm policy).")

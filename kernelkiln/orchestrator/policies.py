@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from kernelkiln.agents.turn import Policy
 from kernelkiln.agents.tuner import Tuner
-from kernelkiln.memory.memory import Memory
+from kernelkiln.agents.turn import Policy
+from kernelkiln.llm.client import ChatClient
 from kernelkiln.orchestrator.config import OptimizeConfig
 
 
-def make_policy(config: OptimizeConfig, agent: str, task_id: str, memory: Memory) -> Policy:
-    """A fresh policy for ``agent`` on ``task_id``."""
+def make_policy(config: OptimizeConfig, agent: str, task_id: str, client: ChatClient | None = None) -> Policy:
+    """A fresh policy for ``agent`` on ``task_id`` (``client``: the llm policy's model, default from ``config.llm``)."""
     if config.policy == "tuner":
         return Tuner(agent, rng_seed=task_id)
     from kernelkiln.agents.llm import LLMPolicy  # the SDKs load only when asked for
 
-    return LLMPolicy(config, agent)
+    return LLMPolicy(config, agent, client=client)

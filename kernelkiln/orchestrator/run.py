@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelkiln.agents.lens import assign_lenses
 from kernelkiln.errors import UserError
+from kernelkiln.llm.client import ChatClient
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
@@ -52,7 +53,10 @@ def order_tasks(tasks: list[Task]) -> list[Task]:
 class Optimizer:
     """Starts and resumes runs over one store."""
 
-    def __init__(self, memory: Memory, out_root: Path, observer: Observer | None = None):
+    def __init__(self, memory: Memory, out_root: Path, observer: Observer | None = None,
+                 client: ChatClient | None = None):
+        """``client`` replaces the model endpoint of llm runs (tests, benchmarks with a scripted model)."""
+        self.client = client
         self.memory = memory
         self.store = memory.store
         self.out_root = out_root
@@ -128,7 +132,7 @@ class Optimizer:
         seed_code = task.seed_path.read_text() if task.seed_path else ""
         state = TaskState(task_id=task_id, seed_code=seed_code, budget=config.budget)
         agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
-                             policy=make_policy(config, f"a{i + 1}", task_id, self.memory))
+                             policy=make_policy(config, f"a{i + 1}", task_id, self.client))
                   for i, lens in enumerate(assign_lenses(task.op_family, config.agents))]
         self._replay(task_id, state, agents, stored, config)
         return TaskRunner(task, state, agents, self.memory, control, run.id, self.observer)

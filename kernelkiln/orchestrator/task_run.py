@@ -16,6 +16,7 @@ from typing import Any
 
 from kernelkiln.agents import knobs as K
 from kernelkiln.agents.turn import Turn, code_hash
+from kernelkiln.guard import diagnose
 from kernelkiln.guard.device import DeviceLock
 from kernelkiln.guard.session import GuardSession
 from kernelkiln.guard.verdict import Verdict
@@ -76,16 +77,16 @@ class TaskRunner:
         self.record = TaskRecord(id=state.task_id, op_family=task.op_family, platform=self.config.platform,
                                  meta={"path": str(task.path), "overrides": task.overrides, "level": task.level})
         self.errors: list[BaseException] = []
-        self.sessions: list[GuardSession] = []
+        self.sessions: dict[str, GuardSession] = {}
 
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> None:
         """Run every agent until the budget, the policies or the run's budgets are spent."""
         try:
-            for _ in self.agents:
-                self.sessions.append(GuardSession(self.task, self.config.guard, self.control.device))
-            threads = [threading.Thread(target=self._agent_loop, args=(a, s), name=f"kiln-{a.name}", daemon=True)
-                       for a, s in zip(self.agents, self.sessions)]
+            for agent in self.agents:
+                self.sessions[agent.name] = GuardSession(self.task, self.config.guard, self.control.device)
+            threads = [threading.Thread(target=self._agent_loop, args=(a, self.sessions[a.name]),
+                                        name=f"kiln-{a.name}", daemon=True) for a in self.agents]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -96,7 +97,7 @@ class TaskRunner:
             self.control.stop.set()
             raise
         finally:
-            for session in self.sessions:  # also ends evaluations in flight after an abort
+            for session in self.sessions.values():  # also ends evaluations in flight after an abort
                 session.close()
         if self.errors:
             raise self.errors[0]
@@ -187,7 +188,24 @@ class TaskRunner:
             feedback=agent.history[-1] if agent.history else None, verdict=agent.verdict,
             history=tuple(agent.history), experiences=tuple(experiences), graph=tuple(graph), board=tuple(board),
             rules=tuple(rules), knowledge=tuple(knowledge),
-            leaderboard=leaderboard(self.agents, agent) if objective == "draft" else (), evaluated=evaluated)
+            leaderboard=leaderboard(self.agents, agent) if objective == "draft" else (), evaluated=evaluated,
+            diagnose=self._diagnoser(self.sessions.get(agent.name)))
+
+    def _diagnoser(self, session: GuardSession | None):
+        """The agent's diagnostic tools, run by its own guard session (None before it has one)."""
+        if session is None:
+            return None
+        budget = self.config.guard.time_budget_s / 4
+
+        def run(tool: str, code: str) -> str:
+            if tool == "run_checks":
+                return diagnose.check_report(session, code)
+            if tool == "profile":
+                return diagnose.profile_report(session, code, budget)
+            if tool == "vectorization_report":
+                return diagnose.vectorization_report(session, code)
+            return f"unknown diagnostic {tool!r}"
+        return run
 
     # -- the record of a judged candidate --------------------------------------------------
     def _attempt(self, attempt_id: str, agent: AgentState, turn: Turn, proposal: Any, verdict: Verdict) -> Attempt:
