@@ -1,0 +1,323 @@
+"""The llm policy: submit_candidate, adoption records, re-asks, diagnostic tools and token accounting."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelkiln.agents.llm import DIAGNOSTICS, SUBMIT, LLMPolicy
+from kernelkiln.agents.turn import code_hash
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.testing.llm import LoopbackServer, ScriptedClient
+from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
+
+CANDIDATE = SEED_CODE.replace("def forward", "# vectorized\n    def forward")
+
+
+def config(**fields) -> OptimizeConfig:
+    llm = fields.pop("llm", {"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    return OptimizeConfig(policy="llm", llm=llm, **fields)
+
+
+def policy(script, **fields) -> tuple[LLMPolicy, ScriptedClient]:
+    client = ScriptedClient(script)
+    return LLMPolicy(config(**fields), "a1", client=client), client
+
+
+def later_turn(**overrides):
+    """A turn past the seed: the working code came from an earlier attempt."""
+    return make_turn(parent_id="a-parent", **overrides)
+
+
+def submit(code: str = CANDIDATE, summary: str = "restrict pointers and unroll", adoptions=(), **reply):
+    arguments = {"code": code, "summary": summary, "adoptions": list(adoptions)}
+    return {"tool_calls": [{"name": SUBMIT, "arguments": arguments}], **reply}
+
+
+def adoption(experience_id: str, adopted: bool, why: str = "because") -> dict:
+    return {"experience_id": experience_id, "adopted": adopted, "why": why}
+
+
+def diagnostic(name: str = "run_checks", code: str = CANDIDATE, call_id: str | None = None) -> dict:
+    call = {"name": name, "arguments": {"code": code}}
+    if call_id:
+        call["id"] = call_id
+    return {"tool_calls": [call]}
+
+
+def user_messages(messages) -> list[str]:
+    return [m.content for m in messages if m.role == "user"]
+
+
+# -- the seed ----------------------------------------------------------------------------------
+def test_first_turn_with_seed_code_proposes_the_seed_without_calling_the_model():
+    llm, client = policy([])
+    proposal = llm.propose(make_turn())
+    assert proposal.code == SEED_CODE
+    assert proposal.case["move"] == "seed"
+    assert proposal.parent_id is None
+    assert client.calls == [] and llm.calls == []
+    assert (proposal.prompt_tokens, proposal.completion_tokens) == (0, 0)
+
+
+def test_a_seed_the_run_already_evaluated_goes_to_the_model():
+    llm, client = policy([submit()])
+    proposal = llm.propose(make_turn(evaluated=frozenset({code_hash(SEED_CODE)})))
+    assert proposal.case["move"] == "llm"
+    assert len(client.calls) == 1
+
+
+# -- a complete submit -------------------------------------------------------------------------
+def test_a_complete_submit_becomes_a_proposal_with_choices_in_shown_order():
+    turn = later_turn(experiences=(retrieved("e-1", "mark pointers restrict"), retrieved("e-2", "unroll by 4")))
+    reply = submit(adoptions=[adoption("e-2", False, "no loop to unroll"), adoption("e-1", True, "did it")],
+                   prompt_tokens=1200, completion_tokens=300)
+    llm, _ = policy([reply])
+    proposal = llm.propose(turn)
+    assert proposal.code == CANDIDATE
+    assert proposal.summary == "restrict pointers and unroll"
+    assert proposal.parent_id == "a-parent"
+    assert [(c.experience_id, c.adopted, c.why) for c in proposal.choices] == [
+        ("e-1", True, "did it"), ("e-2", False, "no loop to unroll")]
+    assert (proposal.prompt_tokens, proposal.completion_tokens) == (1200, 300)
+    assert proposal.case == {"move": "llm", "calls": [[1200, 300]]}
+    assert "e-1: adopted" in proposal.journal and "e-2: not adopted" in proposal.journal
+
+
+def test_the_prompt_names_the_shown_experiences_and_offers_every_tool_when_diagnose_is_given():
+    turn = later_turn(experiences=(retrieved("e-1", "mark pointers restrict"),), diagnose=lambda name, code: "PASS")
+    llm, client = policy([submit(adoptions=[adoption("e-1", True)])])
+    llm.propose(turn)
+    messages, tools = client.calls[0]
+    assert [m.role for m in messages] == ["system", "user"]
+    assert "e-1" in messages[1].content
+    assert {t.name for t in tools} == {SUBMIT, *DIAGNOSTICS}
+
+
+def test_without_diagnose_only_submit_candidate_is_offered():
+    llm, client = policy([submit()])
+    llm.propose(later_turn())
+    _, tools = client.calls[0]
+    assert [t.name for t in tools] == [SUBMIT]
+
+
+def test_a_summary_longer_than_160_characters_is_clipped_to_160():
+    llm, _ = policy([submit(summary="x" * 400)])
+    proposal = llm.propose(later_turn())
+    assert proposal.summary == "x" * 160
+
+
+def test_whitespace_in_the_summary_is_collapsed_to_one_line():
+    llm, _ = policy([submit(summary="tile\n  the   rows\n")])
+    assert llm.propose(later_turn()).summary == "tile the rows"
+
+
+def test_adoption_reasons_are_kept_and_extra_ids_are_ignored():
+    turn = later_turn(experiences=(retrieved("e-1", "restrict"),))
+    llm, _ = policy([submit(adoptions=[adoption("e-1", True, "used"), adoption("e-ghost", True)])])
+    proposal = llm.propose(turn)
+    assert [c.experience_id for c in proposal.choices] == ["e-1"]
+
+
+def test_every_call_is_recorded_with_its_turn():
+    llm, _ = policy([submit(prompt_tokens=50, completion_tokens=7)])
+    llm.propose(later_turn(turn=3))
+    assert [(c.turn, c.prompt_tokens, c.completion_tokens) for c in llm.calls] == [(3, 50, 7)]
+    assert llm.calls[0].estimated_prompt_tokens > 0
+
+
+# -- re-asks -----------------------------------------------------------------------------------
+def test_a_reply_without_submit_is_asked_again_naming_the_problem():
+    llm, client = policy([{"text": "I would tile it.", "prompt_tokens": 100, "completion_tokens": 10},
+                          submit(prompt_tokens=150, completion_tokens=40)])
+    proposal = llm.propose(later_turn())
+    assert proposal is not None
+    assert len(client.calls) == 2
+    reask = user_messages(client.calls[1][0])[-1]
+    assert "could not be used" in reask
+    assert "did not call submit_candidate" in reask
+    assert (proposal.prompt_tokens, proposal.completion_tokens) == (250, 50)
+    assert proposal.case["calls"] == [[100, 10], [150, 40]]
+    assert "I would tile it." in proposal.journal
+
+
+def test_the_conversation_keeps_the_failed_reply_before_the_reask():
+    llm, client = policy(["thinking out loud", submit()])
+    llm.propose(later_turn())
+    messages, _ = client.calls[1]
+    assert [m.role for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[2].content == "thinking out loud"
+
+
+def test_after_reasks_failures_propose_returns_none():
+    llm, client = policy(["no tool", "still no tool", "nope"], reasks=2)
+    assert llm.propose(later_turn()) is None
+    assert len(client.calls) == 3
+    assert len(llm.calls) == 3
+
+
+def test_with_zero_reasks_one_bad_reply_gives_up():
+    llm, client = policy(["no tool"], reasks=0)
+    assert llm.propose(later_turn()) is None
+    assert len(client.calls) == 1
+
+
+def test_a_submit_missing_an_adoption_record_is_asked_again_naming_the_id():
+    turn = later_turn(experiences=(retrieved("e-1", "restrict"), retrieved("e-2", "unroll")))
+    llm, client = policy([submit(adoptions=[adoption("e-1", True)]),
+                          submit(adoptions=[adoption("e-1", True), adoption("e-2", False)])])
+    proposal = llm.propose(turn)
+    assert [c.experience_id for c in proposal.choices] == ["e-1", "e-2"]
+    messages, _ = client.calls[1]
+    tool_answer = next(m for m in messages if m.role == "tool")
+    assert tool_answer.content.startswith("not accepted") and "e-2" in tool_answer.content
+    reask = user_messages(messages)[-1]
+    assert "no adoption record for e-2" in reask
+    assert "e-1, e-2" in reask
+
+
+def test_a_submit_without_model_new_is_asked_again():
+    llm, client = policy([submit(code="print('hi')"), submit()])
+    assert llm.propose(later_turn()).code == CANDIDATE
+    assert "ModelNew" in user_messages(client.calls[1][0])[-1]
+
+
+def test_a_submit_with_an_empty_summary_is_asked_again():
+    llm, client = policy([submit(summary="  "), submit()])
+    llm.propose(later_turn())
+    assert "summary" in user_messages(client.calls[1][0])[-1]
+
+
+def test_a_submit_with_malformed_arguments_is_asked_again():
+    llm, client = policy([{"tool_calls": [{"name": SUBMIT, "arguments": "{not json"}]}, submit()])
+    assert llm.propose(later_turn()) is not None
+    assert "not a JSON object" in user_messages(client.calls[1][0])[-1]
+
+
+def test_a_submit_with_badly_shaped_adoptions_is_asked_again():
+    turn = later_turn(experiences=(retrieved("e-1", "restrict"),))
+    llm, client = policy([submit(adoptions=[{"experience_id": "e-1", "adopted": "yes"}]),
+                          submit(adoptions=[adoption("e-1", False)])])
+    assert llm.propose(turn).choices[0].adopted is False
+    assert "adoptions" in user_messages(client.calls[1][0])[-1]
+
+
+# -- diagnostic tools --------------------------------------------------------------------------
+def test_a_diagnostic_call_is_answered_through_turn_diagnose_then_the_submit_is_accepted():
+    asked = []
+
+    def diagnose(name: str, code: str) -> str:
+        asked.append((name, code))
+        return "PASS: correct on all 2 workload(s)"
+
+    llm, client = policy([diagnostic("run_checks", call_id="call_checks"), submit()])
+    proposal = llm.propose(later_turn(diagnose=diagnose))
+    assert proposal.code == CANDIDATE
+    assert asked == [("run_checks", CANDIDATE)]
+    messages, _ = client.calls[1]
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool"]
+    tool = messages[-1]
+    assert tool.tool_call_id == "call_checks" and tool.name == "run_checks"
+    assert tool.content == "PASS: correct on all 2 workload(s)"
+    assert len(proposal.case["calls"]) == 2
+
+
+@pytest.mark.parametrize("name", DIAGNOSTICS)
+def test_each_diagnostic_tool_reaches_diagnose_by_name(name):
+    asked = []
+    llm, _ = policy([diagnostic(name), submit()])
+    llm.propose(later_turn(diagnose=lambda tool, code: asked.append(tool) or "report"))
+    assert asked == [name]
+
+
+def test_a_diagnostic_call_without_code_is_told_so_and_diagnose_is_not_called():
+    asked = []
+    reply = {"tool_calls": [{"name": "run_checks", "arguments": {}}]}
+    llm, client = policy([reply, submit()])
+    llm.propose(later_turn(diagnose=lambda tool, code: asked.append(tool) or "report"))
+    assert asked == []
+    assert "needs `code`" in client.calls[1][0][-1].content
+
+
+def test_diagnostic_calls_beyond_the_limit_get_no_calls_left():
+    asked = []
+    script = [diagnostic(call_id="c1"), diagnostic(call_id="c2"), submit()]
+    llm, client = policy(script, tool_calls=1)
+    proposal = llm.propose(later_turn(diagnose=lambda tool, code: asked.append(tool) or "PASS"))
+    assert proposal is not None
+    assert asked == ["run_checks"]
+    answers = {m.tool_call_id: m.content for m in client.calls[2][0] if m.role == "tool"}
+    assert answers["c1"] == "PASS"
+    assert answers["c2"].startswith("no diagnostic calls left")
+
+
+def test_with_no_diagnostic_calls_allowed_the_first_one_is_refused():
+    asked = []
+    llm, client = policy([diagnostic(call_id="c1"), submit()], tool_calls=0)
+    assert llm.propose(later_turn(diagnose=lambda tool, code: asked.append(tool) or "PASS")) is not None
+    assert asked == []
+    tool = next(m for m in client.calls[1][0] if m.role == "tool")
+    assert tool.tool_call_id == "c1" and "no diagnostic calls left" in tool.content
+
+
+def test_every_tool_call_of_a_reply_gets_its_own_answer():
+    reply = {"tool_calls": [{"name": "run_checks", "arguments": {"code": CANDIDATE}, "id": "a"},
+                            {"name": "profile", "arguments": {"code": CANDIDATE}, "id": "b"}]}
+    llm, client = policy([reply, submit()])
+    llm.propose(later_turn(diagnose=lambda tool, code: f"{tool} report"))
+    answers = {m.tool_call_id: m.content for m in client.calls[1][0] if m.role == "tool"}
+    assert answers == {"a": "run_checks report", "b": "profile report"}
+
+
+def test_an_unknown_tool_is_answered_with_the_tools_on_offer():
+    reply = {"tool_calls": [{"name": "shell", "arguments": {"cmd": "ls"}, "id": "x"}]}
+    llm, client = policy([reply, submit()])
+    assert llm.propose(later_turn()) is not None
+    tool = next(m for m in client.calls[1][0] if m.role == "tool")
+    assert "unknown tool 'shell'" in tool.content and SUBMIT in tool.content
+
+
+def test_a_callable_reply_sees_the_conversation_so_far():
+    seen = []
+
+    def reply(messages, tools):
+        seen.append([m.role for m in messages])
+        return submit()
+
+    llm, _ = policy([diagnostic(), reply])
+    llm.propose(later_turn(diagnose=lambda tool, code: "PASS"))
+    assert seen == [["system", "user", "assistant", "tool"]]
+
+
+@pytest.mark.xfail(reason="llm.py propose: a diagnostic call when turn.diagnose is None is answered 'unknown tool' "
+                          "without spending diagnostics_left or a re-ask, and `wants_tools` still makes the loop "
+                          "`continue`, so a model that keeps calling run_checks is called forever", strict=True)
+def test_diagnostic_calls_without_diagnose_are_bounded_by_the_reasks():
+    llm, client = policy([diagnostic()] * 10, reasks=2, tool_calls=4)
+    assert llm.propose(later_turn()) is None
+    assert len(client.calls) <= 3 + 4
+
+
+# -- through the real openai SDK ---------------------------------------------------------------
+def test_end_to_end_through_the_loopback_server_with_a_diagnostic_then_a_submit(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    asked = []
+    script = [diagnostic("run_checks", call_id="call_1"),
+              submit(summary="checked then submitted", prompt_tokens=900, completion_tokens=60)]
+    with LoopbackServer(script) as server:
+        cfg = config(llm={"model": "m", "base_url": server.base_url, "max_retries": 0})
+        llm = LLMPolicy(cfg, "a1")
+        proposal = llm.propose(later_turn(diagnose=lambda tool, code: asked.append(tool) or "PASS: all good"))
+    assert proposal is not None and proposal.summary == "checked then submitted"
+    assert asked == ["run_checks"]
+    assert len(server.requests) == 2
+    first, second = (r.body for r in server.requests)
+    assert {t["function"]["name"] for t in first["tools"]} == {SUBMIT, *DIAGNOSTICS}
+    assert first["model"] == "m"
+    tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 1
+    assert tool_messages[0]["tool_call_id"] == "call_1"
+    assert tool_messages[0]["content"] == "PASS: all good"
+    assistant = next(m for m in second["messages"] if m["role"] == "assistant")
+    assert assistant["tool_calls"][0]["id"] == "call_1"
+    assert proposal.case["calls"][1] == [900, 60]
