@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 Settings = dict[str, Any]
+# literal_eval raises TypeError for unhashable keys ({[1]: 2}) and the rest for deep or odd input.
+_LITERAL_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ def read_knobs(source: str) -> list[Knob]:
         return []
     try:
         declared = ast.literal_eval(assigned["KNOBS"].value)
-    except ValueError:
+    except _LITERAL_ERRORS:
         raise KnobError("KNOBS must be a literal dict of lists") from None
     if not isinstance(declared, dict):
         raise KnobError("KNOBS must be a dict mapping constant names to lists of values")
@@ -60,7 +62,7 @@ def read_knobs(source: str) -> list[Knob]:
             raise KnobError(f"knob {name!r} needs a non-empty list of values")
         try:
             value = ast.literal_eval(assigned[name].value)
-        except ValueError:
+        except _LITERAL_ERRORS:
             raise KnobError(f"knob {name!r} must be assigned a literal") from None
         knobs.append(Knob(name, value, tuple(options)))
     return knobs

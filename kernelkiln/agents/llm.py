@@ -90,7 +90,7 @@ class LLMPolicy:
             problems = _problems(submit, prompt.shown_experiences) if submit else []
             if submit is not None and not problems:
                 return self._proposal(turn, submit, spent, prompt.shown_experiences)
-            wants_tools = [c for c in reply.tool_calls if c.name in DIAGNOSTICS]
+            wants_tools = [c for c in reply.tool_calls if c.name in DIAGNOSTICS] if turn.diagnose else []
             answers, diagnostics_left = self._answer(turn, reply.tool_calls, problems, diagnostics_left)
             messages.extend(answers)
             if wants_tools and submit is None and diagnostics_left >= 0:
@@ -120,7 +120,8 @@ class LLMPolicy:
                     text = turn.diagnose(call.name, code)
                 left -= 1
             else:
-                text = f"unknown tool {call.name!r}; the tools are {SUBMIT} and {', '.join(DIAGNOSTICS)}"
+                offered = [SUBMIT, *DIAGNOSTICS] if turn.diagnose is not None else [SUBMIT]
+                text = f"unknown tool {call.name!r}; the tools offered are {', '.join(offered)}"
             answers.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
         return answers, left
 

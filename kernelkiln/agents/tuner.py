@@ -2,9 +2,10 @@
 
 Each turn it proposes one setting of the knobs, as a standalone candidate:
 1. the working code itself, the first time it sees it (the seed is evaluated first);
-2. settings that retrieved experiences record (``set NAME=value`` conditions), best
-   ranked first: this is how memory makes a later task converge faster, and each
-   experience it applies is recorded as adopted;
+2. settings that retrieved experiences record (``set NAME=value`` conditions): whole
+   configurations first, then single changes, each group in memory's ranking. This is
+   how memory makes a later task converge faster; each experience applied is recorded
+   as adopted;
 3. when drafting (plateau): the other agents' best settings, else a far jump;
 4. single-knob moves from the working settings, the lens's knobs first;
 5. any untried setting, in a seeded random order, until the space is exhausted.
@@ -50,7 +51,8 @@ class Tuner:
         knobs = K.read_knobs(turn.code)
         base = K.settings_of(knobs)
         for move in self._moves(turn, knobs, base):
-            code = K.apply(turn.code, move.settings) if move.kind != "seed" else turn.code
+            # The working code's own settings are the working code itself, as written (the same hash).
+            code = turn.code if K.key(move.settings) == K.key(base) else K.apply(turn.code, move.settings)
             if K.key(move.settings) in self.tried or code_hash(code) in turn.evaluated:
                 continue
             return self._proposal(turn, base, move, code)
@@ -62,10 +64,14 @@ class Tuner:
         if not knobs:
             return
         options = {k.name: k.options for k in knobs}
-        for item in turn.experiences:
+        applicable = []
+        for rank, item in enumerate(turn.experiences):
             settings = self._from_experience(item.experience.conditions, options, base)
             if settings is not None:
-                yield _Move(settings, "experience", f"apply {item.experience.id}", item.experience.id)
+                applicable.append((-len(item.experience.conditions), rank, settings, item.experience.id))
+        # A whole configuration that worked on a similar task first, then single tips, each in memory's order.
+        for _, _, settings, exp_id in sorted(applicable, key=lambda a: a[:2]):
+            yield _Move(settings, "experience", f"apply {exp_id}", exp_id)
         if turn.objective == "draft":
             yield from self._drafts(turn, options, base)
         ordered = sorted(knobs, key=lambda k: (not turn.lens.prefers(k.name), knobs.index(k)))

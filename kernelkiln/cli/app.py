@@ -44,7 +44,7 @@ def main() -> None:
     """Run ``kiln``; user errors become one line on stderr and exit code 2."""
     _register()
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except UserError as exc:
         if _state["debug"]:
             raise
@@ -67,3 +67,5 @@ def main() -> None:
             raise
         print(f"kiln: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr)
         sys.exit(1)
+    if isinstance(code, int) and code:  # typer.Exit(code) without standalone mode comes back as a value
+        sys.exit(code)

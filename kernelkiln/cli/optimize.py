@@ -110,7 +110,9 @@ def _config(policy, agents, budget, model, base_url, provider, api_key_env, cont
     if time_budget:
         guard["time_budget_s"] = time_budget
     llm = None
-    if model or policy == "llm":
+    if policy == "llm" and not model:
+        raise UserError("the llm policy needs a model: --model NAME (and --base-url URL for a local server)")
+    if model:
         llm = {"provider": provider, "model": model, "base_url": base_url, "api_key_env": api_key_env}
         llm = {k: v for k, v in llm.items() if v is not None}
     try:

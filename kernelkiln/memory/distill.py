@@ -6,8 +6,10 @@ Two kinds, both experiences with value Q that later tasks retrieve:
 - a task's best configuration, when the run stops working on the task.
 
 Ids are derived from what the lesson says (platform, op family, settings), so the
-same lesson learned again on another task is the same experience: its Q, adoptions
-and distinct tasks accumulate instead of spawning duplicates.
+same knob lesson learned again on another task is the same experience: its Q,
+adoptions and distinct tasks accumulate instead of spawning duplicates. A free-text
+lesson (an llm agent's summary) is keyed by its task too: equal words on different
+tasks rarely mean the same change.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ def _stable_id(*parts: object) -> str:
 
 
 def win(attempt: Attempt, parent: Attempt | None, op_family: str | None, platform: str) -> Experience | None:
-    """The lesson of a new best, or None when nothing transferable changed."""
-    if attempt.verdict != "KEEP" or not attempt.speedup:
-        return None
+    """The lesson of a new best derived from a parent, or None (not a KEEP, or a root)."""
+    if attempt.verdict != "KEEP" or not attempt.speedup or attempt.parent_id is None:
+        return None  # a root (the seed) changed nothing: there is no lesson in it
     family = op_family or "unknown"
     gain = ""
     if parent is not None and parent.speedup:

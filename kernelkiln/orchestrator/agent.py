@@ -121,6 +121,11 @@ def leaderboard(agents: list[AgentState], me: AgentState) -> tuple[Snapshot, ...
     return tuple(sorted(snaps, key=lambda s: -s.speedup))
 
 
-def mark_evaluated(task: TaskState, code: str) -> None:
+def claim(task: TaskState, code: str) -> bool:
+    """Reserve ``code`` for evaluation; False when this run already evaluates or evaluated it."""
+    digest = code_hash(code)
     with task.lock:
-        task.evaluated.add(code_hash(code))
+        if digest in task.evaluated:
+            return False
+        task.evaluated.add(digest)
+        return True

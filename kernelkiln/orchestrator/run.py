@@ -118,7 +118,7 @@ class Optimizer:
                 run = self._save(run, status="running", finished=finished)
                 self.observer.task_finished(task_id, runner.state.incumbent)
             else:
-                status = "done"
+                status = "stopped" if control.stop.is_set() else "done"  # stopped: a token or time budget
         except BaseException:
             if run.config.get("status") == "running":
                 run = self._save(run, status="failed", finished=finished)

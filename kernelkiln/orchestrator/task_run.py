@@ -23,13 +23,14 @@ from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory import distill
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
-from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, leaderboard, mark_evaluated, settle
+from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, claim, leaderboard, settle
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.store.records import Adoption, Attempt, Measurement, TaskRecord, new_id
 from kernelkiln.task import Task
 
 _DIAGNOSTICS_KEPT = 20
+_ABORT_JOIN_S = 15.0  # an agent stopped mid-evaluation returns within a request timeout at worst
 
 
 @dataclass
@@ -81,7 +82,13 @@ class TaskRunner:
 
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> None:
-        """Run every agent until the budget, the policies or the run's budgets are spent."""
+        """Run every agent until the budget, the policies or the run's budgets are spent.
+
+        Ctrl-C (KeyboardInterrupt in this, the main thread) abandons the evaluations in
+        flight: their workers are stopped, and the agents finish any store write they began
+        before the interrupt propagates.
+        """
+        threads: list[threading.Thread] = []
         try:
             for agent in self.agents:
                 self.sessions[agent.name] = GuardSession(self.task, self.config.guard, self.control.device)
@@ -95,12 +102,18 @@ class TaskRunner:
         except KeyboardInterrupt:
             self.control.abort.set()
             self.control.stop.set()
+            self._close_sessions()
+            for thread in threads:
+                thread.join(_ABORT_JOIN_S)
             raise
         finally:
-            for session in self.sessions.values():  # also ends evaluations in flight after an abort
-                session.close()
+            self._close_sessions()
         if self.errors:
             raise self.errors[0]
+
+    def _close_sessions(self) -> None:
+        for session in self.sessions.values():
+            session.close()
 
     def _agent_loop(self, agent: AgentState, session: GuardSession) -> None:
         while self.control.may_start() and not agent.exhausted:
@@ -127,6 +140,8 @@ class TaskRunner:
             agent.exhausted = True
             return False
         self.control.spend(proposal.prompt_tokens, proposal.completion_tokens, proposal.cost_usd)
+        if not claim(self.state, proposal.code):
+            return False  # another agent is evaluating (or evaluated) the same code; its result will be shared
         attempt_id = new_id("a")
         adoptions = [Adoption(attempt_id=attempt_id, experience_id=c.experience_id, task_id=self.state.task_id,
                               adopted=c.adopted, why=c.why) for c in proposal.choices]
@@ -139,7 +154,6 @@ class TaskRunner:
         if self.control.abort.is_set():
             return False  # interrupted mid-evaluation: the verdict may be the interruption's
         attempt = settle(self._attempt(attempt_id, agent, turn, proposal, verdict), self.state, judged_against)
-        mark_evaluated(self.state, proposal.code)
         with self.control.memory_lock:
             self.memory.callbacks.on_batch([AttemptResult(attempt=attempt, adoptions=adoptions)], tasks=[self.record])
             parent = agent.best if agent.best is not None and agent.best.id == attempt.parent_id else None

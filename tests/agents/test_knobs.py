@@ -160,8 +160,6 @@ def test_a_candidate_that_does_not_parse_is_a_one_line_error():
     assert "does not parse" in one_line_error("A = (\n")
 
 
-@pytest.mark.xfail(reason="read_knobs lets literal_eval's TypeError escape for an unhashable key or set member "
-                          "(knobs.py read_knobs catches ValueError only)", strict=True)
 def test_knobs_with_an_unhashable_key_is_a_knob_error():
     with pytest.raises(K.KnobError):
         K.read_knobs('A = 1\nKNOBS = {["A"]: [1, 2]}\n')

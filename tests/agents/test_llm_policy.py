@@ -288,9 +288,6 @@ def test_a_callable_reply_sees_the_conversation_so_far():
     assert seen == [["system", "user", "assistant", "tool"]]
 
 
-@pytest.mark.xfail(reason="llm.py propose: a diagnostic call when turn.diagnose is None is answered 'unknown tool' "
-                          "without spending diagnostics_left or a re-ask, and `wants_tools` still makes the loop "
-                          "`continue`, so a model that keeps calling run_checks is called forever", strict=True)
 def test_diagnostic_calls_without_diagnose_are_bounded_by_the_reasks():
     llm, client = policy([diagnostic()] * 10, reasks=2, tool_calls=4)
     assert llm.propose(later_turn()) is None

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import ast
 
-import pytest
-
 from kernelkiln.agents import knobs as K
 from kernelkiln.agents.tuner import Tuner
 from kernelkiln.agents.turn import Snapshot, code_hash
@@ -180,10 +178,6 @@ def test_the_seed_is_skipped_when_the_run_already_evaluated_it():
     assert proposal.case["move"] != "seed"
 
 
-@pytest.mark.xfail(reason="tuner.py propose: a non-seed move whose settings equal the working code's is written "
-                          "with K.apply, which re-quotes every knob (FLAGS = ['-O2'] vs [\"-O2\"]), so its "
-                          "code_hash differs from the evaluated seed and the seed's settings are proposed again",
-                   strict=True)
 def test_the_seed_settings_are_not_proposed_again_when_another_agent_evaluated_the_seed():
     tuner = Tuner("a1")  # never observed the seed: another agent of the run evaluated it
     seen = run_out(tuner, turn_on_seed(evaluated=frozenset({code_hash(SEED)})))

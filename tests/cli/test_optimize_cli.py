@@ -1,0 +1,88 @@
+"""`kiln optimize` as a user runs it: output, errors, Ctrl-C and --resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+from kernelkiln.store import open_store
+from kernelkiln.testing.tasks import TASKS
+
+TINY = str(TASKS / "tiny_softmax.py")
+QUICK = ["--threads", "1", "--time-budget", "0.3"]
+
+
+def kiln(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_help_teaches_the_targets_policies_and_resume():
+    done = kiln("optimize", "--help")
+    assert done.returncode == 0
+    for word in ("--policy", "--agents", "--budget", "--base-url", "--resume", "best.py", "run.json"):
+        assert word in done.stdout
+
+
+def test_json_prints_run_json_and_best_py_is_written(tmp_path):
+    store = f"sqlite:///{tmp_path / 'kiln.db'}"
+    done = kiln("optimize", TINY, "--budget", "2", "--store", store, "--out", str(tmp_path / "out"), "--json", *QUICK)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    task = out["tasks"]["tiny_softmax"]
+    assert set(task) >= {"best_speedup", "seed_speedup", "attempts", "verdicts", "prompt_tokens",
+                         "completion_tokens", "best"}
+    assert set(task["verdicts"]) == {"KEEP", "ACCEPT", "REVERT", "REJECT"} and task["attempts"] == 2
+    assert os.path.isfile(task["best"]) and json.loads((tmp_path / "out" / "run.json").read_text()) == out
+    assert "[tiny_softmax 2/2]" in done.stderr  # progress, one line per judged attempt when not a terminal
+
+
+def test_the_table_names_each_task_with_its_best_speedup(tmp_path):
+    store = f"sqlite:///{tmp_path / 'kiln.db'}"
+    done = kiln("optimize", TINY, "--budget", "1", "--store", store, "--out", str(tmp_path / "out"), *QUICK)
+    assert done.returncode == 0, done.stderr
+    assert "tiny_softmax" in done.stdout and re.search(r"\d+\.\d\dx", done.stdout)
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    store = f"sqlite:///{tmp_path / 'kiln.db'}"
+    cases = [
+        (["optimize", "no_such_task", "--store", store], "no such task"),
+        (["optimize", TINY, "--policy", "llm", "--store", store], "needs a model"),
+        (["optimize", "--resume", "r-nope", "--store", store], "no optimizer run"),
+        (["optimize", TINY, "--resume", "r-nope", "--store", store], "give no TASK"),
+        (["optimize", "--store", store], "give a TASK or SUITE"),
+        (["optimize", TINY, "--policy", "genius", "--store", store], "policy"),
+    ]
+    for args, message in cases:
+        done = kiln(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_ctrl_c_stops_cleanly_and_resume_finishes_without_repeating_an_attempt(tmp_path):
+    db = tmp_path / "kiln.db"
+    store = f"sqlite:///{db}"
+    proc = subprocess.Popen([sys.executable, "-m", "kernelkiln", "optimize", TINY, "--budget", "6", "--store", store,
+                             "--out", str(tmp_path / "out"), *QUICK], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("[tiny_softmax 2/6]"):
+            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+            break
+    rest = proc.communicate(timeout=120)
+    stderr = "".join(seen) + rest[1]
+    assert proc.returncode == 130, stderr
+    run_id = re.search(r"--resume (r-[0-9a-f]+)", stderr).group(1)
+    done = kiln("optimize", "--resume", run_id, "--store", store, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "done"
+    s = open_store(store)
+    with s.read() as conn:
+        attempts = s.attempts.for_run(conn, run_id)
+    assert len(attempts) == 6 and len({a.case["code_hash"] for a in attempts}) == 6

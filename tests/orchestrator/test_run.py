@@ -1,0 +1,139 @@
+"""Runs of the optimizer end to end on the tiny task: persistence, outputs, memory, resume."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from kernelkiln.agents import knobs as K
+from kernelkiln.errors import UserError
+from kernelkiln.guard import GuardSession
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.run import Optimizer, TaskSpec
+from kernelkiln.store.records import Experience
+from kernelkiln.task import load_task
+from kernelkiln.testing.candidates import CANDIDATES
+from kernelkiln.testing.guard import fast_config
+from kernelkiln.testing.llm import ScriptedClient
+from kernelkiln.testing.tasks import TASKS
+
+TINY = TaskSpec(str(TASKS / "tiny_softmax.py"), {})
+SEED = (CANDIDATES / "softmax_knobs.py").read_text()
+
+
+def config(**overrides) -> OptimizeConfig:
+    return OptimizeConfig(guard=fast_config(), **overrides)
+
+
+@pytest.fixture
+def memory(sqlite_store):
+    return Memory(sqlite_store)
+
+
+def attempts(memory: Memory, run_id: str):
+    with memory.store.read() as conn:
+        return memory.store.attempts.for_run(conn, run_id)
+
+
+def test_a_tuner_run_stores_every_attempt_and_writes_best_py_and_run_json(memory, tmp_path):
+    result = Optimizer(memory, tmp_path).start([TINY], config(budget=3), tmp_path / "out")
+    task = result["tasks"]["tiny_softmax"]
+    assert result["status"] == "done" and task["attempts"] == 3 == sum(task["verdicts"].values())
+    assert task["seed_speedup"] > 0 and task["best_speedup"] >= task["seed_speedup"]
+    assert json.loads((tmp_path / "out" / "run.json").read_text()) == result
+    stored = attempts(memory, result["run_id"])
+    assert len(stored) == 3 and stored[0].case["move"] == "seed" and stored[0].verdict == "KEEP"
+    assert len({a.case["code_hash"] for a in stored}) == 3  # nothing evaluated twice
+    best = (tmp_path / "out" / "tiny_softmax" / "best.py").read_text()
+    assert task["best"].endswith("best.py") and K.read_knobs(best)
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
+        assert guard.evaluate(best, timed=False).correct  # a standalone candidate, as `kiln eval` takes it
+
+
+def test_every_new_best_derived_from_a_parent_leaves_an_experience(memory, tmp_path):
+    result = Optimizer(memory, tmp_path).start([TINY], config(budget=4), tmp_path / "out")
+    stored = attempts(memory, result["run_id"])
+    with memory.store.read() as conn:
+        sources = {e.source_attempt_id for e in memory.store.experiences.list(conn, kind="experience")}
+    wins = [a for a in stored if a.verdict == "KEEP" and a.parent_id is not None]
+    assert all(a.id in sources for a in wins)
+    assert stored[0].id not in sources  # the seed itself teaches nothing
+
+
+def test_a_later_task_applies_a_retrieved_configuration_first_and_records_the_adoption(memory, tmp_path):
+    lesson = Experience(text="softmax on cpu: REPEAT=1 made it 4x faster", platform="cpu", op_family="softmax",
+                        stage="optimization", conditions=[K.condition("REPEAT", 1)])
+    memory.add_experience(lesson)
+    result = Optimizer(memory, tmp_path).start([TINY], config(budget=2), tmp_path / "out")
+    second = attempts(memory, result["run_id"])[1]
+    assert second.case["move"] == "experience" and second.case["knobs"]["REPEAT"] == 1
+    with memory.store.read() as conn:
+        records = {a.experience_id: a.adopted for a in memory.store.adoptions.for_attempt(conn, second.id)}
+    assert records[lesson.id] is True
+
+
+def test_resuming_continues_without_repeating_or_losing_an_attempt(memory, tmp_path):
+    optimizer = Optimizer(memory, tmp_path)
+    first = optimizer.start([TINY], config(budget=2), tmp_path / "out")
+    run_id = first["run_id"]
+    # Pretend the run was interrupted after two evaluations of a budget of five.
+    with memory.store.write() as conn:
+        run = memory.store.runs.get(conn, run_id)
+        options = {**run.config["options"], "budget": 5}
+        memory.store.runs.update(conn, run.model_copy(update={"config": {
+            **run.config, "options": options, "status": "interrupted", "finished": []}}))
+    resumed = Optimizer(Memory(memory.store), tmp_path).resume(run_id)
+    stored = attempts(memory, run_id)
+    assert resumed["status"] == "done" and resumed["tasks"]["tiny_softmax"]["attempts"] == 5 == len(stored)
+    assert len({a.case["code_hash"] for a in stored}) == 5
+    with pytest.raises(UserError, match="already finished"):
+        optimizer.resume(run_id)
+
+
+def test_resume_of_an_unknown_run_is_a_one_line_error(memory, tmp_path):
+    with pytest.raises(UserError, match="no optimizer run"):
+        Optimizer(memory, tmp_path).resume("r-missing")
+
+
+def test_the_tuner_needs_a_seed_candidate(memory, tmp_path):
+    with pytest.raises(UserError, match="needs a seed candidate"):
+        Optimizer(memory, tmp_path).start([TaskSpec(str(TASKS / "tiny_linear.py"), {})], config(), tmp_path)
+
+
+def test_two_agents_get_different_lenses_and_never_evaluate_the_same_code(memory, tmp_path):
+    result = Optimizer(memory, tmp_path).start([TINY], config(agents=2, budget=4), tmp_path / "out")
+    stored = attempts(memory, result["run_id"])
+    assert len(stored) == 4 and {a.agent for a in stored} == {"a1", "a2"}
+    assert len({a.lens for a in stored}) == 2
+    assert len({a.case["code_hash"] for a in stored}) == 4
+
+
+def test_a_token_budget_stops_the_run_after_the_turn_that_reached_it(memory, tmp_path):
+    better = K.apply(SEED, {"REPEAT": 1})
+    reply = {"tool_calls": [{"name": "submit_candidate", "arguments": {
+        "code": better, "summary": "one pass", "adoptions": []}}], "prompt_tokens": 900, "completion_tokens": 200}
+    client = ScriptedClient([reply, reply])
+    cfg = config(policy="llm", budget=5, max_tokens=1000, experiences=0,
+                 llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
+    task = result["tasks"]["tiny_softmax"]
+    assert result["status"] == "stopped" and task["attempts"] == 2  # the seed (no call), then one model turn
+    assert (task["prompt_tokens"], task["completion_tokens"]) == (900, 200)
+
+
+def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
+    def submit(messages, tools):
+        ids = list(dict.fromkeys(re.findall(r"\be-[0-9a-f]{16}\b", messages[1].content)))
+        return {"tool_calls": [{"name": "submit_candidate", "arguments": {
+            "code": K.apply(SEED, {"REPEAT": 2}), "summary": "fewer passes",
+            "adoptions": [{"experience_id": i, "adopted": True, "why": "it applies"} for i in ids]}}]}
+    client = ScriptedClient([submit])
+    cfg = config(policy="llm", budget=2, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
+    stored = attempts(memory, result["run_id"])
+    assert [a.case["move"] for a in stored] == ["seed", "llm"]
+    assert stored[1].tokens_in > 0 and stored[1].case["calls"] == [[stored[1].tokens_in, stored[1].tokens_out]]
+    assert result["tasks"]["tiny_softmax"]["prompt_tokens"] == stored[1].tokens_in
