@@ -9,6 +9,7 @@ import secrets
 import statistics
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -88,6 +89,7 @@ class GuardSession:
         self.forbidden = (forbidden_ops(recorded, task.forbidden_ops, task.allowed_ops)
                           if self.config.forbid_reference_ops else frozenset())
         self._ref: Worker | None = None
+        self._live: weakref.WeakSet[Worker] = weakref.WeakSet()  # every worker not yet collected
         self._lane: int | None = _take_lane()
         self._build_uid = sandbox.allocate_uid(self._slot(_SLOT_BUILD)) if (
             self.config.isolate_user and sandbox.can_switch_user()) else None
@@ -102,6 +104,7 @@ class GuardSession:
                on_build: Callable[[native.BuildRequest], None] | None = None) -> Worker:
         worker = Worker(self._slot(slot), str(self.task.path), self.task.overrides, self.model_seed, self.config,
                         self.threads)
+        self._live.add(worker)
         compiles = 0
 
         def serve(msg: dict) -> dict:
@@ -298,7 +301,9 @@ class GuardSession:
                        isolation=isolation, seconds=seconds)
 
     def close(self) -> None:
-        """Stop the reference worker and free this session's worker slots."""
+        """Stop every worker (an evaluation in flight in another thread ends as a worker failure)."""
+        for worker in list(self._live):
+            worker.close()
         if self._ref is not None:
             self._ref.close()
             self._ref = None

@@ -1,4 +1,9 @@
-"""Naive C matmul: the textbook i-j-k triple loop."""
+"""Naive C matmul: the textbook i-j-k triple loop.
+
+Knobs a tuner may rewrite: LOOP_ORDER (i-j-k strides through B by columns; i-k-j streams
+rows of B and C, so the inner loop vectorizes), BLOCK (cache blocking of the k and j
+loops in the i-k-j order; 0 means unblocked), UNROLL of the inner loop, and FLAGS.
+"""
 
 import torch
 import torch.nn as nn
@@ -6,23 +11,59 @@ from kernelkiln import native
 
 SOURCE = r"""
 #include <stdint.h>
+#include <string.h>
 
-void matmul_naive(const float* A, const float* B, float* C, int64_t M, int64_t K, int64_t N) {
+#define STR(x) #x
+#define PRAGMA(x) _Pragma(STR(x))
+#define UNROLLED(n) PRAGMA(GCC unroll n)
+
+void gemm_kernel(const float* restrict A, const float* restrict B, float* restrict C, int64_t M, int64_t K, int64_t N) {
+#if IKJ
+    memset(C, 0, sizeof(float) * M * N);
+    int64_t bk = BLOCK > 0 ? BLOCK : K, bj = BLOCK > 0 ? 4 * BLOCK : N;
+    for (int64_t j0 = 0; j0 < N; j0 += bj) {
+        int64_t j1 = j0 + bj < N ? j0 + bj : N;
+        for (int64_t k0 = 0; k0 < K; k0 += bk) {
+            int64_t k1 = k0 + bk < K ? k0 + bk : K;
+            for (int64_t i = 0; i < M; ++i) {
+                float* restrict c = C + i * N;
+                for (int64_t k = k0; k < k1; ++k) {
+                    const float a = A[i * K + k];
+                    const float* restrict b = B + k * N;
+                    UNROLLED(UNROLL)
+                    for (int64_t j = j0; j < j1; ++j) c[j] += a * b[j];
+                }
+            }
+        }
+    }
+#else
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
             float acc = 0.0f;
+            UNROLLED(UNROLL)
             for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
             C[i * N + j] = acc;
         }
+#endif
 }
 """
 
 # Knobs: module-level constants a tuner may rewrite, with the values it may try.
 FLAGS = ["-O2"]
-KNOBS = {"FLAGS": [["-O2"], ["-O3", "-march=native"]]}
+LOOP_ORDER = "ijk"
+BLOCK = 0
+UNROLL = 1
+KNOBS = {
+    "FLAGS": [["-O2"], ["-O3", "-march=native"], ["-O3", "-march=native", "-ffast-math"]],
+    "LOOP_ORDER": ["ijk", "ikj"],
+    "BLOCK": [0, 32, 64, 128],
+    "UNROLL": [1, 4, 8],
+}
 
-lib = native.load(SOURCE, {"matmul_naive": "void(const float*, const float*, float*, int64_t, int64_t, int64_t)"},
-                  flags=FLAGS)
+lib = native.load(
+    SOURCE, {"gemm_kernel": "void(const float*, const float*, float*, int64_t, int64_t, int64_t)"},
+    flags=[*FLAGS, f"-DIKJ={int(LOOP_ORDER == 'ikj')}", f"-DBLOCK={BLOCK}", f"-DUNROLL={UNROLL}"],
+)
 
 
 class ModelNew(nn.Module):
@@ -32,5 +73,5 @@ class ModelNew(nn.Module):
     def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
         A, B = A.contiguous(), B.contiguous()
         C = torch.empty(A.shape[0], B.shape[1], dtype=A.dtype)
-        lib.matmul_naive(A, B, C, A.shape[0], A.shape[1], B.shape[1])
+        lib.gemm_kernel(A, B, C, A.shape[0], A.shape[1], B.shape[1])
         return C
