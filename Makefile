@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 demo: install
-	$(VENV)/bin/kiln eval row_softmax
+	$(VENV)/bin/kiln optimize row_softmax
 
 test: install
 	bash -c 'set -e; if [ -x .ci/services ]; then . .ci/services; fi; $(VENV)/bin/python -m pytest -q'

@@ -27,20 +27,23 @@ OP_FAMILIES = ("elementwise", "reduction", "gemm", "softmax", "conv", "norm")
 PLATFORMS = ("cpu", "cuda")
 
 
+_UNSET = object()
+
+
 def attempt(
     task_id: str = "t1",
     *,
     verdict: str = "KEEP",
-    speedup: float | None = 1.0,
+    speedup: float | None | object = _UNSET,
     time_ms: float | None = None,
     parent: Attempt | str | None = None,
     agent: str = "",
     **fields,
 ) -> Attempt:
-    """An attempt with sensible defaults (a REJECT has no speedup unless given)."""
+    """An attempt with sensible defaults: speedup 1.0, or none for a REJECT or when only a time is given."""
     parent_id = parent.id if isinstance(parent, Attempt) else parent
-    if verdict == "REJECT" and "speedup" not in fields and speedup == 1.0:
-        speedup = None
+    if speedup is _UNSET:
+        speedup = None if verdict == "REJECT" or time_ms is not None else 1.0
     measurements = [Measurement(workload="default", t_cand_ms=time_ms, speedup=speedup)] if time_ms else []
     return Attempt(
         task_id=task_id,

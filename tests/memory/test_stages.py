@@ -55,7 +55,7 @@ def test_tasks_and_agents_are_tracked_apart():
     assert [c.stage for c in tracker.end("t1", "y")] == ["optimization"]
 
 
-def test_cost_falls_back_to_inverse_speedup():
-    assert attempt_cost(attempt(time_ms=0.5, speedup=4.0)) == 0.5
-    assert attempt_cost(attempt(speedup=4.0)) == 0.25
+def test_cost_prefers_the_inverse_speedup_measured_side_by_side_over_a_time():
+    assert attempt_cost(attempt(time_ms=0.5, speedup=4.0)) == 0.25
+    assert attempt_cost(attempt(time_ms=0.5)) == 0.5
     assert attempt_cost(attempt(verdict="REJECT")) is None

@@ -137,3 +137,14 @@ def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
     assert [a.case["move"] for a in stored] == ["seed", "llm"]
     assert stored[1].tokens_in > 0 and stored[1].case["calls"] == [[stored[1].tokens_in, stored[1].tokens_out]]
     assert result["tasks"]["tiny_softmax"]["prompt_tokens"] == stored[1].tokens_in
+
+
+def test_a_suite_runs_easy_tasks_first_by_level_then_by_work():
+    from types import SimpleNamespace
+
+    from kernelkiln.orchestrator.run import order_tasks
+
+    def task(name, level, flops):
+        return SimpleNamespace(name=name, level=level, workloads=[SimpleNamespace(flops=flops)])
+    tasks = [task("block", 3, 1.0), task("big_gemm", 1, 1e9), task("tiny_add", 1, 1e3), task("fused", 2, 1.0)]
+    assert [t.name for t in order_tasks(tasks)] == ["tiny_add", "big_gemm", "fused", "block"]
