@@ -16,7 +16,7 @@ from rich.table import Table
 from kernelkiln.cli.eval import resolve_task_path, wide_console
 from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
-from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.results import VERDICTS
 from kernelkiln.orchestrator.run import Interrupted, Optimizer, TaskSpec
@@ -26,7 +26,7 @@ from kernelkiln.task import bundled_suites, load_suite, parse_overrides
 HELP = """Optimize a task or a suite: agents propose candidates, the guard judges each one,
 memory learns from every verdict.
 
-TARGET is a task file, a bundled task (`kiln tasks`), a suite folder or a bundled suite.
+TASK|SUITE is a task file, a bundled task (`kiln tasks`), a suite folder or a bundled suite.
 The default policy is the offline tuner: it searches the knobs the task's seed candidate
 declares, trying first what memory says worked on similar tasks. `--policy llm` lets a
 model write whole candidates (any OpenAI-compatible server, or Anthropic).
@@ -71,7 +71,7 @@ def optimize(
     overrides: list[str] = typer.Option([], "--set", metavar="NAME=VALUE", help="Override a size variable."),
     threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
     time_budget: float = typer.Option(None, "--time-budget", min=0.1, metavar="SECONDS",
-                                      help="Cap on the timing stage of each evaluation."),
+                                      help="Cap on the timing stage of each evaluation (default 8)."),
     out: Path = typer.Option(None, "--out", metavar="DIR", help="Where best.py files and run.json go "
                                                                 "(default: kiln-runs/RUN_ID)."),
     resume: str = typer.Option(None, "--resume", metavar="RUN_ID", help="Continue an interrupted run."),
@@ -117,7 +117,7 @@ def _config(policy, agents, budget, model, base_url, provider, api_key_env, cont
         llm = {k: v for k, v in llm.items() if v is not None}
     try:
         return OptimizeConfig(policy=policy, agents=agents, budget=budget, max_tokens=max_tokens, max_wall_s=max_wall,
-                              guard=guard, context={"mode": context}, llm=llm)
+                              guard=search_guard(**guard), context={"mode": context}, llm=llm)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

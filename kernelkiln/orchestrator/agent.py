@@ -33,6 +33,7 @@ class AgentState:
     correct_seen: bool = False
     history: list[Attempt] = field(default_factory=list)
     exhausted: bool = False
+    repeats: int = 0  # proposals in a row of code this run already evaluated
     verdict: Verdict | None = None  # the guard's full verdict on the latest attempt (this process only)
 
     def objective(self) -> Objective:

@@ -108,17 +108,16 @@ class Optimizer:
                     break
                 runner = self._runner(task, run, config, control, [a for a in stored if a.task_id == task_id])
                 self.observer.task_started(task_id, config.budget, runner.state.used, [a.name for a in runner.agents])
-                try:
-                    runner.run()
-                except KeyboardInterrupt:
-                    run = self._save(run, status="interrupted", finished=finished)
-                    raise Interrupted(self._outputs(run)) from None
+                runner.run()
                 runner.finish()
                 finished.append(task_id)
                 run = self._save(run, status="running", finished=finished)
                 self.observer.task_finished(task_id, runner.state.incumbent)
             else:
                 status = "stopped" if control.stop.is_set() else "done"  # stopped: a token or time budget
+        except KeyboardInterrupt:
+            run = self._save(run, status="interrupted", finished=finished)
+            raise Interrupted(self._outputs(run)) from None
         except BaseException:
             if run.config.get("status") == "running":
                 run = self._save(run, status="failed", finished=finished)

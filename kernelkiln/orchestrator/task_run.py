@@ -30,6 +30,7 @@ from kernelkiln.store.records import Adoption, Attempt, Measurement, TaskRecord,
 from kernelkiln.task import Task
 
 _DIAGNOSTICS_KEPT = 20
+_MAX_REPEATS = 3  # proposals in a row of code the run already evaluated, before an agent is stopped
 _ABORT_JOIN_S = 15.0  # an agent stopped mid-evaluation returns within a request timeout at worst
 
 
@@ -141,7 +142,12 @@ class TaskRunner:
             return False
         self.control.spend(proposal.prompt_tokens, proposal.completion_tokens, proposal.cost_usd)
         if not claim(self.state, proposal.code):
-            return False  # another agent is evaluating (or evaluated) the same code; its result will be shared
+            # Another agent evaluates (or evaluated) the same code. A policy that keeps proposing
+            # known code (a model that repeats itself) is stopped rather than asked forever.
+            agent.repeats += 1
+            agent.exhausted = agent.repeats >= _MAX_REPEATS
+            return False
+        agent.repeats = 0
         attempt_id = new_id("a")
         adoptions = [Adoption(attempt_id=attempt_id, experience_id=c.experience_id, task_id=self.state.task_id,
                               adopted=c.adopted, why=c.why) for c in proposal.choices]

@@ -148,3 +148,12 @@ def test_a_suite_runs_easy_tasks_first_by_level_then_by_work():
         return SimpleNamespace(name=name, level=level, workloads=[SimpleNamespace(flops=flops)])
     tasks = [task("block", 3, 1.0), task("big_gemm", 1, 1e9), task("tiny_add", 1, 1e3), task("fused", 2, 1.0)]
     assert [t.name for t in order_tasks(tasks)] == ["tiny_add", "big_gemm", "fused", "block"]
+
+
+def test_an_agent_that_keeps_proposing_evaluated_code_is_stopped(memory, tmp_path):
+    repeat = {"tool_calls": [{"name": "submit_candidate", "arguments": {
+        "code": SEED, "summary": "the seed again", "adoptions": []}}]}
+    client = ScriptedClient([repeat] * 3)
+    cfg = config(policy="llm", budget=5, experiences=0, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
+    assert result["tasks"]["tiny_softmax"]["attempts"] == 1 and client.remaining == 0
