@@ -20,10 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.guard import GuardSession  # noqa: E402
+from kernelkiln.guard import GuardConfig, GuardSession  # noqa: E402
 from kernelkiln.task import load_task  # noqa: E402
 from kernelkiln.testing.candidates import CANDIDATES  # noqa: E402
 from kernelkiln.testing.tasks import TASKS  # noqa: E402
+
+
+def platform_config(platform: str) -> GuardConfig:
+    """The default guard, on ``platform``."""
+    return GuardConfig(**({} if platform == "cpu" else {"platform": platform}))
 
 
 def main() -> None:
@@ -31,12 +36,13 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--task", type=Path, default=TASKS / "tiny_softmax.py")
     parser.add_argument("--candidate", type=Path, default=CANDIDATES / "softmax_c.py")
+    parser.add_argument("--platform", default="cpu", help="cpu or cuda (the candidate must suit it)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
     task = load_task(args.task)
     source = args.candidate.read_text()
-    with GuardSession(task) as guard:
+    with GuardSession(task, platform_config(args.platform)) as guard:
         guard.evaluate(source)  # warm: fork-server, reference worker, build cache
         speedups = []
         for _ in range(args.trials):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.guard import GuardSession  # noqa: E402
+from kernelkiln.guard import GuardConfig, GuardSession  # noqa: E402
 from kernelkiln.task import load_task  # noqa: E402
 from kernelkiln.testing.candidates import CANDIDATES  # noqa: E402
 from kernelkiln.testing.tasks import TASKS  # noqa: E402
@@ -38,11 +38,17 @@ def variants(source: str, count: int) -> list[str]:
     return [source.replace(marker, f"{marker}\n/* variant {i} {time.time_ns()} */", 1) for i in range(count)]
 
 
+def platform_config(platform: str) -> GuardConfig:
+    """The default guard, on ``platform``."""
+    return GuardConfig(**({} if platform == "cpu" else {"platform": platform}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidates", type=int, default=5, help="distinct candidates per phase")
     parser.add_argument("--task", type=Path, default=TASKS / "tiny_softmax.py")
     parser.add_argument("--candidate", type=Path, default=CANDIDATES / "softmax_c.py")
+    parser.add_argument("--platform", default="cpu", help="cpu or cuda (the candidate must suit it)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
@@ -52,7 +58,7 @@ def main() -> None:
         sources = variants(args.candidate.read_text(), args.candidates)
         start = time.perf_counter()
         task = load_task(args.task)
-        with GuardSession(task) as guard:
+        with GuardSession(task, platform_config(args.platform)) as guard:
             guard.evaluate(variants(args.candidate.read_text(), 1)[0])  # fork-server + reference worker
             startup = time.perf_counter() - start
             times: dict[str, list[float]] = {"cold": [], "warm": []}

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from kernelkiln.errors import UserError
 from kernelkiln.guard import GuardConfig, GuardSession, Verdict
+from kernelkiln.platforms import get_platform
 from kernelkiln.task import Task, bundled_suites, load_task, parse_overrides
 
 
@@ -27,11 +28,12 @@ def resolve_task_path(name: str) -> Path:
     raise UserError(f"no such task file or bundled task: {name} (see `kiln tasks`)")
 
 
-def read_source(path: Path | None, task: Task, what: str) -> str:
+def read_source(path: Path | None, task: Task, what: str, platform: str = "cpu") -> str:
+    """The candidate file's text; without a path, the task's seed for ``platform``."""
     if path is None:
-        if task.seed_path is None:
-            raise UserError(f"{task.path}: no {what} given and the task declares no KILN['seed']")
-        path = task.seed_path
+        path = task.seed_for(platform)
+        if path is None:
+            raise UserError(f"{task.path}: no {what} given and the task declares no KILN['seed'] for {platform}")
     try:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -93,6 +95,7 @@ def register(app: typer.Typer) -> None:
         overrides: list[str] = typer.Option([], "--set", help="Override a module-level size variable: --set dim=4096 (repeatable)."),
         threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads for reference and candidate alike (default: all cores but one, kept for the guard)."),
         time_budget: float = typer.Option(None, "--time-budget", min=0.1, help="Seconds the timing stage may take (default 20); it stops earlier once the speedup is precise."),
+        platform: str = typer.Option("cpu", "--platform", help="Where the candidate runs and is timed: cpu or cuda (needs a visible NVIDIA GPU)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Gate, build, check and time CANDIDATE against TASK's reference; print the verdict.
@@ -101,13 +104,16 @@ def register(app: typer.Typer) -> None:
 
         Examples: `kiln eval row_softmax` (a bundled task and its seed candidate); `kiln eval task.py new.py --set batch_size=64 --json`; `kiln eval task.py new.py --incumbent best.py`.
         """
+        get_platform(platform)  # one clear line when this machine lacks it
         loaded = load_task(resolve_task_path(task), parse_overrides(overrides))
-        source = read_source(candidate, loaded, "candidate")
+        source = read_source(candidate, loaded, "candidate", platform)
         inc_source = read_source(incumbent, loaded, "incumbent") if incumbent else None
         err = Console(stderr=True)
         settings = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget}.items() if v is not None}
+        if platform != "cpu":
+            settings["platform"] = platform
         with GuardSession(loaded, GuardConfig(**settings)) as session:
-            with err.status(f"evaluating {candidate or loaded.seed_path} on {loaded.name} "
+            with err.status(f"evaluating {candidate or loaded.seed_for(platform)} on {loaded.name} "
                             f"({len(loaded.workloads)} workload(s))…", spinner="dots") if not as_json else contextlib.nullcontext():
                 verdict = session.evaluate(source, inc_source)
         if as_json:

@@ -20,6 +20,7 @@ from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.results import VERDICTS
 from kernelkiln.orchestrator.run import Interrupted, Optimizer, TaskSpec
+from kernelkiln.platforms import get_platform
 from kernelkiln.store import open_store
 from kernelkiln.task import bundled_suites, load_suite, parse_overrides
 
@@ -70,6 +71,8 @@ def optimize(
                               help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir)."),
     overrides: list[str] = typer.Option([], "--set", metavar="NAME=VALUE", help="Override a size variable."),
     threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
+    platform: str = typer.Option("cpu", "--platform", help="Where candidates run and are timed: cpu or cuda (needs a "
+                                                           "visible NVIDIA GPU)."),
     time_budget: float = typer.Option(None, "--time-budget", min=0.1, metavar="SECONDS",
                                       help="Cap on the timing stage of each evaluation (default 8)."),
     out: Path = typer.Option(None, "--out", metavar="DIR", help="Where best.py files and run.json go "
@@ -88,8 +91,9 @@ def optimize(
         else:
             if not target:
                 raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
+            get_platform(platform)  # one clear line when this machine lacks it
             config = _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens,
-                             max_wall, threads, time_budget)
+                             max_wall, threads, time_budget, platform)
             specs = [TaskSpec(str(p), parse_overrides(overrides)) for p in _task_paths(target)]
             result = optimizer.start(specs, config, out)
     except Interrupted as stop:
@@ -103,8 +107,8 @@ def optimize(
 
 
 def _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens, max_wall, threads,
-            time_budget) -> OptimizeConfig:
-    guard: dict[str, Any] = {}
+            time_budget, platform) -> OptimizeConfig:
+    guard: dict[str, Any] = {} if platform == "cpu" else {"platform": platform}
     if threads:
         guard["threads"] = threads
     if time_budget:
@@ -117,7 +121,8 @@ def _config(policy, agents, budget, model, base_url, provider, api_key_env, cont
         llm = {k: v for k, v in llm.items() if v is not None}
     try:
         return OptimizeConfig(policy=policy, agents=agents, budget=budget, max_tokens=max_tokens, max_wall_s=max_wall,
-                              guard=search_guard(**guard), context={"mode": context}, llm=llm)
+                              guard=search_guard(**guard), context={"mode": context}, llm=llm,
+                              platform=platform)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

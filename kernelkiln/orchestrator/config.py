@@ -41,7 +41,8 @@ class OptimizeConfig(BaseModel):
                                                              "(counted afresh when a run resumes).")
     r_draft: int = Field(5, ge=1, description="Plateau length (ACCEPT/REVERT since the last KEEP) at which an agent "
                                               "drafts: it abandons local tuning and changes strategy.")
-    platform: Literal["cpu"] = Field("cpu", description="Where candidates run and are timed.")
+    platform: Literal["cpu", "cuda"] = Field("cpu", description="Where candidates run and are timed; the task's seed "
+                                                                "for this platform starts the search.")
     experiences: int = Field(5, ge=0, description="Retrieved experiences shown to an agent each turn.")
     knowledge: int = Field(3, ge=0, description="Platform knowledge sections offered to the cold layer each turn.")
     graph_attempts: int = Field(5, ge=0, description="Graph-ranked attempts of the task shown each turn.")

@@ -23,6 +23,7 @@ from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.policies import make_policy
 from kernelkiln.orchestrator.results import write_outputs
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
+from kernelkiln.platforms import get_platform
 from kernelkiln.store.records import Attempt, Run
 from kernelkiln.task import Task, load_task
 
@@ -67,9 +68,9 @@ class Optimizer:
         tasks = order_tasks([load_task(Path(s.path), s.overrides) for s in specs])
         if config.policy == "tuner":
             for task in tasks:
-                if task.seed_path is None:
-                    raise UserError(f"{task.path}: the tuner needs a seed candidate that declares KNOBS "
-                                    "(KILN['seed']); use --policy llm to write candidates from scratch")
+                if task.seed_for(config.platform) is None:
+                    raise UserError(f"{task.path}: the tuner needs a {config.platform} seed candidate that declares "
+                                    "KNOBS (KILN['seed']); use --policy llm to write candidates from scratch")
         run = Run(config={})
         out = out_dir or self.out_root / run.id
         run = run.model_copy(update={"config": {
@@ -94,6 +95,7 @@ class Optimizer:
 
     # -- the run -----------------------------------------------------------------------
     def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig) -> dict[str, Any]:
+        get_platform(config.platform)  # a resumed run may land on a machine without its device
         control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None)
         finished: list[str] = list(run.config.get("finished", []))
         stored = self._attempts(run.id)
@@ -128,7 +130,8 @@ class Optimizer:
     def _runner(self, task: Task, run: Run, config: OptimizeConfig, control: RunControl,
                 stored: list[Attempt]) -> TaskRunner:
         task_id = task_id_of(task)
-        seed_code = task.seed_path.read_text() if task.seed_path else ""
+        seed = task.seed_for(config.platform)
+        seed_code = seed.read_text() if seed else ""
         state = TaskState(task_id=task_id, seed_code=seed_code, budget=config.budget)
         agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
                              policy=make_policy(config, f"a{i + 1}", task_id, self.client))

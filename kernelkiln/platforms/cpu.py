@@ -1,9 +1,12 @@
-"""The CPU platform: cache geometry for cold-cache timing."""
+"""The CPU platform: nothing to synchronize, wall-clock markers, cache geometry from sysfs."""
 
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
+
+from kernelkiln.platforms.base import Peaks
 
 _SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -22,3 +25,32 @@ def last_level_cache_bytes() -> int:
         if digits.isdigit():
             best = max(best, int(digits) * scale)
     return best or 32 << 20
+
+
+class CpuPlatform:
+    """Candidates run on the host's cores."""
+
+    name = "cpu"
+    device = "cpu"
+
+    def available(self) -> str | None:
+        return None
+
+    def synchronize(self) -> None:
+        """CPU work is synchronous: nothing is queued."""
+
+    def flush_bytes(self) -> int:
+        return 2 * last_level_cache_bytes()
+
+    def marker(self) -> float:
+        return time.perf_counter()
+
+    def elapsed(self, start: float, end: float) -> float:
+        return end - start
+
+    def peaks(self) -> Peaks:
+        # Measured peaks come from `kiln machine` (a STREAM triad and an FMA loop), not yet built.
+        return Peaks(source="not measured on CPU yet")
+
+    def lock_clocks(self, mhz: int | None) -> str | None:
+        return "clock locking is not supported on the CPU platform" if mhz is not None else None

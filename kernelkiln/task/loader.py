@@ -153,10 +153,7 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None) -> Task
     level = meta.get("level", 1)
     if not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= 4:
         raise UserError(f"{path}: KILN['level'] must be 1, 2, 3 or 4 (KernelBench's levels), got {level!r}")
-    seed = meta.get("seed")
-    seed_path = (path.parent / seed).resolve() if seed else None
-    if seed_path is not None and not seed_path.is_file():
-        raise UserError(f"{path}: KILN['seed'] names a missing file: {seed_path}")
+    seeds = _seeds(meta.get("seed"), path)
     task = Task(
         name=name,
         path=path.resolve(),
@@ -169,11 +166,28 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None) -> Task
         tolerances=_tolerances(meta.get("tolerance"), str(path)),
         forbidden_ops=_ops(meta.get("forbidden_ops"), "forbidden_ops", str(path)),
         allowed_ops=_ops(meta.get("allowed_ops"), "allowed_ops", str(path)) or (),
-        seed_path=seed_path,
+        seed_path=seeds.get("cpu"),
+        seeds=seeds,
         level=level,
     )
     _probe(task)
     return task
+
+
+def _seeds(raw: Any, path: Path) -> dict[str, Path]:
+    """KILN['seed']: a path (the CPU seed) or {platform: path}; paths are relative to the task file."""
+    if raw is None:
+        return {}
+    by_platform = {"cpu": raw} if isinstance(raw, str) else raw
+    if not isinstance(by_platform, dict) or not all(isinstance(v, str) for v in by_platform.values()):
+        raise UserError(f"{path}: KILN['seed'] must be a path or a dict of platform -> path")
+    seeds = {}
+    for platform, rel in by_platform.items():
+        seed_path = (path.parent / rel).resolve()
+        if not seed_path.is_file():
+            raise UserError(f"{path}: KILN['seed'] names a missing file: {seed_path}")
+        seeds[platform] = seed_path
+    return seeds
 
 
 def _probe(task: Task) -> None:

@@ -59,8 +59,13 @@ class Task:
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
     forbidden_ops: tuple[str, ...] | None = None
     allowed_ops: tuple[str, ...] = ()
-    seed_path: Path | None = None
+    seed_path: Path | None = None  # the CPU seed
+    seeds: dict[str, Path] = field(default_factory=dict)  # seed candidate per platform
     level: int = 1  # KernelBench's: 1 single op, 2 fusion, 3 block; a suite runs easier levels first
+
+    def seed_for(self, platform: str) -> Path | None:
+        """The seed candidate for ``platform`` (None when the task has none for it)."""
+        return self.seeds.get(platform)
 
     def tolerance(self, dtype: torch.dtype) -> Tolerance:
         key = str(dtype).removeprefix("torch.")
@@ -107,5 +112,6 @@ class Task:
             "op_family": self.op_family,
             "workloads": [w.to_dict() for w in self.workloads],
             "seed": str(self.seed_path) if self.seed_path else None,
+            "seeds": {k: str(v) for k, v in self.seeds.items()},
             "level": self.level,
         }

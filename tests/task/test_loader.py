@@ -119,3 +119,34 @@ def test_a_suite_is_a_folder_of_task_files():
     assert load_suite(str(TASKS)).name == "tasks"
     with pytest.raises(UserError, match="no such suite"):
         load_suite("not-a-suite")
+
+
+def test_a_task_may_name_a_seed_per_platform(tmp_path):
+    from kernelkiln.task import load_task
+
+    (tmp_path / "cpu_seed.py").write_text("# cpu\n")
+    (tmp_path / "gpu_seed.py").write_text("# gpu\n")
+    task_file = tmp_path / "t.py"
+    task_file.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return x * 2\n\n\nn = 8\n\n\ndef get_inputs():\n    return [torch.randn(n)]\n\n\n"
+        "def get_init_inputs():\n    return []\n\n\n"
+        "KILN = {'seed': {'cpu': 'cpu_seed.py', 'cuda': 'gpu_seed.py'}}\n")
+    task = load_task(task_file)
+    assert task.seed_for("cpu").name == "cpu_seed.py" and task.seed_for("cuda").name == "gpu_seed.py"
+    assert task.seed_path == task.seed_for("cpu") and task.seed_for("xpu") is None
+
+
+def test_a_seed_that_is_neither_a_path_nor_a_platform_map_is_a_one_line_error(tmp_path):
+    import pytest
+
+    from kernelkiln.errors import UserError
+    from kernelkiln.task import load_task
+
+    task_file = tmp_path / "t.py"
+    task_file.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return x * 2\n\n\nn = 8\n\n\ndef get_inputs():\n    return [torch.randn(n)]\n\n\n"
+        "def get_init_inputs():\n    return []\n\n\nKILN = {'seed': ['a.py']}\n")
+    with pytest.raises(UserError, match="path or a dict"):
+        load_task(task_file)

@@ -1,0 +1,48 @@
+"""What a platform is: where candidates run and how they are synchronized, flushed, timed and bounded.
+
+One file per platform (cpu.py, cuda.py); a new accelerator (XPU, an Ascend NPU through
+torch_npu) is one more small file written against ``torch.accelerator`` and
+``torch.Event``, registered in ``kernelkiln.platforms``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """A device's peak rates, for speed-of-light bounds (None: not known on this platform)."""
+
+    bandwidth_gbs: float | None = None
+    gflops_fp32: float | None = None
+    source: str = ""  # where the figures come from
+
+
+class Platform(Protocol):
+    """How candidates run on one kind of device."""
+
+    name: str
+    device: str  # the torch device string tensors are placed on
+
+    def available(self) -> str | None:
+        """None when this machine can run on the platform, else why not (one line)."""
+
+    def synchronize(self) -> None:
+        """Wait until all work queued on the device (on every stream) has finished."""
+
+    def flush_bytes(self) -> int:
+        """Bytes of distinct data that push a kernel's inputs out of the caches (2x the last level)."""
+
+    def elapsed(self, start: object, end: object) -> float:
+        """Seconds between two markers taken by ``marker()``, after synchronizing."""
+
+    def marker(self) -> object:
+        """A point in the device's timeline (a clock reading on CPU, a recorded event on a GPU)."""
+
+    def peaks(self) -> Peaks:
+        """The device's peak bandwidth and FLOP/s, as far as this platform can tell."""
+
+    def lock_clocks(self, mhz: int | None) -> str | None:
+        """Lock the device's clocks (None: release them); None on success, else why it failed."""
