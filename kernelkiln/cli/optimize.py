@@ -108,7 +108,7 @@ def optimize(
 
 def _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens, max_wall, threads,
             time_budget, platform) -> OptimizeConfig:
-    guard: dict[str, Any] = {} if platform == "cpu" else {"platform": platform}
+    guard: dict[str, Any] = {}
     if threads:
         guard["threads"] = threads
     if time_budget:

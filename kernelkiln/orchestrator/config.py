@@ -61,3 +61,9 @@ class OptimizeConfig(BaseModel):
         if self.policy == "llm" and self.llm is None:
             raise ValueError("the llm policy needs a model: --model NAME (and --base-url URL for a local server)")
         return self
+
+    @model_validator(mode="after")
+    def _guard_on_the_run_platform(self) -> OptimizeConfig:
+        if self.guard.platform != self.platform:  # the run's platform decides where candidates are judged
+            self.guard = self.guard.model_copy(update={"platform": self.platform})
+        return self

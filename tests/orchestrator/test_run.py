@@ -99,7 +99,7 @@ def test_resume_of_an_unknown_run_is_a_one_line_error(memory, tmp_path):
 
 
 def test_the_tuner_needs_a_seed_candidate(memory, tmp_path):
-    with pytest.raises(UserError, match="needs a seed candidate"):
+    with pytest.raises(UserError, match="needs a cpu seed candidate"):
         Optimizer(memory, tmp_path).start([TaskSpec(str(TASKS / "tiny_linear.py"), {})], config(), tmp_path)
 
 
