@@ -1,4 +1,4 @@
-"""Fast compile-and-load of C/C++ CPU kernels called with torch tensors.
+"""Fast compile-and-load of C/C++ CPU kernels and CUDA kernels called with torch tensors.
 
 ``load`` builds source into a cached shared library (keyed by everything that
 affects the binary) and binds its functions with ctypes; ``build`` is the trusted,

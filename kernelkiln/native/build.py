@@ -1,4 +1,4 @@
-"""Compile C/C++ kernel source into a cached shared library.
+"""Compile C/C++ or CUDA kernel source into a cached shared library.
 
 ``build`` never raises for anything the request or the compiler did: a bad flag, a
 compile error, a timeout, a crash of the compiler or a missing compiler all come back
@@ -15,24 +15,37 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import platformdirs
 
 from .cache import lookup, prepare_cache_dir, publish
+from .cuda import host_compiler, nvcc_argv
 from .diagnostics import parse_diagnostics, render_log
 from .flags import FlagError, check_flags, default_flags, split_link_flags
 from .records import BuildRequest, BuildResult, Diagnostic
-from .runner import compiler_env, resolve_group, run_confined
+from .runner import CUDA_LIMITS, DEFAULT_LIMITS, compiler_env, resolve_group, run_confined
 from .toolchain import Compiler, CompilerNotFound, cpu_identity, find_compiler
 
-__all__ = ["BuildRequest", "BuildResult", "Diagnostic", "FlagError", "NATIVE_ABI",
-           "build", "cache_key", "check_flags", "compile_argv", "default_cache_dir"]
+__all__ = [
+    "NATIVE_ABI",
+    "BuildRequest",
+    "BuildResult",
+    "Diagnostic",
+    "FlagError",
+    "build",
+    "cache_key",
+    "check_flags",
+    "compile_argv",
+    "default_cache_dir",
+]
 
 # Bump when anything about how binaries are produced or called changes.
 NATIVE_ABI = 1
-LANGS = ("c", "c++")
+LANGS = ("c", "c++", "cuda")
+# Default wall-clock limit per build (seconds); nvcc runs several tools per source.
+TIMEOUTS = {"c": 60.0, "c++": 60.0, "cuda": 300.0}
 MAX_SOURCE_BYTES = 4 << 20
 _OUTPUT = "kernel.so"
 
@@ -47,6 +60,8 @@ def default_cache_dir() -> Path:
 
 def compile_argv(request: BuildRequest, compiler: Compiler) -> list[str]:
     """The full compiler command line for ``request`` (flags are not checked here)."""
+    if request.lang == "cuda":
+        return nvcc_argv(request, compiler, _OUTPUT)
     compile_flags, link_flags = split_link_flags(request.flags)
     argv = [compiler.path, *default_flags(request.lang), *compile_flags]
     if compiler.json_diagnostics:
@@ -62,22 +77,28 @@ def cache_key(request: BuildRequest) -> str:
         toolchain = [compiler.path, compiler.version, compile_argv(request, compiler)]
     except (CompilerNotFound, KeyError):
         toolchain = ["<no compiler>", list(request.flags)]
-    payload = json.dumps({"abi": NATIVE_ABI, "lang": request.lang, "source": request.source,
-                          "toolchain": toolchain, "cpu": cpu_identity()},
-                         sort_keys=True, ensure_ascii=True, default=repr)
+    fields = {"abi": NATIVE_ABI, "lang": request.lang, "source": request.source,
+              "toolchain": toolchain, "cpu": cpu_identity()}
+    if request.lang == "cuda":
+        # The argv above names the GPU architecture; nvcc compiles host code with g++.
+        fields["host"] = host_compiler(toolchain[0])
+    payload = json.dumps(fields, sort_keys=True, ensure_ascii=True, default=repr)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def build(request: BuildRequest, *, cache_dir: Path | None = None,
-          user: int | None = None, group: int | None = None, timeout: float = 60.0,
+          user: int | None = None, group: int | None = None, timeout: float | None = None,
           limits: Mapping[str, int | None] | None = None) -> BuildResult:
     """Compile ``request`` (or reuse the cache) and return the result as data.
 
     ``user``/``group`` run the compiler as that uid/gid (the gid defaults to the
     user's primary group); the cache entry stays owned by the caller. ``limits``
-    overrides ``runner.DEFAULT_LIMITS`` (prlimit names: as, cpu, fsize, nproc).
+    overrides ``runner.DEFAULT_LIMITS`` (``CUDA_LIMITS`` for nvcc; prlimit names: as,
+    cpu, fsize, nproc). ``timeout`` defaults to ``TIMEOUTS[lang]``.
     """
     started = time.perf_counter()
+    if timeout is None:
+        timeout = TIMEOUTS.get(request.lang, 60.0)
     key = cache_key(request)
 
     def failed(message: str, log: str = "", diagnostics: tuple[Diagnostic, ...] = ()):
@@ -109,9 +130,11 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
     try:
         try:
             _prepare_workdir(workdir, request, user, gid)
+            base = CUDA_LIMITS if request.lang == "cuda" else DEFAULT_LIMITS
             outcome = run_confined(compile_argv(request, compiler), cwd=workdir,
                                    env=compiler_env(compiler.path, workdir), user=user,
-                                   group=gid, timeout=timeout, limits=limits)
+                                   group=gid, timeout=timeout, limits=limits,
+                                   base_limits=base)
         except OSError as error:
             return failed(f"could not start the compiler: {error}")
         diagnostics, text_lines = parse_diagnostics(outcome.output, request.filename)
@@ -148,7 +171,7 @@ def _prepare_workdir(workdir: str, request: BuildRequest, user: int | None,
 
 def _request_problem(request: BuildRequest) -> str | None:
     if request.lang not in LANGS:
-        return f"unsupported lang {request.lang!r} (expected 'c' or 'c++')"
+        return f"unsupported lang {request.lang!r} (expected 'c', 'c++' or 'cuda')"
     if not isinstance(request.source, str):
         return "source must be a string"
     try:
@@ -158,7 +181,7 @@ def _request_problem(request: BuildRequest) -> str | None:
     if size > MAX_SOURCE_BYTES:
         return f"source larger than {MAX_SOURCE_BYTES} bytes"
     try:
-        check_flags(request.flags)
+        check_flags(request.flags, request.lang)
     except FlagError as error:
         return str(error)
     return None

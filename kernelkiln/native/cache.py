@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .records import BuildResult, Diagnostic
 
-__all__ = ["CacheError", "prepare_cache_dir", "lookup", "publish"]
+__all__ = ["CacheError", "lookup", "prepare_cache_dir", "publish"]
 
 
 class CacheError(OSError):

@@ -2,16 +2,20 @@
 
 GCC is run with ``-fdiagnostics-format=json`` and prints one JSON array per line on
 stderr; any other line (linker, driver, or a compiler without JSON support) is matched
-against the classic ``file:line:col: severity: message`` form. Locations outside the
-candidate's own file keep their position in the message and get ``line=None``, so a
-line number always means a line of the candidate's source.
+against the classic ``file:line:col: severity: message`` form. nvcc adds its front
+end's ``kernel.cu(12): error: ...`` (no column: it echoes the macro-expanded line, so
+a caret position would mislead) and its tools' ``ptxas error   : ...`` lines; nvcc
+reports most messages once per compilation pass, so repeats are dropped. Locations
+outside the candidate's own file keep their position in the message and get
+``line=None``, so a line number always means a line of the candidate's source.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .records import Diagnostic
 
@@ -20,6 +24,12 @@ __all__ = ["parse_diagnostics", "render_log"]
 _CLASSIC = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*"
     r"(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$")
+_NVCC = re.compile(
+    r"^(?P<file>[^\n]+?)\((?P<line>\d+)\): (?P<sev>catastrophic error|internal error|error|"
+    r"warning|remark|note)(?: #(?P<num>[\w-]+))?:\s*(?P<msg>.*)$")
+_TOOL = re.compile(
+    r"^(?P<tool>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+)(?: (?P<file>[^,\n]+), line "
+    r"(?P<line>\d+);)?\s+(?P<sev>fatal|error|warning|info)\s*:\s*(?P<msg>.*)$")
 _DRIVER = re.compile(
     r"^(?P<tool>[^:\n]+):\s*(?P<sev>fatal error|internal compiler error|error):\s*(?P<msg>.*)$")
 
@@ -43,14 +53,14 @@ def parse_diagnostics(output: str, filename: str) -> tuple[tuple[Diagnostic, ...
             parsed = _from_text(line, filename)
             if parsed is not None:
                 diagnostics.append(parsed)
-    return tuple(diagnostics), text_lines
+    return tuple(dict.fromkeys(diagnostics)), text_lines
 
 
 def render_log(diagnostics: Iterable[Diagnostic], text_lines: Iterable[str],
                filename: str) -> str:
     """A human-readable log: diagnostics in GCC style, then unparsed output lines."""
     lines = [d.format(filename) for d in diagnostics]
-    lines.extend(t for t in text_lines if _CLASSIC.match(t.strip()) is None)
+    lines.extend(t for t in text_lines if _from_text(t.strip(), filename) is None)
     return "\n".join(lines)
 
 
@@ -87,6 +97,18 @@ def _from_text(line: str, filename: str) -> Diagnostic | None:
     if match is not None:
         return _located(_severity(match["sev"]), match["msg"], match["file"],
                         int(match["line"]), _as_int(match["col"]), filename)
+    match = _NVCC.match(line)
+    if match is not None:
+        message = match["msg"] + (f" [#{match['num']}]" if match["num"] else "")
+        return _located(_severity(match["sev"]), message, match["file"], int(match["line"]),
+                        None, filename)
+    match = _TOOL.match(line)
+    if match is not None and not match["msg"].startswith("Compile time"):
+        where = ""
+        if match["line"]:  # a line of an intermediate file (PTX), not of the candidate
+            kind = "PTX" if match["file"].endswith(".ptx") else match["file"]
+            where = f" ({kind} line {match['line']})"
+        return Diagnostic(_severity(match["sev"]), f"{match['tool']}: {match['msg']}{where}")
     match = _DRIVER.match(line)
     if match is not None:
         return Diagnostic("error", f"{match['tool'].strip()}: {match['sev']}: {match['msg']}")
@@ -103,7 +125,7 @@ def _located(severity: str, message: str, file: str | None, line: int | None,
 
 def _severity(kind: str) -> str:
     kind = kind.lower()
-    if "error" in kind or "sorry" in kind or kind == "ice":
+    if "error" in kind or "sorry" in kind or kind in ("ice", "fatal"):
         return "error"
     if "warning" in kind or kind == "pedwarn":
         return "warning"

@@ -4,12 +4,15 @@ Candidate code is hostile, so every flag must match one of the patterns below. F
 that read or write other files, load code into the compiler, or pass options through
 to the assembler/linker (``-fplugin``, ``-wrapper``, ``-B``, ``-specs``, ``@file``,
 ``-o``, ``-I``, ``-L``, ``-include``, ``-x``, ``-save-temps``, ``-Wl,`` ...) never do.
+nvcc (``lang="cuda"``) has its own, narrower list in ``cuda_flags``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
+
+from .cuda_flags import nvcc_flag_problem
 
 __all__ = ["FlagError", "check_flags", "default_flags", "split_link_flags"]
 
@@ -35,7 +38,7 @@ _F_SWITCHES = frozenset("""
     loop-unroll-and-jam loop-nest-optimize graphite-identity tracer
     move-loop-invariants reorder-blocks optimize-sibling-calls common
     opt-info-vec opt-info-vec-optimized opt-info-vec-missed opt-info-vec-all
-""".split())
+""".split())  # noqa: SIM905
 
 # -f<name>=<value> options with the values each may take.
 _F_VALUED = {
@@ -74,8 +77,14 @@ _DEFAULTS = ("-O3", "-march=native", "-fPIC", "-shared")
 _STD = {"c": "-std=c11", "c++": "-std=c++17"}
 
 
-def check_flags(flags: Iterable[str]) -> None:
-    """Raise ``FlagError`` for the first flag that is not on the allow-list."""
+def check_flags(flags: Iterable[str], lang: str = "c") -> None:
+    """Raise ``FlagError`` for the first flag that is not on ``lang``'s allow-list."""
+    if lang == "cuda":
+        problem = nvcc_flag_problem(list(flags))
+        if problem is not None:
+            prefix = "" if problem.startswith("compiler flag must") else "compiler flag not allowed: "
+            raise FlagError(prefix + problem)
+        return
     for flag in flags:
         if not isinstance(flag, str):
             raise FlagError(f"compiler flag must be a string, got {type(flag).__name__}")

@@ -1,9 +1,11 @@
-"""Build C/C++ kernel source and call its functions on torch tensors via ctypes.
+"""Build C/C++ or CUDA kernel source and call its functions on torch tensors via ctypes.
 
     lib = load(SOURCE, {"row_sum": "void(const float*, float*, int64_t, int64_t)"})
     lib.row_sum(x, out, rows, cols)
 
-Functions must have C linkage; in C++ sources declare them ``extern "C"``. Builds go
+Functions must have C linkage; in C++ and CUDA sources declare them ``extern "C"``.
+With ``lang="cuda"`` the declared functions are host launchers (``k<<<g, b>>>(...)``
+on the default stream) and their pointer arguments must be CUDA tensors. Builds go
 through a pluggable builder (``set_builder``) so a sandboxed worker can ask a trusted
 parent to compile; by default ``build`` runs in this process.
 """
@@ -16,13 +18,23 @@ import operator
 import os
 import re
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
 from .build import build
 from .records import BuildRequest, BuildResult, Diagnostic
-from .signature import POINTER_DTYPES, SCALARS, Param, Signature, SignatureError, parse_signature
+from .signature import (
+    DEVICES,
+    POINTER_DTYPES,
+    SCALARS,
+    Param,
+    Signature,
+    SignatureError,
+    parse_signature,
+    tensor_pointer,
+)
 
 __all__ = ["BuildError", "NativeFunction", "NativeLibrary", "load", "set_builder"]
 
@@ -79,25 +91,26 @@ def load(source: str, functions: Mapping[str, str], *, lang: str = "c",
         try:
             pointer = handle[name]
         except AttributeError:
-            hint = ' (declare it extern "C")' if lang == "c++" else ""
+            hint = ' (declare it extern "C")' if lang in ("c++", "cuda") else ""
             raise BuildError(_load_failure(result, f"symbol {name!r} not exported{hint}"),
                              request.filename) from None
-        bound[name] = NativeFunction(name, signature, pointer)
+        bound[name] = NativeFunction(name, signature, pointer, DEVICES.get(lang, "cpu"))
     return NativeLibrary(bound, result)
 
 
 class NativeFunction:
     """A bound kernel function; call it with tensors and numbers in C order."""
 
-    __slots__ = ("name", "signature", "_pointer", "_converters")
+    __slots__ = ("_converters", "_pointer", "name", "signature")
 
-    def __init__(self, name: str, signature: Signature, pointer: Any) -> None:
+    def __init__(self, name: str, signature: Signature, pointer: Any, device: str = "cpu") -> None:
         pointer.argtypes = [p.ctype for p in signature.params]
         pointer.restype = signature.restype
         self.name = name
         self.signature = signature
         self._pointer = pointer
-        self._converters = tuple(_converter(name, i, p) for i, p in enumerate(signature.params))
+        self._converters = tuple(_converter(name, i, p, device)
+                                 for i, p in enumerate(signature.params))
 
     def __call__(self, *args: Any) -> Any:
         if len(args) != len(self._converters):
@@ -169,10 +182,11 @@ def _load_failure(result: BuildResult, message: str) -> BuildResult:
                        log=f"{result.log}\n{message}".strip())
 
 
-def _converter(function: str, index: int, param: Param) -> Callable[[Any], Any]:
+def _converter(function: str, index: int, param: Param, device: str) -> Callable[[Any], Any]:
     where = f"{function}() argument {index + 1} ({param.text})"
     if param.pointer:
-        return _tensor_converter(where, POINTER_DTYPES[param.base])
+        dtypes = POINTER_DTYPES[param.base]
+        return lambda value: tensor_pointer(value, dtypes, device, where)
     _, kind, bounds = SCALARS[param.base]
     if kind == "float":
         def convert_float(value: Any) -> float:
@@ -191,20 +205,3 @@ def _converter(function: str, index: int, param: Param) -> Callable[[Any], Any]:
             raise TypeError(f"{where}: {number} out of range [{low}, {high}]")
         return number
     return convert_int
-
-
-def _tensor_converter(where: str, dtypes: tuple[torch.dtype, ...]) -> Callable[[Any], int]:
-    expected = " or ".join(str(d).removeprefix("torch.") for d in dtypes)
-
-    def convert(value: Any) -> int:
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{where}: expected a tensor, got {type(value).__name__}")
-        if value.dtype not in dtypes:
-            raise TypeError(f"{where}: expected dtype {expected}, "
-                            f"got {str(value.dtype).removeprefix('torch.')}")
-        if not value.is_cpu:
-            raise TypeError(f"{where}: expected a CPU tensor, got device {value.device}")
-        if not value.is_contiguous():
-            raise TypeError(f"{where}: tensor must be contiguous (call .contiguous())")
-        return value.data_ptr()
-    return convert

@@ -6,10 +6,12 @@ unknown keys, so a sandboxed worker and the trusted parent can exchange them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 SEVERITIES = ("error", "warning", "note")
+_FILENAMES = {"c": "kernel.c", "c++": "kernel.cpp", "cuda": "kernel.cu"}
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Diagnostic:
 
 @dataclass(frozen=True)
 class BuildRequest:
-    """What to compile: source text, ``lang`` ("c" or "c++") and extra flags."""
+    """What to compile: source text, ``lang`` ("c", "c++" or "cuda") and extra flags."""
 
     source: str
     lang: str = "c"
@@ -57,7 +59,7 @@ class BuildRequest:
     @property
     def filename(self) -> str:
         """The name the source is compiled under; diagnostics are reported against it."""
-        return "kernel.cpp" if self.lang == "c++" else "kernel.c"
+        return _FILENAMES.get(self.lang, "kernel.c")
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "lang": self.lang, "flags": list(self.flags)}

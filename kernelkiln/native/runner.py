@@ -14,12 +14,19 @@ import pwd
 import signal
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from .toolchain import find_prlimit
 
-__all__ = ["DEFAULT_LIMITS", "RunOutcome", "compiler_env", "run_confined", "resolve_group"]
+__all__ = [
+    "CUDA_LIMITS",
+    "DEFAULT_LIMITS",
+    "RunOutcome",
+    "compiler_env",
+    "resolve_group",
+    "run_confined",
+]
 
 # prlimit long options -> value. Sized for gcc on one translation unit.
 DEFAULT_LIMITS: dict[str, int] = {
@@ -27,6 +34,16 @@ DEFAULT_LIMITS: dict[str, int] = {
     "cpu": 60,           # CPU seconds
     "fsize": 256 << 20,  # largest file it may write, bytes
     "nproc": 64,         # processes of the (real) uid
+}
+
+# nvcc runs cudafe++, cicc, ptxas, fatbinary, nvlink and gcc in turn; cicc alone took
+# ~0.6 GiB and 15 s of CPU for a kernel including <cub/cub.cuh>, and template-heavy
+# headers (CUTLASS/CuTe) take many times that.
+CUDA_LIMITS: dict[str, int] = {
+    "as": 16 << 30,
+    "cpu": 600,
+    "fsize": 1 << 30,
+    "nproc": 64,
 }
 
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -69,9 +86,10 @@ def resolve_group(user: int | None, group: int | None) -> int | None:
         return user
 
 
-def merge_limits(limits: Mapping[str, int | None] | None) -> dict[str, int]:
-    """Defaults overridden by ``limits``; a ``None`` value removes that limit."""
-    merged: dict[str, int | None] = dict(DEFAULT_LIMITS)
+def merge_limits(limits: Mapping[str, int | None] | None,
+                 base: Mapping[str, int] = DEFAULT_LIMITS) -> dict[str, int]:
+    """``base`` overridden by ``limits``; a ``None`` value removes that limit."""
+    merged: dict[str, int | None] = dict(base)
     for name, value in (limits or {}).items():
         if not name.isalpha():
             raise ValueError(f"bad resource limit name {name!r}")
@@ -81,12 +99,17 @@ def merge_limits(limits: Mapping[str, int | None] | None) -> dict[str, int]:
 
 def run_confined(argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
                  user: int | None, group: int | None, timeout: float,
-                 limits: Mapping[str, int | None] | None) -> RunOutcome:
-    """Run ``argv`` confined and return its combined stdout/stderr (truncated)."""
+                 limits: Mapping[str, int | None] | None,
+                 base_limits: Mapping[str, int] = DEFAULT_LIMITS) -> RunOutcome:
+    """Run ``argv`` confined and return its combined stdout/stderr (truncated).
+
+    ``limits`` override ``base_limits`` (``DEFAULT_LIMITS`` unless given).
+    """
     command = list(argv)
     prlimit = find_prlimit()
     if prlimit is not None:
-        settings = [f"--{name}={value}" for name, value in merge_limits(limits).items()]
+        merged = merge_limits(limits, base_limits)
+        settings = [f"--{name}={value}" for name, value in merged.items()]
         command = [prlimit, *settings, "--", *command]
     identity: dict[str, object] = {}
     if user is not None or group is not None:

@@ -1,8 +1,9 @@
 """Parse C-like function signatures such as ``"void(const float*, float*, int64_t)"``.
 
-Pointer parameters take CPU tensors of the matching dtype; scalar parameters take
-Python numbers. The parsed form tells the loader which ctypes to declare and which
-conversion to apply per argument.
+Pointer parameters take contiguous tensors of the matching dtype, on the CPU for C/C++
+and on a CUDA device for CUDA launchers (``tensor_pointer`` checks this); scalar
+parameters take Python numbers. The parsed form tells the loader which ctypes to
+declare and which conversion to apply per argument.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import ctypes
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-__all__ = ["SignatureError", "Param", "Signature", "parse_signature"]
+__all__ = ["DEVICES", "Param", "Signature", "SignatureError", "parse_signature", "tensor_pointer"]
 
 
 class SignatureError(ValueError):
@@ -43,6 +45,9 @@ SCALARS: dict[str, tuple[type, str, tuple[int, int] | None]] = {
     "float": (ctypes.c_float, "float", None),
     "double": (ctypes.c_double, "float", None),
 }
+
+# Device type pointer arguments must live on, per source language.
+DEVICES = {"c": "cpu", "c++": "cpu", "cuda": "cuda"}
 
 RETURNS: dict[str, type | None] = {
     "void": None, "int": ctypes.c_int, "int32_t": ctypes.c_int32,
@@ -113,3 +118,29 @@ def _param(piece: str, text: str) -> Param:
         raise SignatureError(f"unsupported parameter type {base!r} in {text!r}; "
                              f"supported scalars: {', '.join(SCALARS)}")
     return Param(base, pointer, f"{'const ' if const else ''}{base}{'*' if pointer else ''}")
+
+
+def tensor_pointer(value: Any, dtypes: tuple[torch.dtype, ...], device: str, where: str) -> int:
+    """``value.data_ptr()`` once ``value`` is a contiguous tensor of ``dtypes`` on ``device``.
+
+    Raises ``TypeError`` naming ``where`` (the function and argument) otherwise: a
+    CUDA launcher handed a CPU tensor would pass a host pointer to the GPU.
+    """
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{where}: expected a tensor, got {type(value).__name__}")
+    if value.dtype not in dtypes:
+        expected = " or ".join(str(d).removeprefix("torch.") for d in dtypes)
+        raise TypeError(f"{where}: expected dtype {expected}, "
+                        f"got {str(value.dtype).removeprefix('torch.')}")
+    if value.device.type != device:
+        if device == "cuda":
+            raise TypeError(f"{where}: expected a CUDA tensor (CUDA kernels take device pointers), "
+                            f"got device {value.device}; move it with .cuda()")
+        raise TypeError(f"{where}: expected a CPU tensor, got device {value.device}")
+    if device == "cuda" and value.device.index not in (None, torch.cuda.current_device()):
+        # The launcher runs on the thread's current device, not on the tensor's.
+        raise TypeError(f"{where}: tensor is on {value.device} but the current device is "
+                        f"cuda:{torch.cuda.current_device()} (use torch.cuda.device(...))")
+    if not value.is_contiguous():
+        raise TypeError(f"{where}: tensor must be contiguous (call .contiguous())")
+    return value.data_ptr()

@@ -1,7 +1,8 @@
 """Which compiler builds a kernel and which machine it targets, probed once per process.
 
 Both feed the cache key: a binary built by another compiler version, or with
-``-march=native`` on another CPU, must never be reused.
+``-march=native`` on another CPU, must never be reused. CUDA sources use ``nvcc``
+(``KILN_NVCC``, else ``PATH``, else the toolkit's usual install directory).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-__all__ = ["Compiler", "CompilerNotFound", "find_compiler", "cpu_identity", "find_prlimit"]
+__all__ = ["Compiler", "CompilerNotFound", "cpu_identity", "find_compiler", "find_prlimit"]
 
-# Candidates per language; KILN_CC / KILN_CXX name an explicit compiler instead.
-_CANDIDATES = {"c": ("gcc", "cc"), "c++": ("g++", "c++")}
-_ENV = {"c": "KILN_CC", "c++": "KILN_CXX"}
+# Candidates per language; KILN_CC / KILN_CXX / KILN_NVCC name an explicit compiler instead.
+_CANDIDATES = {"c": ("gcc", "cc"), "c++": ("g++", "c++"),
+               "cuda": ("nvcc", "/usr/local/cuda/bin/nvcc")}
+_ENV = {"c": "KILN_CC", "c++": "KILN_CXX", "cuda": "KILN_NVCC"}
 
 
 class CompilerNotFound(RuntimeError):
@@ -32,17 +34,21 @@ class Compiler:
     version: str
 
     @property
+    def is_nvcc(self) -> bool:
+        return "cuda compiler driver" in self.version.lower()
+
+    @property
     def json_diagnostics(self) -> bool:
-        # clang has no -fdiagnostics-format=json; its text output is parsed instead.
-        return "clang" not in self.version.lower()
+        # clang and nvcc have no -fdiagnostics-format=json; their text output is parsed.
+        return "clang" not in self.version.lower() and not self.is_nvcc
 
 
 def find_compiler(lang: str) -> Compiler:
-    """The compiler for ``lang`` ("c" or "c++"); raises ``CompilerNotFound``."""
+    """The compiler for ``lang`` ("c", "c++" or "cuda"); raises ``CompilerNotFound``."""
     return _probe(lang, os.environ.get(_ENV[lang], ""))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _probe(lang: str, override: str) -> Compiler:
     names = (override,) if override else _CANDIDATES[lang]
     for name in names:
@@ -51,16 +57,17 @@ def _probe(lang: str, override: str) -> Compiler:
             continue
         path = os.path.realpath(found)
         try:
-            done = subprocess.run([path, "--version"], capture_output=True, text=True,
+            done = subprocess.run([path, "--version"], check=False, capture_output=True, text=True,
                                   timeout=30, env={"PATH": os.defpath, "LANG": "C"})
         except (OSError, subprocess.SubprocessError):
             continue
         if done.returncode == 0:
             return Compiler(path=path, version=done.stdout.strip())
-    raise CompilerNotFound(f"no {lang} compiler found (tried {', '.join(names)})")
+    hint = " (install the CUDA toolkit or set KILN_NVCC)" if lang == "cuda" else ""
+    raise CompilerNotFound(f"no {lang} compiler found (tried {', '.join(names)}){hint}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cpu_identity() -> str:
     """CPU model name and feature flags (Linux), else the machine architecture."""
     try:
@@ -81,7 +88,7 @@ def cpu_identity() -> str:
     return platform.machine() + "|" + "|".join(f"{k}={v}" for k, v in sorted(wanted.items()))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def find_prlimit() -> str | None:
     """Path of the util-linux ``prlimit`` binary, if installed."""
     return shutil.which("prlimit") or next(

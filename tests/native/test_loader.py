@@ -9,8 +9,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelkiln.native import (BuildError, BuildRequest, BuildResult, Diagnostic,
-                               SignatureError, build, load, set_builder)
+from kernelkiln.native import (
+    BuildError,
+    BuildRequest,
+    BuildResult,
+    Diagnostic,
+    SignatureError,
+    build,
+    load,
+    set_builder,
+)
 from kernelkiln.native.signature import parse_signature
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
@@ -141,7 +149,7 @@ def test_arity_and_scalar_mismatches_raise_type_error(lib) -> None:
 
 def test_unknown_function_attribute(lib) -> None:
     with pytest.raises(AttributeError, match="no declared function 'nope'"):
-        lib.nope
+        lib.nope  # noqa: B018
     assert "row_sum" in dir(lib) and lib.result.ok and lib.path.endswith(".so")
 
 
