@@ -10,7 +10,8 @@ def test_system_prompt_explains_the_candidate_and_the_submit_tool(platform):
     for needle in ("ModelNew", "submit_candidate", "summary", "adoptions", "experience_id", "run_checks", "profile",
                    "vectorization_report", "from kernelkiln import native", "160"):
         assert needle in text
-    assert ("native.load(" in text) == (platform == "cpu")
+    assert "native.load(" in text
+    assert ('lang="cuda"' in text and "@triton.jit" in text) == (platform == "cuda")
 
 
 def test_reask_lists_each_problem_and_the_ids_owed():
