@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -10,6 +12,7 @@ class GuardConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    platform: Literal["cpu", "cuda"] = Field("cpu", description="Where candidates run and are timed (kernelkiln.platforms): cpu, or cuda (models and inputs on the GPU, each timed batch ends with a device-wide synchronize, input sets rotate through 2x its L2). Without a GPU, Triton kernels run under Triton's interpreter: checked, never timed.")
     threads: int | None = Field(None, ge=1, description="Intra-op threads of every worker, reference and candidates alike. None: all cores but one, which is left to the guard itself; timing on every core is fragile, since one busy core stalls a whole parallel region.")
     check_trials: int = Field(5, ge=5, description="Correctness trials per workload, each with fresh random inputs.")
     build_timeout_s: float = Field(120.0, gt=0, description="Wall-clock limit for loading the candidate and compiling its native code.")
@@ -25,7 +28,7 @@ class GuardConfig(BaseModel):
     target_rse: float = Field(0.01, gt=0, description="Timing stops once the relative standard error of every workload's speedup is below this.")
     min_margin: float = Field(0.03, ge=0, description="Smallest noise band around the best time: a speedup within it is ACCEPT, not KEEP or REVERT.")
     margin_sigmas: float = Field(3.0, ge=0, description="Noise band = max(min_margin, margin_sigmas x standard error of the measured log-speedup).")
-    flush_factor: float = Field(2.0, ge=0, description="Timing rotates through input sets whose total size is at least this multiple of the last-level cache, so each call starts cold.")
+    flush_factor: float = Field(2.0, ge=0, description="Timing rotates through input sets whose total size is at least this multiple of the device's last-level cache (the CPU's largest cache, a GPU's L2), so each call starts cold; the default 2 is the platform's flush_bytes().")
     max_input_sets: int = Field(64, ge=2, description="Cap on the number of rotating input sets per workload.")
     idle_probe_s: float = Field(0.05, gt=0, description="How long a candidate worker is watched while idle for background CPU use.")
     idle_cpu_max: float = Field(0.25, gt=0, description="Largest share of one core an idle candidate worker may use before it is rejected for background work.")

@@ -34,6 +34,8 @@ def profile_report(session: GuardSession, source: str, budget_s: float) -> str:
     verdict = session.evaluate(source, time_budget_s=budget_s)
     if not verdict.correct:
         return f"FAIL at {verdict.stage}: {verdict.reason}"
+    if not verdict.timed:
+        return f"NOT TIMED: {verdict.reason}"
     rows = [f"{w.name}: t_ref {w.t_ref_s * 1e3:.4g} ms, t_cand {w.t_cand_s * 1e3:.4g} ms, "
             f"speedup {w.speedup:.3f}x (±{w.spread:.1%})" for w in verdict.workloads]
     return "\n".join([f"geometric-mean speedup {verdict.speedup:.3f}x over the reference (short run)", *rows])

@@ -52,11 +52,12 @@ def _recv(sock: socket.socket) -> tuple[bytes, list[int]]:
 class ForkServer:
     """Client side: starts the server and asks it for workers."""
 
-    def __init__(self) -> None:
+    def __init__(self, platform: str = "cpu") -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"from kernelkiln.guard.forkserver import serve; serve({theirs.fileno()})"],
-            pass_fds=[theirs.fileno()], env=sandbox.scrubbed_env(), stdin=subprocess.DEVNULL,
+            pass_fds=[theirs.fileno()], env=sandbox.scrubbed_env(sandbox.platform_env(platform)),
+            stdin=subprocess.DEVNULL,
             start_new_session=False, close_fds=True,
         )
         theirs.close()
@@ -100,17 +101,31 @@ class ForkServer:
             self.process.kill()
 
 
-_server: ForkServer | None = None
+_servers: dict[str, ForkServer] = {}
 _server_lock = threading.Lock()
 
 
-def shared() -> ForkServer:
-    """The process-wide fork-server, started on first use and restarted if it died."""
-    global _server
+def shared(platform: str = "cpu") -> ForkServer:
+    """The process-wide fork-server of ``platform``, started on first use and restarted if it died."""
     with _server_lock:
-        if _server is None or not _server.alive():
-            _server = ForkServer()
-        return _server
+        server = _servers.get(platform)
+        if server is None or not server.alive():
+            server = _servers[platform] = ForkServer(platform)
+        return server
+
+
+def _preload_triton() -> None:
+    """Import Triton once here, if installed: workers may not be able to read the Python
+    installation to import it themselves (it can sit in a directory only the guard's user
+    reads), and Triton's language must be imported with TRITON_INTERPRET already set."""
+    with contextlib.suppress(Exception):  # not installed or broken: a Triton candidate's build then says why
+        import triton.language
+
+        if os.environ.get("TRITON_INTERPRET") == "1":  # and what the interpreter imports on a first launch
+            import triton.compiler.code_generator
+            import triton.experimental.gluon
+            import triton.language.extra.libdevice
+            import triton.runtime.interpreter  # noqa: F401
 
 
 def _serve(control: socket.socket) -> None:
@@ -118,6 +133,8 @@ def _serve(control: socket.socket) -> None:
     import torch  # noqa: F401  (preloaded so that forked workers start warm)
 
     from kernelkiln.guard import harness
+
+    _preload_triton()
 
     # Objects the workers inherit are never scanned by a worker's garbage collector, so it
     # does not write to (and copy) every inherited page: a fresh worker is fast at once.
@@ -167,3 +184,4 @@ def serve(fd: int) -> None:
     """Entry point of the fork-server process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _serve(socket.socket(fileno=fd))
+    os._exit(0)  # nothing to flush; skips extension modules' noisy teardown (Triton's leak reports)

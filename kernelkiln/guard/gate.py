@@ -8,9 +8,31 @@ from dataclasses import dataclass
 
 ALLOWED_IMPORTS = frozenset({
     "torch", "torch.nn", "torch.nn.functional", "math", "typing", "functools", "itertools", "numbers",
-    "__future__", "kernelkiln.native", "triton", "triton.language",
+    "__future__", "kernelkiln.native",
 })
 ALLOWED_FROM = {"kernelkiln": {"native"}, "torch": {"nn", "Tensor"}}
+# Triton: kernels and their language only. The rest of triton (runtime, compiler, testing,
+# tools, backends, autotune, knobs) compiles, caches, benchmarks or spawns processes.
+TRITON_MODULES = frozenset({
+    "triton", "triton.language", "triton.language.math", "triton.language.extra", "triton.language.extra.libdevice",
+    "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice",
+})
+TRITON_API = frozenset({"jit", "cdiv", "next_power_of_2"})
+# Names in the allowed triton modules that are modules themselves (core.builtins, core.knobs, ...) or helpers.
+TRITON_HIDDEN = frozenset({
+    "core", "semantic", "standard", "random", "target_info", "builtins", "inspect", "ir", "knobs", "typing",
+    "numbers", "warnings", "tl", "driver", "List", "T", "wraps",
+})
+_TRITON_PACKAGES = frozenset({"triton.language.extra", "triton.language.extra.cuda"})  # only their modules
+# Attributes of a jitted kernel (or of the interpreter's values) that reach its compiler, caches, raw
+# function, module globals (get_capture_scope) or numpy buffers: kernels are only launched.
+TRITON_INTERNALS = frozenset({
+    "cache", "compile", "device_caches", "run", "warmup", "preload", "src", "raw_src", "fn", "rewrite", "rewriter",
+    "rewritten_fn", "pre_run_hooks", "add_pre_run_hook", "asm", "launch", "kernel_cache", "kernel", "parse",
+    "get_capture_scope", "used_global_vals", "create_binder", "launch_metadata", "handle",
+})
+# On any object: numpy arrays (x.numpy(), values under Triton's interpreter) write files and reach ctypes.
+BANNED_ATTRS = frozenset({"tofile", "ctypes"})
 BANNED_NAMES = frozenset({
     "eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars", "getattr", "setattr",
     "delattr", "breakpoint", "input", "memoryview", "type", "print", "exit", "quit", "help", "object",
@@ -21,7 +43,45 @@ BANNED_TORCH_ATTRS = frozenset({
     "multiprocessing", "distributed", "overrides", "package", "testing", "profiler", "export", "fx",
     "set_default_tensor_type", "set_default_dtype", "set_default_device", "use_deterministic_algorithms",
 })
+# Device APIs refused where no device runs candidates: on the cpu platform they can only fail or mislead.
+DEVICE_TORCH_ATTRS = frozenset({"cuda", "accelerator", "Stream", "Event"})
 NATIVE_API = frozenset({"load"})
+
+
+def _triton_refusal(path: str) -> str | None:
+    """Why the dotted name ``path`` (triton.language.exp, triton.runtime, ...) is refused, or None."""
+    parts = path.split(".")
+    module, i = parts[0], 1
+    while i < len(parts) and f"{module}.{parts[i]}" in TRITON_MODULES:
+        module, i = f"{module}.{parts[i]}", i + 1
+    if module not in TRITON_MODULES:
+        return f"{path} is not available to candidates"
+    if i == len(parts):
+        return None
+    leaf = parts[i]
+    if module == "triton":
+        ok = leaf in TRITON_API
+    else:
+        ok = module not in _TRITON_PACKAGES and not leaf.startswith("_") and leaf not in TRITON_HIDDEN
+    if not ok:
+        return (f"{module}.{leaf} is not available to candidates "
+                "(Triton kernels may use triton.jit, triton.cdiv, triton.next_power_of_2 and triton.language)")
+    internal = next((p for p in parts[i + 1:] if p in TRITON_INTERNALS), None)
+    if internal is not None:
+        return f"{module}.{leaf}.{internal} is not allowed (launch Triton kernels as kernel[grid](...))"
+    return None
+
+
+def _kernels(tree: ast.AST) -> set[str]:
+    """Names of functions decorated with triton's ``jit`` (any spelling ending in ``jit``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                dec = dec.func if isinstance(dec, ast.Call) else dec
+                if (dec.attr if isinstance(dec, ast.Attribute) else getattr(dec, "id", "")) == "jit":
+                    names.add(node.name)
+    return names
 
 
 @dataclass(frozen=True)
@@ -36,8 +96,13 @@ class GateIssue:
 
 
 class _Gate(ast.NodeVisitor):
-    def __init__(self, forbidden_ops: frozenset[str]):
+    def __init__(self, forbidden_ops: frozenset[str], tree: ast.AST, platform: str):
         self.forbidden = forbidden_ops
+        self.platform = platform
+        self.kernels = _kernels(tree)
+        self.triton = any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "triton" for a in n.names)
+                          or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "triton"
+                          for n in ast.walk(tree))
         self.issues: list[GateIssue] = []
         self.modules: dict[str, str] = {}  # local alias -> module path
 
@@ -51,7 +116,7 @@ class _Gate(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if alias.name not in ALLOWED_IMPORTS:
+            if alias.name not in ALLOWED_IMPORTS and alias.name not in TRITON_MODULES:
                 self.flag(node, f"import of {alias.name!r} is not allowed")
             self.modules[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
 
@@ -59,7 +124,11 @@ class _Gate(ast.NodeVisitor):
         mod = node.module or ""
         for alias in node.names:
             full = f"{mod}.{alias.name}"
-            if mod == "kernelkiln.native" and not node.level:
+            if mod.split(".")[0] == "triton" and not node.level:
+                why = "import of '*' is not allowed" if alias.name == "*" else _triton_refusal(full)
+                if why:
+                    self.flag(node, why)
+            elif mod == "kernelkiln.native" and not node.level:
                 if alias.name not in NATIVE_API:
                     self.flag(node, f"kernelkiln.native.{alias.name} is not available to candidates (use native.load)")
             elif node.level or alias.name == "*" or not (
@@ -85,13 +154,38 @@ class _Gate(ast.NodeVisitor):
             self.flag(node, f"access to private {module}.{attr} is not allowed")
         elif module.startswith("torch") and attr in BANNED_TORCH_ATTRS:
             self.flag(node, f"torch.{attr} is not allowed in candidates")
+        elif module == "torch" and isinstance(node.value, ast.Name) and attr in DEVICE_TORCH_ATTRS \
+                and self.platform == "cpu":
+            self.flag(node, f"torch.{attr} is not available on the cpu platform")
         elif module.startswith("kernelkiln") and attr not in NATIVE_API:
             self.flag(node, f"kernelkiln.native.{attr} is not available to candidates (use native.load)")
-        elif attr.lower() in self.forbidden and root != "self" and not attr[:1].isupper():
+        elif module.startswith("triton") and (why := self._triton_path(node, module)) is not None:
+            self.flag(node, why)
+        elif isinstance(node.value, ast.Name) and node.value.id in self.kernels:
+            self.flag(node, f"{node.value.id}.{attr} is not allowed (launch Triton kernels as kernel[grid](...))")
+        elif self.triton and root != "self" and (
+                attr in TRITON_INTERNALS or (attr.startswith("_") and not attr.startswith("__"))):
+            self.flag(node, f"access to .{attr} is not allowed in Triton candidates (launch kernels as kernel[grid](...))")
+        elif attr in BANNED_ATTRS and root != "self":
+            self.flag(node, f"access to .{attr} is not allowed")
+        elif attr.lower() in self.forbidden and root != "self" and not attr[:1].isupper() \
+                and not module.startswith("triton"):  # tl.sum, tl.softmax: block primitives inside a kernel
             # self.linear (a submodule) and nn.Linear (a parameter holder) are fine to touch;
             # calling them runs the reference op, which the run-time recorder catches.
             self.flag(node, f"calls the reference op {attr!r} (reimplement it instead)")
         self.generic_visit(node)
+
+    @staticmethod
+    def _triton_path(node: ast.Attribute, module: str) -> str | None:
+        """Why a dotted name rooted at a triton import is refused; None when allowed or not a plain name."""
+        parts: list[str] = []
+        value: ast.AST = node
+        while isinstance(value, ast.Attribute):
+            parts.append(value.attr)
+            value = value.value
+        if not isinstance(value, ast.Name):
+            return None  # an attribute of a value (a tensor a call returned), not of the module
+        return _triton_refusal(".".join([module, *reversed(parts)]))
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult) and "matmul" in self.forbidden:
@@ -144,14 +238,14 @@ class _Gate(ast.NodeVisitor):
         self.flag(node, "global statements are not allowed")
 
 
-def check(source: str, forbidden_ops: Iterable[str] = ()) -> list[GateIssue]:
-    """All the reasons to refuse ``source``; empty when it may run."""
+def check(source: str, forbidden_ops: Iterable[str] = (), platform: str = "cpu") -> list[GateIssue]:
+    """All the reasons to refuse ``source`` on ``platform``; empty when it may run."""
     try:
         tree = ast.parse(source, filename="candidate.py")
     except SyntaxError as exc:
         return [GateIssue(exc.lineno or 0, f"syntax error: {exc.msg}")]
-    gate = _Gate(frozenset(forbidden_ops))
+    gate = _Gate(frozenset(forbidden_ops), tree, platform)
     gate.visit(tree)
     if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
         gate.issues.append(GateIssue(1, "defines no top-level class ModelNew"))
-    return sorted(gate.issues, key=lambda i: i.line)
+    return sorted(dict.fromkeys(gate.issues), key=lambda i: i.line)  # a refused prefix of a.b.c is named once

@@ -6,9 +6,12 @@ parent re-checks outputs itself and times each request with its own clock.
 
 from __future__ import annotations
 
+import linecache
 import os
+import sys
 import time
 import traceback
+import types
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -18,6 +21,7 @@ from kernelkiln import native
 from kernelkiln.guard import protocol, sandbox
 from kernelkiln.guard.reference_ops import OpRecorder
 from kernelkiln.native import BuildRequest, BuildResult
+from kernelkiln.platforms import get_platform
 from kernelkiln.task import Task, load_task
 
 
@@ -35,6 +39,23 @@ class _RemoteBuilder:
 
 def _as_outputs(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def _place(values: list[Any], device: str) -> list[Any]:
+    """Inputs on the platform's device (untouched on CPU)."""
+    return values if device == "cpu" else [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _host(t: torch.Tensor) -> torch.Tensor:
+    """``t`` on the host: itself on CPU, a copy from a device (what the guard compares)."""
+    return t if t.device.type == "cpu" else t.cpu()
+
+
+def _interpreted_kernels() -> int | None:
+    """Triton kernels run so far under Triton's interpreter in this process (None: cannot tell)."""
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    cache = getattr(getattr(interpreter, "InterpretedFunction", None), "rewritten_fn", None)
+    return len(cache) if isinstance(cache, dict) else None
 
 
 def _overlaps(out: torch.Tensor, inputs: list[Any]) -> bool:
@@ -58,6 +79,11 @@ class Harness:
         self.task: Task = load_task(init["task_path"], init["overrides"])
         self.model_seed = int(init["model_seed"])
         self.cls = self.task.module.Model
+        self.platform = get_platform(init.get("platform", "cpu"))
+        self.device = self.platform.device
+        self.interpret = os.environ.get("TRITON_INTERPRET") == "1"  # read before any candidate code runs
+        self.interpreted_before = _interpreted_kernels() or 0
+        self.uses_triton = False
         self.models: dict[int, torch.nn.Module] = {}
         self.sets: dict[int, list[list[Any]]] = {}
         self.last_output: list[Any] | None = None
@@ -67,14 +93,26 @@ class Harness:
         if source is not None:
             native.set_builder(_RemoteBuilder(self.conn))
             namespace: dict[str, Any] = {"__name__": "kiln_candidate", "__file__": "candidate.py"}
+            # Triton reads a kernel's source through inspect (linecache), never from a file.
+            linecache.cache["candidate.py"] = (len(source), None, source.splitlines(True), "candidate.py")
             exec(compile(source, "candidate.py", "exec"), namespace)
             self.cls = namespace.get("ModelNew")
             if not isinstance(self.cls, type):
                 raise TypeError("candidate defines no class ModelNew")
+            self.uses_triton = any((v.__name__ if isinstance(v, types.ModuleType) else type(v).__module__)
+                                   .split(".")[0] == "triton" for v in namespace.values())
         with torch.no_grad():
             for i, workload in enumerate(self.task.workloads):
-                self.models[i] = self.task.make_model(workload, self.model_seed, self.cls)
+                model = self.task.make_model(workload, self.model_seed, self.cls)
+                self.models[i] = model if self.device == "cpu" else model.to(self.device)
         return {"ok": True}
+
+    def interpreted(self) -> bool:
+        """Whether the candidate ran Triton kernels under Triton's interpreter: correct or not, untimeable."""
+        if not self.interpret:
+            return False
+        ran = _interpreted_kernels()
+        return self.uses_triton if ran is None else ran > self.interpreted_before
 
     # -- check -------------------------------------------------------------------------
     def check(self, workload: int, seeds: list[int]) -> dict[str, Any]:
@@ -82,7 +120,7 @@ class Harness:
         buffers: list[Any] | None = None
         trials = []
         for k, seed in enumerate(seeds):
-            fresh = self.task.make_inputs(w, seed)
+            fresh = _place(self.task.make_inputs(w, seed), self.device)
             if buffers is None:
                 buffers = fresh
             else:  # same addresses, new contents: a cache keyed by address returns stale data
@@ -105,18 +143,19 @@ class Harness:
             with torch.no_grad():
                 again = [o if type(o) is torch.Tensor else None for o in _as_outputs(model(*copies))]
             trials.append({
-                "outputs": [p.clone() if p is not None else None for p in plain],
-                "again": again,
+                "outputs": [_host(p.clone()) if p is not None else None for p in plain],
+                "again": [_host(a) if a is not None else None for a in again],
                 "types": types,
                 "aliased": aliased,
-                "inputs_after": inputs_after,
+                "inputs_after": [_host(b) if b is not None else None for b in inputs_after],
                 "ops": sorted(recorder.names) if recorder is not None else [],
             })
-        return {"ok": True, "trials": trials}
+        return {"ok": True, "trials": trials, "interpreted": self.interpreted()}
 
     # -- timing ------------------------------------------------------------------------
     def prepare(self, workload: int, count: int, seed: int) -> dict[str, Any]:
-        self.sets[workload] = [self.task.make_inputs(self.task.workloads[workload], seed + i) for i in range(count)]
+        self.sets[workload] = [_place(self.task.make_inputs(self.task.workloads[workload], seed + i), self.device)
+                               for i in range(count)]
         return {"ok": True}
 
     def refresh(self, workload: int, index: int, seed: int) -> dict[str, Any]:
@@ -136,12 +175,13 @@ class Harness:
             start = time.perf_counter()
             for i in order:
                 out = model(*sets[i])
+            self.platform.synchronize()  # device-wide: work queued on side streams is counted too
             elapsed = time.perf_counter() - start
         self.last_output = _as_outputs(out)
         return {"ok": True, "elapsed_s": elapsed}
 
     def fetch(self) -> dict[str, Any]:
-        outs = [o if type(o) is torch.Tensor else None for o in (self.last_output or [])]
+        outs = [_host(o) if type(o) is torch.Tensor else None for o in (self.last_output or [])]
         return {"ok": True, "outputs": outs}
 
 

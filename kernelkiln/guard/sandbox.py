@@ -24,6 +24,10 @@ ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHA
              "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
              "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES", "KILN_CACHE_DIR")
 
+# Set by the guard per platform, never inherited: without a GPU, Triton kernels run under
+# Triton's interpreter (numpy on the host), checkable but not timeable.
+_PLATFORM_ENV = {"cpu": {"TRITON_INTERPRET": "1"}}
+
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWNET = 0x40000000
 _MS_RDONLY, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1, 0x20, 0x1000, 0x4000, 0x40000
@@ -45,6 +49,14 @@ class SandboxSpec:
     isolate_filesystem: bool
     env: dict[str, str] = field(default_factory=dict)
     readable: list[str] = field(default_factory=list)  # paths the worker must still read (the task file)
+    # False on a GPU: its driver reserves far more address space than it uses, so RLIMIT_AS
+    # would stop it from starting; the data segment (private writable memory) is limited instead.
+    limit_address_space: bool = True
+
+
+def platform_env(platform: str) -> dict[str, str]:
+    """Variables the workers (and the fork-server they come from) get on ``platform``."""
+    return dict(_PLATFORM_ENV.get(platform, {}))
 
 
 def scrubbed_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -105,7 +117,7 @@ def enter(spec: SandboxSpec) -> dict[str, bool]:
     workspace = "/tmp" if applied["filesystem"] else spec.workspace  # the workspace now sits on /tmp
     mb = 1 << 20
     limits = {
-        resource.RLIMIT_AS: spec.memory_limit_mb * mb,
+        resource.RLIMIT_AS if spec.limit_address_space else resource.RLIMIT_DATA: spec.memory_limit_mb * mb,
         resource.RLIMIT_FSIZE: spec.file_size_limit_mb * mb,
         resource.RLIMIT_CORE: 0,
         resource.RLIMIT_NOFILE: 256,
@@ -128,7 +140,8 @@ def enter(spec: SandboxSpec) -> dict[str, bool]:
         libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     os.chdir(workspace)
     os.environ.clear()
-    os.environ.update({**spec.env, "HOME": workspace, "TMPDIR": workspace})
+    os.environ.update({**spec.env, "HOME": workspace, "TMPDIR": workspace, "TRITON_HOME": workspace,
+                       "TRITON_CACHE_DIR": os.path.join(workspace, ".triton", "cache")})
     tempfile.tempdir = workspace
     _redirect_stdio(workspace)
     applied["environment"] = True

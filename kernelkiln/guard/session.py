@@ -13,7 +13,6 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-
 from kernelkiln import native
 from kernelkiln.errors import UserError
 from kernelkiln.guard import gate, sandbox
@@ -24,12 +23,14 @@ from kernelkiln.guard.reference_ops import forbidden_ops, record
 from kernelkiln.guard.timing import Series, Timer, TimingReject, rse
 from kernelkiln.guard.verdict import Stage, Verdict, WorkloadResult, geomean
 from kernelkiln.guard.workers import Worker, WorkerFailure
+from kernelkiln.platforms import get_platform
 from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
 _SLOTS_PER_SESSION = 4
 _LANES = sandbox.SLOTS_PER_PROCESS // _SLOTS_PER_SESSION
 _MAX_COMPILES = 16
+INTERPRETED = "correct under Triton's interpreter (TRITON_INTERPRET=1); no timing is possible without a GPU"
 
 _lanes_lock = threading.Lock()
 _lanes_free = list(range(_LANES))
@@ -81,6 +82,7 @@ class GuardSession:
         """``device`` is shared by the sessions that time on the same device (default: a private one)."""
         self.task = task
         self.config = config or GuardConfig()
+        self.platform = get_platform(self.config.platform)  # a one-line UserError when this machine lacks it
         self.device = device or DeviceLock()
         self.threads = self.config.threads or default_threads()
         self.model_seed = secrets.randbits(31)
@@ -154,7 +156,9 @@ class GuardSession:
             cases.append((seeds, [reference_outputs(self.task, self.ref_models[index], index, s) for s in seeds]))
         return cases
 
-    def _check(self, cand: Worker, cases: list[tuple[list[int], list[tuple[list, list]]]]) -> None:
+    def _check(self, cand: Worker, cases: list[tuple[list[int], list[tuple[list, list]]]]) -> bool:
+        """Reject a wrong candidate; True when it ran Triton kernels under Triton's interpreter."""
+        interpreted = False
         for index, (workload, (seeds, pairs)) in enumerate(zip(self.task.workloads, cases)):
             reply = cand.request({"op": "check", "workload": index, "seeds": seeds}, self.config.call_timeout_s)
             if not reply.get("ok"):
@@ -168,9 +172,11 @@ class GuardSession:
             problem = judge_trials(self.task, [p[1] for p in pairs], [p[0] for p in pairs], trials, workload.name)
             if problem:
                 raise _Reject("check", problem)
+            interpreted |= bool(reply.get("interpreted"))
+        return interpreted
 
     def _time(self, workers: dict[str, Worker], budget_s: float) -> tuple[list[WorkloadResult], float]:
-        timer = Timer(self.task, self.ref_models, workers, self.config)
+        timer = Timer(self.task, self.ref_models, workers, self.config, self.platform)
         results, ses = [], []
         budget = budget_s / len(self.task.workloads)
         for index, workload in enumerate(self.task.workloads):
@@ -207,7 +213,7 @@ class GuardSession:
     # -- the cascade -------------------------------------------------------------------
     def native_requests(self, source: str) -> list[native.BuildRequest]:
         """The native builds ``source`` asks for when loaded (after the gate; [] when it fails to load)."""
-        if gate.check(source, self.forbidden):
+        if gate.check(source, self.forbidden, self.config.platform):
             return []
         requests: list[native.BuildRequest] = []
         try:
@@ -228,14 +234,16 @@ class GuardSession:
         """Judge ``source`` against the reference (and ``incumbent`` when given).
 
         ``timed=False`` stops after the checks (a correct candidate is ACCEPT at stage
-        "check", untimed); ``time_budget_s`` overrides the configured timing budget.
+        "check", untimed); ``time_budget_s`` overrides the configured timing budget. A
+        candidate that ran Triton kernels under Triton's interpreter (no GPU) is never timed:
+        correct, it is ACCEPT at stage "check" with ``timed=False`` and no speedup.
         """
         start = time.perf_counter()
-        issues = gate.check(source, self.forbidden)
+        issues = gate.check(source, self.forbidden, self.config.platform)
         if issues:
             return Verdict.reject("gate", f"line {issues[0].line}: {issues[0].message}",
                                   diagnostics=[i.to_dict() for i in issues], seconds=time.perf_counter() - start)
-        inc_issues = gate.check(incumbent, self.forbidden) if incumbent is not None else []
+        inc_issues = gate.check(incumbent, self.forbidden, self.config.platform) if incumbent is not None else []
         if inc_issues:
             raise UserError(f"the incumbent fails the gate: line {inc_issues[0].line}: {inc_issues[0].message}")
         workers: dict[str, Worker] = {}  # in timing order of creation: ref, [inc], cand
@@ -243,6 +251,7 @@ class GuardSession:
         stage: Stage = "build"
         isolation: dict[str, bool] = {}
         cand: Worker | None = None
+        note = ""
         try:
             with self.device.shared():
                 workers["ref"] = self._reference()
@@ -250,18 +259,25 @@ class GuardSession:
                 isolation = cand.isolation
                 stage = "check"
                 cases = self._cases()
-                self._check(cand, cases)
+                interpreted = self._check(cand, cases)
                 self._watch(cand, "check")
-                if incumbent is not None:
+                if incumbent is not None and not interpreted:
                     stage = "build"
                     workers["inc"] = self._spawn(_SLOT_INC, incumbent, [])
                     # The same checks on the same inputs: it re-verifies the incumbent, and leaves both
                     # processes with the same allocation history, so identical code times identically.
                     try:
-                        self._check(workers["inc"], cases)
+                        untimeable_incumbent = self._check(workers["inc"], cases)
                     except _Reject as exc:
                         raise UserError(f"the incumbent fails its check: {exc.reason}") from None
+                    if untimeable_incumbent:  # only its correctness is known: judge against the reference
+                        workers.pop("inc").close()
+                        incumbent = None
+                        note = " (the incumbent runs under Triton's interpreter, untimed: judged against the reference)"
             workers["cand"] = cand
+            if interpreted:
+                return Verdict(verdict="ACCEPT", stage="check", reason=INTERPRETED, correct=True,
+                               isolation=isolation, seconds=time.perf_counter() - start)
             if not timed:
                 return Verdict(verdict="ACCEPT", stage="check", reason="correct on every workload (not timed)",
                                correct=True, isolation=isolation, seconds=time.perf_counter() - start)
@@ -282,7 +298,8 @@ class GuardSession:
             for worker in (cand, workers.get("inc")):
                 if worker is not None:
                     worker.close()
-        return self._decide(results, margin, incumbent is not None, isolation, time.perf_counter() - start)
+        verdict = self._decide(results, margin, incumbent is not None, isolation, time.perf_counter() - start)
+        return verdict.model_copy(update={"reason": verdict.reason + note}) if note else verdict
 
     def _decide(self, results: list[WorkloadResult], margin: float, has_incumbent: bool,
                 isolation: dict[str, bool], seconds: float) -> Verdict:

@@ -21,7 +21,7 @@ import torch
 from kernelkiln.guard.check import compare, reference_outputs
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.workers import Worker
-from kernelkiln.platforms.cpu import last_level_cache_bytes
+from kernelkiln.platforms import Platform
 from kernelkiln.task import Task
 
 
@@ -84,8 +84,9 @@ class Timer:
     """Times the workers of one evaluation on one workload."""
 
     def __init__(self, task: Task, ref_models: dict[int, torch.nn.Module], workers: dict[str, Worker],
-                 config: GuardConfig):
+                 config: GuardConfig, platform: Platform):
         self.task, self.ref_models, self.workers, self.config = task, ref_models, workers, config
+        self.platform = platform
         self.overhead = self._round_trip()
 
     def _round_trip(self) -> float:
@@ -175,8 +176,8 @@ class Timer:
     def run(self, index: int, budget_s: float) -> Series:
         cfg, roles = self.config, list(self.workers)
         inputs = self.task.make_inputs(self.task.workloads[index], 0)
-        count = int(min(cfg.max_input_sets, max(2, math.ceil(
-            cfg.flush_factor * last_level_cache_bytes() / max(1, _input_bytes(inputs))))))
+        count = int(min(cfg.max_input_sets, max(2, math.ceil(  # flush_bytes() is 2x the last-level cache
+            cfg.flush_factor * self.platform.flush_bytes() / 2 / max(1, _input_bytes(inputs))))))
         base = secrets.randbits(30)
         for worker in self.workers.values():
             worker.request({"op": "prepare", "workload": index, "count": count, "seed": base}, cfg.call_timeout_s)

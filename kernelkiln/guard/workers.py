@@ -7,8 +7,8 @@ import os
 import shutil
 import signal
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kernelkiln.guard import forkserver, protocol, sandbox
@@ -40,11 +40,12 @@ class Worker:
             workspace=str(self.workspace), uid=self.uid, memory_limit_mb=config.memory_limit_mb,
             file_size_limit_mb=config.file_size_limit_mb, max_tasks=config.max_tasks,
             isolate_network=config.isolate_network, isolate_filesystem=config.isolate_filesystem,
-            env=sandbox.scrubbed_env(), readable=[task_path],
+            env=sandbox.scrubbed_env(sandbox.platform_env(config.platform)), readable=[task_path],
+            limit_address_space=config.platform == "cpu",
         )
         init = {"task_path": task_path, "overrides": overrides, "model_seed": model_seed,
-                "threads": threads, "spin_s": 0.002}
-        self.server = forkserver.shared()
+                "threads": threads, "spin_s": 0.002, "platform": config.platform}
+        self.server = forkserver.shared(config.platform)
         self.pid, self.conn = self.server.start(spec, init)
         self.frozen = False
         self.closed = False

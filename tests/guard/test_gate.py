@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernelkiln.guard import gate
+from kernelkiln.task import bundled_suites
 
 OK = '''
 import math
@@ -71,3 +72,66 @@ def test_syntax_errors_and_missing_model_new_are_reported_with_lines():
     [issue] = gate.check("def f(:\n")
     assert issue.message.startswith("syntax error") and issue.line == 1
     assert messages("x = 1\n") == ["defines no top-level class ModelNew"]
+
+
+TRITON_OK = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from triton import language as tl2
+
+@triton.jit
+def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
+    tl.store(y_ptr + offs, tl2.exp(x) + tl.math.rsqrt(x) + tl.extra.cuda.libdevice.tanh(x), mask=offs < n)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=triton.next_power_of_2(64))
+        return y
+"""
+
+
+def test_triton_kernels_their_language_and_launches_pass():
+    assert messages(TRITON_OK, {"softmax"}) == []
+
+
+def test_the_bundled_triton_seeds_pass():
+    seeds = sorted((bundled_suites()["examples"].path / "seeds").glob("*_triton.py"))
+    assert seeds
+    for seed in seeds:
+        assert messages(seed.read_text(), {"softmax", "layer_norm", "matmul"}) == [], seed.name
+
+
+@pytest.mark.parametrize("snippet, message", [
+    ("import triton.runtime", "import of 'triton.runtime'"),
+    ("from triton import runtime", "triton.runtime is not available"),
+    ("from triton.compiler import compile", "triton.compiler is not available"),
+    ("import triton\nx = triton.testing.do_bench", "triton.testing is not available"),
+    ("import triton\nx = triton.tools", "triton.tools is not available"),
+    ("import triton\nx = triton.backends", "triton.backends is not available"),
+    ("import triton\nx = triton.autotune", "triton.autotune is not available"),
+    ("import triton\nx = triton.knobs.cache", "triton.knobs is not available"),
+    ("import triton.language as tl\nx = tl.core.builtins.open", "triton.language.core is not available"),
+    ("import triton.language as tl\nx = tl.extra.pkgutil", "triton.language.extra.pkgutil is not available"),
+    ("from triton.language import *", "import of '*'"),
+    ("from triton import jit\nx = jit.cache", "triton.jit.cache is not allowed"),
+    ("import triton\n@triton.jit\ndef k(x):\n    pass\nx = k.cache", "k.cache is not allowed"),
+    ("import triton\n@triton.jit\ndef k(x):\n    pass\nf = k\nx = f.compile", "access to .compile is not allowed"),
+    ("import triton.language as tl\ns = tl.sum\nx = s.get_capture_scope()", "access to .get_capture_scope"),
+    ("import triton.language as tl\nx = tl.sum._do_compile", "access to private triton.language._do_compile"),
+    ("import triton.language as tl\nx = tl.load(1).handle.data", "access to .handle is not allowed"),
+    ("import torch\nx = torch.ones(2).numpy().tofile('f')", "access to .tofile is not allowed"),
+    ("import torch\ns = torch.cuda.Stream()", "torch.cuda is not available on the cpu platform"),
+])
+def test_triton_beyond_kernels_and_device_apis_on_cpu_are_refused(snippet, message):
+    found = messages(snippet + "\nclass ModelNew:\n    pass\n")
+    assert any(message in m for m in found), found
+
+
+def test_device_apis_pass_on_the_cuda_platform():
+    source = "import torch\ns = torch.cuda.Stream()\nclass ModelNew:\n    pass\n"
+    assert [i.message for i in gate.check(source, (), "cuda")] == []

@@ -26,3 +26,10 @@ def test_workspaces_belong_to_the_worker_user(tmp_path):
         assert path.is_dir() and (path.stat().st_mode & 0o777) == 0o700
     finally:
         sandbox.remove_workspace(path)
+
+
+def test_only_the_cpu_platform_runs_triton_under_its_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # never inherited: the guard decides per platform
+    assert "TRITON_INTERPRET" not in sandbox.scrubbed_env()
+    assert sandbox.platform_env("cpu") == {"TRITON_INTERPRET": "1"}
+    assert sandbox.platform_env("cuda") == {}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from kernelkiln.errors import UserError
-from kernelkiln.guard import GuardSession
+from kernelkiln.guard import GuardConfig, GuardSession
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
@@ -74,3 +75,10 @@ def test_calling_the_reference_module_at_run_time_is_rejected():
 def test_an_incumbent_that_fails_the_gate_is_a_user_error(softmax):
     with pytest.raises(UserError, match="the incumbent fails the gate"):
         softmax.evaluate(SOFTMAX, incumbent="import os\nclass ModelNew:\n    pass\n")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the cuda guard starts here")
+def test_a_cuda_guard_without_a_gpu_is_a_one_line_user_error_before_any_worker_starts():
+    with pytest.raises(UserError, match="--platform cuda: no CUDA device is visible") as caught:
+        GuardSession(load_task(TASKS / "tiny_softmax.py"), GuardConfig(platform="cuda"))
+    assert "\n" not in str(caught.value)

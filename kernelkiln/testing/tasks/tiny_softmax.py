@@ -17,7 +17,9 @@ dim = 64
 
 
 def get_inputs():
-    return [torch.randn(batch_size, dim)]
+    # Logits with a realistic spread: with plain randn the probabilities stay so small that
+    # half-precision rounding hides under the float32 atol; here it never does.
+    return [torch.randn(batch_size, dim) * 4]
 
 
 def get_init_inputs():
