@@ -41,6 +41,17 @@ def compare(task: Task, ref: torch.Tensor, out: Any, label: str) -> str | None:
         return (f"{label}: {int(bad.sum())} of {ref.numel()} elements outside tolerance "
                 f"(atol={tol.atol:g}, rtol={tol.rtol:g}); max abs error {float(diff.max()):.3g}; "
                 f"first at {idx}: got {float(o[idx]):.6g}, expected {float(r[idx]):.6g}")
+    # Elementwise atol hides any error on outputs much smaller than it (a softmax over 4096
+    # columns averages 2.4e-4 against a float32 atol of 1e-4), so a half-precision computation
+    # would pass. Over the whole output, the error relative to the reference's size must
+    # also stay within rtol: reordered float32 arithmetic is near 1e-6, half precision 1e-3.
+    finite = ref_finite & torch.isfinite(o)
+    scale = float(torch.linalg.vector_norm(r[finite]))
+    if scale > 0:
+        relative = float(torch.linalg.vector_norm((o - r)[finite])) / scale
+        if relative > tol.rtol:
+            return (f"{label}: error {relative:.2e} relative to the output's size exceeds rtol={tol.rtol:g} "
+                    f"(a lower-precision computation?)")
     return None
 
 

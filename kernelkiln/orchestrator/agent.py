@@ -75,12 +75,14 @@ class TaskState:
 def settle(attempt: Attempt, task: TaskState, incumbent_when_judged: Attempt | None) -> Attempt:
     """The attempt's final verdict once the task's incumbent is taken into account.
 
-    The first correct candidate becomes the incumbent whatever it measured against the
-    reference (there was no best to beat). A KEEP judged against an incumbent that was
+    The first correct, timed candidate becomes the incumbent whatever it measured against
+    the reference (there was no best to beat); an untimed one never does. A KEEP judged against an incumbent that was
     replaced meanwhile (parallel agents) must also beat the new one's speedup.
     """
     with task.lock:
         current = task.incumbent
+        if attempt.correct and attempt.speedup is None:
+            return attempt  # correct but untimed (Triton interpreted without a GPU): nothing to rank it by
         if attempt.correct and current is None:
             attempt = attempt.model_copy(update={"verdict": "KEEP"})
         elif attempt.verdict == "KEEP" and current is not None and current is not incumbent_when_judged:

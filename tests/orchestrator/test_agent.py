@@ -85,3 +85,9 @@ def test_the_task_budget_is_shared_and_returned_when_unused():
     assert task.take() and task.take() and not task.take()
     task.give_back()
     assert task.take()
+
+
+def test_a_correct_but_untimed_candidate_never_becomes_the_incumbent():
+    task = TaskState("t", "seed", budget=5)
+    untimed = settle(attempt("ACCEPT", None), task, None)
+    assert untimed.verdict == "ACCEPT" and task.incumbent is None

@@ -1,0 +1,35 @@
+"""The comparison of a candidate's output with the reference's."""
+
+from __future__ import annotations
+
+import torch
+
+from kernelkiln.guard.check import compare
+from kernelkiln.task import load_task
+from kernelkiln.testing.tasks import TASKS
+
+TASK = load_task(TASKS / "tiny_softmax.py")
+
+
+def test_reordered_float32_arithmetic_passes():
+    x = torch.randn(64, 4096)
+    ref = torch.softmax(x, dim=1)
+    out = torch.exp(x - x.max(dim=1, keepdim=True).values)
+    out = out / out.sum(dim=1, keepdim=True)
+    assert compare(TASK, ref, out, "output 0") is None
+
+
+def test_a_half_precision_result_is_caught_even_when_every_element_is_under_atol():
+    ref = torch.softmax(torch.randn(64, 4096), dim=1)
+    out = ref.half().float()
+    assert torch.isclose(out, ref, rtol=1e-4, atol=1e-4).all()  # elementwise, it would pass
+    problem = compare(TASK, ref, out, "output 0")
+    assert problem is not None and "relative to the output's size" in problem
+
+
+def test_the_first_mismatching_element_is_reported_with_expected_and_got():
+    ref = torch.ones(4, 4)
+    out = ref.clone()
+    out[1, 2] = 3.0
+    problem = compare(TASK, ref, out, "output 0")
+    assert "1 of 16 elements outside tolerance" in problem and "first at (1, 2): got 3" in problem
