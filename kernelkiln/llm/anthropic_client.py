@@ -7,16 +7,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kernelkiln.llm.client import reading_reply, resolve_api_key
+from kernelkiln.llm.client import reading_reply
 from kernelkiln.llm.config import LLMConfig
 from kernelkiln.llm.messages import Completion, Message, ToolCall, ToolSpec, parse_arguments
-from kernelkiln.llm.retry import call_with_retries, classify_sdk_error
+from kernelkiln.llm.sdk_client import SDKClient
 
 # Anthropic's stop reasons in the chat-completions vocabulary every Completion uses.
 FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 
 
-class AnthropicClient:
+class AnthropicClient(SDKClient):
     """``ChatClient`` over the official ``anthropic`` SDK, with kernelkiln's retry loop instead of the SDK's."""
 
     def __init__(
@@ -28,18 +28,7 @@ class AnthropicClient:
     ) -> None:
         import anthropic
 
-        self.config = config
-        self._sdk = anthropic
-        self._sleep = sleep
-        self._rng = rng or random.Random()
-        self._key = resolve_api_key(config)
-        self._client = anthropic.Anthropic(
-            base_url=config.base_url, api_key=self._key, timeout=config.timeout_s, max_retries=0
-        )
-        self.endpoint = str(self._client.base_url).rstrip("/")
-
-    def __repr__(self) -> str:
-        return f"AnthropicClient(model={self.config.model!r}, endpoint={self.endpoint!r})"
+        super().__init__(config, anthropic, anthropic.Anthropic, sleep=sleep, rng=rng)
 
     def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
@@ -57,17 +46,9 @@ class AnthropicClient:
             request["temperature"] = self.config.temperature
         if tools:
             request["tools"] = [to_anthropic_tool(t) for t in tools]
-        started = time.monotonic()
-        response, attempts = call_with_retries(
-            lambda: self._client.messages.create(**request),
-            lambda exc: classify_sdk_error(exc, self._sdk, self.config.timeout_s, (self._key,)),
-            config=self.config,
-            endpoint=self.endpoint,
-            sleep=self._sleep,
-            rng=self._rng,
-        )
+        response, attempts, seconds = self._with_retries(lambda: self._client.messages.create(**request))
         with reading_reply(self.endpoint):
-            return self._completion(response, time.monotonic() - started, attempts)
+            return self._completion(response, seconds, attempts)
 
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
         text = "".join(block.text for block in response.content if block.type == "text")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from kernelkiln.llm.client import LLMError, reading_reply, resolve_api_key
+from kernelkiln.llm.client import LLMError, reading_reply
 from kernelkiln.llm.config import LLMConfig
 from kernelkiln.llm.messages import (
     Completion,
@@ -20,10 +20,10 @@ from kernelkiln.llm.messages import (
     estimate_prompt_tokens,
     parse_arguments,
 )
-from kernelkiln.llm.retry import call_with_retries, classify_sdk_error
+from kernelkiln.llm.sdk_client import SDKClient
 
 
-class OpenAIClient:
+class OpenAIClient(SDKClient):
     """``ChatClient`` over the official ``openai`` SDK, with kernelkiln's retry loop instead of the SDK's."""
 
     def __init__(
@@ -35,22 +35,11 @@ class OpenAIClient:
     ) -> None:
         import openai
 
-        self.config = config
-        self._sdk = openai
-        self._sleep = sleep
-        self._rng = rng or random.Random()
-        self._key = resolve_api_key(config)
-        self._client = openai.OpenAI(
-            base_url=config.base_url, api_key=self._key, timeout=config.timeout_s, max_retries=0
-        )
-        self.endpoint = str(self._client.base_url).rstrip("/")
+        super().__init__(config, openai, openai.OpenAI, sleep=sleep, rng=rng)
         # OpenAI's own API wants max_completion_tokens (its reasoning models reject max_tokens);
         # the compatible servers all know max_tokens, not all know the newer name.
         official = urlsplit(self.endpoint).hostname == "api.openai.com"
         self._limit_name = "max_completion_tokens" if official else "max_tokens"
-
-    def __repr__(self) -> str:
-        return f"OpenAIClient(model={self.config.model!r}, endpoint={self.endpoint!r})"
 
     def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
@@ -63,17 +52,9 @@ class OpenAIClient:
         if tools:
             request["tools"] = [to_openai_tool(t) for t in tools]
             request["tool_choice"] = "auto"
-        started = time.monotonic()
-        response, attempts = call_with_retries(
-            lambda: self._client.chat.completions.create(**request),
-            lambda exc: classify_sdk_error(exc, self._sdk, self.config.timeout_s, (self._key,)),
-            config=self.config,
-            endpoint=self.endpoint,
-            sleep=self._sleep,
-            rng=self._rng,
-        )
+        response, attempts, seconds = self._with_retries(lambda: self._client.chat.completions.create(**request))
         with reading_reply(self.endpoint):
-            return self._completion(response, messages, tools, time.monotonic() - started, attempts)
+            return self._completion(response, messages, tools, seconds, attempts)
 
     def _completion(
         self, response: Any, messages: Sequence[Message], tools: Sequence[ToolSpec], seconds: float, attempts: int
