@@ -99,7 +99,9 @@ def optimize(
     except Interrupted as stop:
         observer.close()
         _report(stop.result, as_json)
-        print(f"kiln: {stop}", file=sys.stderr)
+        again = f" --store {_shown(store)}" if store else ""
+        print(f"kiln: interrupted: resume with `kiln optimize --resume {stop.result['run_id']}{again}`",
+              file=sys.stderr)
         raise typer.Exit(130) from None
     finally:
         observer.close()
@@ -156,6 +158,17 @@ def _report(result: dict[str, Any], as_json: bool) -> None:
                       t["best"] or "-")
     console.print(table)
     console.print("best, seed: speedup over the PyTorch reference (geometric mean over workloads).")
+
+
+def _shown(url: str) -> str:
+    """A store URL fit to print: its password, if any, masked."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
 
 
 def _x(value: float | None) -> str:
