@@ -96,6 +96,7 @@ def register(app: typer.Typer) -> None:
         threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads for reference and candidate alike (default: all cores but one, kept for the guard)."),
         time_budget: float = typer.Option(None, "--time-budget", min=0.1, help="Seconds the timing stage may take (default 20); it stops earlier once the speedup is precise."),
         platform: str = typer.Option("cpu", "--platform", help="Where the candidate runs and is timed: cpu or cuda (needs a visible NVIDIA GPU)."),
+        lock_clocks: int = typer.Option(None, "--lock-clocks", metavar="MHZ", min=1, help="Lock the GPU's clocks at MHZ while timing (nvidia-smi -lgc); refuses to run if locking fails."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Gate, build, check and time CANDIDATE against TASK's reference; print the verdict.
@@ -109,7 +110,8 @@ def register(app: typer.Typer) -> None:
         source = read_source(candidate, loaded, "candidate", platform)
         inc_source = read_source(incumbent, loaded, "incumbent") if incumbent else None
         err = Console(stderr=True)
-        settings = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget}.items() if v is not None}
+        settings = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget,
+                                      "lock_clocks_mhz": lock_clocks}.items() if v is not None}
         if platform != "cpu":
             settings["platform"] = platform
         with GuardSession(loaded, GuardConfig(**settings)) as session:

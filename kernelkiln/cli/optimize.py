@@ -73,6 +73,9 @@ def optimize(
     threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
     platform: str = typer.Option("cpu", "--platform", help="Where candidates run and are timed: cpu or cuda (needs a "
                                                            "visible NVIDIA GPU)."),
+    lock_clocks: int = typer.Option(None, "--lock-clocks", metavar="MHZ", min=1,
+                                    help="Lock the GPU's clocks at MHZ while timing (nvidia-smi -lgc); refuses to run "
+                                         "if locking fails."),
     time_budget: float = typer.Option(None, "--time-budget", min=0.1, metavar="SECONDS",
                                       help="Cap on the timing stage of each evaluation (default 8)."),
     out: Path = typer.Option(None, "--out", metavar="DIR", help="Where best.py files and run.json go "
@@ -93,7 +96,7 @@ def optimize(
                 raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
             get_platform(platform)  # one clear line when this machine lacks it
             config = _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens,
-                             max_wall, threads, time_budget, platform)
+                             max_wall, threads, time_budget, platform, lock_clocks)
             specs = [TaskSpec(str(p), parse_overrides(overrides)) for p in _task_paths(target)]
             result = optimizer.start(specs, config, out)
     except Interrupted as stop:
@@ -109,8 +112,8 @@ def optimize(
 
 
 def _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens, max_wall, threads,
-            time_budget, platform) -> OptimizeConfig:
-    guard: dict[str, Any] = {}
+            time_budget, platform, lock_clocks) -> OptimizeConfig:
+    guard: dict[str, Any] = {} if lock_clocks is None else {"lock_clocks_mhz": lock_clocks}
     if threads:
         guard["threads"] = threads
     if time_budget:

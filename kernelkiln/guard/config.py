@@ -13,6 +13,7 @@ class GuardConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     platform: Literal["cpu", "cuda"] = Field("cpu", description="Where candidates run and are timed (kernelkiln.platforms): cpu, or cuda (models and inputs on the GPU, each timed batch ends with a device-wide synchronize, input sets rotate through 2x its L2). Without a GPU, Triton kernels run under Triton's interpreter: checked, never timed.")
+    lock_clocks_mhz: int | None = Field(None, ge=1, description="Lock the device's clocks at this frequency (MHz) while sessions are open (nvidia-smi -lgc on CUDA), so boost and throttling do not move the numbers; a session refuses to start when locking was asked for and failed. None: leave the clocks alone.")
     threads: int | None = Field(None, ge=1, description="Intra-op threads of every worker, reference and candidates alike. None: all cores but one, which is left to the guard itself; timing on every core is fragile, since one busy core stalls a whole parallel region.")
     check_trials: int = Field(5, ge=5, description="Correctness trials per workload, each with fresh random inputs.")
     build_timeout_s: float = Field(120.0, gt=0, description="Wall-clock limit for loading the candidate and compiling its native code.")

@@ -44,6 +44,26 @@ def _take_lane() -> int:
         return _lanes_free.pop(0)
 
 
+_clock_locks = 0  # open sessions holding locked clocks; the last one to close releases them
+
+
+def _lock_clocks(platform, mhz: int) -> None:
+    global _clock_locks
+    with _lanes_lock:
+        why = platform.lock_clocks(mhz)
+        if why is not None:
+            raise UserError(f"clock locking at {mhz} MHz was asked for and failed: {why}")
+        _clock_locks += 1
+
+
+def _release_clocks(platform) -> None:
+    global _clock_locks
+    with _lanes_lock:
+        _clock_locks -= 1
+        if _clock_locks == 0:
+            platform.lock_clocks(None)
+
+
 def _give_lane(lane: int) -> None:
     with _lanes_lock:
         _lanes_free.append(lane)
@@ -83,6 +103,9 @@ class GuardSession:
         self.task = task
         self.config = config or GuardConfig()
         self.platform = get_platform(self.config.platform)  # a one-line UserError when this machine lacks it
+        self._clocks = self.config.lock_clocks_mhz
+        if self._clocks is not None:
+            _lock_clocks(self.platform, self._clocks)
         self.device = device or DeviceLock()
         self.threads = self.config.threads or default_threads()
         self.model_seed = secrets.randbits(31)
@@ -319,6 +342,9 @@ class GuardSession:
 
     def close(self) -> None:
         """Stop every worker (an evaluation in flight in another thread ends as a worker failure)."""
+        if self._clocks is not None:
+            _release_clocks(self.platform)
+            self._clocks = None
         for worker in list(self._live):
             worker.close()
         if self._ref is not None:

@@ -82,3 +82,10 @@ def test_a_cuda_guard_without_a_gpu_is_a_one_line_user_error_before_any_worker_s
     with pytest.raises(UserError, match="--platform cuda: no CUDA device is visible") as caught:
         GuardSession(load_task(TASKS / "tiny_softmax.py"), GuardConfig(platform="cuda"))
     assert "\n" not in str(caught.value)
+
+
+def test_a_session_refuses_to_start_when_clock_locking_was_asked_for_and_failed():
+    from kernelkiln.errors import UserError
+
+    with pytest.raises(UserError, match="clock locking at 1500 MHz was asked for and failed"):
+        GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(lock_clocks_mhz=1500))
