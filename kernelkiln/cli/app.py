@@ -27,10 +27,12 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 def _register() -> None:
     # Imported here so `kiln --help` stays fast and each command lives in its own module.
     from kernelkiln.cli import eval as eval_cmd
+    from kernelkiln.cli import machine as machine_cmd
     from kernelkiln.cli import optimize as optimize_cmd
     from kernelkiln.cli import tasks as tasks_cmd
 
     eval_cmd.register(app)
+    machine_cmd.register(app)
     optimize_cmd.register(app)
     tasks_cmd.register(app)
     try:

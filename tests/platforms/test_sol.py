@@ -1,0 +1,50 @@
+"""Speed-of-light bounds and fractions, worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelkiln.platforms.base import Peaks
+from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
+
+PEAKS = Peaks(bandwidth_gbs=100.0, gflops_fp32=1000.0, source="test")
+
+
+def test_a_compute_bound_workload_is_bounded_by_its_flops_over_peak():
+    # 2e12 FLOPs / 1e12 FLOP/s = 2 s; 1e9 B / 1e11 B/s = 0.01 s
+    assert sol_bound_s(2e12, 1e9, PEAKS) == pytest.approx(2.0)
+
+
+def test_a_memory_bound_workload_is_bounded_by_its_bytes_over_bandwidth():
+    # 1e9 FLOPs -> 1 ms; 4e9 B / 1e11 B/s = 40 ms
+    assert sol_bound_s(1e9, 4e9, PEAKS) == pytest.approx(0.04)
+
+
+def test_only_the_known_term_counts_when_flops_or_bytes_are_missing():
+    assert sol_bound_s(None, 4e9, PEAKS) == pytest.approx(0.04)
+    assert sol_bound_s(2e12, None, PEAKS) == pytest.approx(2.0)
+
+
+def test_only_the_known_peak_counts_when_the_platform_lacks_one():
+    no_flops = Peaks(bandwidth_gbs=100.0)
+    assert sol_bound_s(2e12, 4e9, no_flops) == pytest.approx(0.04)
+    no_bandwidth = Peaks(gflops_fp32=1000.0)
+    assert sol_bound_s(2e12, 4e9, no_bandwidth) == pytest.approx(2.0)
+
+
+def test_the_bound_is_none_when_nothing_is_known():
+    assert sol_bound_s(None, None, PEAKS) is None
+    assert sol_bound_s(2e12, 4e9, Peaks(source="not measured")) is None
+    assert sol_bound_s(0, 0, PEAKS) is None
+
+
+def test_the_fraction_is_the_bound_over_the_measured_time():
+    assert sol_fraction(0.04, 0.16) == pytest.approx(0.25)
+    assert sol_fraction(0.04, 0.02) == pytest.approx(2.0)  # faster than light: the caller flags it
+
+
+def test_the_fraction_is_none_without_a_bound_or_a_usable_time():
+    assert sol_fraction(None, 0.1) is None
+    assert sol_fraction(0.04, None) is None
+    assert sol_fraction(0.04, 0.0) is None
+    assert sol_fraction(0.04, float("nan")) is None
