@@ -24,7 +24,7 @@ class Suite:
 
 def bundled_suites() -> dict[str, Suite]:
     """Suites shipped with kernelkiln, by name."""
-    return {"examples": Suite("examples", _PACKAGE / "examples")}
+    return {"examples": Suite("examples", _PACKAGE / "examples"), "cpu": Suite("cpu", _PACKAGE / "suites" / "cpu")}
 
 
 def load_suite(name_or_path: str | Path) -> Suite:
