@@ -17,10 +17,15 @@ from kernelkiln.task import Task, bundled_suites, load_task, parse_overrides
 
 
 def resolve_task_path(name: str) -> Path:
-    """A task file path, or the name of a bundled task."""
+    """A task file path, a bundled task's name, or SUITE/NAME (e.g. cpu/matmul) when names clash."""
     path = Path(name)
     if path.exists():
         return path
+    suite_name, _, task_name = name.rpartition("/")
+    if suite_name in bundled_suites():
+        for candidate in bundled_suites()[suite_name].task_paths():
+            if candidate.stem == task_name:
+                return candidate
     for suite in bundled_suites().values():
         for candidate in suite.task_paths():
             if candidate.stem == name:
@@ -60,12 +65,17 @@ def render(verdict: Verdict, task: Task, console: Console) -> None:
         if has_inc:
             table.add_column("t_inc", justify="right")
             table.add_column("vs inc", justify="right")
+        has_sol = any(w.sol_fraction is not None for w in verdict.workloads)
+        if has_sol:
+            table.add_column("SOL", justify="right")
         for w in verdict.workloads:
             sizes = "\n".join(f"{k}={v}" for k, v in w.sizes.items())
             row = [f"{w.name}\n[dim]{sizes}[/]", _ms(w.t_ref_s), _ms(w.t_cand_s), f"{w.speedup:.3f}x", f"±{w.spread:.1%}",
                    f"{w.rounds}×{w.reps}"]
             if has_inc:
                 row += [_ms(w.t_inc_s), f"{w.speedup_vs_incumbent:.3f}x"]
+            if has_sol:
+                row.append("-" if w.sol_fraction is None else f"{w.sol_fraction:.0%}")
             table.add_row(*row)
         console.print(table)
     colour = {"KEEP": "green", "ACCEPT": "cyan", "REVERT": "yellow", "REJECT": "red"}[verdict.verdict]

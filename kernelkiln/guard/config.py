@@ -33,6 +33,7 @@ class GuardConfig(BaseModel):
     max_input_sets: int = Field(64, ge=2, description="Cap on the number of rotating input sets per workload.")
     idle_probe_s: float = Field(0.05, gt=0, description="How long a candidate worker is watched while idle for background CPU use.")
     idle_cpu_max: float = Field(0.25, gt=0, description="Largest share of one core an idle candidate worker may use before it is rejected for background work.")
+    sol_hack_factor: float = Field(4.0, ge=0, description="A candidate measured this many times faster than the speed-of-light bound (max(FLOPs/peak, bytes/bandwidth) from the task's metadata and `kiln machine`'s peaks) is a REJECT, not a record: it skipped work or cached a result. Generous because caches can beat DRAM bandwidth; not applied when the reference breaks the bound too (the metadata or peaks are then suspect). 0 disables the check.")
     isolate_user: bool = Field(True, description="When running as root, run each worker as its own unprivileged user id.")
     isolate_network: bool = Field(True, description="Give workers an empty network namespace where the OS allows it.")
     isolate_filesystem: bool = Field(True, description="Give workers a private /tmp, /var/tmp and /dev/shm (their workspace) where the OS allows it.")

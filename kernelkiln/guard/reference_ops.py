@@ -41,10 +41,8 @@ GROUPS = (
 def op_name(func: object) -> str:
     """A normalized short name: in-place and dunder spellings fold onto the op's name."""
     name = getattr(func, "__name__", None) or repr(func)
-    if name == "__get__":  # a property such as Tensor.shape
-        qual = getattr(func, "__qualname__", "") or ""
-        parts = qual.split(".")
-        name = parts[-2] if len(parts) >= 2 else name
+    if name == "__get__":  # a property such as Tensor.shape or Tensor.T: name it by its descriptor
+        name = getattr(getattr(func, "__self__", None), "__name__", None) or name
     name = name.strip("_")
     if name.startswith("r") and name[1:] in {"matmul", "add", "sub", "mul", "truediv", "pow"}:
         name = name[1:]

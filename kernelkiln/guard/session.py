@@ -24,6 +24,7 @@ from kernelkiln.guard.timing import Series, Timer, TimingReject, rse
 from kernelkiln.guard.verdict import Stage, Verdict, WorkloadResult, geomean
 from kernelkiln.guard.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
+from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
 from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
@@ -108,6 +109,7 @@ class GuardSession:
             _lock_clocks(self.platform, self._clocks)
         self.device = device or DeviceLock()
         self.threads = self.config.threads or default_threads()
+        self.peaks = self.platform.peaks(self.threads)  # for speed-of-light bounds
         self.model_seed = secrets.randbits(31)
         self.ref_models = {i: task.make_model(w, self.model_seed) for i, w in enumerate(task.workloads)}
         recorded = record(self.ref_models[0], task.make_inputs(task.workloads[0], 0))
@@ -210,15 +212,26 @@ class GuardSession:
         se = math.sqrt(sum(s * s for s in ses)) / len(ses)
         return results, max(self.config.min_margin, self.config.margin_sigmas * se)
 
-    @staticmethod
-    def _result(workload: Any, series: Series) -> WorkloadResult:
+    def _result(self, workload: Any, series: Series) -> WorkloadResult:
         med = {role: statistics.median(ts) for role, ts in series.times.items()}
         logs = series.log_ratios("ref", "cand")
         inc = math.exp(statistics.median(series.log_ratios("inc", "cand"))) if "inc" in med else None
+        bound = sol_bound_s(workload.flops, workload.bytes, self.peaks)
         return WorkloadResult(
             name=workload.name, sizes=workload.sizes, t_ref_s=med["ref"], t_cand_s=med["cand"],
             t_inc_s=med.get("inc"), speedup=math.exp(statistics.median(logs)), speedup_vs_incumbent=inc,
-            spread=rse(logs), rounds=len(logs), reps=series.reps["cand"])
+            spread=rse(logs), rounds=len(logs), reps=series.reps["cand"],
+            sol_fraction=sol_fraction(bound, med["cand"]), ref_sol_fraction=sol_fraction(bound, med["ref"]))
+
+    def _beyond_light(self, results: list[WorkloadResult]) -> str | None:
+        """Why a candidate's times are physically impossible on this device, or None."""
+        factor = self.config.sol_hack_factor
+        for r in results:
+            if factor and r.sol_fraction is not None and r.sol_fraction > factor and \
+                    (r.ref_sol_fraction or 0.0) <= factor:
+                return (f"workload {r.name}: measured {r.sol_fraction:.1f}x faster than the speed-of-light bound "
+                        f"({self.peaks.source}): skipped work or a cached result, not a record")
+        return None
 
     def _watch(self, cand: Worker, stage: Stage) -> None:
         """Reject a candidate that left processes behind or computes while it should be idle."""
@@ -326,6 +339,9 @@ class GuardSession:
 
     def _decide(self, results: list[WorkloadResult], margin: float, has_incumbent: bool,
                 isolation: dict[str, bool], seconds: float) -> Verdict:
+        impossible = self._beyond_light(results)
+        if impossible:
+            return Verdict.reject("time", impossible, workloads=results, isolation=isolation, seconds=seconds)
         speedup = geomean([r.speedup for r in results])
         vs_inc = geomean([r.speedup_vs_incumbent for r in results]) if has_incumbent else None
         gain = math.log(vs_inc if vs_inc is not None else speedup)

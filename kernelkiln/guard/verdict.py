@@ -26,6 +26,8 @@ class WorkloadResult(BaseModel):
     spread: float  # relative standard error of the per-round log-speedup
     rounds: int
     reps: int
+    sol_fraction: float | None = None  # speed-of-light bound / t_cand (None: no FLOPs/bytes metadata or peaks)
+    ref_sol_fraction: float | None = None
 
 
 class Verdict(BaseModel):

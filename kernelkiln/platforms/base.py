@@ -41,8 +41,8 @@ class Platform(Protocol):
     def marker(self) -> object:
         """A point in the device's timeline (a clock reading on CPU, a recorded event on a GPU)."""
 
-    def peaks(self) -> Peaks:
-        """The device's peak bandwidth and FLOP/s, as far as this platform can tell."""
+    def peaks(self, cores: int | None = None) -> Peaks:
+        """The device's peak bandwidth and FLOP/s, as far as this platform can tell (at ``cores`` threads on CPU)."""
 
     def lock_clocks(self, mhz: int | None) -> str | None:
         """Lock the device's clocks (None: release them); None on success, else why it failed."""

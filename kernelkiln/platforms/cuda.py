@@ -46,7 +46,7 @@ class CudaPlatform:
         end.synchronize()
         return start.elapsed_time(end) / 1e3
 
-    def peaks(self) -> Peaks:
+    def peaks(self, cores: int | None = None) -> Peaks:  # cores: a CPU notion, unused here
         props = torch.cuda.get_device_properties(torch.accelerator.current_device_index())
         clock_khz, bus_bits = getattr(props, "memory_clock_rate", 0), getattr(props, "memory_bus_width", 0)
         bandwidth = 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9 if clock_khz and bus_bits else None

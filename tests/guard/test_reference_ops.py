@@ -29,3 +29,16 @@ def test_tasks_may_replace_or_narrow_the_list():
 def test_modules_are_seen_through_to_their_functional_op():
     ops = record(torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.GELU()), [torch.randn(2, 3)])
     assert {"linear", "gelu"} <= ops
+
+
+def test_properties_are_recorded_by_their_own_names_so_x_T_counts_as_a_transpose():
+    import torch
+
+    from kernelkiln.guard.reference_ops import OpRecorder
+
+    recorder = OpRecorder()
+    x = torch.randn(3, 4)
+    with recorder:
+        x.shape  # noqa: B018
+        x.T  # noqa: B018
+    assert {"shape", "t"} <= recorder.names and "getset_descriptor" not in recorder.names

@@ -127,3 +127,19 @@ def test_cpu_peaks_are_unknown_until_measured_and_never_measured_implicitly(empt
     peaks = CpuPlatform().peaks()
     assert (peaks.bandwidth_gbs, peaks.gflops_fp32) == (None, None)
     assert "kiln machine" in peaks.source
+
+
+def test_cpu_peaks_follow_the_asked_core_count_and_are_unknown_for_an_unmeasured_one(monkeypatch, tmp_path):
+    from kernelkiln.platforms import cpu as cpu_module
+    from kernelkiln.platforms.machine import MachineRecord
+
+    record = MachineRecord.from_dict({
+        "cpu": "x", "cpu_key": "k", "cpu_count": 4, "cores": 3, "bandwidth_gbs": 30.0, "peak_gflops": 300.0,
+        "per_cores": {"1": {"bandwidth_gbs": 10.0, "peak_gflops": 100.0},
+                      "3": {"bandwidth_gbs": 30.0, "peak_gflops": 300.0}},
+        "measured_at": "2026-11-30T00:00:00+00:00", "kernelkiln_version": "0"})
+    monkeypatch.setattr(cpu_module, "load_peaks", lambda: record)
+    platform = cpu_module.CpuPlatform()
+    assert platform.peaks().bandwidth_gbs == 30.0 and platform.peaks(3).gflops_fp32 == 300.0
+    assert platform.peaks(1).bandwidth_gbs == 10.0
+    assert platform.peaks(2).bandwidth_gbs is None and "no figures" in platform.peaks(2).source

@@ -1,0 +1,1 @@
+"""Task and seed files (data: loaded by path, never imported as modules)."""
