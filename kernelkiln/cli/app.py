@@ -26,14 +26,18 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 def _register() -> None:
     # Imported here so `kiln --help` stays fast and each command lives in its own module.
+    from kernelkiln.cli import bench as bench_cmd
     from kernelkiln.cli import eval as eval_cmd
     from kernelkiln.cli import machine as machine_cmd
     from kernelkiln.cli import optimize as optimize_cmd
+    from kernelkiln.cli import report as report_cmd
     from kernelkiln.cli import tasks as tasks_cmd
 
+    bench_cmd.register(app)
     eval_cmd.register(app)
     machine_cmd.register(app)
     optimize_cmd.register(app)
+    report_cmd.register(app)
     tasks_cmd.register(app)
     try:
         from kernelkiln.cli import memory as memory_cmd

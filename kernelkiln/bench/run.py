@@ -1,0 +1,109 @@
+"""A benchmark: the optimizer over a suite, K times, and the field's metrics over each run.
+
+Each repeat is one optimizer run over the whole suite with memory on (later tasks learn
+from earlier ones, as in real use), on a store of its own unless one is given, so
+repeats are independent trajectories. torch.compile's ratio to eager is measured once
+per task before the runs, so it never competes with the guard for the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from kernelkiln.bench.baseline import compile_ratio
+from kernelkiln.bench.metrics import TaskFigures, geomean, summarize
+from kernelkiln.guard.session import default_threads
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.orchestrator.run import Optimizer, TaskSpec, order_tasks
+from kernelkiln.orchestrator.task_run import task_id_of
+from kernelkiln.platforms import get_platform
+from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
+from kernelkiln.store import open_store
+from kernelkiln.store.records import Attempt
+from kernelkiln.task import Task, load_task
+
+
+def best_sol(task: Task, best: Attempt | None, peaks) -> float | None:
+    """The best candidate's speed-of-light fraction, a geometric mean over workloads (None when unknown)."""
+    if best is None:
+        return None
+    by_name = {w.name: w for w in task.workloads}
+    fractions = []
+    for m in best.measurements:
+        w = by_name.get(m.workload)
+        bound = sol_bound_s(w.flops, w.bytes, peaks) if w is not None else None
+        fraction = sol_fraction(bound, m.t_cand_ms / 1e3 if m.t_cand_ms else None)
+        if fraction is None:
+            return None
+        fractions.append(fraction)
+    return geomean(fractions)
+
+
+def task_figures(task: Task, attempts: list[Attempt], ratio: float | None, peaks) -> TaskFigures:
+    """One task's figures from its attempts in one run."""
+    keeps = [a for a in attempts if a.verdict == "KEEP" and a.speedup]
+    best = max(keeps, key=lambda a: a.created_at) if keeps else None
+    first = next((a for a in attempts if a.correct and a.speedup), None)
+    return TaskFigures(name=task_id_of(task), correct=any(a.correct for a in attempts),
+                       best_speedup=best.speedup if best else None,
+                       first_correct_speedup=first.speedup if first else None, compile_ratio=ratio,
+                       sol_fraction=best_sol(task, best, peaks), evaluations=len(attempts),
+                       tokens=sum(a.tokens_in + a.tokens_out for a in attempts))
+
+
+def _mean(values: list) -> Any:
+    """The mean of numbers (None ignored), or of dicts key by key."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    if isinstance(present[0], dict):
+        return {k: _mean([v.get(k) for v in present]) for k in present[0]}
+    if isinstance(present[0], bool):
+        return sum(present) / len(present)
+    if isinstance(present[0], int | float):
+        return statistics.fmean(present)
+    return present[0]
+
+
+class Bench:
+    """Runs ``kiln bench``."""
+
+    def __init__(self, out_dir: Path, store_url: str | None = None, observer: Observer | None = None,
+                 compile_baseline: bool = True, progress=print):
+        self.out_dir, self.store_url, self.observer = out_dir, store_url, observer
+        self.compile_baseline, self.progress = compile_baseline, progress
+
+    def run(self, paths: list[Path], config: OptimizeConfig, repeat: int) -> dict[str, Any]:
+        """Every repeat's figures, their means at the top level, written to DIR/bench.json too."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        tasks = order_tasks([load_task(p) for p in paths])
+        threads = config.guard.threads or default_threads()
+        ratios, notes = {}, {}
+        for task in tasks:
+            if self.compile_baseline:
+                self.progress(f"{task.name}: timing torch.compile against eager")
+                ratios[task.name], notes[task.name] = compile_ratio(task, threads)
+            else:
+                ratios[task.name], notes[task.name] = None, "not measured (--no-compile)"
+        peaks = get_platform(config.platform).peaks(threads)
+        runs = []
+        for k in range(repeat):
+            url = self.store_url or f"sqlite:///{(self.out_dir / f'repeat-{k + 1}.db').resolve()}"
+            memory = Memory(open_store(url))
+            result = Optimizer(memory, self.out_dir, self.observer).start(
+                [TaskSpec(str(t.path), {}) for t in tasks], config, self.out_dir / f"repeat-{k + 1}")
+            with memory.store.read() as conn:
+                attempts = memory.store.attempts.for_run(conn, result["run_id"])
+            figures = [task_figures(t, [a for a in attempts if a.task_id == task_id_of(t)], ratios[t.name], peaks)
+                       for t in tasks]
+            runs.append({"run_id": result["run_id"], "status": result["status"], **summarize(figures)})
+        top = {key: _mean([r[key] for r in runs]) for key in runs[0] if key not in ("run_id", "status")}
+        out = {**top, "repeats": runs, "compile_notes": {k: v for k, v in notes.items() if v},
+               "peaks": peaks.source, "budget": config.budget, "agents": config.agents, "policy": config.policy}
+        (self.out_dir / "bench.json").write_text(json.dumps(out, indent=2) + "\n")
+        return out

@@ -1,0 +1,89 @@
+"""``kiln bench``: the optimizer over a suite, and the field's metrics over the runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kernelkiln.bench.run import Bench
+from kernelkiln.cli.eval import wide_console
+from kernelkiln.cli.optimize import _observer
+from kernelkiln.errors import UserError
+from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
+from kernelkiln.task import load_suite
+
+HELP = """Benchmark the optimizer on a suite: correct rate, fast_p, speedups over torch eager and
+torch.compile, self-speedup, speed-of-light fraction, evaluations and tokens.
+
+Each of the --repeat runs optimizes every task of SUITE (a bundled suite such as `cpu`,
+or a folder of task files) with memory on, on a store of its own (DIR/repeat-K.db)
+unless --store is given. torch.compile's speedup over eager is measured once per task
+beforehand (skip it with --no-compile). SOL fractions need `kiln machine` first.
+
+\b
+Examples:
+  kiln bench cpu --budget 20 --out bench-cpu
+  kiln bench cpu --agents 2 --repeat 3 --json > bench.json
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench", help=HELP)(bench)
+
+
+def bench(
+    suite: str = typer.Argument(..., help="A bundled suite (`kiln tasks`) or a folder of task files."),
+    agents: int = typer.Option(1, "--agents", min=1, max=8, help="Agents per task."),
+    budget: int = typer.Option(30, "--budget", min=1, help="Evaluations per task."),
+    repeat: int = typer.Option(1, "--repeat", min=1, help="Independent runs over the suite."),
+    out: Path = typer.Option(Path("kiln-bench"), "--out", metavar="DIR", help="Where runs and bench.json go."),
+    store: str = typer.Option(None, "--store", metavar="URL", help="One store for every repeat (default: a fresh "
+                                                                   "SQLite store per repeat in DIR)."),
+    threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
+    no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
+    as_json: bool = typer.Option(False, "--json", help="Print bench.json's object instead of the table."),
+) -> None:
+    paths = load_suite(suite).task_paths()
+    if not paths:
+        raise UserError(f"suite {suite} holds no task files")
+    config = OptimizeConfig(agents=agents, budget=budget, guard=search_guard(**({"threads": threads} if threads else {})))
+    err = Console(stderr=True)
+    observer = _observer()
+    try:
+        result = Bench(out, store, observer, not no_compile, progress=lambda m: err.print(m, style="dim")).run(
+            paths, config, repeat)
+    finally:
+        observer.close()
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    _table(result, wide_console())
+    print(f"bench.json: {out / 'bench.json'}", file=sys.stderr)
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _table(result: dict, console: Console) -> None:
+    table = Table(title="kiln bench (speedups: geometric mean over workloads; means over repeats)",
+                  title_justify="left")
+    for col in ("task", "correct", "vs eager", "vs compile", "self-speedup", "SOL fraction", "evaluations"):
+        table.add_column(col, justify="left" if col == "task" else "right")
+    for name, t in result["tasks"].items():
+        sol = "-" if t["sol_fraction"] is None else f"{t['sol_fraction']:.2g}"
+        table.add_row(name, f"{t['correct']:.0%}" if isinstance(t["correct"], float) else str(t["correct"]),
+                      _x(t["best_speedup"]), _x(t["speedup_compile"]), _x(t["self_speedup"]), sol,
+                      f"{t['evaluations']:.0f}")
+    console.print(table)
+    fast = ", ".join(f"fast_{p} {v:.0%}" for p, v in result["fast_p"].items())
+    console.print(f"correct {result['correct_rate']:.0%}; {fast}; geomean vs eager "
+                  f"{_x(result['geomean_speedup_eager'])}, vs torch.compile {_x(result['geomean_speedup_compile'])}; "
+                  f"median self-speedup {_x(result['median_self_speedup'])}")
+    for task, why in result.get("compile_notes", {}).items():
+        console.print(f"torch.compile on {task}: {why}", style="dim")

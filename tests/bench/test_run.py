@@ -1,0 +1,55 @@
+"""A benchmark over a one-task suite, end to end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kernelkiln.bench.baseline import compile_ratio
+from kernelkiln.bench.run import Bench
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.task import load_task
+from kernelkiln.testing.candidates import CANDIDATES
+from kernelkiln.testing.guard import fast_config
+from kernelkiln.testing.tasks import TASKS
+
+
+@pytest.fixture
+def suite():
+    """tiny_softmax with FLOPs/bytes metadata and its seed by absolute path, alone in a folder."""
+    text = (TASKS / "tiny_softmax.py").read_text().replace(
+        '"seed": "../candidates/softmax_knobs.py"',
+        f'"seed": "{CANDIDATES / "softmax_knobs.py"}", "flops": lambda batch_size, dim, **_: 5.0 * batch_size * dim, '
+        '"bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim')
+    # Sandboxed workers read the task as another user: pytest's tmp_path is private to root.
+    suite = Path(tempfile.mkdtemp(prefix="kiln-bench-suite-"))
+    suite.chmod(0o755)
+    (suite / "tiny.py").write_text(text)
+    (suite / "tiny.py").chmod(0o644)
+    yield suite
+    shutil.rmtree(suite)
+
+
+def test_a_bench_writes_bench_json_with_every_repeat_and_their_means(suite, tmp_path):
+    out = Bench(tmp_path / "out", compile_baseline=False, progress=lambda m: None).run(
+        sorted(suite.glob("*.py")), OptimizeConfig(guard=fast_config(), budget=2), repeat=2)
+    assert json.loads((tmp_path / "out" / "bench.json").read_text()) == out
+    assert len(out["repeats"]) == 2 and {r["run_id"] for r in out["repeats"]} != {None}
+    assert out["correct_rate"] == 1.0 and out["evaluations"] == 2
+    assert out["tasks"]["tiny"]["best_speedup"] > 0 and out["geomean_speedup_compile"] is None
+    assert "--no-compile" in out["compile_notes"]["tiny"]
+
+
+def test_the_compile_ratio_of_an_identity_compiler_is_about_one_and_a_failing_one_is_none(suite):
+    task = load_task(suite / "tiny.py")
+    ratio, why = compile_ratio(task, threads=1, compiler=lambda model: model)
+    assert 0.5 < ratio < 2.0 and why == ""
+
+    def broken(model):
+        raise RuntimeError("no backend here\nmore detail")
+    ratio, why = compile_ratio(task, threads=1, compiler=broken)
+    assert ratio is None and why == "torch.compile failed: RuntimeError: no backend here"
