@@ -1,0 +1,70 @@
+"""``kiln report``: a run (or several) as one self-contained HTML page, or Markdown for an issue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from kernelkiln.errors import UserError
+from kernelkiln.report import collect, render_html, render_markdown
+from kernelkiln.report.data import read_run_json
+from kernelkiln.store import open_store
+
+HELP = """Report on optimizer runs: one HTML file that works offline (no scripts, no CDN) or Markdown.
+
+RUN|DIR is a run id (looked up in the store) or an output DIR of `kiln optimize` holding
+run.json. Several may be given (e.g. a bench's repeats): they share one page. The page has
+the suite table, speedup and speed-of-light bars, each task's trajectory and attempt graph,
+memory growth during the run and the resident rules.
+
+\b
+Examples:
+  kiln report kiln-runs/r-3f9c0a1b2c3d4e5f          # writes kiln-runs/r-…/report.html
+  kiln report r-3f9c0a1b2c3d4e5f --out report.html
+  kiln report r-3f9c0a1b2c3d4e5f --markdown         # paste into an issue
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report", help=HELP)(report)
+
+
+TARGETS = typer.Argument(..., metavar="RUN|DIR...", help="Run ids or output DIRs holding run.json.")
+OUT = typer.Option(None, "--out", metavar="FILE.html",
+                   help="Where the page goes (default: DIR/report.html, or kiln-report-RUN.html).")
+MARKDOWN = typer.Option(False, "--markdown", help="Print Markdown to stdout instead of writing HTML.")
+STORE = typer.Option(None, "--store", metavar="URL",
+                     help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir).")
+
+
+def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKDOWN, store: str = STORE) -> None:
+    dirs = [read_run_json(t) for t in targets]  # one clear line for a DIR without run.json, before the store
+    try:
+        opened, store_error = open_store(store), ""
+    except UserError as exc:
+        if not all(dirs):
+            raise
+        opened, store_error = None, str(exc)
+    try:
+        data = collect(targets, opened, store_error)
+    finally:
+        if opened is not None:
+            opened.close()
+    if markdown:
+        print(render_markdown(data), end="")
+        return
+    path = out or _default_path(targets, dirs, [r.run_id for r in data.runs])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_html(data), encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
+    print(path)
+
+
+def _default_path(targets: list[str], dirs: list, run_ids: list[str]) -> Path:
+    if len(targets) == 1 and dirs[0] is not None:
+        return dirs[0][0] / "report.html"
+    more = f"-and-{len(run_ids) - 1}-more" if len(run_ids) > 1 else ""
+    return Path(f"kiln-report-{run_ids[0]}{more}.html")

@@ -1,0 +1,289 @@
+"""What a report shows, collected from the store (or a run.json alone) into plain dataclasses."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelkiln.errors import UserError
+from kernelkiln.memory.graph import ExperienceGraph
+from kernelkiln.memory.rules import priority
+from kernelkiln.orchestrator.results import VERDICTS, incumbent, task_summary
+from kernelkiln.store.records import Attempt, Run
+from kernelkiln.store.store import Store
+
+
+@dataclass(frozen=True)
+class Point:
+    """One judged attempt of a task, in the order the guard judged them (``index`` from 1)."""
+
+    index: int
+    id: str
+    agent: str
+    lens: str | None
+    verdict: str
+    speedup: float | None
+    objective: str
+    parent_id: str | None
+    summary: str
+    sol_fraction: float | None = None
+
+    @property
+    def drafting(self) -> bool:
+        """Whether the agent was drafting (changing strategy after a plateau) when it proposed this."""
+        return self.objective == "draft"
+
+
+@dataclass(frozen=True)
+class TaskReport:
+    """One task of a run: run.json's figures and, when the store has them, its attempts."""
+
+    task_id: str
+    best_speedup: float | None
+    seed_speedup: float | None
+    attempts: int
+    verdicts: dict[str, int]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    best_summary: str | None = None
+    best_attempt: str | None = None
+    sol_fraction: float | None = None
+    points: tuple[Point, ...] = ()
+    best_path: tuple[str, ...] = ()
+
+    @property
+    def best_over_seed(self) -> float | None:
+        """How many times faster the best is than the seed candidate."""
+        if self.best_speedup is None or not self.seed_speedup:
+            return None
+        return self.best_speedup / self.seed_speedup
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens together."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """The agents that made attempts, in order of first appearance."""
+        return tuple(dict.fromkeys(p.agent for p in self.points))
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One run: its header, its tasks and how memory grew while it ran."""
+
+    run_id: str
+    status: str
+    tasks: tuple[TaskReport, ...]
+    created_at: float | None = None
+    finished_at: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    out: str | None = None
+    history: bool = True
+    note: str = ""
+    growth: tuple[tuple[float, int], ...] = ()
+    experiences_before: int = 0
+
+    @property
+    def has_sol(self) -> bool:
+        """Whether any task carries a speed-of-light fraction."""
+        return any(t.sol_fraction is not None for t in self.tasks)
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    """A resident rule with its value Q, frequency f, tokens ℓ and priority π = Q·f/ℓ."""
+
+    id: str
+    text: str
+    q: float
+    frequency: float
+    tokens: int
+    priority: float
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one page shows."""
+
+    runs: tuple[RunReport, ...]
+    rules: tuple[RuleRow, ...] | None
+    store_url: str | None
+    generated_at: float = field(default_factory=time.time)
+
+
+# -- inputs ---------------------------------------------------------------------------
+def read_run_json(target: str) -> tuple[Path, dict[str, Any]] | None:
+    """``(DIR, run.json's object)`` when ``target`` is an output DIR (or its run.json); None for a run id."""
+    path = Path(target)
+    if path.is_file() and path.name == "run.json":
+        path = path.parent
+    elif not path.is_dir():
+        if "/" in target or target.startswith("."):
+            raise UserError(f"{target}: no such directory")
+        return None
+    file = path / "run.json"
+    if not file.is_file():
+        raise UserError(f"{path}: no run.json (give an output DIR of `kiln optimize` or a run id)")
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{file}: not a readable run.json ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict):
+        raise UserError(f"{file}: not a run.json of `kiln optimize` (no tasks)")
+    return path, data
+
+
+def collect(targets: list[str], store: Store | None, store_error: str = "") -> Report:
+    """The report of ``targets`` (run ids or output DIRs); ``store`` None when it could not be opened."""
+    runs = []
+    for target in targets:
+        found = read_run_json(target)
+        if found is None:
+            if store is None:
+                raise UserError(f"run {target}: {store_error or 'no store'}")
+            runs.append(_from_store(store, target, None))
+            continue
+        folder, data = found
+        run_id = str(data.get("run_id") or folder.name)
+        if store is not None and _stored_run(store, run_id) is not None:
+            runs.append(_from_store(store, run_id, str(folder)))
+        else:
+            where = f"not in store {store.url}" if store is not None else store_error
+            runs.append(from_run_json(data, str(folder), f"run {run_id} is {where}: attempt history, "
+                                                          "graphs and memory growth are unavailable"))
+    rules = tuple(resident_rules(store)) if store is not None else None
+    return Report(runs=tuple(runs), rules=rules, store_url=store.url if store is not None else None)
+
+
+def from_run_json(data: dict[str, Any], out: str | None, note: str = "") -> RunReport:
+    """A run as run.json alone describes it (no attempts, no memory)."""
+    tasks = tuple(_task_from_json(task_id, t) for task_id, t in data["tasks"].items())
+    return RunReport(
+        run_id=str(data.get("run_id", "?")), status=str(data.get("status", "unknown")), tasks=tasks,
+        prompt_tokens=int(data.get("prompt_tokens") or 0), completion_tokens=int(data.get("completion_tokens") or 0),
+        cost_usd=float(data.get("cost_usd") or 0.0), out=out, history=False, note=note)
+
+
+def _task_from_json(task_id: str, t: dict[str, Any]) -> TaskReport:
+    verdicts = t.get("verdicts") or {}
+    return TaskReport(
+        task_id=task_id, best_speedup=t.get("best_speedup"), seed_speedup=t.get("seed_speedup"),
+        attempts=int(t.get("attempts") or 0), verdicts={v: int(verdicts.get(v, 0)) for v in VERDICTS},
+        prompt_tokens=int(t.get("prompt_tokens") or 0), completion_tokens=int(t.get("completion_tokens") or 0),
+        cost_usd=float(t.get("cost_usd") or 0.0), best_summary=t.get("best_summary"),
+        best_attempt=t.get("best_attempt"), sol_fraction=_number(t.get("sol_fraction")))
+
+
+# -- the store ------------------------------------------------------------------------
+def _stored_run(store: Store, run_id: str) -> Run | None:
+    with store.read() as conn:
+        return store.runs.get(conn, run_id)
+
+
+def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
+    with store.read() as conn:
+        run = store.runs.get(conn, run_id)
+        if run is None:
+            raise UserError(f"no run {run_id!r} in {store.url}")
+        attempts = store.attempts.for_run(conn, run_id)
+        experiences = [e for e in store.experiences.list(conn, kind="experience")]
+    by_task: dict[str, list[Attempt]] = {t["id"]: [] for t in run.config.get("tasks", []) if "id" in t}
+    for attempt in attempts:
+        by_task.setdefault(attempt.task_id, []).append(attempt)
+    tasks = tuple(task_report(task_id, found) for task_id, found in by_task.items())
+    finished = max((a.created_at for a in attempts), default=None)
+    growth, before = memory_growth(run.created_at, attempts, experiences)
+    return RunReport(
+        run_id=run.id, status=str(run.config.get("status", "unknown")), tasks=tasks, created_at=run.created_at,
+        finished_at=finished, prompt_tokens=sum(t.prompt_tokens for t in tasks),
+        completion_tokens=sum(t.completion_tokens for t in tasks), cost_usd=round(sum(t.cost_usd for t in tasks), 6),
+        out=out or run.config.get("out"), growth=growth, experiences_before=before)
+
+
+def task_report(task_id: str, attempts: list[Attempt]) -> TaskReport:
+    """One task's figures (as run.json has them), its attempts as points and the path to its best."""
+    s = task_summary(attempts, None)
+    points = tuple(
+        Point(index=i, id=a.id, agent=a.agent or "—", lens=a.lens, verdict=a.verdict,
+              speedup=a.speedup if a.correct else None, objective=str(a.case.get("objective") or ""),
+              parent_id=a.parent_id, summary=a.summary, sol_fraction=attempt_sol(a))
+        for i, a in enumerate(attempts, start=1))
+    best = incumbent(attempts)
+    return TaskReport(
+        task_id=task_id, best_speedup=s["best_speedup"], seed_speedup=s["seed_speedup"], attempts=s["attempts"],
+        verdicts=s["verdicts"], prompt_tokens=s["prompt_tokens"], completion_tokens=s["completion_tokens"],
+        cost_usd=s["cost_usd"], best_summary=s["best_summary"], best_attempt=s["best_attempt"],
+        sol_fraction=attempt_sol(best) if best else None, points=points, best_path=path_to(attempts, best))
+
+
+def path_to(attempts: list[Attempt], best: Attempt | None) -> tuple[str, ...]:
+    """Attempt ids from a root of the task's graph down to ``best`` (empty without a best)."""
+    if best is None:
+        return ()
+    graph = ExperienceGraph(attempts)
+    path: list[str] = []
+    node = graph.nodes.get(best.id)
+    while node is not None and node.id not in path:
+        path.append(node.id)
+        node = graph.parent(node.id)
+    return tuple(reversed(path))
+
+
+def memory_growth(start: float, attempts: list[Attempt], experiences) -> tuple[tuple[tuple[float, int], ...], int]:
+    """Experiences in the store over the run: ``((seconds since start, count), …)`` and the count before it.
+
+    The run's window ends at its last attempt, or later when an experience distilled from one of its
+    attempts was written after it (a task's best configuration is distilled when the task ends).
+    """
+    ids = {a.id for a in attempts}
+    end = max([a.created_at for a in attempts] +
+              [e.created_at for e in experiences if e.source_attempt_id in ids], default=start)
+    times = sorted(e.created_at for e in experiences)
+    before = sum(1 for t in times if t < start)
+    growth = [(0.0, before)]
+    count = before
+    for t in times:
+        if start <= t <= end:
+            count += 1
+            growth.append((t - start, count))
+    if end > start and growth[-1][0] < end - start:
+        growth.append((end - start, count))
+    return tuple(growth), before
+
+
+def resident_rules(store: Store) -> list[RuleRow]:
+    """The store's resident rules, highest priority first."""
+    with store.read() as conn:
+        rules = store.rules.list(conn, resident=True)
+        values = store.experiences.get_many(conn, [r.id for r in rules])
+    rows = [RuleRow(id=r.id, text=r.text, q=values[r.id].q if r.id in values else 0.0, frequency=r.frequency,
+                    tokens=r.tokens, priority=priority(values[r.id].q if r.id in values else 0.0, r.frequency,
+                                                       r.tokens))
+            for r in rules]
+    return sorted(rows, key=lambda r: (-r.priority, r.id))
+
+
+# -- speed of light ---------------------------------------------------------------------
+def attempt_sol(attempt: Attempt) -> float | None:
+    """The attempt's speed-of-light fraction when it was recorded (geometric mean over workloads), else None."""
+    direct = _number(attempt.case.get("sol_fraction"))
+    if direct is not None:
+        return direct
+    found = [_number(w.get("sol_fraction")) for w in attempt.case.get("workloads") or [] if isinstance(w, dict)]
+    found += [_number(getattr(m, "sol_fraction", None)) for m in attempt.measurements]
+    values = [v for v in found if v is not None and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        else None

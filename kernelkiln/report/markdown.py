@@ -1,0 +1,52 @@
+"""The report in GitHub Markdown, for pasting into issues: the suite table and a line per task."""
+
+from __future__ import annotations
+
+from kernelkiln.report.data import Report, RunReport
+from kernelkiln.report.format import fmt_date, fmt_pct, fmt_tokens, fmt_verdicts, fmt_x
+
+_SPECIAL = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+                          "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " "})
+
+
+def md(text: object) -> str:
+    """Text made inert in Markdown (and in the HTML GitHub lets through); one line."""
+    return str(text).translate(_SPECIAL)
+
+
+def render(report: Report) -> str:
+    """Every run's table and task lines."""
+    return "\n\n".join(render_run(run) for run in report.runs) + "\n"
+
+
+def render_run(run: RunReport) -> str:
+    """One run: a heading, the suite table, a line per task."""
+    lines = [f"### kiln run `{md(run.run_id)}`: {md(run.status)}, {fmt_date(run.created_at)}", ""]
+    if run.note:
+        lines += [f"_{md(run.note)}_", ""]
+    sol = run.has_sol
+    lines.append("| task | best vs torch | seed vs torch | best / seed | attempts | KEEP | ACCEPT | REVERT | REJECT "
+                 f"| tokens |{' SOL |' if sol else ''}")
+    lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if sol else ""))
+    for t in run.tasks:
+        counts = " | ".join(str(t.verdicts.get(v, 0)) for v in ("KEEP", "ACCEPT", "REVERT", "REJECT"))
+        best = f"**{fmt_x(t.best_speedup)}**" if t.best_speedup is not None else "—"
+        lines.append(f"| {md(t.task_id)} | {best} | {fmt_x(t.seed_speedup)} | "
+                     f"{fmt_x(t.best_over_seed)} | {t.attempts} | {counts} | {fmt_tokens(t.tokens)} |"
+                     + (f" {fmt_pct(t.sol_fraction)} |" if sol else ""))
+    lines.append("")
+    for t in run.tasks:
+        if not t.attempts:
+            lines.append(f"- **{md(t.task_id)}**: not started")
+            continue
+        if t.best_speedup is None:
+            lines.append(f"- **{md(t.task_id)}**: no correct candidate in {t.attempts} attempts "
+                         f"({fmt_verdicts(t.verdicts)})")
+            continue
+        over = f" ({fmt_x(t.best_over_seed)} over the seed)" if t.best_over_seed is not None else ""
+        change = f"; best: {md(t.best_summary)}" if t.best_summary else ""
+        lines.append(f"- **{md(t.task_id)}**: {fmt_x(t.best_speedup)} vs torch{over} after {t.attempts} attempts "
+                     f"({fmt_verdicts(t.verdicts)}){change}")
+    if not sol:
+        lines += ["", "SOL: not available (run `kiln machine`)"]
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""`kiln report` as a user runs it: the HTML file and its path, Markdown, one-line errors, a real run."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.run import Optimizer, TaskSpec
+from kernelkiln.store import open_store
+from kernelkiln.testing.guard import fast_config
+from kernelkiln.testing.tasks import TASKS
+
+
+def kiln(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=300,
+                          cwd=cwd, check=False)
+
+
+def test_help_names_the_inputs_and_outputs():
+    done = kiln("report", "--help")
+    assert done.returncode == 0
+    for word in ("RUN|DIR", "--out", "--markdown", "--store", "run.json"):
+        assert word in done.stdout
+
+
+def test_unknown_run_and_a_dir_without_run_json_exit_2_with_one_line(tmp_path):
+    store = f"sqlite:///{tmp_path / 'kiln.db'}"
+    done = kiln("report", "r-nope", "--store", store)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no run 'r-nope'" in done.stderr
+    (tmp_path / "empty").mkdir()
+    done = kiln("report", str(tmp_path / "empty"), "--store", store)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no run.json" in done.stderr
+
+
+def test_a_real_run_reported_from_its_dir_and_as_markdown(tmp_path):
+    url = f"sqlite:///{tmp_path / 'kiln.db'}"
+    store = open_store(url)
+    try:
+        result = Optimizer(Memory(store), tmp_path).start([TaskSpec(str(TASKS / "tiny_softmax.py"), {})],
+                                                          OptimizeConfig(guard=fast_config(), budget=3),
+                                                          tmp_path / "out")
+    finally:
+        store.close()
+    done = kiln("report", str(tmp_path / "out"), "--store", url)
+    assert done.returncode == 0, done.stderr
+    page_path = tmp_path / "out" / "report.html"
+    assert done.stdout.strip() == str(page_path)
+    page = page_path.read_text()
+    assert result["run_id"] in page and "tiny_softmax" in page and "<svg" in page and "KEEP" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.IGNORECASE) and "<script" not in page
+
+    done = kiln("report", result["run_id"], "--store", url, "--markdown")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^\| tiny\\_softmax \| \*\*\d+\.\d\dx\*\* \|", done.stdout, re.MULTILINE)
+
+    done = kiln("report", result["run_id"], "--store", url, cwd=tmp_path)
+    assert done.returncode == 0 and (tmp_path / f"kiln-report-{result['run_id']}.html").is_file()

@@ -1,0 +1,60 @@
+"""A small stored run written directly into a SQLite store: two tasks, two agents, a drafting point."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernelkiln.store import open_store
+from kernelkiln.store.records import Experience, Rule, Run
+from kernelkiln.testing.memory_fakes import attempt
+
+HOSTILE = "<script>alert(1)</script>"
+START = 1000.0
+
+
+@pytest.fixture
+def stored(tmp_path):
+    """``(store URL, run id, out DIR, {name: attempt})``; the DIR holds the run's run.json."""
+    url = f"sqlite:///{tmp_path / 'kiln.db'}"
+    out = tmp_path / "out"
+    store = open_store(url)
+    run = Run(id="r-test", created_at=START, config={"status": "done", "out": str(out),
+                                                    "tasks": [{"id": "softmax"}, {"id": "row_sum"}]})
+    t = iter(range(1, 100))
+
+    def make(name, task, verdict, speedup, parent=None, agent="a1", objective="optimization", summary=None, **case):
+        a = attempt(task, verdict=verdict, speedup=speedup, parent=parent, agent=agent, lens="general",
+                    run_id=run.id, summary=summary or f"{name} move", created_at=START + next(t),
+                    case={"objective": objective, **case})
+        made[name] = a
+        return a
+
+    made: dict = {}
+    seed = make("seed", "softmax", "KEEP", 0.5, objective="correctness", move="seed")
+    make("slow", "softmax", "REVERT", 0.4, parent=seed)
+    make("bad", "softmax", "REJECT", None, parent=seed, agent="a2", summary=HOSTILE)
+    flat = make("flat", "softmax", "ACCEPT", 0.52, parent=seed, agent="a2")
+    make("draft", "softmax", "KEEP", 0.9, parent=flat, agent="a2", objective="draft")
+    rs = make("rs_seed", "row_sum", "KEEP", 1.0, objective="correctness", move="seed")
+    make("rs_best", "row_sum", "KEEP", 1.5, parent=rs)
+    lesson = Experience(id="e-during", text="draft lesson", source_attempt_id=made["draft"].id,
+                        created_at=START + 20, q=0.4)
+    with store.write() as conn:
+        store.runs.add(conn, run)
+        for a in made.values():
+            store.attempts.add(conn, a)
+        store.experiences.add(conn, Experience(id="e-before", text="older lesson", created_at=START - 100))
+        store.experiences.add(conn, lesson)
+        store.rules.upsert(conn, Rule(id="e-during", text="Fuse the passes <b>always</b>", tokens=10,
+                                      frequency=0.5, resident=True))
+    store.close()
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({
+        "run_id": run.id, "status": "done", "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0,
+        "tasks": {"softmax": {"best_speedup": 0.9, "seed_speedup": 0.5, "attempts": 5,
+                              "verdicts": {"KEEP": 2, "ACCEPT": 1, "REVERT": 1, "REJECT": 1}},
+                  "row_sum": {"best_speedup": 1.5, "seed_speedup": 1.0, "attempts": 2,
+                              "verdicts": {"KEEP": 2, "ACCEPT": 0, "REVERT": 0, "REJECT": 0}}}}))
+    return url, run.id, out, made

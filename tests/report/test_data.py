@@ -1,0 +1,106 @@
+"""Collecting a report: attempts as points, the best path, memory growth, rules, and run.json alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernelkiln.errors import UserError
+from kernelkiln.report.data import attempt_sol, collect
+from kernelkiln.store import open_store
+from kernelkiln.store.records import Measurement
+from kernelkiln.testing.memory_fakes import attempt
+
+from .conftest import HOSTILE, START
+
+
+def report_of(url, *targets):
+    store = open_store(url)
+    try:
+        return collect(list(targets), store)
+    finally:
+        store.close()
+
+
+def test_points_follow_the_judged_order_with_agent_lens_verdict_speedup_and_objective(stored):
+    url, run_id, _, made = stored
+    run = report_of(url, run_id).runs[0]
+    assert [t.task_id for t in run.tasks] == ["softmax", "row_sum"] and run.status == "done"
+    softmax = run.tasks[0]
+    assert [p.index for p in softmax.points] == [1, 2, 3, 4, 5]
+    assert [p.verdict for p in softmax.points] == ["KEEP", "REVERT", "REJECT", "ACCEPT", "KEEP"]
+    assert softmax.points[2].speedup is None and softmax.points[2].summary == HOSTILE
+    assert [p.drafting for p in softmax.points] == [False, False, False, False, True]
+    assert softmax.points[1].parent_id == made["seed"].id and softmax.points[0].lens == "general"
+    assert softmax.agents == ("a1", "a2")
+
+
+def test_the_run_figures_are_run_json_s(stored):
+    url, run_id, out, _ = stored
+    run = report_of(url, run_id).runs[0]
+    expected = json.loads((out / "run.json").read_text())["tasks"]
+    for task in run.tasks:
+        assert (task.best_speedup, task.seed_speedup, task.attempts, task.verdicts) == (
+            expected[task.task_id]["best_speedup"], expected[task.task_id]["seed_speedup"],
+            expected[task.task_id]["attempts"], expected[task.task_id]["verdicts"])
+    assert run.tasks[1].best_over_seed == pytest.approx(1.5)
+
+
+def test_the_best_path_runs_from_the_root_to_the_latest_keep(stored):
+    url, run_id, _, made = stored
+    softmax = report_of(url, run_id).runs[0].tasks[0]
+    assert softmax.best_path == (made["seed"].id, made["flat"].id, made["draft"].id)
+
+
+def test_memory_growth_counts_the_experiences_before_and_those_written_during_the_run(stored):
+    url, run_id, _, _ = stored
+    run = report_of(url, run_id).runs[0]
+    assert run.experiences_before == 1
+    assert run.growth[0] == (0.0, 1) and run.growth[-1] == (20.0, 2)
+
+
+def test_resident_rules_come_with_their_value_and_priority(stored):
+    url, run_id, _, _ = stored
+    rules = report_of(url, run_id).rules
+    assert [(r.id, r.q, r.tokens) for r in rules] == [("e-during", 0.4, 10)]
+    assert rules[0].priority == pytest.approx(0.4 * 0.5 / 10)
+
+
+def test_a_dir_is_reported_from_the_store_when_its_run_is_stored(stored):
+    url, _, out, _ = stored
+    run = report_of(url, str(out)).runs[0]
+    assert run.history and run.tasks[0].points and run.out == str(out)
+
+
+def test_a_dir_whose_run_is_not_stored_renders_run_json_and_says_the_rest_is_unavailable(stored, tmp_path):
+    _, _, out, _ = stored
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    run = report_of(other, str(out)).runs[0]
+    assert not run.history and "unavailable" in run.note and run.run_id == "r-test"
+    assert run.tasks[0].best_speedup == 0.9 and run.tasks[0].points == ()
+
+
+def test_a_dir_without_run_json_and_an_unknown_run_are_user_errors(stored, tmp_path):
+    url, _, _, _ = stored
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="no run.json"):
+        report_of(url, str(tmp_path / "empty"))
+    with pytest.raises(UserError, match="no run 'r-nope'"):
+        report_of(url, "r-nope")
+    with pytest.raises(UserError, match="no such directory"):
+        report_of(url, str(tmp_path / "missing"))
+
+
+def test_sol_fraction_is_read_only_where_it_was_recorded():
+    plain = attempt("t").model_copy(update={"measurements": [Measurement(workload="w", speedup=2.0)]})
+    assert attempt_sol(plain) is None
+    assert attempt_sol(attempt("t", case={"sol_fraction": 0.25})) == 0.25
+    workloads = [{"name": "a", "sol_fraction": 0.1}, {"name": "b", "sol_fraction": 0.4}]
+    assert attempt_sol(attempt("t", case={"workloads": workloads})) == pytest.approx(0.2)
+
+
+def test_several_runs_are_collected_in_the_order_given(stored):
+    url, run_id, out, _ = stored
+    report = report_of(url, run_id, str(out))
+    assert [r.run_id for r in report.runs] == [run_id, run_id] and report.runs[0].created_at == START
