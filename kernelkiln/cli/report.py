@@ -8,7 +8,7 @@ import typer
 
 from kernelkiln.errors import UserError
 from kernelkiln.report import collect, render_html, render_markdown
-from kernelkiln.report.data import read_run_json
+from kernelkiln.report.sources import read_run_json
 from kernelkiln.store import open_store
 
 HELP = """Report on optimizer runs: one HTML file that works offline (no scripts, no CDN) or Markdown.
@@ -20,7 +20,7 @@ memory growth during the run and the resident rules.
 
 \b
 Examples:
-  kiln report kiln-runs/r-3f9c0a1b2c3d4e5f          # writes kiln-runs/r-…/report.html
+  kiln report kiln-runs/r-3f9c0a1b2c3d4e5f          # writes DIR/report.html
   kiln report r-3f9c0a1b2c3d4e5f --out report.html
   kiln report r-3f9c0a1b2c3d4e5f --markdown         # paste into an issue
 """
@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
     app.command("report", help=HELP)(report)
 
 
-TARGETS = typer.Argument(..., metavar="RUN|DIR...", help="Run ids or output DIRs holding run.json.")
+TARGETS = typer.Argument(..., metavar="RUN|DIR", help="Run ids or output DIRs holding run.json.")
 OUT = typer.Option(None, "--out", metavar="FILE.html",
                    help="Where the page goes (default: DIR/report.html, or kiln-report-RUN.html).")
 MARKDOWN = typer.Option(False, "--markdown", help="Print Markdown to stdout instead of writing HTML.")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,9 @@ from kernelkiln.errors import UserError
 from kernelkiln.memory.graph import ExperienceGraph
 from kernelkiln.memory.rules import priority
 from kernelkiln.orchestrator.results import VERDICTS, incumbent, task_summary
+from kernelkiln.report.sources import bench_sol, read_run_json, sibling_store_url
 from kernelkiln.store.records import Attempt, Run
-from kernelkiln.store.store import Store
+from kernelkiln.store.store import Store, open_store
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Point:
     parent_id: str | None
     summary: str
     sol_fraction: float | None = None
+    vs_best: float | None = None  # the guard's speedup over the incumbent of the moment, which decided the verdict
 
     @property
     def drafting(self) -> bool:
@@ -70,8 +71,8 @@ class TaskReport:
 
     @property
     def agents(self) -> tuple[str, ...]:
-        """The agents that made attempts, in order of first appearance."""
-        return tuple(dict.fromkeys(p.agent for p in self.points))
+        """The agents that made attempts, by name (so a1 keeps its colour across tasks)."""
+        return tuple(sorted({p.agent for p in self.points}))
 
 
 @dataclass(frozen=True)
@@ -115,53 +116,67 @@ class Report:
     """Everything one page shows."""
 
     runs: tuple[RunReport, ...]
-    rules: tuple[RuleRow, ...] | None
+    rules: dict[str, tuple[RuleRow, ...]]  # store URL → its resident rules (empty without a store)
     store_url: str | None
     generated_at: float = field(default_factory=time.time)
 
 
-# -- inputs ---------------------------------------------------------------------------
-def read_run_json(target: str) -> tuple[Path, dict[str, Any]] | None:
-    """``(DIR, run.json's object)`` when ``target`` is an output DIR (or its run.json); None for a run id."""
-    path = Path(target)
-    if path.is_file() and path.name == "run.json":
-        path = path.parent
-    elif not path.is_dir():
-        if "/" in target or target.startswith("."):
-            raise UserError(f"{target}: no such directory")
-        return None
-    file = path / "run.json"
-    if not file.is_file():
-        raise UserError(f"{path}: no run.json (give an output DIR of `kiln optimize` or a run id)")
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{file}: not a readable run.json ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict):
-        raise UserError(f"{file}: not a run.json of `kiln optimize` (no tasks)")
-    return path, data
-
-
+# -- collecting ------------------------------------------------------------------------
 def collect(targets: list[str], store: Store | None, store_error: str = "") -> Report:
-    """The report of ``targets`` (run ids or output DIRs); ``store`` None when it could not be opened."""
-    runs = []
+    """The report of ``targets`` (run ids or output DIRs); ``store`` None when it could not be opened.
+
+    A DIR's run is read from ``store``, else from a bench repeat's own store next to it, else from its
+    run.json alone (the page then says what is unavailable).
+    """
+    runs: list[RunReport] = []
+    rules: dict[str, tuple[RuleRow, ...]] = {}
     for target in targets:
         found = read_run_json(target)
         if found is None:
             if store is None:
                 raise UserError(f"run {target}: {store_error or 'no store'}")
             runs.append(_from_store(store, target, None))
+            rules.setdefault(store.url, tuple(resident_rules(store)))
             continue
         folder, data = found
         run_id = str(data.get("run_id") or folder.name)
-        if store is not None and _stored_run(store, run_id) is not None:
-            runs.append(_from_store(store, run_id, str(folder)))
-        else:
-            where = f"not in store {store.url}" if store is not None else store_error
-            runs.append(from_run_json(data, str(folder), f"run {run_id} is {where}: attempt history, "
-                                                          "graphs and memory growth are unavailable"))
-    rules = tuple(resident_rules(store)) if store is not None else None
+        holder, owned = _holder(store, folder, run_id)
+        try:
+            if holder is None:
+                where = f"not in store {store.url}" if store is not None else store_error
+                run = from_run_json(data, str(folder), f"run {run_id} is {where}: attempt history, graphs and "
+                                                       "memory growth are unavailable")
+            else:
+                run = _from_store(holder, run_id, str(folder))
+                rules.setdefault(holder.url, tuple(resident_rules(holder)))
+        finally:
+            if owned and holder is not None:
+                holder.close()
+        runs.append(_with_sol(run, bench_sol(folder, run_id)))
     return Report(runs=tuple(runs), rules=rules, store_url=store.url if store is not None else None)
+
+
+def _holder(store: Store | None, folder: Path, run_id: str) -> tuple[Store | None, bool]:
+    """The store holding ``run_id`` and whether it was opened here (to be closed)."""
+    if store is not None and _stored_run(store, run_id) is not None:
+        return store, False
+    url = sibling_store_url(folder)
+    if url is None:
+        return None, False
+    sibling = open_store(url)
+    if _stored_run(sibling, run_id) is not None:
+        return sibling, True
+    sibling.close()
+    return None, False
+
+
+def _with_sol(run: RunReport, fractions: dict[str, float]) -> RunReport:
+    """SOL fractions recorded elsewhere (bench.json) for tasks that carry none."""
+    if not fractions:
+        return run
+    tasks = tuple(t if t.sol_fraction is not None or t.task_id not in fractions
+                  else replace(t, sol_fraction=fractions[t.task_id]) for t in run.tasks)
+    return replace(run, tasks=tasks)
 
 
 def from_run_json(data: dict[str, Any], out: str | None, note: str = "") -> RunReport:
@@ -193,7 +208,8 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
     with store.read() as conn:
         run = store.runs.get(conn, run_id)
         if run is None:
-            raise UserError(f"no run {run_id!r} in {store.url}")
+            also = "" if run_id.startswith("r-") else f" (nor a directory {run_id!r})"
+            raise UserError(f"no run {run_id!r} in {store.url}{also}")
         attempts = store.attempts.for_run(conn, run_id)
         experiences = [e for e in store.experiences.list(conn, kind="experience")]
     by_task: dict[str, list[Attempt]] = {t["id"]: [] for t in run.config.get("tasks", []) if "id" in t}
@@ -215,7 +231,8 @@ def task_report(task_id: str, attempts: list[Attempt]) -> TaskReport:
     points = tuple(
         Point(index=i, id=a.id, agent=a.agent or "—", lens=a.lens, verdict=a.verdict,
               speedup=a.speedup if a.correct else None, objective=str(a.case.get("objective") or ""),
-              parent_id=a.parent_id, summary=a.summary, sol_fraction=attempt_sol(a))
+              parent_id=a.parent_id, summary=a.summary, sol_fraction=attempt_sol(a),
+              vs_best=_number(a.case.get("speedup_vs_incumbent")))
         for i, a in enumerate(attempts, start=1))
     best = incumbent(attempts)
     return TaskReport(

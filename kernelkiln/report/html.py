@@ -33,7 +33,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .status.done{background:#e8f5e9;color:#1b5e20}.status.stopped,.status.interrupted{background:#fff3e0}
 .status.failed{background:#ffebee;color:#b71c1c}
 .v{display:inline-block;min-width:1.6em;text-align:center;border-radius:3px;color:#fff;padding:0 3px;margin-right:2px}
-.legend td:first-child{white-space:nowrap}.muted{color:#777}svg{max-width:100%;height:auto;display:block}
+.legend td:first-child{white-space:nowrap}.legend svg{display:inline-block;vertical-align:middle}.muted{color:#777}svg{max-width:100%;height:auto;display:block}
 code{background:#f3f3f3;padding:0 3px;border-radius:3px}
 """
 
@@ -67,8 +67,10 @@ def _run_meta(run: RunReport) -> str:
     duration = (run.finished_at - run.created_at) if run.finished_at and run.created_at else None
     cost = f" · cost ${run.cost_usd:.4f}" if run.cost_usd else ""
     out = f" · output <code>{esc(run.out)}</code>" if run.out else ""
-    return (f'<p class="meta">run <code>{esc(run.run_id)}</code> {_status(run.status)} · started '
-            f'{esc(fmt_date(run.created_at))} · took {esc(fmt_duration(duration))} · {len(run.tasks)} task(s) · '
+    when = f" · started {esc(fmt_date(run.created_at))}" if run.created_at else ""
+    took = f" · took {esc(fmt_duration(duration))}" if duration is not None else ""
+    return (f'<p class="meta">run <code>{esc(run.run_id)}</code> {_status(run.status)}{when}{took} · '
+            f'{len(run.tasks)} task(s) · '
             f'{sum(t.attempts for t in run.tasks)} attempts · tokens {fmt_tokens(run.prompt_tokens)} prompt + '
             f'{fmt_tokens(run.completion_tokens)} completion{cost}{out}</p>')
 
@@ -80,7 +82,9 @@ def _legend() -> str:
     rows += f"<tr><td>{draft} <b>drafting</b></td><td>{esc(DRAFT_MEANING)}</td></tr>"
     return (f'<h4>Verdicts</h4><table class="legend">{rows}</table><p class="meta">Speedups are times of the '
             f'PyTorch reference divided by the candidate\'s (geometric mean over the task\'s workloads): '
-            f'<b>1.00x = as fast as torch</b>, above is faster.</p>')
+            f'<b>1.00x = as fast as torch</b>, above is faster. A verdict compares the candidate with the best of that moment '
+            f'timed in the same evaluation, so under noisy timing an ACCEPT can sit above the best-so-far line; hover '
+            f'a point for both figures.</p>')
 
 
 def marker_svg(verdict: str) -> str:
@@ -94,7 +98,8 @@ def _badges(counts: dict[str, int]) -> str:
 
 
 def _verdict_words() -> str:
-    return " ".join(f'<small style="color:{VERDICT_COLOURS[v]}">{v}</small>' for v in VERDICTS)
+    words = " ".join(f'<small style="color:{VERDICT_COLOURS[v]}">{v}</small>' for v in VERDICTS)
+    return f'<span style="white-space:nowrap">{words}</span>'
 
 
 def _suite_table(run: RunReport) -> str:
@@ -121,7 +126,8 @@ def _run_section(run: RunReport, heading: bool) -> str:
     if run.note:
         parts.append(f'<p class="note">{esc(run.note)}</p>')
     parts.append(f"<h3>Suite</h3>{_suite_table(run)}")
-    rows = [(t.task_id, [t.seed_speedup, t.best_speedup]) for t in run.tasks]
+    rows = [(t.task_id if t.attempts else f"{t.task_id} (not started)", [t.seed_speedup, t.best_speedup])
+            for t in run.tasks]
     parts.append("<h4>Speedup vs torch (higher is better)</h4>")
     parts.append(hbars(rows, [("seed candidate", "#b0bec5"), ("best found", "#2e7d32")], unit="x vs torch (1.0 = as "
                        "fast as the PyTorch reference)", ref=1.0, ref_label="torch 1.0x",
@@ -129,8 +135,8 @@ def _run_section(run: RunReport, heading: bool) -> str:
     parts.append("<h4>Speed of light (fraction of the machine's roofline bound reached by the best)</h4>")
     if run.has_sol:
         sol = [(t.task_id, [t.sol_fraction]) for t in run.tasks]
-        parts.append(hbars(sol, [("best found", "#6a1b9a")], unit="fraction of the speed-of-light bound "
-                           "(1.0 = roofline)", ref=1.0, ref_label="speed of light", fmt=fmt_pct,
+        parts.append(hbars(sol, [("best found", "#6a1b9a")], unit="share of the speed-of-light bound "
+                           "(100% = the roofline)", ref=1.0, ref_label="speed of light", fmt=fmt_pct, tick_fmt=fmt_pct,
                            title=f"speed-of-light fraction per task, run {run.run_id}"))
     else:
         parts.append(f'<p class="muted">{esc(NO_SOL)}</p>')
@@ -153,8 +159,9 @@ def _task_section(run: RunReport, task: TaskReport) -> str:
             else "no correct candidate" if task.attempts else "not started")
     seed = f", seed {fmt_x(task.seed_speedup)}" if task.seed_speedup is not None else ""
     change = f" — best's change: {task.best_summary}" if task.best_summary else ""
-    parts.append(f'<p class="meta">{esc(best + seed)} · {task.attempts} attempts ({_badges(task.verdicts)}) · '
-                 f'agents {esc(", ".join(task.agents) or "—")}{esc(change)}</p>')
+    agents = f" · agents {esc(', '.join(task.agents))}" if task.agents else ""
+    parts.append(f'<p class="meta">{esc(best + seed)} · {task.attempts} attempts ({_badges(task.verdicts)})'
+                 f'{agents}{esc(change)}</p>')
     if not task.points:
         why = "the run's attempts are not in the store" if not run.history else "no attempts"
         parts.append(f'<p class="muted">trajectory and attempt graph: not available ({why})</p>')
@@ -167,19 +174,24 @@ def _task_section(run: RunReport, task: TaskReport) -> str:
 
 
 def _rules(report: Report) -> str:
-    parts = ["<h2>Resident rules</h2>"]
-    if report.rules is None:
-        return parts[0] + '<p class="muted">not available (no store)</p>'
     if not report.rules:
-        return parts[0] + ('<p class="muted">none yet: an experience becomes a rule once it has Q &gt; 0 and was '
-                           'adopted at least 3 times over 3 distinct tasks.</p>')
-    parts.append('<p class="meta">Always in every agent\'s context, as the store holds them now; π = Q·f/ℓ decides '
-                 'which fit the token budget.</p><table><tr><th>rule</th><th>Q</th><th>f</th><th>ℓ tokens</th>'
-                 '<th>π</th><th>text</th></tr>')
-    for r in report.rules:
-        parts.append(f"<tr><td><code>{esc(r.id)}</code></td><td class=n>{r.q:+.2f}</td><td class=n>{r.frequency:.2f}"
-                     f"</td><td class=n>{r.tokens}</td><td class=n>{r.priority:.4f}</td><td>{esc(r.text)}</td></tr>")
-    parts.append("</table>")
+        return '<h2>Resident rules</h2><p class="muted">not available (no store)</p>'
+    parts = []
+    for url, rules in report.rules.items():
+        where = f" in {url}" if len(report.rules) > 1 else ""
+        parts.append(f"<h2>Resident rules{esc(where)}</h2>")
+        if not rules:
+            parts.append('<p class="muted">none yet: an experience becomes a rule once it has Q &gt; 0 and was '
+                         'adopted at least 3 times over 3 distinct tasks.</p>')
+            continue
+        parts.append('<p class="meta">Always in every agent\'s context, as the store holds them now; π = Q·f/ℓ '
+                     'decides which fit the token budget.</p><table><tr><th>rule</th><th>Q</th><th>f</th>'
+                     '<th>ℓ tokens</th><th>π</th><th>text</th></tr>')
+        for r in rules:
+            parts.append(f"<tr><td><code>{esc(r.id)}</code></td><td class=n>{r.q:+.2f}</td><td class=n>"
+                         f"{r.frequency:.2f}</td><td class=n>{r.tokens}</td><td class=n>{r.priority:.4f}</td>"
+                         f"<td>{esc(r.text)}</td></tr>")
+        parts.append("</table>")
     return "".join(parts)
 
 

@@ -15,7 +15,7 @@ from kernelkiln.report.data import Point
 from kernelkiln.report.format import fmt_x
 
 VERDICT_COLOURS = {"KEEP": "#2e7d32", "ACCEPT": "#1565c0", "REVERT": "#ef6c00", "REJECT": "#c62828"}
-AGENT_COLOURS = ("#616161", "#8e24aa", "#00838f", "#6d4c41", "#ad1457", "#283593", "#558b2f", "#f9a825")
+AGENT_COLOURS = ("#455a64", "#00acc1", "#8d6e63", "#f06292", "#5c6bc0", "#c0ca33", "#000000", "#ffb300")
 DRAFT_COLOUR = "#7b1fa2"
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 CHAR_W = 6.6  # the average width of a 12px character, for laying out labels
@@ -68,7 +68,8 @@ def tick_label(value: float) -> str:
 
 # -- bars -----------------------------------------------------------------------------
 def hbars(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[tuple[str, str]], *, unit: str,
-          ref: float | None = None, ref_label: str = "", fmt=fmt_x, title: str, width: int = 760) -> str:
+          ref: float | None = None, ref_label: str = "", fmt=fmt_x, tick_fmt=None, title: str,
+          width: int = 760) -> str:
     """Horizontal bars: a group per row (its label left), a bar per series (name, colour), value labels.
 
     ``ref`` draws a dashed vertical line (e.g. 1.0x: as fast as torch) labelled ``ref_label``.
@@ -90,11 +91,14 @@ def hbars(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[t
     for t in ticks:
         body.append(f'<line x1="{x(t):.1f}" y1="{top - 4}" x2="{x(t):.1f}" y2="{height - bottom + 4}" '
                     f'stroke="#eee"/>')
-        body.append(text(x(t), height - bottom + 18, tick_label(t), "middle", 'fill="#555"'))
+        body.append(text(x(t), height - bottom + 18, (tick_fmt or tick_label)(t), "middle", 'fill="#555"'))
     body.append(text((left + right) / 2, height - 6, unit, "middle", 'fill="#333"'))
     for i, (label, vs) in enumerate(rows):
         y0 = top + i * group_h
         body.append(text(left - 8, y0 + group_h / 2 - gap / 2 + 4, label, "end"))
+        if all(v is None for v in vs):
+            body.append(text(left + 4, y0 + group_h / 2 - gap / 2 + 4, "no figures", extra='fill="#888"'))
+            continue
         for j, (v, (name, colour)) in enumerate(zip(vs, series)):
             y = y0 + j * bar_h
             if v is None:
@@ -151,13 +155,16 @@ def _legend(x: float, y: float, items: Sequence[tuple[str, str, str]]) -> str:
 class XScale:
     """Attempt number → x, shared by a task's trajectory and its graph so that they line up."""
 
+    PAD = 14  # the first and last attempts sit this far inside the axis
+
     def __init__(self, count: int, left: float = 64, right: float = 900):
         self.count, self.left, self.right = max(count, 1), left, right
 
     def __call__(self, index: int) -> float:
         if self.count == 1:
             return (self.left + self.right) / 2
-        return self.left + (self.right - self.left) * (index - 1) / (self.count - 1)
+        inner = self.right - self.left - 2 * self.PAD
+        return self.left + self.PAD + inner * (index - 1) / (self.count - 1)
 
     def axis(self, y: float, label: str = "attempt # (in the order the guard judged them)") -> list[str]:
         """Integer ticks under a chart, and the axis label."""
@@ -174,7 +181,8 @@ def tip(p: Point) -> str:
     """A point's hover text."""
     lens = f" ({p.lens})" if p.lens else ""
     draft = " [drafting]" if p.drafting else ""
-    return f"#{p.index} {p.agent}{lens} {p.verdict} {fmt_x(p.speedup)} vs torch{draft}: {p.summary}"
+    against = f" ({fmt_x(p.vs_best)} vs the best of that moment, which decided the verdict)" if p.vs_best else ""
+    return f"#{p.index} {p.agent}{lens} {p.verdict} {fmt_x(p.speedup)} vs torch{against}{draft}: {p.summary}"
 
 
 def trajectory(points: Sequence[Point], agents: Sequence[str], title: str, width: int = 940) -> str:
@@ -213,6 +221,8 @@ def trajectory(points: Sequence[Point], agents: Sequence[str], title: str, width
     best, steps = None, []
     for p in points:
         if p.verdict == "KEEP" and p.speedup:
+            if best is not None:
+                steps.append(f"{xs(p.index):.1f},{y(best):.1f}")
             best = p.speedup
         if best is not None:
             steps.append(f"{xs(p.index):.1f},{y(best):.1f}")

@@ -81,19 +81,13 @@ def attempt_graph(points: Sequence[Point], best_path: Sequence[str], title: str,
                          f'stroke-width="3"/>')
         nodes.append(marker(p.verdict, xs(p.index), y(p), tip(p)))
     body = edges + highlighted + nodes
-    if best_path and best_path[-1] in by_id:
-        best = by_id[best_path[-1]]
-        label = f"best {fmt_x(best.speedup)}"
-        bx = xs(best.index) + 11
-        anchor = "start"
-        if bx + len(label) * 6.6 > width:
-            bx, anchor = xs(best.index) - 11, "end"
-        body.append(text(bx, y(best) + 4, label, anchor, 'font-weight="bold" fill="#6d4c00"'))
+    best = by_id.get(best_path[-1]) if best_path else None
+    best_label = f"path to the best (#{best.index}, {fmt_x(best.speedup)} vs torch)" if best else "no best"
     bottom = top + (count - 1) * ROW_H + 14
     body += xs.axis(bottom)
     body.insert(0, f'<line x1="{xs.left}" y1="12" x2="{xs.left + 22}" y2="12" stroke="{BEST_COLOUR}" '
-                   f'stroke-width="4"/>' + text(xs.left + 28, 16, "path to the best", extra='fill="#333"')
-                + f'<line x1="{xs.left + 150}" y1="12" x2="{xs.left + 172}" y2="12" stroke="#b0b0b0" '
-                  f'stroke-width="1.3"/>' + text(xs.left + 178, 16, "parent → child (derived from its code); "
+                   f'stroke-width="4"/>' + text(xs.left + 28, 16, best_label, extra='fill="#333"')
+                + f'<line x1="{xs.left + 310}" y1="12" x2="{xs.left + 332}" y2="12" stroke="#b0b0b0" '
+                  f'stroke-width="1.3"/>' + text(xs.left + 338, 16, "parent → child (derived from its code); "
                                                  "branches take lanes below", extra='fill="#333"'))
     return svg(width, bottom + 44, body, title)

@@ -62,7 +62,7 @@ def test_memory_growth_counts_the_experiences_before_and_those_written_during_th
 
 def test_resident_rules_come_with_their_value_and_priority(stored):
     url, run_id, _, _ = stored
-    rules = report_of(url, run_id).rules
+    (rules,) = report_of(url, run_id).rules.values()
     assert [(r.id, r.q, r.tokens) for r in rules] == [("e-during", 0.4, 10)]
     assert rules[0].priority == pytest.approx(0.4 * 0.5 / 10)
 
@@ -104,3 +104,17 @@ def test_several_runs_are_collected_in_the_order_given(stored):
     url, run_id, out, _ = stored
     report = report_of(url, run_id, str(out))
     assert [r.run_id for r in report.runs] == [run_id, run_id] and report.runs[0].created_at == START
+
+
+def test_a_bench_repeat_is_read_from_its_own_store_with_the_sol_fractions_bench_recorded(stored, tmp_path):
+    _, _, out, _ = stored
+    for suffix in ("", "-wal", "-shm"):
+        if (tmp_path / f"kiln.db{suffix}").exists():
+            (tmp_path / f"kiln.db{suffix}").rename(tmp_path / f"out.db{suffix}")
+    (tmp_path / "bench.json").write_text(json.dumps({"repeats": [
+        {"run_id": "r-test", "sol_fraction": {"softmax": 0.3, "row_sum": None}}]}))
+    report = report_of(f"sqlite:///{tmp_path / 'default.db'}", str(out))
+    run = report.runs[0]
+    assert run.history and run.tasks[0].points and run.has_sol
+    assert [t.sol_fraction for t in run.tasks] == [0.3, None]
+    assert [url.endswith("/out.db") for url in report.rules] == [True]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelkiln.report.data import Point
-from kernelkiln.report.svg import hbars, log_floor, nice_ticks, trajectory
+from kernelkiln.report.svg import growth, hbars, log_floor, nice_ticks, trajectory
 from kernelkiln.report.tree import attempt_graph, lanes
 
 
@@ -47,3 +47,11 @@ def test_rejects_sit_in_their_own_row_and_every_text_is_escaped():
     assert "rejected" in chart and '<b a="x">' not in chart and "&lt;b a=&quot;x&quot;&gt;" in chart
     bars = hbars([("<i>", [1.0])], [("best", "#000")], unit="x", title="<t>")
     assert "<i>" not in bars and "&lt;i&gt;" in bars
+
+
+def test_degenerate_inputs_still_draw():
+    lone = [point(1, verdict="REJECT", speedup=None)]
+    assert "<svg" in trajectory(lone, ["a1"], "t") and "<svg" in attempt_graph(lone, [], "g")
+    assert "no best" in attempt_graph(lone, [], "g")
+    assert "<svg" in growth([(0.0, 0)], "m") and "<svg" in growth([], "m")
+    assert "<svg" in hbars([("t", [None])], [("best", "#000")], unit="x", title="b")

@@ -1,0 +1,49 @@
+"""Where a report's inputs live: an output DIR's run.json, a bench repeat's own store and bench.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kernelkiln.errors import UserError
+
+
+def read_run_json(target: str) -> tuple[Path, dict[str, Any]] | None:
+    """``(DIR, run.json's object)`` when ``target`` is an output DIR (or its run.json); None for a run id."""
+    path = Path(target)
+    if path.is_file() and path.name == "run.json":
+        path = path.parent
+    elif not path.is_dir():
+        if "/" in target or target.startswith("."):
+            raise UserError(f"{target}: no such directory")
+        return None
+    file = path / "run.json"
+    if not file.is_file():
+        raise UserError(f"{path}: no run.json (give an output DIR of `kiln optimize` or a run id)")
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{file}: not a readable run.json ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict):
+        raise UserError(f"{file}: not a run.json of `kiln optimize` (no tasks)")
+    return path.resolve(), data
+
+
+def sibling_store_url(folder: Path) -> str | None:
+    """``sqlite:///DIR.db`` when that file exists: `kiln bench` keeps repeat K's store next to ``repeat-K/``."""
+    db = folder.parent / f"{folder.name}.db"
+    return f"sqlite:///{db}" if db.is_file() else None
+
+
+def bench_sol(folder: Path, run_id: str) -> dict[str, float]:
+    """The SOL fractions `kiln bench` recorded for this run's tasks in ``DIR/../bench.json`` (empty if none)."""
+    try:
+        bench = json.loads((folder.parent / "bench.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    for repeat in bench.get("repeats", []) if isinstance(bench, dict) else []:
+        if isinstance(repeat, dict) and repeat.get("run_id") == run_id and isinstance(repeat.get("sol_fraction"), dict):
+            return {k: float(v) for k, v in repeat["sol_fraction"].items()
+                    if isinstance(v, int | float) and not isinstance(v, bool)}
+    return {}
