@@ -61,13 +61,11 @@ def main() -> None:
         sys.exit(130)
     except SystemExit:
         raise
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # usage errors: click's, or the click typer vendors (typer >= 0.20 has no click dep)
+        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
             sys.exit(exc.exit_code)
         if _state["debug"]:
             raise

@@ -86,3 +86,8 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_without_repeating_an_attempt(t
     with s.read() as conn:
         attempts = s.attempts.for_run(conn, run_id)
     assert len(attempts) == 6 and len({a.case["code_hash"] for a in attempts}) == 6
+
+
+def test_a_usage_error_prints_usage_not_a_traceback():
+    done = kiln("optimize", TINY, "--agents", "99")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "--agents" in done.stderr
