@@ -37,7 +37,7 @@ def best_sol(task: Task, best: Attempt | None, peaks) -> float | None:
     for m in best.measurements:
         w = by_name.get(m.workload)
         bound = sol_bound_s(w.flops, w.bytes, peaks) if w is not None else None
-        fraction = sol_fraction(bound, m.t_cand_ms / 1e3 if m.t_cand_ms else None)
+        fraction = m.sol_fraction or sol_fraction(bound, m.t_cand_ms / 1e3 if m.t_cand_ms else None)
         if fraction is None:
             return None
         fractions.append(fraction)

@@ -235,7 +235,7 @@ class TaskRunner:
                 "diagnostics": verdict.diagnostics[:_DIAGNOSTICS_KEPT], "code_hash": code_hash(proposal.code),
                 "cost_usd": proposal.cost_usd}
         measurements = [Measurement(workload=w.name, t_ref_ms=w.t_ref_s * 1e3, t_cand_ms=w.t_cand_s * 1e3,
-                                    speedup=w.speedup) for w in verdict.workloads]
+                                    speedup=w.speedup, sol_fraction=w.sol_fraction) for w in verdict.workloads]
         time_ms = math.exp(sum(math.log(m.t_cand_ms) for m in measurements) / len(measurements)) \
             if measurements else None
         journal = f"{proposal.journal.rstrip()}\n\n## Verdict\n{verdict.verdict} at {verdict.stage}: {verdict.reason}\n"

@@ -60,6 +60,7 @@ class Measurement(Record):
     t_ref_ms: float | None = None
     t_cand_ms: float | None = None
     speedup: float | None = None
+    sol_fraction: float | None = None  # speed-of-light bound / t_cand, when peaks and FLOPs/bytes were known
 
 
 class Attempt(Record):
