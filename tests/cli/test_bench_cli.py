@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-
-def kiln(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=300,
-                          check=False)
+from kernelkiln.testing.cli import kiln
 
 
 def test_help_names_the_metrics_and_the_repeat_option():

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from kernelkiln.testing.candidates import CANDIDATES
+from kernelkiln.testing.cli import kiln
 from kernelkiln.testing.hostile import HOSTILE
 from kernelkiln.testing.tasks import TASKS
 
 QUICK = ["--threads", "1", "--time-budget", "0.5"]
 
 
-def kiln(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_eval_json_reports_a_verdict_with_per_workload_timings():

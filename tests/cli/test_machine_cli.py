@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import typer
@@ -14,6 +11,7 @@ from typer.testing import CliRunner
 
 from kernelkiln.cli import machine as machine_cli
 from kernelkiln.platforms import machine
+from kernelkiln.testing.cli import kiln
 
 KEYS = {"bandwidth_gbs", "peak_gflops", "cores", "per_cores", "measured_at", "cpu"}
 
@@ -45,9 +43,6 @@ def app():
     return app
 
 
-def kiln(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True,
-                          timeout=120, check=False, env=os.environ.copy())
 
 
 def test_json_prints_the_cached_record_with_the_peaks_and_per_core_figures(cached):

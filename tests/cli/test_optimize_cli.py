@@ -10,14 +10,13 @@ import subprocess
 import sys
 
 from kernelkiln.store import open_store
+from kernelkiln.testing.cli import kiln
 from kernelkiln.testing.tasks import TASKS
 
 TINY = str(TASKS / "tiny_softmax.py")
 QUICK = ["--threads", "1", "--time-budget", "0.3"]
 
 
-def kiln(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_help_teaches_the_targets_policies_and_resume():

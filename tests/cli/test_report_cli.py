@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.store import open_store
+from kernelkiln.testing.cli import kiln
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.tasks import TASKS
-
-
-def kiln(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=300,
-                          cwd=cwd, check=False)
 
 
 def test_help_names_the_inputs_and_outputs():
