@@ -113,8 +113,10 @@ def single_threaded() -> Iterator[None]:
 
 def reference_outputs(task: Task, model: torch.nn.Module, workload_index: int, seed: int) -> tuple[list, list]:
     """The parent's own inputs and reference outputs for one seed."""
-    inputs = task.make_inputs(task.workloads[workload_index], seed)
-    with torch.no_grad(), single_threaded():
+    workload = task.workloads[workload_index]
+    # Bound while the reference runs too: a KernelBench forward may read module-level sizes.
+    with task.bound(workload), torch.no_grad(), single_threaded():
+        inputs = task.make_inputs(workload, seed)
         outs = [o.detach().clone() for o in _as_list(model(*[x.clone() if isinstance(x, torch.Tensor) else x
                                                              for x in inputs]))]
     return inputs, outs

@@ -112,7 +112,8 @@ class GuardSession:
         self.peaks = self.platform.peaks(self.threads)  # for speed-of-light bounds
         self.model_seed = secrets.randbits(31)
         self.ref_models = {i: task.make_model(w, self.model_seed) for i, w in enumerate(task.workloads)}
-        recorded = record(self.ref_models[0], task.make_inputs(task.workloads[0], 0))
+        with task.bound(task.workloads[0]):  # other sessions' threads share the task module
+            recorded = record(self.ref_models[0], task.make_inputs(task.workloads[0], 0))
         self.forbidden = (forbidden_ops(recorded, task.forbidden_ops, task.allowed_ops)
                           if self.config.forbid_reference_ops else frozenset())
         self._ref: Worker | None = None

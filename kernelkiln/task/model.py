@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+BINDING = threading.RLock()  # see Task.bound
 
 # Per-dtype defaults; a task may override them in KILN["tolerance"].
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -76,15 +79,21 @@ class Task:
 
     @contextlib.contextmanager
     def bound(self, workload: Workload) -> Iterator[None]:
-        """Set the module's size variables to this workload's values for the duration."""
-        saved = {k: getattr(self.module, k) for k in self.size_vars}
-        try:
-            for k, v in workload.sizes.items():
-                setattr(self.module, k, v)
-            yield
-        finally:
-            for k, v in saved.items():
-                setattr(self.module, k, v)
+        """Set the module's size variables to this workload's values for the duration.
+
+        Holds a process-wide lock: the module's globals and torch's global RNG (which
+        ``get_inputs`` draws from) are shared by every thread, and the agents of one run
+        generate inputs and reference outputs in parallel threads.
+        """
+        with BINDING:
+            saved = {k: getattr(self.module, k) for k in self.size_vars}
+            try:
+                for k, v in workload.sizes.items():
+                    setattr(self.module, k, v)
+                yield
+            finally:
+                for k, v in saved.items():
+                    setattr(self.module, k, v)
 
     def make_inputs(self, workload: Workload, seed: int) -> list[Any]:
         """The workload's inputs, generated deterministically from ``seed``."""
