@@ -26,11 +26,6 @@ from kernelkiln.testing.candidates import CANDIDATES  # noqa: E402
 from kernelkiln.testing.tasks import TASKS  # noqa: E402
 
 
-def platform_config(platform: str) -> GuardConfig:
-    """The default guard, on ``platform``."""
-    return GuardConfig(**({} if platform == "cpu" else {"platform": platform}))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=10)
@@ -42,7 +37,7 @@ def main() -> None:
 
     task = load_task(args.task)
     source = args.candidate.read_text()
-    with GuardSession(task, platform_config(args.platform)) as guard:
+    with GuardSession(task, GuardConfig(platform=args.platform)) as guard:
         guard.evaluate(source)  # warm: fork-server, reference worker, build cache
         speedups = []
         for _ in range(args.trials):

@@ -38,11 +38,6 @@ def variants(source: str, count: int) -> list[str]:
     return [source.replace(marker, f"{marker}\n/* variant {i} {time.time_ns()} */", 1) for i in range(count)]
 
 
-def platform_config(platform: str) -> GuardConfig:
-    """The default guard, on ``platform``."""
-    return GuardConfig(**({} if platform == "cpu" else {"platform": platform}))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidates", type=int, default=5, help="distinct candidates per phase")
@@ -58,7 +53,7 @@ def main() -> None:
         sources = variants(args.candidate.read_text(), args.candidates)
         start = time.perf_counter()
         task = load_task(args.task)
-        with GuardSession(task, platform_config(args.platform)) as guard:
+        with GuardSession(task, GuardConfig(platform=args.platform)) as guard:
             guard.evaluate(variants(args.candidate.read_text(), 1)[0])  # fork-server + reference worker
             startup = time.perf_counter() - start
             times: dict[str, list[float]] = {"cold": [], "warm": []}

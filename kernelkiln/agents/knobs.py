@@ -100,6 +100,11 @@ def key(settings: Settings) -> str:
     return json.dumps(settings, sort_keys=True, separators=(",", ":"))
 
 
+def same(a: Any, b: Any) -> bool:
+    """Whether two knob values are equal as written (["-O2"] and ("-O2",) are; 1 and True are not)."""
+    return key({"v": a}) == key({"v": b})
+
+
 def show(value: Any) -> str:
     """A knob value as people write it: lists of flags joined by spaces."""
     if isinstance(value, list | tuple):

@@ -77,7 +77,7 @@ class Tuner:
         ordered = sorted(knobs, key=lambda k: (not turn.lens.prefers(k.name), knobs.index(k)))
         for knob in ordered:
             for value in knob.options:
-                if K.key({"v": value}) != K.key({"v": base[knob.name]}):
+                if not K.same(value, base[knob.name]):
                     yield _Move({**base, knob.name: value}, "neighbour", f"{knob.name} → {K.show(value)}")
         yield from self._random(options, base)
 
@@ -89,8 +89,7 @@ class Tuner:
             return None
         settings = dict(base)
         for name, value in wanted:
-            allowed = [K.key({"v": o}) for o in options.get(name, ())]
-            if K.key({"v": value}) not in allowed:
+            if not any(K.same(value, o) for o in options.get(name, ())):
                 return None
             settings[name] = value
         return settings if settings != base else None
@@ -121,7 +120,7 @@ class Tuner:
 
     # -- the proposal ------------------------------------------------------------------
     def _proposal(self, turn: Turn, base: K.Settings, move: _Move, code: str) -> Proposal:
-        changed = {n: v for n, v in move.settings.items() if K.key({"v": v}) != K.key({"v": base.get(n)})}
+        changed = {n: v for n, v in move.settings.items() if not K.same(v, base.get(n))}
         what = K.describe(changed) if changed else K.describe(move.settings) or "as written"
         summary = f"{'seed' if move.kind == 'seed' else move.kind}: {what}"
         choices = tuple(

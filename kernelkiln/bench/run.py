@@ -19,6 +19,7 @@ from kernelkiln.guard.session import default_threads
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.orchestrator.results import incumbent
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec, order_tasks
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import get_platform
@@ -46,8 +47,7 @@ def best_sol(task: Task, best: Attempt | None, peaks) -> float | None:
 
 def task_figures(task: Task, attempts: list[Attempt], ratio: float | None, peaks) -> TaskFigures:
     """One task's figures from its attempts in one run."""
-    keeps = [a for a in attempts if a.verdict == "KEEP" and a.speedup]
-    best = max(keeps, key=lambda a: a.created_at) if keeps else None
+    best = incumbent(attempts)
     first = next((a for a in attempts if a.correct and a.speedup), None)
     return TaskFigures(name=task_id_of(task), correct=any(a.correct for a in attempts),
                        best_speedup=best.speedup if best else None,

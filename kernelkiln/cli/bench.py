@@ -12,7 +12,7 @@ from rich.table import Table
 
 from kernelkiln.bench.run import Bench
 from kernelkiln.cli.eval import wide_console
-from kernelkiln.cli.optimize import _observer
+from kernelkiln.cli.optimize import progress_observer
 from kernelkiln.errors import UserError
 from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.task import load_suite
@@ -53,7 +53,7 @@ def bench(
         raise UserError(f"suite {suite} holds no task files")
     config = OptimizeConfig(agents=agents, budget=budget, guard=search_guard(**({"threads": threads} if threads else {})))
     err = Console(stderr=True)
-    observer = _observer()
+    observer = progress_observer()
     try:
         result = Bench(out, store, observer, not no_compile, progress=lambda m: err.print(m, style="dim")).run(
             paths, config, repeat)

@@ -20,7 +20,6 @@ from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.results import VERDICTS
 from kernelkiln.orchestrator.run import Interrupted, Optimizer, TaskSpec
-from kernelkiln.platforms import get_platform
 from kernelkiln.store import open_store
 from kernelkiln.task import bundled_suites, load_suite, parse_overrides
 
@@ -84,7 +83,7 @@ def optimize(
     as_json: bool = typer.Option(False, "--json", help="Print run.json's object instead of the table."),
 ) -> None:
     memory = Memory(open_store(store))
-    observer = _observer()
+    observer = progress_observer()
     optimizer = Optimizer(memory, Path("kiln-runs"), observer)
     try:
         if resume:
@@ -94,7 +93,6 @@ def optimize(
         else:
             if not target:
                 raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
-            get_platform(platform)  # one clear line when this machine lacks it
             config = _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens,
                              max_wall, threads, time_budget, platform, lock_clocks)
             specs = [TaskSpec(str(p), parse_overrides(overrides)) for p in _task_paths(target)]
@@ -226,6 +224,7 @@ class _Bars(Observer):
             self.ids = {}
 
 
-def _observer() -> Observer:
+def progress_observer() -> Observer:
+    """Bars on a terminal, one line per judged attempt otherwise (both on stderr)."""
     console = Console(stderr=True)
     return _Bars(console) if console.is_terminal else _Lines()

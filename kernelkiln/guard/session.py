@@ -45,12 +45,13 @@ def _take_lane() -> int:
         return _lanes_free.pop(0)
 
 
+_clocks_lock = threading.Lock()
 _clock_locks = 0  # open sessions holding locked clocks; the last one to close releases them
 
 
 def _lock_clocks(platform, mhz: int) -> None:
     global _clock_locks
-    with _lanes_lock:
+    with _clocks_lock:
         why = platform.lock_clocks(mhz)
         if why is not None:
             raise UserError(f"clock locking at {mhz} MHz was asked for and failed: {why}")
@@ -59,7 +60,7 @@ def _lock_clocks(platform, mhz: int) -> None:
 
 def _release_clocks(platform) -> None:
     global _clock_locks
-    with _lanes_lock:
+    with _clocks_lock:
         _clock_locks -= 1
         if _clock_locks == 0:
             platform.lock_clocks(None)

@@ -77,10 +77,6 @@ class MemoryCallbacks:
         for result in results:
             self.stages.observe(result.attempt, result.adoptions)
 
-    def forget(self, task_id: str, agent: str = "") -> None:
-        """Drop the open stage of (task, agent) without scoring it (it was closed before a resume)."""
-        self.stages.end(task_id, agent)
-
     def on_adoptions(self, adoptions: Sequence[Adoption]) -> None:
         """Store an agent's adoption records as soon as it makes them, before evaluation.
 

@@ -14,7 +14,7 @@ from kernelkiln.memory.prune import PruneReport, prune
 from kernelkiln.memory.retrieval import Retrieved, Retriever
 from kernelkiln.memory.rules import Consolidator
 from kernelkiln.memory.tokens import TokenCounter, estimate_tokens
-from kernelkiln.store.records import Experience, Rule
+from kernelkiln.store.records import Attempt, Experience, Rule
 from kernelkiln.store.store import Store
 
 
@@ -69,6 +69,17 @@ class Memory:
         """The experience graph of one task."""
         with self.store.read() as conn:
             return ExperienceGraph(self.store.attempts.for_task(conn, task_id), self.config.graph)
+
+    def ranked_attempts(self, task_id: str, limit: int) -> list[Attempt]:
+        """The task's ``limit`` best-scoring correct attempts by graph score d(v), whole records.
+
+        The graph is scored on its light nodes; only the attempts shown are read with their code.
+        """
+        with self.store.read() as conn:
+            nodes = self.store.attempts.graph_nodes(conn, task_id)
+            ranked = [n.id for n, _ in ExperienceGraph(nodes, self.config.graph).ranked() if n.correct][:limit]
+            found = self.store.attempts.get_many(conn, ranked)
+        return [found[i] for i in ranked if i in found]
 
     def prune(self, dry_run: bool = False) -> PruneReport:
         """See ``kernelkiln.memory.prune``."""

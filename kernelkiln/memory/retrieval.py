@@ -17,7 +17,6 @@ from kernelkiln.store.records import Experience
 from kernelkiln.store.search import search_experiences
 from kernelkiln.store.store import Store
 
-
 _GRAPH_CACHE_TASKS = 1024
 
 

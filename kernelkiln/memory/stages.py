@@ -88,11 +88,6 @@ class StageTracker:
             return []
         return [self._close((task_id, agent), state, self._final_score(state))]
 
-    def stage_of(self, task_id: str, agent: str = "") -> StageName | None:
-        """The open stage of (task, agent), or None when it has none open."""
-        state = self._open.get((task_id, agent))
-        return None if state is None or state.done else state.stage
-
     def open_pairs(self) -> list[tuple[str, str]]:
         """(task, agent) pairs with a stage still open."""
         return [key for key, state in self._open.items() if not state.done]

@@ -47,7 +47,6 @@ class TaskState:
     """What the agents of one task share: the incumbent, the evaluated set, the budget."""
 
     task_id: str
-    seed_code: str
     budget: int
     incumbent: Attempt | None = None
     used: int = 0  # evaluations taken (reserved or done)
@@ -67,9 +66,6 @@ class TaskState:
         with self.lock:
             self.used -= 1
 
-    def incumbent_code(self) -> str | None:
-        with self.lock:
-            return self.incumbent.code if self.incumbent is not None else None
 
 
 def settle(attempt: Attempt, task: TaskState, incumbent_when_judged: Attempt | None) -> Attempt:

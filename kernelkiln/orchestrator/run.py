@@ -65,6 +65,7 @@ class Optimizer:
 
     def start(self, specs: list[TaskSpec], config: OptimizeConfig, out_dir: Path | None = None) -> dict[str, Any]:
         """A new run over ``specs``; returns run.json's object."""
+        get_platform(config.platform)  # one clear line, before tasks load, when this machine lacks it
         tasks = order_tasks([load_task(Path(s.path), s.overrides) for s in specs])
         if config.policy == "tuner":
             for task in tasks:
@@ -90,12 +91,12 @@ class Optimizer:
         if run.config.get("status") == "done":
             raise UserError(f"run {run_id} is already finished; its results are in {run.config['out']}")
         config = OptimizeConfig.model_validate(run.config["options"])
+        get_platform(config.platform)  # a resumed run may land on a machine without its device
         tasks = [load_task(Path(t["path"]), t["overrides"]) for t in run.config["tasks"]]
         return self._execute(run, tasks, config)
 
     # -- the run -----------------------------------------------------------------------
     def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig) -> dict[str, Any]:
-        get_platform(config.platform)  # a resumed run may land on a machine without its device
         control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None)
         finished: list[str] = list(run.config.get("finished", []))
         stored = self._attempts(run.id)
@@ -132,7 +133,7 @@ class Optimizer:
         task_id = task_id_of(task)
         seed = task.seed_for(config.platform)
         seed_code = seed.read_text() if seed else ""
-        state = TaskState(task_id=task_id, seed_code=seed_code, budget=config.budget)
+        state = TaskState(task_id=task_id, budget=config.budget)
         agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
                              policy=make_policy(config, f"a{i + 1}", task_id, self.client))
                   for i, lens in enumerate(assign_lenses(task.op_family, config.agents))]

@@ -194,8 +194,7 @@ class TaskRunner:
         with self.control.memory_lock:
             experiences = self.memory.retrieve(query, platform=cfg.platform, limit=cfg.experiences) \
                 if cfg.experiences else []
-            graph = [node for node, _ in self.memory.graph(self.state.task_id).ranked()
-                     if node.correct][: cfg.graph_attempts]
+            graph = self.memory.ranked_attempts(self.state.task_id, cfg.graph_attempts) if cfg.graph_attempts else []
             board = self.memory.board.read(self.state.task_id)
             rules = [rule for rule, _ in self.memory.resident_rules()]
             knowledge = self.memory.knowledge(query, cfg.platform, limit=cfg.knowledge) if cfg.knowledge else []

@@ -22,3 +22,16 @@ def test_stats_and_graph(store):
     assert stats["tasks"] == 1  # tasks are recorded with their first attempt
     assert stats["knowledge_sections"] > 0 and stats["experiences"] == 0
     assert memory.graph("t1").best_path() == [root.id, child.id]
+
+
+def test_ranked_attempts_are_the_best_scoring_correct_ones_with_their_code(sqlite_store):
+    memory = Memory(sqlite_store)
+    root = attempt("t1", verdict="KEEP", speedup=1.0, code="root")
+    good = attempt("t1", verdict="KEEP", speedup=3.0, parent=root, code="good")
+    bad = attempt("t1", verdict="REJECT", parent=root, code="bad")
+    with sqlite_store.write() as conn:
+        for a in (root, good, bad):
+            sqlite_store.attempts.add(conn, a)
+    ranked = memory.ranked_attempts("t1", limit=5)
+    assert [a.code for a in ranked] == [a.code for a, _ in memory.graph("t1").ranked() if a.correct]
+    assert "bad" not in [a.code for a in ranked] and len(memory.ranked_attempts("t1", limit=1)) == 1

@@ -159,12 +159,7 @@ def test_loader_binds_launchers_and_rejects_cpu_tensors(built, cache: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KILN_CACHE_DIR", str(cache))
     set_builder(None)
-    try:
-        lib = load(ADD, {"add": ADD_SIGNATURE}, lang="cuda")
-    except BuildError as error:
-        if "libcuda" in str(error):  # hardware case: no GPU driver on this machine
-            pytest.skip(f"the CUDA library needs a GPU driver to load here: {error}")
-        raise
+    lib = load(ADD, {"add": ADD_SIGNATURE}, lang="cuda")  # cudart is static: loading needs no GPU driver
     assert lib.result.cached and lib.path == built.path
     x = torch.ones(4)
     with pytest.raises(TypeError, match="expected a CUDA tensor"):

@@ -18,18 +18,18 @@ def agent(name: str = "a1") -> AgentState:
 
 
 def test_the_first_correct_candidate_becomes_the_incumbent_even_when_slower_than_the_reference():
-    task = TaskState("t", "seed", budget=5)
+    task = TaskState("t", budget=5)
     first = settle(attempt("REVERT", 0.2), task, None)
     assert first.verdict == "KEEP" and task.incumbent is first
 
 
 def test_a_reject_never_becomes_the_incumbent():
-    task = TaskState("t", "seed", budget=5)
+    task = TaskState("t", budget=5)
     assert settle(attempt("REJECT"), task, None).verdict == "REJECT" and task.incumbent is None
 
 
 def test_a_keep_judged_against_a_replaced_incumbent_must_beat_the_new_one():
-    task = TaskState("t", "seed", budget=5)
+    task = TaskState("t", budget=5)
     old = settle(attempt("KEEP", 1.0), task, None)
     newer = settle(attempt("KEEP", 2.0), task, old)
     late = settle(attempt("KEEP", 1.5), task, old)  # judged against `old` while `newer` landed
@@ -81,13 +81,13 @@ def test_the_leaderboard_shows_the_other_agents_best_snapshots_only():
 
 
 def test_the_task_budget_is_shared_and_returned_when_unused():
-    task = TaskState("t", "seed", budget=2)
+    task = TaskState("t", budget=2)
     assert task.take() and task.take() and not task.take()
     task.give_back()
     assert task.take()
 
 
 def test_a_correct_but_untimed_candidate_never_becomes_the_incumbent():
-    task = TaskState("t", "seed", budget=5)
+    task = TaskState("t", budget=5)
     untimed = settle(attempt("ACCEPT", None), task, None)
     assert untimed.verdict == "ACCEPT" and task.incumbent is None
