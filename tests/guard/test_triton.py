@@ -13,7 +13,6 @@ from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.tasks import TASKS
 
-
 SOFTMAX = (CANDIDATES / "softmax_triton.py").read_text()
 # Forgets to subtract the row maximum, and divides by the sum plus one.
 WRONG = (SOFTMAX.replace("    x = x - tl.max(x, axis=0)\n", "")
