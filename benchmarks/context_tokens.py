@@ -14,39 +14,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import tempfile
 from pathlib import Path
 
-from kernelkiln.agents import knobs as K
+from kernelkiln.bench.studies import scripted_player
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.store import open_store
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
-from kernelkiln.testing.llm import ScriptedClient
 from kernelkiln.testing.tasks import TASKS
 
 SEED = (CANDIDATES / "softmax_knobs.py").read_text()
 GENERATION = 1024
 
 
-def scripted_model(turns: int) -> ScriptedClient:
-    def reply(number: int):
-        def submit(messages, tools):
-            ids = list(dict.fromkeys(re.findall(r"\be-[0-9a-f]{16}\b", messages[1].content)))
-            code = K.apply(SEED, {"REPEAT": [4, 2, 1][number % 3]}) + f"\n# variant {number}\n"
-            return {"text": f"Turn {number}: trying REPEAT variants.", "tool_calls": [{
-                "name": "submit_candidate", "arguments": {
-                    "code": code, "summary": f"variant {number}",
-                    "adoptions": [{"experience_id": i, "adopted": i == ids[0], "why": "scripted"} for i in ids]}}]}
-        return submit
-    return ScriptedClient([reply(i) for i in range(turns)])
-
-
 def run(mode: str, turns: int, window: int, tmp: Path) -> list[int]:
-    client = scripted_model(turns)
+    client = scripted_player(SEED, turns)
     memory = Memory(open_store(f"sqlite:///{tmp / (mode + '.db')}"))
     config = OptimizeConfig(policy="llm", budget=turns + 1, guard=fast_config(), context={"mode": mode},
                             llm={"model": "scripted", "base_url": "http://127.0.0.1:9/v1", "context_window": window,

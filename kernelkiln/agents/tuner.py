@@ -2,10 +2,11 @@
 
 Each turn it proposes one setting of the knobs, as a standalone candidate:
 1. the working code itself, the first time it sees it (the seed is evaluated first);
-2. settings that retrieved experiences record (``set NAME=value`` conditions): whole
-   configurations first, then single changes, each group in memory's ranking. This is
-   how memory makes a later task converge faster; each experience applied is recorded
-   as adopted;
+2. settings that resident rules record (``set NAME=value`` conditions), highest Q first:
+   they are what memory has proven across tasks; then settings that retrieved experiences
+   record: whole configurations first, then single changes, each group in memory's
+   ranking. This is how memory makes a later task converge faster; each rule or
+   experience applied is recorded as adopted;
 3. when drafting (plateau): the other agents' best settings, else a far jump;
 4. single-knob moves from the working settings, the lens's knobs first;
 5. any untried setting, in a seeded random order, until the space is exhausted.
@@ -27,7 +28,7 @@ _MAX_ENUMERATED = 4096
 @dataclass(frozen=True)
 class _Move:
     settings: K.Settings
-    kind: str  # seed | experience | draft | neighbour | random
+    kind: str  # seed | rule | experience | draft | neighbour | random
     why: str
     source: str | None = None  # the experience it applies
 
@@ -64,6 +65,10 @@ class Tuner:
         if not knobs:
             return
         options = {k.name: k.options for k in knobs}
+        for rule in turn.rule_sources:
+            settings = self._from_experience(rule.conditions, options, base)
+            if settings is not None:
+                yield _Move(settings, "rule", f"apply resident rule {rule.id}", rule.id)
         applicable = []
         for rank, item in enumerate(turn.experiences):
             settings = self._from_experience(item.experience.conditions, options, base)
@@ -123,18 +128,20 @@ class Tuner:
         changed = {n: v for n, v in move.settings.items() if not K.same(v, base.get(n))}
         what = K.describe(changed) if changed else K.describe(move.settings) or "as written"
         summary = f"{'seed' if move.kind == 'seed' else move.kind}: {what}"
+        shown = {r.experience.id: r.experience for r in turn.experiences}
+        applicable = {e.id: e for e in turn.rule_sources if any(K.parse_condition(c) for c in e.conditions)}
+        # Rules are always in context; one is recorded only when it could have been applied here.
         choices = tuple(
-            Choice(r.experience.id, r.experience.id == move.source,
-                   "applied its settings" if r.experience.id == move.source else self._unused(r, move))
-            for r in turn.experiences)
+            Choice(eid, eid == move.source, "applied its settings" if eid == move.source else self._unused(e, move))
+            for eid, e in {**shown, **applicable}.items())
         journal = (f"## Strategy\n{turn.lens.title} lens, {move.kind} move: {move.why}.\n\n"
                    f"## Change\n{what}\n\n## Settings\n{K.describe(move.settings)}\n")
         return Proposal(code=code, summary=summary, parent_id=turn.parent_id, choices=choices, journal=journal,
                         case={"knobs": move.settings, "changed": changed, "move": move.kind})
 
     @staticmethod
-    def _unused(retrieved, move: _Move) -> str:
-        if not any(K.parse_condition(c) for c in retrieved.experience.conditions):
+    def _unused(experience, move: _Move) -> str:
+        if not any(K.parse_condition(c) for c in experience.conditions):
             return "records no knob settings"
         if move.source is not None:
             return f"{move.source} ranked higher"

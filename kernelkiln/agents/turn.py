@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 from kernelkiln.agents.lens import Lens
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory.retrieval import Retrieved
-from kernelkiln.store.records import Attempt, BoardEntry, Rule
+from kernelkiln.store.records import Attempt, BoardEntry, Experience, Rule
 from kernelkiln.task import Task
 
 Objective = Literal["correctness", "optimization", "draft"]
@@ -54,6 +54,7 @@ class Turn:
     graph: tuple[Attempt, ...] = ()  # graph-ranked attempts of this task (best first)
     board: tuple[BoardEntry, ...] = ()
     rules: tuple[Rule, ...] = ()
+    rule_sources: tuple[Experience, ...] = ()  # the experiences the resident rules were distilled from (same ids)
     knowledge: tuple[Retrieved, ...] = ()
     leaderboard: tuple[Snapshot, ...] = ()  # the other agents' best snapshots (drafting only)
     evaluated: frozenset[str] = frozenset()  # code_hash of every candidate this run already evaluated on the task

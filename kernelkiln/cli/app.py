@@ -26,6 +26,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
 
 def _register() -> None:
     # Imported here so `kiln --help` stays fast and each command lives in its own module.
+    from kernelkiln.cli import ablate as ablate_cmd
     from kernelkiln.cli import bench as bench_cmd
     from kernelkiln.cli import eval as eval_cmd
     from kernelkiln.cli import machine as machine_cmd
@@ -33,6 +34,7 @@ def _register() -> None:
     from kernelkiln.cli import report as report_cmd
     from kernelkiln.cli import tasks as tasks_cmd
 
+    ablate_cmd.register(app)
     bench_cmd.register(app)
     eval_cmd.register(app)
     machine_cmd.register(app)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -30,6 +32,11 @@ class ValueConfig(BaseModel):
     )
     turn_budget: int = Field(
         default=30, ge=1, description="Attempts per task and agent, shared by the correctness and optimization stages."
+    )
+    credit: Literal["adopted", "uniform"] = Field(
+        default="adopted",
+        description="adopted: ATU, a stage's score shared by the experiences the agent adopted, -η for the rest "
+        "it was shown; uniform: every retrieved experience gets the stage's score (`kiln ablate`'s baseline).",
     )
 
 

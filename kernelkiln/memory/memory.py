@@ -30,6 +30,10 @@ class Memory:
         self.callbacks = MemoryCallbacks(store, self.config, self.consolidator)
         self._seeded: set[str] = set()
 
+    def configured(self, config: MemoryConfig) -> Memory:
+        """This memory under ``config`` (itself when unchanged): a run brings its own memory settings."""
+        return self if config == self.config else Memory(self.store, config, self.consolidator.tokens)
+
     def add_experience(self, experience: Experience) -> Experience:
         """Store a new experience; its cold frequency counts stages from now on."""
         with self.store.write() as conn:
@@ -64,6 +68,13 @@ class Memory:
             values = self.store.experiences.get_many(conn, [r.id for r in rules])
         pairs = [(r, values[r.id].q if r.id in values else 0.0) for r in rules]
         return sorted(pairs, key=lambda p: (-p[1], p[0].id))
+
+    def rule_sources(self) -> list[Experience]:
+        """The experiences behind the resident rules (same ids), highest Q first."""
+        with self.store.read() as conn:
+            ids = [r.id for r in self.store.rules.list(conn, resident=True)]
+            found = self.store.experiences.get_many(conn, ids)
+        return sorted(found.values(), key=lambda e: (-e.q, e.id))
 
     def graph(self, task_id: str) -> ExperienceGraph:
         """The experience graph of one task."""

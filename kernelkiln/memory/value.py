@@ -2,7 +2,8 @@
 
 Stage score s: correctness passed → 1; optimization improved → 1 − t_best/t_first_correct;
 failed or no improvement → −η. Feedback: each adopted experience gets s/|A|, each retrieved
-but unadopted one −η. Update: Q ← (1−α)·Q + α·f, α = max(1/n, α_floor), n the
+but unadopted one −η (with ``credit="uniform"``, the ablation baseline, every retrieved
+one gets s whatever the agent adopted). Update: Q ← (1−α)·Q + α·f, α = max(1/n, α_floor), n the
 experience's stage-deduplicated retrieval count; Q stays within [−η, 1].
 """
 
@@ -25,9 +26,15 @@ def optimization_score(t_first_correct: float | None, t_best: float | None, eta:
     return 1.0 - t_best / t_first_correct
 
 
-def stage_feedback(score: float, retrieved: Iterable[str], adopted: Iterable[str], eta: float) -> dict[str, float]:
-    """f for every experience of a stage: adopted share s, unadopted retrieved ones get −η."""
+def stage_feedback(score: float, retrieved: Iterable[str], adopted: Iterable[str], eta: float,
+                   credit: str = "adopted") -> dict[str, float]:
+    """f for every experience of a stage: adopted share s, unadopted retrieved ones get −η.
+
+    ``credit="uniform"`` gives every experience of the stage s instead, adopted or not.
+    """
     adopted_set = set(adopted)
+    if credit == "uniform":
+        return {eid: score for eid in set(retrieved) | adopted_set}
     feedback = {eid: -eta for eid in set(retrieved) - adopted_set}
     for eid in adopted_set:
         feedback[eid] = score / len(adopted_set)
@@ -55,7 +62,7 @@ def apply_stage_values(conn, store, outcome, config: ValueConfig) -> dict[str, f
     A resident rule is in context without being retrieved: it shares the stage's reward
     when adopted, and is left alone (its frequency fades instead) when not.
     """
-    feedback = stage_feedback(outcome.score, outcome.retrieved, outcome.adopted, config.eta)
+    feedback = stage_feedback(outcome.score, outcome.retrieved, outcome.adopted, config.eta, config.credit)
     experiences = store.experiences.get_many(conn, list(feedback), for_update=True)
     experiences = {eid: e for eid, e in experiences.items() if eid in outcome.adopted or not e.resident}
     tasks = store.adoptions.distinct_tasks(conn, list(experiences))

@@ -43,6 +43,8 @@ class OptimizeConfig(BaseModel):
                                               "drafts: it abandons local tuning and changes strategy.")
     platform: Literal["cpu", "cuda"] = Field("cpu", description="Where candidates run and are timed; the task's seed "
                                                                 "for this platform starts the search.")
+    seed: int = Field(0, ge=0, description="Seed of the tuner's random moves (drafting jumps, untried settings): "
+                                           "benchmark repeats use 0, 1, 2, … for independent trajectories.")
     experiences: int = Field(5, ge=0, description="Retrieved experiences shown to an agent each turn.")
     knowledge: int = Field(3, ge=0, description="Platform knowledge sections offered to the cold layer each turn.")
     graph_attempts: int = Field(5, ge=0, description="Graph-ranked attempts of the task shown each turn.")

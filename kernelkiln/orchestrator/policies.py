@@ -11,7 +11,7 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 def make_policy(config: OptimizeConfig, agent: str, task_id: str, client: ChatClient | None = None) -> Policy:
     """A fresh policy for ``agent`` on ``task_id`` (``client``: the llm policy's model, default from ``config.llm``)."""
     if config.policy == "tuner":
-        return Tuner(agent, rng_seed=task_id)
+        return Tuner(agent, rng_seed=f"{task_id}:{config.seed}")
     from kernelkiln.agents.llm import LLMPolicy  # the SDKs load only when asked for
 
     return LLMPolicy(config, agent, client=client)

@@ -97,6 +97,7 @@ class Optimizer:
 
     # -- the run -----------------------------------------------------------------------
     def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig) -> dict[str, Any]:
+        self.memory = self.memory.configured(config.memory)
         control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None)
         finished: list[str] = list(run.config.get("finished", []))
         stored = self._attempts(run.id)

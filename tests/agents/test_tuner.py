@@ -7,7 +7,7 @@ import ast
 from kernelkiln.agents import knobs as K
 from kernelkiln.agents.tuner import Tuner
 from kernelkiln.agents.turn import Snapshot, code_hash
-from kernelkiln.store.records import Attempt
+from kernelkiln.store.records import Attempt, Experience
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.turns import lens, make_turn, retrieved
 
@@ -113,6 +113,28 @@ def test_a_retrieved_experience_with_knob_settings_is_applied_first_and_recorded
     adopted, unused = proposal.choices
     assert adopted.adopted is True and adopted.why
     assert unused.adopted is False and unused.why == "records no knob settings"
+
+
+def test_a_resident_rule_is_applied_before_retrieved_experiences_and_recorded_as_adopted():
+    lesson = retrieved("e-repeat", "REPEAT=1 is faster", conditions=[K.condition("REPEAT", 1)])
+    rule = Experience(id="e-rule", text="FLAGS=-O1", conditions=[K.condition("FLAGS", ["-O1"])], resident=True)
+    tuner = Tuner("a0")
+    tried_seed(tuner)
+    proposal = tuner.propose(turn_on_seed(experiences=(lesson,), rule_sources=(rule,)))
+    assert proposal.case["move"] == "rule" and proposal.case["changed"] == {"FLAGS": ["-O1"]}
+    assert {(c.experience_id, c.adopted) for c in proposal.choices} == {("e-rule", True), ("e-repeat", False)}
+    tuner.observe(attempt_of(proposal))
+    follow = tuner.propose(turn_on_seed(experiences=(lesson,), rule_sources=(rule,)))
+    assert follow.case["move"] == "experience"
+    assert {(c.experience_id, c.adopted) for c in follow.choices} == {("e-rule", False), ("e-repeat", True)}
+
+
+def test_a_resident_rule_without_settings_for_this_candidate_is_not_recorded():
+    rule = Experience(id="e-rule", text="unroll", conditions=["inner loop"], resident=True)
+    tuner = Tuner("a0")
+    tried_seed(tuner)
+    proposal = tuner.propose(turn_on_seed(rule_sources=(rule,)))
+    assert proposal.case["move"] == "neighbour" and proposal.choices == ()
 
 
 def test_an_experience_is_applied_even_before_the_lens_preferred_knobs():

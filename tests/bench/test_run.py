@@ -3,35 +3,20 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from pathlib import Path
-
 import pytest
 
 from kernelkiln.bench.baseline import compile_ratio
 from kernelkiln.bench.run import Bench
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.task import load_task
-from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
-from kernelkiln.testing.tasks import TASKS
+from kernelkiln.testing.tasks import tiny_suite
 
 
 @pytest.fixture
 def suite():
-    """tiny_softmax with FLOPs/bytes metadata and its seed by absolute path, alone in a folder."""
-    text = (TASKS / "tiny_softmax.py").read_text().replace(
-        '"seed": "../candidates/softmax_knobs.py"',
-        f'"seed": "{CANDIDATES / "softmax_knobs.py"}", "flops": lambda batch_size, dim, **_: 5.0 * batch_size * dim, '
-        '"bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim')
-    # Sandboxed workers read the task as another user: pytest's tmp_path is private to root.
-    suite = Path(tempfile.mkdtemp(prefix="kiln-bench-suite-"))
-    suite.chmod(0o755)
-    (suite / "tiny.py").write_text(text)
-    (suite / "tiny.py").chmod(0o644)
-    yield suite
-    shutil.rmtree(suite)
+    with tiny_suite() as folder:
+        yield folder
 
 
 def test_a_bench_writes_bench_json_with_every_repeat_and_their_means(suite, tmp_path):

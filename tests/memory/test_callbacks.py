@@ -41,6 +41,16 @@ def test_worked_example_updates_q_in_the_store(store):
         assert [s.score for s in store.stages.all(conn)] == pytest.approx([1.0, 0.4])
 
 
+def test_uniform_credit_gives_unadopted_experiences_the_stage_score(store):
+    memory = _memory(store, value={"credit": "uniform"})
+    first = attempt("t1", verdict="KEEP", time_ms=1.0)
+    memory.callbacks.on_batch([result(first)])
+    second = attempt("t1", verdict="KEEP", time_ms=0.6, parent=first)
+    memory.callbacks.on_batch([result(second, adopted=["a"], unadopted=["c"])])
+    memory.callbacks.on_task_end("t1")
+    assert _q(store, "a", "c", "x") == pytest.approx([0.4, 0.4, 0.0])
+
+
 def test_second_stage_averages_with_alpha_one_half(store):
     memory = _memory(store)
     memory.callbacks.on_batch([result(attempt("t1", verdict="REJECT"), adopted=["a"])])

@@ -32,6 +32,12 @@ def test_adopted_share_is_deduplicated():
     assert stage_feedback(1.0, ["a"], [], 0.1) == {"a": -0.1}
 
 
+def test_uniform_credit_rewards_every_retrieved_experience_alike():
+    feedback = stage_feedback(0.4, retrieved={"a", "b", "c"}, adopted={"a"}, eta=0.2, credit="uniform")
+    assert feedback == pytest.approx({"a": 0.4, "b": 0.4, "c": 0.4})
+    assert stage_feedback(-0.2, ["a", "b"], [], 0.2, credit="uniform") == pytest.approx({"a": -0.2, "b": -0.2})
+
+
 def test_learning_rate_has_a_floor():
     assert learning_rate(1, 0.05) == 1.0
     assert learning_rate(4, 0.05) == 0.25

@@ -75,6 +75,15 @@ def test_a_later_task_applies_a_retrieved_configuration_first_and_records_the_ad
     assert records[lesson.id] is True
 
 
+def test_a_runs_memory_settings_take_effect(memory, tmp_path):
+    Optimizer(memory, tmp_path).start([TINY], config(budget=2, memory={"board": {"auto_post": False}}), tmp_path / "a")
+    with memory.store.read() as conn:
+        assert memory.store.board.count(conn) == 0
+    Optimizer(memory, tmp_path).start([TINY], config(budget=2, seed=1), tmp_path / "b")
+    with memory.store.read() as conn:
+        assert memory.store.board.count(conn) > 0
+
+
 def test_resuming_continues_without_repeating_or_losing_an_attempt(memory, tmp_path):
     optimizer = Optimizer(memory, tmp_path)
     first = optimizer.start([TINY], config(budget=2), tmp_path / "out")

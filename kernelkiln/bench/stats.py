@@ -1,0 +1,56 @@
+"""Geometric means with 95% confidence intervals over repeated trajectories.
+
+Speedups and token counts are ratios, so intervals are taken on their logarithms:
+mean ± t(0.975, K−1)·s/√K of log x, back through exp. A paired ratio compares two arms
+repeat by repeat (repeat k of both arms shares its random seed), which removes what
+the repeats have in common from the interval. One repeat has no interval.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+# Student's t, two-sided 95%, for 1..30 degrees of freedom; beyond 30 the normal 1.96.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def t975(df: int) -> float:
+    """The two-sided 95% quantile of Student's t with ``df`` degrees of freedom."""
+    if df < 1:
+        raise ValueError("a t quantile needs at least one degree of freedom")
+    return _T975[df - 1] if df <= len(_T975) else 1.96
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A geometric mean over K values and its 95% confidence interval (None for K = 1)."""
+
+    mean: float
+    low: float | None
+    high: float | None
+    k: int
+
+    def as_dict(self) -> dict:
+        return {"mean": self.mean, "ci95": None if self.low is None else [self.low, self.high], "k": self.k}
+
+
+def geometric_interval(values: list[float]) -> Interval | None:
+    """The geometric mean of positive ``values`` with its t interval; None without values."""
+    logs = [math.log(v) for v in values if v is not None and v > 0]
+    if not logs:
+        return None
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return Interval(math.exp(mean), None, None, 1)
+    half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
+
+
+def paired_ratio(arm: dict[int, float], baseline: dict[int, float]) -> Interval | None:
+    """arm/baseline over the repeats both have (keyed by repeat), as a geometric mean with its interval."""
+    shared = sorted(k for k in arm if k in baseline and arm[k] and baseline[k])
+    return geometric_interval([arm[k] / baseline[k] for k in shared])

@@ -1,0 +1,129 @@
+"""``kiln ablate``: what each mechanism is worth, at equal budget, with confidence intervals."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kernelkiln.bench.ablate import Ablation
+from kernelkiln.bench.studies import studies
+from kernelkiln.cli.eval import wide_console
+from kernelkiln.cli.optimize import progress_observer
+from kernelkiln.errors import UserError
+from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
+from kernelkiln.orchestrator.run import order_tasks
+from kernelkiln.task import load_suite, load_task
+
+HELP = """Ablate the optimizer's mechanisms: each study runs two arms over the same tasks with the
+same evaluation budget, --repeat times (repeat k of every arm shares random seed k).
+
+\b
+Studies (all by default; pick some with --study):
+  memory   memory carried from earlier tasks vs every task starting empty
+  agents   one agent vs --agents agents sharing the board (same evaluations per task)
+  credit   adoption-traced credit (ATU) vs the same reward for every retrieved experience
+  rules    resident rules vs none
+  context  active vs passive prompts, in tokens (a scripted model plays the llm; no network)
+
+Speed studies report the final best speedup over torch eager and the anytime speedup
+(best-so-far averaged over the budget: reaching a good kernel early counts), each a
+geometric mean over the tasks, then over repeats with a 95% interval, and the second arm
+over the first, paired by repeat. Arms with the same settings run once. Finished runs
+are kept in DIR/runs.jsonl: run the same command again to continue an interrupted one.
+Cost: about (arms) x repeats x tasks x budget evaluations of --time-budget seconds each.
+
+\b
+Examples:
+  kiln ablate cpu --tasks row_mean,rms_norm,layer_norm,softmax --budget 12 --repeat 3
+  kiln ablate cpu --study memory --study credit --json > ablation.json
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ablate", help=HELP)(ablate)
+
+
+def ablate(
+    suite: str = typer.Argument(..., help="A bundled suite (`kiln tasks`) or a folder of task files."),
+    study: list[str] = typer.Option([], "--study", metavar="NAME", help="memory, agents, credit, rules or context "
+                                                                        "(repeatable; default: all)."),
+    tasks: str = typer.Option(None, "--tasks", metavar="A,B,...", help="Only these tasks of the suite, by name."),
+    budget: int = typer.Option(20, "--budget", min=1, help="Evaluations per task in every arm."),
+    repeat: int = typer.Option(3, "--repeat", min=1, help="Trajectories per arm (2 or more for intervals)."),
+    agents: int = typer.Option(3, "--agents", min=2, max=8, help="Agents in the agents study's second arm."),
+    time_budget: float = typer.Option(None, "--time-budget", min=0.1, metavar="SECONDS",
+                                      help="Cap on each evaluation's timing stage (default 8)."),
+    threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
+    out: Path = typer.Option(Path("kiln-ablate"), "--out", metavar="DIR", help="Where runs, runs.jsonl and "
+                                                                             "ablation.json go."),
+    as_json: bool = typer.Option(False, "--json", help="Print ablation.json's object instead of the table."),
+) -> None:
+    known = studies(agents)
+    unknown = [s for s in study if s not in known]
+    if unknown:
+        raise UserError(f"unknown study {unknown[0]!r} (known: {', '.join(known)})")
+    chosen = [known[s] for s in dict.fromkeys(study)] or list(known.values())
+    paths = load_suite(suite).task_paths()
+    if tasks:
+        by_name = {p.stem: p for p in paths}
+        wanted = [t.strip() for t in tasks.split(",") if t.strip()]
+        missing = [t for t in wanted if t not in by_name]
+        if missing:
+            raise UserError(f"suite {suite} has no task {missing[0]!r} (it has: {', '.join(by_name)})")
+        paths = [by_name[t] for t in wanted]
+    if not paths:
+        raise UserError(f"suite {suite} holds no task files")
+    guard = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget}.items() if v}
+    base = OptimizeConfig(budget=budget, guard=search_guard(**guard))
+    err = Console(stderr=True)
+    observer = progress_observer()
+    try:
+        result = Ablation(out, base, observer, progress=lambda m: err.print(m, style="dim")).run(
+            chosen, order_tasks([load_task(p) for p in paths]), repeat)
+    finally:
+        observer.close()
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    _table(result, wide_console())
+    print(f"ablation.json: {out / 'ablation.json'}", file=sys.stderr)
+
+
+def _ci(cell: dict | None, unit: str) -> str:
+    if cell is None:
+        return "-"
+    fmt = (lambda v: f"{v:.3g}x") if unit == "x" else (lambda v: f"{v:,.0f}")
+    if cell["ci95"] is None:
+        return fmt(cell["mean"])
+    low, high = cell["ci95"]
+    return f"{fmt(cell['mean'])} [{fmt(low)}, {fmt(high)}]"
+
+
+_COLUMNS = {"speedup": (("final speedup", "speedup"), ("anytime speedup", "anytime")),
+            "tokens": (("prompt tokens per run", "prompt_tokens"), ("largest prompt", "max_prompt_tokens"))}
+
+
+def _table(result: dict, console: Console) -> None:
+    console.print(f"kiln ablate: {len(result['tasks'])} tasks, {result['budget']} evaluations each, "
+                  f"{result['repeat']} repeats; geometric means [95% CI]")
+    for metric, columns in _COLUMNS.items():
+        rows = {name: s for name, s in result["studies"].items() if s["metric"] == metric}
+        if not rows:
+            continue
+        table = Table()
+        table.add_column("study")
+        table.add_column("arm", no_wrap=True)
+        for title, _ in columns:
+            table.add_column(title, justify="right", no_wrap=True)
+        unit = "x" if metric == "speedup" else ""
+        for name, s in rows.items():
+            for arm in s["arms"]:
+                table.add_row(name, arm["arm"], *(_ci(arm.get(key), unit) for _, key in columns))
+            table.add_row("", s["ratio_of"], *(_ci(s["ratio"].get(key), "x") for _, key in columns), style="bold",
+                          end_section=True)
+        console.print(table)

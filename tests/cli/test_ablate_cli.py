@@ -1,0 +1,40 @@
+"""`kiln ablate` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+
+from kernelkiln.testing.cli import kiln
+from kernelkiln.testing.tasks import tiny_suite
+
+
+def test_help_teaches_the_studies_and_the_interval():
+    done = kiln("ablate", "--help")
+    assert done.returncode == 0
+    for word in ("memory", "agents", "credit", "rules", "context", "95%", "--repeat", "runs.jsonl"):
+        assert word in done.stdout
+
+
+def test_an_unknown_study_is_one_line_and_exit_2():
+    done = kiln("ablate", "cpu", "--study", "luck")
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "kiln: error: unknown study 'luck' (known: memory, agents, credit, rules, context)"]
+
+
+def test_an_unknown_task_is_one_line_naming_the_suites_tasks():
+    done = kiln("ablate", "cpu", "--tasks", "softmax,nope")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "no task 'nope'" in done.stderr and "row_mean" in done.stderr
+
+
+def test_a_small_ablation_prints_json_and_a_table(tmp_path):
+    with tiny_suite(("tiny_a",)) as suite:
+        done = kiln("ablate", str(suite), "--study", "rules", "--budget", "2", "--repeat", "2", "--time-budget",
+                    "0.2", "--out", str(tmp_path / "ab"), "--json")
+        assert done.returncode == 0, done.stderr
+        study = json.loads(done.stdout)["studies"]["rules"]
+        assert [a["arm"] for a in study["arms"]] == ["rules on", "rules off"] and study["ratio"]["speedup"]["k"] == 2
+        table = kiln("ablate", str(suite), "--study", "rules", "--budget", "2", "--repeat", "2", "--time-budget",
+                     "0.2", "--out", str(tmp_path / "ab"))
+    assert table.returncode == 0 and "rules off / rules on" in table.stdout
+    assert "0 runs to go (2 done earlier)" in table.stderr
