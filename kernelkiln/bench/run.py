@@ -1,8 +1,8 @@
 """A benchmark: the optimizer over a suite, K times, and the field's metrics over each run.
 
 Each repeat is one optimizer run over the whole suite with memory on (later tasks learn
-from earlier ones, as in real use), on a store of its own unless one is given, so
-repeats are independent trajectories. torch.compile's ratio to eager is measured once
+from earlier ones, as in real use), on a store of its own unless one is given and with
+its own random seed, so repeats are independent trajectories. torch.compile's ratio to eager is measured once
 per task before the runs, so it never competes with the guard for the machine.
 """
 
@@ -95,8 +95,9 @@ class Bench:
         for k in range(repeat):
             url = self.store_url or f"sqlite:///{(self.out_dir / f'repeat-{k + 1}.db').resolve()}"
             memory = Memory(open_store(url))
-            result = Optimizer(memory, self.out_dir, self.observer).start(
-                [TaskSpec(str(t.path), {}) for t in tasks], config, self.out_dir / f"repeat-{k + 1}")
+            result = Optimizer(memory, self.out_dir, self.observer).start(  # repeat k: the tuner's seed k
+                [TaskSpec(str(t.path), {}) for t in tasks], config.model_copy(update={"seed": k}),
+                self.out_dir / f"repeat-{k + 1}")
             with memory.store.read() as conn:
                 attempts = memory.store.attempts.for_run(conn, result["run_id"])
             figures = [task_figures(t, [a for a in attempts if a.task_id == task_id_of(t)], ratios[t.name], peaks)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import typer
@@ -12,7 +10,7 @@ from rich.table import Table
 
 from kernelkiln.bench.ablate import Ablation
 from kernelkiln.bench.studies import studies
-from kernelkiln.cli.eval import wide_console
+from kernelkiln.cli.bench import print_result
 from kernelkiln.cli.optimize import progress_observer
 from kernelkiln.errors import UserError
 from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
@@ -87,11 +85,7 @@ def ablate(
             chosen, order_tasks([load_task(p) for p in paths]), repeat)
     finally:
         observer.close()
-    if as_json:
-        print(json.dumps(result, indent=2))
-        return
-    _table(result, wide_console())
-    print(f"ablation.json: {out / 'ablation.json'}", file=sys.stderr)
+    print_result(result, as_json, _table, out / "ablation.json")
 
 
 def _ci(cell: dict | None, unit: str) -> str:

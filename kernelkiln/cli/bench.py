@@ -59,11 +59,16 @@ def bench(
             paths, config, repeat)
     finally:
         observer.close()
+    print_result(result, as_json, _table, out / "bench.json")
+
+
+def print_result(result: dict, as_json: bool, table, written: Path) -> None:
+    """The result as JSON on stdout, or as ``table`` draws it with the written file's path on stderr."""
     if as_json:
         print(json.dumps(result, indent=2))
         return
-    _table(result, wide_console())
-    print(f"bench.json: {out / 'bench.json'}", file=sys.stderr)
+    table(result, wide_console())
+    print(f"{written.name}: {written}", file=sys.stderr)
 
 
 def _x(value: float | None) -> str:
