@@ -48,8 +48,9 @@ class Store:
 
     @property
     def url(self) -> str:
-        """The store's URL, password hidden."""
-        return self.engine.url.render_as_string(hide_password=True)
+        """The store's URL as a user writes it (no driver name), password hidden."""
+        url = self.engine.url
+        return url.set(drivername=url.get_backend_name()).render_as_string(hide_password=True)
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

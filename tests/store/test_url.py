@@ -15,7 +15,7 @@ def test_env_var_overrides_the_default(tmp_path, monkeypatch):
     monkeypatch.setenv("KILN_STORE", f"sqlite:///{tmp_path / 'team.db'}")
     assert resolve_store_url().database == str(tmp_path / "team.db")
     store = open_store()
-    assert store.url.endswith("team.db")
+    assert store.url == f"sqlite:///{tmp_path / 'team.db'}"  # as the user wrote it, without the driver's name
     store.close()
 
 
