@@ -8,13 +8,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelkiln.bench.ablate import Ablation
 from kernelkiln.bench.studies import studies
 from kernelkiln.cli.bench import print_result
 from kernelkiln.cli.optimize import progress_observer
 from kernelkiln.errors import UserError
 from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
-from kernelkiln.orchestrator.run import order_tasks
 from kernelkiln.task import load_suite, load_task
 
 HELP = """Ablate the optimizer's mechanisms: each study runs two arms over the same tasks with the
@@ -61,6 +59,10 @@ def ablate(
                                                                              "ablation.json go."),
     as_json: bool = typer.Option(False, "--json", help="Print ablation.json's object instead of the table."),
 ) -> None:
+    # Imported here: registering commands must not load torch (`kiln --help` stays fast).
+    from kernelkiln.bench.ablate import Ablation
+    from kernelkiln.orchestrator.run import order_tasks
+
     known = studies(agents)
     unknown = [s for s in study if s not in known]
     if unknown:

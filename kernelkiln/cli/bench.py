@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelkiln.bench.run import Bench
 from kernelkiln.cli.eval import wide_console
 from kernelkiln.cli.optimize import progress_observer
 from kernelkiln.errors import UserError
@@ -48,6 +47,9 @@ def bench(
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json's object instead of the table."),
 ) -> None:
+    # Imported here: registering commands must not load torch (`kiln --help` stays fast).
+    from kernelkiln.bench.run import Bench
+
     paths = load_suite(suite).task_paths()
     if not paths:
         raise UserError(f"suite {suite} holds no task files")

@@ -5,13 +5,17 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from kernelkiln.errors import UserError
-from kernelkiln.guard import GuardConfig, GuardSession, Verdict
+from kernelkiln.guard.config import GuardConfig
+
+if TYPE_CHECKING:
+    from kernelkiln.guard.verdict import Verdict
 from kernelkiln.platforms import get_platform
 from kernelkiln.task import Task, bundled_suites, load_task, parse_overrides
 
@@ -115,6 +119,9 @@ def register(app: typer.Typer) -> None:
 
         Examples: `kiln eval row_softmax` (a bundled task and its seed candidate); `kiln eval task.py new.py --set batch_size=64 --json`; `kiln eval task.py new.py --incumbent best.py`.
         """
+        # Imported here: registering commands must not load torch (`kiln --help` stays fast).
+        from kernelkiln.guard.session import GuardSession
+
         get_platform(platform)  # one clear line when this machine lacks it
         loaded = load_task(resolve_task_path(task), parse_overrides(overrides))
         source = read_source(candidate, loaded, "candidate", platform)

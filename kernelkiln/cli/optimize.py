@@ -10,7 +10,13 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from kernelkiln.cli.eval import resolve_task_path, wide_console
@@ -19,7 +25,6 @@ from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.results import VERDICTS
-from kernelkiln.orchestrator.run import Interrupted, Optimizer, TaskSpec
 from kernelkiln.store import open_store
 from kernelkiln.task import bundled_suites, load_suite, parse_overrides
 
@@ -82,6 +87,9 @@ def optimize(
     resume: str = typer.Option(None, "--resume", metavar="RUN_ID", help="Continue an interrupted run."),
     as_json: bool = typer.Option(False, "--json", help="Print run.json's object instead of the table."),
 ) -> None:
+    # Imported here: registering commands must not load torch (`kiln --help` stays fast).
+    from kernelkiln.orchestrator.run import Interrupted, Optimizer, TaskSpec
+
     memory = Memory(open_store(store))
     observer = progress_observer()
     optimizer = Optimizer(memory, Path("kiln-runs"), observer)

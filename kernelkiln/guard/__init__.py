@@ -1,7 +1,22 @@
 """The guard: the trusted evaluator that never trusts the candidate."""
 
-from kernelkiln.guard.config import GuardConfig
-from kernelkiln.guard.session import GuardSession
-from kernelkiln.guard.verdict import Verdict, WorkloadResult
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernelkiln.guard.config import GuardConfig
+    from kernelkiln.guard.session import GuardSession
+    from kernelkiln.guard.verdict import Verdict, WorkloadResult
 
 __all__ = ["GuardConfig", "GuardSession", "Verdict", "WorkloadResult"]
+
+_WHERE = {"GuardConfig": "config", "GuardSession": "session", "Verdict": "verdict", "WorkloadResult": "verdict"}
+
+
+def __getattr__(name: str):
+    # Lazy, so importing kernelkiln.guard.config (a CLI option's type) does not load torch.
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"kernelkiln.guard.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

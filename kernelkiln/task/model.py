@@ -8,9 +8,10 @@ import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 BINDING = threading.RLock()  # see Task.bound
 
@@ -97,6 +98,8 @@ class Task:
 
     def make_inputs(self, workload: Workload, seed: int) -> list[Any]:
         """The workload's inputs, generated deterministically from ``seed``."""
+        import torch  # here, not at the top: `kiln --help` should not wait for torch
+
         with self.bound(workload):
             torch.manual_seed(seed)
             return list(self.module.get_inputs())
@@ -107,6 +110,8 @@ class Task:
 
     def make_model(self, workload: Workload, seed: int, cls: type | None = None) -> torch.nn.Module:
         """Construct ``cls`` (default: the reference ``Model``) the way KernelBench does: seeded init."""
+        import torch
+
         cls = cls or self.module.Model
         with self.bound(workload):
             args = list(self.module.get_init_inputs())
