@@ -31,6 +31,7 @@ from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
+from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.store import open_store
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import Task
@@ -54,13 +55,18 @@ def anytime(attempts: list[Attempt], budget: int) -> float | None:
     return mean if mean > 0 else None
 
 
-def run_figures(per_task: dict[str, list[Attempt]], budget: int) -> dict[str, Any]:
-    """One run's figures from its attempts, task by task (attempts in the order they were made)."""
+def run_figures(per_task: dict[str, list[Attempt]], budget: int,
+                confirmed: dict[str, float | None] | None = None) -> dict[str, Any]:
+    """One run's figures from its attempts, task by task (attempts in the order they were made).
+
+    ``confirmed``: each task's best as its confirmation measured it, which replaces the search's figure.
+    """
     tasks = {}
     for name, attempts in per_task.items():
         keeps = [a for a in attempts if a.verdict == "KEEP" and a.speedup]
         calls = [c[0] for a in attempts for c in a.case.get("calls", [])]
-        tasks[name] = {"best_speedup": keeps[-1].speedup if keeps else None, "anytime": anytime(attempts, budget),
+        best = (confirmed or {}).get(name) or (keeps[-1].speedup if keeps else None)
+        tasks[name] = {"best_speedup": best, "anytime": anytime(attempts, budget),
                        "evaluations": len(attempts), "prompt_tokens": sum(calls),
                        "max_prompt_tokens": max(calls, default=0)}
     rows = tasks.values()
@@ -125,6 +131,7 @@ class Ablation:
         root = self.out_dir / "runs" / key
         root.mkdir(parents=True, exist_ok=True)
         per_task: dict[str, list[Attempt]] = {}
+        confirmed: dict[str, float | None] = {}
         memory = None
         for task in tasks:
             if memory is None or arm.store == "task":
@@ -140,7 +147,8 @@ class Ablation:
             result = Optimizer(memory, root, self.observer, client=client).start([spec], config, root / task.name)
             with memory.store.read() as conn:
                 per_task[task.name] = memory.store.attempts.for_run(conn, result["run_id"])
-        return run_figures(per_task, config.budget)
+            confirmed[task.name] = result["tasks"][task_id_of(task)]["confirmed_speedup"]
+        return run_figures(per_task, config.budget, confirmed)
 
     def _load(self) -> dict[str, dict[str, Any]]:
         if not self.ledger.exists():

@@ -22,12 +22,13 @@ class TaskFigures:
 
     name: str
     correct: bool
-    best_speedup: float | None
+    best_speedup: float | None  # confirmed when the run confirmed it, else as the search measured it
     first_correct_speedup: float | None
     compile_ratio: float | None  # t_eager / t_compiled of the reference (None: torch.compile unavailable)
     sol_fraction: float | None
     evaluations: int
     tokens: int
+    search_speedup: float | None = None  # the best as the search measured it
 
     @property
     def speedup_compile(self) -> float | None:
@@ -66,7 +67,7 @@ def summarize(tasks: list[TaskFigures]) -> dict:
         "sol_fraction": {t.name: t.sol_fraction for t in tasks},
         "evaluations": sum(t.evaluations for t in tasks),
         "tokens": sum(t.tokens for t in tasks),
-        "tasks": {t.name: {"correct": t.correct, "best_speedup": t.best_speedup,
+        "tasks": {t.name: {"correct": t.correct, "best_speedup": t.best_speedup, "search_speedup": t.search_speedup,
                            "first_correct_speedup": t.first_correct_speedup, "self_speedup": t.self_speedup,
                            "speedup_compile": t.speedup_compile, "compile_ratio": t.compile_ratio,
                            "sol_fraction": t.sol_fraction, "evaluations": t.evaluations, "tokens": t.tokens}

@@ -45,12 +45,14 @@ def best_sol(task: Task, best: Attempt | None, peaks) -> float | None:
     return geomean(fractions)
 
 
-def task_figures(task: Task, attempts: list[Attempt], ratio: float | None, peaks) -> TaskFigures:
-    """One task's figures from its attempts in one run."""
+def task_figures(task: Task, attempts: list[Attempt], ratio: float | None, peaks,
+                 confirmed: float | None = None) -> TaskFigures:
+    """One task's figures from its attempts in one run (``confirmed``: the best's confirmed speedup)."""
     best = incumbent(attempts)
     first = next((a for a in attempts if a.correct and a.speedup), None)
     return TaskFigures(name=task_id_of(task), correct=any(a.correct for a in attempts),
-                       best_speedup=best.speedup if best else None,
+                       best_speedup=confirmed or (best.speedup if best else None),
+                       search_speedup=best.speedup if best else None,
                        first_correct_speedup=first.speedup if first else None, compile_ratio=ratio,
                        sol_fraction=best_sol(task, best, peaks), evaluations=len(attempts),
                        tokens=sum(a.tokens_in + a.tokens_out for a in attempts))
@@ -100,7 +102,8 @@ class Bench:
                 self.out_dir / f"repeat-{k + 1}")
             with memory.store.read() as conn:
                 attempts = memory.store.attempts.for_run(conn, result["run_id"])
-            figures = [task_figures(t, [a for a in attempts if a.task_id == task_id_of(t)], ratios[t.name], peaks)
+            figures = [task_figures(t, [a for a in attempts if a.task_id == task_id_of(t)], ratios[t.name], peaks,
+                                    result["tasks"].get(task_id_of(t), {}).get("confirmed_speedup"))
                        for t in tasks]
             runs.append({"run_id": result["run_id"], "status": result["status"], **summarize(figures)})
         top = {key: _mean([r[key] for r in runs]) for key in runs[0] if key not in ("run_id", "status")}

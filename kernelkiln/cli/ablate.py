@@ -54,6 +54,9 @@ def ablate(
     agents: int = typer.Option(3, "--agents", min=2, max=8, help="Agents in the agents study's second arm."),
     time_budget: float = typer.Option(None, "--time-budget", min=0.1, metavar="SECONDS",
                                       help="Cap on each evaluation's timing stage (default 8)."),
+    confirm: float = typer.Option(20.0, "--confirm-budget", min=0, metavar="SECONDS",
+                                  help="When a task ends, judge its best again timing for this long and report "
+                                       "that figure (0: the search's own, noisier, figure)."),
     threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
     out: Path = typer.Option(Path("kiln-ablate"), "--out", metavar="DIR", help="Where runs, runs.jsonl and "
                                                                              "ablation.json go."),
@@ -79,7 +82,7 @@ def ablate(
     if not paths:
         raise UserError(f"suite {suite} holds no task files")
     guard = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget}.items() if v}
-    base = OptimizeConfig(budget=budget, guard=search_guard(**guard))
+    base = OptimizeConfig(budget=budget, guard=search_guard(**guard), confirm_time_budget_s=confirm or None)
     err = Console(stderr=True)
     observer = progress_observer()
     try:

@@ -44,6 +44,9 @@ def bench(
     store: str = typer.Option(None, "--store", metavar="URL", help="One store for every repeat (default: a fresh "
                                                                    "SQLite store per repeat in DIR)."),
     threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
+    confirm: float = typer.Option(20.0, "--confirm-budget", min=0, metavar="SECONDS",
+                                  help="When a task ends, judge its best again timing for this long and report "
+                                       "that figure (0: the search's own, noisier, figure)."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json's object instead of the table."),
 ) -> None:
@@ -53,7 +56,8 @@ def bench(
     paths = load_suite(suite).task_paths()
     if not paths:
         raise UserError(f"suite {suite} holds no task files")
-    config = OptimizeConfig(agents=agents, budget=budget, guard=search_guard(**({"threads": threads} if threads else {})))
+    config = OptimizeConfig(agents=agents, budget=budget, guard=search_guard(**({"threads": threads} if threads else {})),
+                            confirm_time_budget_s=confirm or None)
     err = Console(stderr=True)
     observer = progress_observer()
     try:

@@ -52,6 +52,9 @@ class OptimizeConfig(BaseModel):
                                                  "llm agent may make per turn before it must submit.")
     reasks: int = Field(2, ge=0, description="Times an llm agent is asked again for a reply that lacks the candidate, "
                                              "the summary or an adoption record, before its turn is given up.")
+    confirm_time_budget_s: float | None = Field(20.0, gt=0, description="When a task ends, its best is judged "
+                                                "again in a fresh session timing for this long; that figure is "
+                                                "the task's reported speedup (None: report the search's figure).")
     guard: GuardConfig = Field(default_factory=search_guard, description="How candidates are judged "
                                                                          "(default: search_guard()).")
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Experience values, rules, board.")

@@ -17,6 +17,9 @@ class Observer:
     def attempt(self, task_id: str, agent: str, attempt: Attempt, incumbent: Attempt | None) -> None:
         """A candidate was judged and stored."""
 
+    def confirming(self, task_id: str, seconds: float) -> None:
+        """The task's best is being judged again, timing for ``seconds``."""
+
     def task_finished(self, task_id: str, incumbent: Attempt | None) -> None:
         """Work on a task ended."""
 

@@ -25,12 +25,23 @@ def seed_attempt(attempts: list[Attempt]) -> Attempt | None:
     return next((a for a in attempts if a.case.get("move") == "seed" and a.correct), None)
 
 
-def task_summary(attempts: list[Attempt], best_path: Path | None) -> dict[str, Any]:
+def confirmation_of(best: Attempt | None, confirmation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``confirmation`` when it is the best's (a record of an earlier best does not count)."""
+    if best is None or not confirmation or confirmation.get("attempt_id") != best.id:
+        return None
+    return confirmation
+
+
+def task_summary(attempts: list[Attempt], best_path: Path | None,
+                 confirmation: dict[str, Any] | None = None) -> dict[str, Any]:
     """One task's figures (the run.json entry)."""
     best, seed = incumbent(attempts), seed_attempt(attempts)
     counts = Counter(a.verdict for a in attempts)
+    confirmation = confirmation_of(best, confirmation)
     return {
-        "best_speedup": best.speedup if best else None,
+        "best_speedup": best.speedup if best else None,  # as the search measured it
+        "confirmed_speedup": confirmation["speedup"] if confirmation else None,
+        "confirmation": confirmation,
         "seed_speedup": seed.speedup if seed else None,
         "attempts": len(attempts),
         "verdicts": {v: counts.get(v, 0) for v in VERDICTS},
@@ -56,15 +67,20 @@ def safe_name(task_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.=," else "_" for c in task_id)
 
 
-def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, list[Attempt]]) -> dict[str, Any]:
-    """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object."""
+def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, list[Attempt]],
+                  confirmed: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
+    """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object.
+
+    ``confirmed``: each task's confirmation record (see ``orchestrator.confirm``), when it has one.
+    """
     tasks = {}
     for task_id, attempts in by_task.items():
         best = incumbent(attempts)
         path = out_dir / safe_name(task_id) / "best.py"
         if best is not None:
             _write_atomic(path, best.code)
-        tasks[task_id] = task_summary(attempts, path.resolve() if best is not None else None)
+        tasks[task_id] = task_summary(attempts, path.resolve() if best is not None else None,
+                                      (confirmed or {}).get(task_id))
     result = {
         "run_id": run_id,
         "status": status,

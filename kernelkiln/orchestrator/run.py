@@ -19,6 +19,7 @@ from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.confirm import confirm
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.policies import make_policy
 from kernelkiln.orchestrator.results import write_outputs
@@ -100,6 +101,7 @@ class Optimizer:
         self.memory = self.memory.configured(config.memory)
         control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None)
         finished: list[str] = list(run.config.get("finished", []))
+        confirmed: dict[str, Any] = dict(run.config.get("confirmed", {}))
         stored = self._attempts(run.id)
         control.tokens = sum(a.tokens_in + a.tokens_out for a in stored)
         status = "stopped"
@@ -114,8 +116,11 @@ class Optimizer:
                 self.observer.task_started(task_id, config.budget, runner.state.used, [a.name for a in runner.agents])
                 runner.run()
                 runner.finish()
+                if config.confirm_time_budget_s and runner.state.incumbent is not None:
+                    self.observer.confirming(task_id, config.confirm_time_budget_s)
+                confirmed[task_id] = confirm(task, runner.state.incumbent, config, control.device)
                 finished.append(task_id)
-                run = self._save(run, status="running", finished=finished)
+                run = self._save(run, status="running", finished=finished, confirmed=confirmed)
                 self.observer.task_finished(task_id, runner.state.incumbent)
             else:
                 status = "stopped" if control.stop.is_set() else "done"  # stopped: a token or time budget
@@ -164,8 +169,9 @@ class Optimizer:
         with self.store.read() as conn:
             return self.store.attempts.for_run(conn, run_id)
 
-    def _save(self, run: Run, *, status: str, finished: list[str]) -> Run:
-        run = run.model_copy(update={"config": {**run.config, "status": status, "finished": list(finished)}})
+    def _save(self, run: Run, *, status: str, finished: list[str], confirmed: dict[str, Any] | None = None) -> Run:
+        extra = {"confirmed": confirmed} if confirmed is not None else {}
+        run = run.model_copy(update={"config": {**run.config, "status": status, "finished": list(finished), **extra}})
         with self.store.write() as conn:
             self.store.runs.update(conn, run)
         return run
@@ -175,4 +181,5 @@ class Optimizer:
         by_task: dict[str, list[Attempt]] = {t["id"]: [] for t in run.config["tasks"]}
         for attempt in attempts:
             by_task.setdefault(attempt.task_id, []).append(attempt)
-        return write_outputs(Path(run.config["out"]), run.id, run.config["status"], by_task)
+        return write_outputs(Path(run.config["out"]), run.id, run.config["status"], by_task,
+                             run.config.get("confirmed", {}))

@@ -44,7 +44,7 @@ class TaskReport:
     """One task of a run: run.json's figures and, when the store has them, its attempts."""
 
     task_id: str
-    best_speedup: float | None
+    best_speedup: float | None  # confirmed (judged again when the task ended) when it was, else the search's
     seed_speedup: float | None
     attempts: int
     verdicts: dict[str, int]
@@ -56,6 +56,9 @@ class TaskReport:
     sol_fraction: float | None = None
     points: tuple[Point, ...] = ()
     best_path: tuple[str, ...] = ()
+    search_speedup: float | None = None  # the best as the search measured it
+    confirmed: bool = False
+    confirm_failure: str = ""  # why the best failed when judged again
 
     @property
     def best_over_seed(self) -> float | None:
@@ -92,6 +95,11 @@ class RunReport:
     note: str = ""
     growth: tuple[tuple[float, int], ...] = ()
     experiences_before: int = 0
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether any task's best was judged again when its task ended."""
+        return any(t.confirmed or t.confirm_failure for t in self.tasks)
 
     @property
     def has_sol(self) -> bool:
@@ -191,7 +199,9 @@ def from_run_json(data: dict[str, Any], out: str | None, note: str = "") -> RunR
 def _task_from_json(task_id: str, t: dict[str, Any]) -> TaskReport:
     verdicts = t.get("verdicts") or {}
     return TaskReport(
-        task_id=task_id, best_speedup=t.get("best_speedup"), seed_speedup=t.get("seed_speedup"),
+        task_id=task_id, best_speedup=t.get("confirmed_speedup") or t.get("best_speedup"),
+        search_speedup=t.get("best_speedup"), confirmed=t.get("confirmed_speedup") is not None,
+        confirm_failure=_failure(t.get("confirmation")), seed_speedup=t.get("seed_speedup"),
         attempts=int(t.get("attempts") or 0), verdicts={v: int(verdicts.get(v, 0)) for v in VERDICTS},
         prompt_tokens=int(t.get("prompt_tokens") or 0), completion_tokens=int(t.get("completion_tokens") or 0),
         cost_usd=float(t.get("cost_usd") or 0.0), best_summary=t.get("best_summary"),
@@ -215,7 +225,8 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
     by_task: dict[str, list[Attempt]] = {t["id"]: [] for t in run.config.get("tasks", []) if "id" in t}
     for attempt in attempts:
         by_task.setdefault(attempt.task_id, []).append(attempt)
-    tasks = tuple(task_report(task_id, found) for task_id, found in by_task.items())
+    confirmed = run.config.get("confirmed", {})
+    tasks = tuple(task_report(task_id, found, confirmed.get(task_id)) for task_id, found in by_task.items())
     finished = max((a.created_at for a in attempts), default=None)
     growth, before = memory_growth(run.created_at, attempts, experiences)
     return RunReport(
@@ -225,9 +236,15 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
         out=out or run.config.get("out"), growth=growth, experiences_before=before)
 
 
-def task_report(task_id: str, attempts: list[Attempt]) -> TaskReport:
+def _failure(confirmation: dict[str, Any] | None) -> str:
+    if not confirmation or confirmation.get("correct"):
+        return ""
+    return f"{confirmation.get('verdict', 'REJECT')}: {confirmation.get('reason', '')}"
+
+
+def task_report(task_id: str, attempts: list[Attempt], confirmation: dict[str, Any] | None = None) -> TaskReport:
     """One task's figures (as run.json has them), its attempts as points and the path to its best."""
-    s = task_summary(attempts, None)
+    s = task_summary(attempts, None, confirmation)
     points = tuple(
         Point(index=i, id=a.id, agent=a.agent or "—", lens=a.lens, verdict=a.verdict,
               speedup=a.speedup if a.correct else None, objective=str(a.case.get("objective") or ""),
@@ -236,7 +253,9 @@ def task_report(task_id: str, attempts: list[Attempt]) -> TaskReport:
         for i, a in enumerate(attempts, start=1))
     best = incumbent(attempts)
     return TaskReport(
-        task_id=task_id, best_speedup=s["best_speedup"], seed_speedup=s["seed_speedup"], attempts=s["attempts"],
+        task_id=task_id, best_speedup=s["confirmed_speedup"] or s["best_speedup"], search_speedup=s["best_speedup"],
+        confirmed=s["confirmed_speedup"] is not None, confirm_failure=_failure(s["confirmation"]),
+        seed_speedup=s["seed_speedup"], attempts=s["attempts"],
         verdicts=s["verdicts"], prompt_tokens=s["prompt_tokens"], completion_tokens=s["completion_tokens"],
         cost_usd=s["cost_usd"], best_summary=s["best_summary"], best_attempt=s["best_attempt"],
         sol_fraction=attempt_sol(best) if best else None, points=points, best_path=path_to(attempts, best))

@@ -69,10 +69,10 @@ def _run_meta(run: RunReport) -> str:
     out = f" · output <code>{esc(run.out)}</code>" if run.out else ""
     when = f" · started {esc(fmt_date(run.created_at))}" if run.created_at else ""
     took = f" · took {esc(fmt_duration(duration))}" if duration is not None else ""
+    tokens = (f"tokens {fmt_tokens(run.prompt_tokens)} prompt + {fmt_tokens(run.completion_tokens)} completion"
+              if run.prompt_tokens or run.completion_tokens else "no model tokens (offline tuner)")
     return (f'<p class="meta">run <code>{esc(run.run_id)}</code> {_status(run.status)}{when}{took} · '
-            f'{len(run.tasks)} task(s) · '
-            f'{sum(t.attempts for t in run.tasks)} attempts · tokens {fmt_tokens(run.prompt_tokens)} prompt + '
-            f'{fmt_tokens(run.completion_tokens)} completion{cost}{out}</p>')
+            f'{len(run.tasks)} task(s) · {sum(t.attempts for t in run.tasks)} attempts · {tokens}{cost}{out}</p>')
 
 
 def _legend() -> str:
@@ -103,16 +103,23 @@ def _verdict_words() -> str:
 
 
 def _suite_table(run: RunReport) -> str:
-    head = ("<tr><th>task</th><th>best vs torch</th><th>seed vs torch</th><th>best / seed</th>"
-            f"<th>attempts<br>{_verdict_words()}</th><th>tokens</th><th>the best's change</th></tr>")
+    searched = "<th>best in search</th>" if run.confirmed else ""
+    tokens = run.prompt_tokens or run.completion_tokens
+    head = (f"<tr><th>task</th><th>best vs torch</th>{searched}<th>seed vs torch</th><th>best / seed</th>"
+            f"<th>attempts<br>{_verdict_words()}</th>{'<th>tokens</th>' if tokens else ''}<th>the best's change</th>"
+            "</tr>")
     rows = []
     for t in run.tasks:
         rows.append(
             f"<tr><td><a href=\"#{_anchor(run, t)}\">{esc(t.task_id)}</a></td><td class=n><b>{fmt_x(t.best_speedup)}"
-            f"</b></td><td class=n>{fmt_x(t.seed_speedup)}</td><td class=n>{fmt_x(t.best_over_seed)}</td>"
-            f"<td class=n>{t.attempts}: {_badges(t.verdicts)}</td><td class=n>{fmt_tokens(t.tokens)}</td>"
-            f"<td>{esc(t.best_summary or '—')}</td></tr>")
-    return f"<table>{head}{''.join(rows)}</table>"
+            f"</b></td>{f'<td class=n>{fmt_x(t.search_speedup)}</td>' if run.confirmed else ''}"
+            f"<td class=n>{fmt_x(t.seed_speedup)}</td><td class=n>{fmt_x(t.best_over_seed)}</td>"
+            f"<td class=n>{t.attempts}: {_badges(t.verdicts)}</td>"
+            f"{f'<td class=n>{fmt_tokens(t.tokens)}</td>' if tokens else ''}<td>{esc(t.best_summary or '—')}</td></tr>")
+    note = ('<p class="meta">best vs torch: the best candidate judged again, from scratch and with a longer timing '
+            'budget, when its task ended; best in search: the same candidate as the search measured it (a few '
+            'seconds of timing, so noisier, and picked because it measured well).</p>') if run.confirmed else ""
+    return f"<table>{head}{''.join(rows)}</table>{note}"
 
 
 def _anchor(run: RunReport, task: TaskReport) -> str:
@@ -158,6 +165,10 @@ def _task_section(run: RunReport, task: TaskReport) -> str:
     best = (f"best {fmt_x(task.best_speedup)} vs torch" if task.best_speedup is not None
             else "no correct candidate" if task.attempts else "not started")
     seed = f", seed {fmt_x(task.seed_speedup)}" if task.seed_speedup is not None else ""
+    if task.confirmed:
+        best += f" when judged again (in search: {fmt_x(task.search_speedup)})"
+    if task.confirm_failure:
+        best += f" in search; judged again it failed ({task.confirm_failure})"
     change = f" — best's change: {task.best_summary}" if task.best_summary else ""
     agents = f" · agents {esc(', '.join(task.agents))}" if task.agents else ""
     parts.append(f'<p class="meta">{esc(best + seed)} · {task.attempts} attempts ({_badges(task.verdicts)})'

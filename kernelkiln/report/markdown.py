@@ -25,13 +25,16 @@ def render_run(run: RunReport) -> str:
     if run.note:
         lines += [f"_{md(run.note)}_", ""]
     sol = run.has_sol
-    lines.append("| task | best vs torch | seed vs torch | best / seed | attempts | KEEP | ACCEPT | REVERT | REJECT "
-                 f"| tokens |{' SOL |' if sol else ''}")
-    lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if sol else ""))
+    searched = run.confirmed
+    lines.append(f"| task | best vs torch |{' in search |' if searched else ''} seed vs torch | best / seed | attempts "
+                 f"| KEEP | ACCEPT | REVERT | REJECT | tokens |{' SOL |' if sol else ''}")
+    lines.append("| --- | ---: |" + (" ---: |" if searched else "") + " ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+                 "| ---: |" + (" ---: |" if sol else ""))
     for t in run.tasks:
         counts = " | ".join(str(t.verdicts.get(v, 0)) for v in ("KEEP", "ACCEPT", "REVERT", "REJECT"))
         best = f"**{fmt_x(t.best_speedup)}**" if t.best_speedup is not None else "—"
-        lines.append(f"| {md(t.task_id)} | {best} | {fmt_x(t.seed_speedup)} | "
+        search = f" {fmt_x(t.search_speedup)} |" if searched else ""
+        lines.append(f"| {md(t.task_id)} | {best} |{search} {fmt_x(t.seed_speedup)} | "
                      f"{fmt_x(t.best_over_seed)} | {t.attempts} | {counts} | {fmt_tokens(t.tokens)} |"
                      + (f" {fmt_pct(t.sol_fraction)} |" if sol else ""))
     lines.append("")
@@ -47,6 +50,9 @@ def render_run(run: RunReport) -> str:
         change = f"; best: {md(t.best_summary)}" if t.best_summary else ""
         lines.append(f"- **{md(t.task_id)}**: {fmt_x(t.best_speedup)} vs torch{over} after {t.attempts} attempts "
                      f"({fmt_verdicts(t.verdicts)}){change}")
+    if searched:
+        lines += ["", "best vs torch: the best judged again with a longer timing budget when its task ended; "
+                      "in search: as the search measured it."]
     if not sol:
         lines += ["", "SOL: not available (run `kiln machine`)"]
     return "\n".join(lines)

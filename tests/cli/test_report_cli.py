@@ -45,10 +45,14 @@ def test_a_real_run_reported_from_its_dir_and_as_markdown(tmp_path):
     page = page_path.read_text()
     assert result["run_id"] in page and "tiny_softmax" in page and "<svg" in page and "KEEP" in page
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.IGNORECASE) and "<script" not in page
+    confirmed = result["tasks"]["tiny_softmax"]["confirmed_speedup"]
+    assert "best in search" in page and f"best {confirmed:.2f}x vs torch when judged again" in page
+    assert "no model tokens (offline tuner)" in page
 
     done = kiln("report", result["run_id"], "--store", url, "--markdown")
     assert done.returncode == 0, done.stderr
-    assert re.search(r"^\| tiny\\_softmax \| \*\*\d+\.\d\dx\*\* \|", done.stdout, re.MULTILINE)
+    assert re.search(r"^\| tiny\\_softmax \| \*\*\d+\.\d\dx\*\* \| \d+\.\d\dx \|", done.stdout, re.MULTILINE)
+    assert "in search: as the search measured it" in done.stdout
 
     done = kiln("report", result["run_id"], "--store", url, cwd=tmp_path)
     assert done.returncode == 0 and (tmp_path / f"kiln-report-{result['run_id']}.html").is_file()

@@ -53,6 +53,24 @@ def test_a_tuner_run_stores_every_attempt_and_writes_best_py_and_run_json(memory
         assert guard.evaluate(best, timed=False).correct  # a standalone candidate, as `kiln eval` takes it
 
 
+def test_each_tasks_best_is_judged_again_and_that_figure_is_recorded(memory, tmp_path):
+    result = Optimizer(memory, tmp_path).start([TINY], config(budget=2), tmp_path / "out")
+    task = result["tasks"]["tiny_softmax"]
+    confirmation = task["confirmation"]
+    assert confirmation["attempt_id"] == task["best_attempt"] and confirmation["correct"]
+    assert task["confirmed_speedup"] == confirmation["speedup"] > 0
+    assert confirmation["time_budget_s"] == 20.0 and set(confirmation["workloads"]) == {"w0", "w1"}
+    with memory.store.read() as conn:
+        stored = memory.store.runs.get(conn, result["run_id"]).config["confirmed"]
+    assert stored["tiny_softmax"] == confirmation  # a resumed or reported run finds it
+
+
+def test_without_a_confirmation_budget_the_search_figure_stands_alone(memory, tmp_path):
+    result = Optimizer(memory, tmp_path).start([TINY], config(budget=2, confirm_time_budget_s=None), tmp_path / "out")
+    task = result["tasks"]["tiny_softmax"]
+    assert task["confirmation"] is None and task["confirmed_speedup"] is None and task["best_speedup"] > 0
+
+
 def test_every_new_best_derived_from_a_parent_leaves_an_experience(memory, tmp_path):
     result = Optimizer(memory, tmp_path).start([TINY], config(budget=4), tmp_path / "out")
     stored = attempts(memory, result["run_id"])
