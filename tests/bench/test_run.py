@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from kernelkiln.bench.baseline import compile_ratio
