@@ -30,6 +30,7 @@ def _register() -> None:
     from kernelkiln.cli import bench as bench_cmd
     from kernelkiln.cli import eval as eval_cmd
     from kernelkiln.cli import machine as machine_cmd
+    from kernelkiln.cli import memory as memory_cmd
     from kernelkiln.cli import optimize as optimize_cmd
     from kernelkiln.cli import report as report_cmd
     from kernelkiln.cli import tasks as tasks_cmd
@@ -41,10 +42,6 @@ def _register() -> None:
     optimize_cmd.register(app)
     report_cmd.register(app)
     tasks_cmd.register(app)
-    try:
-        from kernelkiln.cli import memory as memory_cmd
-    except ImportError:  # the memory command lands with the store
-        return
     memory_cmd.register(app)
 
 

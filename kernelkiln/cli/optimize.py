@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -112,12 +113,24 @@ def optimize(
         observer.close()
         _report(stop.result, as_json)
         again = f" --store {_shown(store)}" if store else ""
-        print(f"kiln: interrupted: resume with `kiln optimize --resume {stop.result['run_id']}{again}`",
-              file=sys.stderr)
-        raise typer.Exit(130) from None
+        memory.store.close()
+        exit_interrupted(f"resume with `kiln optimize --resume {stop.result['run_id']}{again}`")
     finally:
         observer.close()
     _report(result, as_json)
+
+
+def exit_interrupted(what_next: str) -> None:
+    """Say the run was interrupted and what to do next, then leave at once with exit code 130.
+
+    An abandoned evaluation's daemon thread may still be inside torch, and Python's
+    finalization would stop it mid-C++ (pthread_exit) and abort the process; every store
+    write is already committed, so nothing is lost by skipping finalization.
+    """
+    print(f"kiln: interrupted: {what_next}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens, max_wall, threads,
@@ -214,6 +227,9 @@ class _Lines(Observer):
         print(f"[{task_id} {self.done[task_id]}/{self.budget[task_id]}] {agent} {attempt.verdict}{got}  "
               f"{attempt.summary}  | {best}", file=sys.stderr, flush=True)
 
+    def confirming(self, task_id, seconds) -> None:
+        print(f"{task_id}: judging the best again, timing for {seconds:g} s", file=sys.stderr, flush=True)
+
 
 class _Bars(Observer):
     """A rich progress bar per task on a terminal."""
@@ -234,6 +250,9 @@ class _Bars(Observer):
     def attempt(self, task_id, agent, attempt, incumbent) -> None:
         best = f"best {incumbent.speedup:.2f}x" if incumbent is not None and incumbent.speedup else ""
         self.progress.update(self.ids[task_id], advance=1, description=f"{task_id} {best}")
+
+    def confirming(self, task_id, seconds) -> None:
+        self.progress.update(self.ids[task_id], note=f"judging the best again ({seconds:g} s)")
 
     def task_finished(self, task_id, incumbent) -> None:
         self.progress.update(self.ids[task_id], note="done")

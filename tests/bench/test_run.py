@@ -27,6 +27,7 @@ def test_a_bench_writes_bench_json_with_every_repeat_and_their_means(suite, tmp_
     assert len(out["repeats"]) == 2 and {r["run_id"] for r in out["repeats"]} != {None}
     assert out["correct_rate"] == 1.0 and out["evaluations"] == 2
     assert out["tasks"]["tiny"]["best_speedup"] > 0 and out["geomean_speedup_compile"] is None
+    assert out["tasks"]["tiny"]["search_speedup"] > 0  # best_speedup is the confirmation's figure
     assert "--no-compile" in out["compile_notes"]["tiny"]
 
 

@@ -14,7 +14,7 @@ from kernelkiln.testing.cli import kiln
 from kernelkiln.testing.tasks import TASKS
 
 TINY = str(TASKS / "tiny_softmax.py")
-QUICK = ["--threads", "1", "--time-budget", "0.3"]
+QUICK = ["--threads", "1", "--time-budget", "0.3", "--confirm-budget", "0.3"]
 
 
 
@@ -37,13 +37,15 @@ def test_json_prints_run_json_and_best_py_is_written(tmp_path):
     assert set(task["verdicts"]) == {"KEEP", "ACCEPT", "REVERT", "REJECT"} and task["attempts"] == 2
     assert os.path.isfile(task["best"]) and json.loads((tmp_path / "out" / "run.json").read_text()) == out
     assert "[tiny_softmax 2/2]" in done.stderr  # progress, one line per judged attempt when not a terminal
+    assert "tiny_softmax: judging the best again, timing for 0.3 s" in done.stderr
+    assert task["confirmation"]["time_budget_s"] == 0.3 and task["confirmed_speedup"] > 0
 
 
 def test_the_table_names_each_task_with_its_best_speedup(tmp_path):
     store = f"sqlite:///{tmp_path / 'kiln.db'}"
     done = kiln("optimize", TINY, "--budget", "1", "--store", store, "--out", str(tmp_path / "out"), *QUICK)
     assert done.returncode == 0, done.stderr
-    assert "tiny_softmax" in done.stdout and re.search(r"\d+\.\d\dx", done.stdout)
+    assert "tiny_softmax" in done.stdout and re.search(r"\d+\.\d\dx", done.stdout) and "in search" in done.stdout
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
