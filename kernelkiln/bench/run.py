@@ -105,8 +105,9 @@ class Bench:
             figures = [task_figures(t, [a for a in attempts if a.task_id == task_id_of(t)], ratios[t.name], peaks,
                                     result["tasks"].get(task_id_of(t), {}).get("confirmed_speedup"))
                        for t in tasks]
-            runs.append({"run_id": result["run_id"], "status": result["status"], **summarize(figures)})
-        top = {key: _mean([r[key] for r in runs]) for key in runs[0] if key not in ("run_id", "status")}
+            runs.append({"run_id": result["run_id"], "status": result["status"], "store": url,
+                         "out": str((self.out_dir / f"repeat-{k + 1}").resolve()), **summarize(figures)})
+        top = {key: _mean([r[key] for r in runs]) for key in runs[0] if key not in ("run_id", "status", "store", "out")}
         out = {**top, "repeats": runs, "compile_notes": {k: v for k, v in notes.items() if v},
                "peaks": peaks.source, "budget": config.budget, "agents": config.agents, "policy": config.policy}
         (self.out_dir / "bench.json").write_text(json.dumps(out, indent=2) + "\n")

@@ -102,3 +102,6 @@ def _table(result: dict, console: Console) -> None:
                   f"median self-speedup {_x(result['median_self_speedup'])}")
     for task, why in result.get("compile_notes", {}).items():
         console.print(f"torch.compile on {task}: {why}", style="dim")
+    for run in result["repeats"]:
+        console.print(f"report: kiln report {run['out']} --store {run['store']}", style="dim", markup=False,
+                      highlight=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from kernelkiln.bench.baseline import compile_ratio
 from kernelkiln.bench.run import Bench
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.task import load_task
+from kernelkiln.testing.cli import kiln
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.tasks import tiny_suite
 
@@ -28,6 +30,10 @@ def test_a_bench_writes_bench_json_with_every_repeat_and_their_means(suite, tmp_
     assert out["correct_rate"] == 1.0 and out["evaluations"] == 2
     assert out["tasks"]["tiny"]["best_speedup"] > 0 and out["geomean_speedup_compile"] is None
     assert out["tasks"]["tiny"]["search_speedup"] > 0  # best_speedup is the confirmation's figure
+    first = out["repeats"][0]
+    done = kiln("report", first["out"], "--store", first["store"])  # the command `kiln bench` prints
+    assert done.returncode == 0, done.stderr
+    assert "attempt graph" in (Path(first["out"]) / "report.html").read_text().lower()
     assert "--no-compile" in out["compile_notes"]["tiny"]
 
 
