@@ -10,7 +10,7 @@ from rich.table import Table
 
 from kernelkiln.bench.studies import studies
 from kernelkiln.cli.bench import print_result
-from kernelkiln.cli.optimize import exit_interrupted, progress_observer
+from kernelkiln.cli.optimize import with_progress
 from kernelkiln.errors import UserError
 from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.task import load_suite, load_task
@@ -64,7 +64,7 @@ def ablate(
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
     from kernelkiln.bench.ablate import Ablation
-    from kernelkiln.orchestrator.run import Interrupted, order_tasks
+    from kernelkiln.orchestrator.run import order_tasks
 
     known = studies(agents)
     unknown = [s for s in study if s not in known]
@@ -83,16 +83,10 @@ def ablate(
         raise UserError(f"suite {suite} holds no task files")
     guard = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget}.items() if v}
     base = OptimizeConfig(budget=budget, guard=search_guard(**guard), confirm_time_budget_s=confirm or None)
-    err = Console(stderr=True)
-    observer = progress_observer()
-    try:
-        result = Ablation(out, base, observer, progress=lambda m: err.print(m, style="dim", markup=False, highlight=False)).run(
-            chosen, order_tasks([load_task(p) for p in paths]), repeat)
-    except (Interrupted, KeyboardInterrupt):  # within a run, or between runs
-        observer.close()
-        exit_interrupted(f"run the same command again to continue: finished runs are kept in {out}/runs.jsonl")
-    finally:
-        observer.close()
+    tasks_in_order = order_tasks([load_task(p) for p in paths])
+    result = with_progress(lambda observer, progress: Ablation(out, base, observer, progress).run(
+        chosen, tasks_in_order, repeat),
+        f"run the same command again to continue: finished runs are kept in {out}/runs.jsonl")
     print_result(result, as_json, _table, out / "ablation.json")
 
 

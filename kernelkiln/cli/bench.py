@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelkiln.cli.eval import wide_console
-from kernelkiln.cli.optimize import exit_interrupted, progress_observer
+from kernelkiln.cli.optimize import with_progress
 from kernelkiln.errors import UserError
 from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.task import load_suite
@@ -52,23 +52,14 @@ def bench(
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
     from kernelkiln.bench.run import Bench
-    from kernelkiln.orchestrator.run import Interrupted
 
     paths = load_suite(suite).task_paths()
     if not paths:
         raise UserError(f"suite {suite} holds no task files")
     config = OptimizeConfig(agents=agents, budget=budget, guard=search_guard(**({"threads": threads} if threads else {})),
                             confirm_time_budget_s=confirm or None)
-    err = Console(stderr=True)
-    observer = progress_observer()
-    try:
-        result = Bench(out, store, observer, not no_compile, progress=lambda m: err.print(m, style="dim", markup=False, highlight=False)).run(
-            paths, config, repeat)
-    except (Interrupted, KeyboardInterrupt):  # within a run, or between runs
-        observer.close()
-        exit_interrupted(f"a bench does not resume; what was judged is in {out}/repeat-K.db")
-    finally:
-        observer.close()
+    result = with_progress(lambda observer, progress: Bench(out, store, observer, not no_compile, progress).run(
+        paths, config, repeat), f"a bench does not resume; what was judged is in {out}/repeat-K.db")
     print_result(result, as_json, _table, out / "bench.json")
 
 

@@ -120,6 +120,24 @@ def optimize(
     _report(result, as_json)
 
 
+def with_progress(work, on_interrupt: str):
+    """``work(observer, progress)`` with progress on stderr; Ctrl-C leaves (130) naming ``on_interrupt`` as next step.
+
+    ``observer`` draws the optimizer's progress; ``progress(line)`` prints a plain dim line.
+    """
+    from kernelkiln.orchestrator.run import Interrupted
+
+    err = Console(stderr=True)
+    observer = progress_observer()
+    try:
+        return work(observer, lambda line: err.print(line, style="dim", markup=False, highlight=False))
+    except (Interrupted, KeyboardInterrupt):  # within a run, or between a bench's or ablation's runs
+        observer.close()
+        exit_interrupted(on_interrupt)
+    finally:
+        observer.close()
+
+
 def exit_interrupted(what_next: str) -> None:
     """Say the run was interrupted and what to do next, then leave at once with exit code 130.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,3 +13,17 @@ def kiln(*args: str, cwd: Path | str | None = None, timeout: float = 300) -> sub
     """``python -m kernelkiln ARGS`` in a subprocess; its exit code, stdout and stderr as text."""
     return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, check=False)
+
+
+def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120) -> tuple[int, str]:
+    """Run ``kiln ARGS``, press Ctrl-C (SIGINT to its process group) once stderr shows a line starting with
+    ``line_prefix``; its exit code and all it wrote to stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "kernelkiln", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith(line_prefix):
+            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+            break
+    return proc.wait(timeout=timeout), "".join(seen) + proc.communicate(timeout=timeout)[1]

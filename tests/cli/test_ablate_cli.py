@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 
-from kernelkiln.testing.cli import kiln
+from kernelkiln.testing.cli import interrupt_at, kiln
 from kernelkiln.testing.tasks import tiny_suite
 
 
@@ -46,19 +42,11 @@ def test_a_small_ablation_prints_json_and_a_table(tmp_path):
 
 def test_ctrl_c_keeps_finished_runs_and_the_same_command_continues(tmp_path):
     with tiny_suite(("tiny_a",)) as suite:
-        args = [sys.executable, "-m", "kernelkiln", "ablate", str(suite), "--study", "rules", "--budget", "2",
-                "--repeat", "1", "--time-budget", "0.2", "--confirm-budget", "0.2", "--out", str(tmp_path / "ab")]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-        seen = []
-        for line in proc.stderr:
-            seen.append(line)
-            if line.startswith("[run 2/2]"):
-                os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-                break
-        stderr = "".join(seen) + proc.communicate(timeout=120)[1]
-        assert proc.returncode == 130, stderr
+        args = ["ablate", str(suite), "--study", "rules", "--budget", "2", "--repeat", "1", "--time-budget", "0.2",
+                "--confirm-budget", "0.2", "--out", str(tmp_path / "ab")]
+        code, stderr = interrupt_at(args, "[run 2/2]")
+        assert code == 130, stderr
         assert "kiln: interrupted: run the same command again to continue" in stderr
-        done = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+        done = kiln(*args)
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("1 runs to go (1 done earlier)")

@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 
 from kernelkiln.store import open_store
-from kernelkiln.testing.cli import kiln
+from kernelkiln.testing.cli import interrupt_at, kiln
 from kernelkiln.testing.tasks import TASKS
 
 TINY = str(TASKS / "tiny_softmax.py")
@@ -67,18 +64,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 def test_ctrl_c_stops_cleanly_and_resume_finishes_without_repeating_an_attempt(tmp_path):
     db = tmp_path / "kiln.db"
     store = f"sqlite:///{db}"
-    proc = subprocess.Popen([sys.executable, "-m", "kernelkiln", "optimize", TINY, "--budget", "6", "--store", store,
-                             "--out", str(tmp_path / "out"), *QUICK], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    seen = []
-    for line in proc.stderr:
-        seen.append(line)
-        if line.startswith("[tiny_softmax 2/6]"):
-            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-            break
-    rest = proc.communicate(timeout=120)
-    stderr = "".join(seen) + rest[1]
-    assert proc.returncode == 130, stderr
+    code, stderr = interrupt_at(["optimize", TINY, "--budget", "6", "--store", store, "--out", str(tmp_path / "out"),
+                                 *QUICK], "[tiny_softmax 2/6]")
+    assert code == 130, stderr
     run_id = re.search(r"--resume (r-[0-9a-f]+)", stderr).group(1)
     done = kiln("optimize", "--resume", run_id, "--store", store, "--json")
     assert done.returncode == 0, done.stderr
