@@ -50,3 +50,22 @@ def test_ctrl_c_keeps_finished_runs_and_the_same_command_continues(tmp_path):
         done = kiln(*args)
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("1 runs to go (1 done earlier)")
+
+
+def test_the_table_shows_speed_and_token_studies_each_with_its_own_columns():
+    from rich.console import Console
+
+    from kernelkiln.cli.ablate import _table
+
+    cell = {"mean": 1.5, "ci95": [1.2, 1.9], "k": 3}
+    speed = {"metric": "speedup", "arms": [{"arm": "memory on", "speedup": cell, "anytime": cell},
+                                           {"arm": "memory off", "speedup": cell, "anytime": None}],
+             "ratio": {"speedup": cell, "anytime": None}, "ratio_of": "memory off / memory on"}
+    tokens = {"metric": "tokens", "arms": [{"arm": "active", "prompt_tokens": {"mean": 1234.0, "ci95": None, "k": 1},
+                                            "max_prompt_tokens": cell}],
+              "ratio": {"prompt_tokens": cell, "max_prompt_tokens": cell}, "ratio_of": "passive / active"}
+    console = Console(record=True, width=160)
+    _table({"tasks": ["a", "b"], "budget": 10, "repeat": 3, "studies": {"memory": speed, "context": tokens}}, console)
+    text = console.export_text()
+    assert "1.5x [1.2x, 1.9x]" in text and "memory off / memory on" in text and "final speedup" in text
+    assert "prompt tokens per run" in text and "1,234" in text and "passive / active" in text
