@@ -95,6 +95,11 @@ class RunReport:
     note: str = ""
     growth: tuple[tuple[float, int], ...] = ()
     experiences_before: int = 0
+    budget: int | None = None  # evaluations per task the run allowed (unknown from run.json alone)
+
+    def short(self, task: TaskReport) -> bool:
+        """Whether ``task`` ended with fewer evaluations than the budget (its policy ran out of candidates)."""
+        return self.budget is not None and 0 < task.attempts < self.budget and self.status == "done"
 
     @property
     def confirmed(self) -> bool:
@@ -233,7 +238,8 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
         run_id=run.id, status=str(run.config.get("status", "unknown")), tasks=tasks, created_at=run.created_at,
         finished_at=finished, prompt_tokens=sum(t.prompt_tokens for t in tasks),
         completion_tokens=sum(t.completion_tokens for t in tasks), cost_usd=round(sum(t.cost_usd for t in tasks), 6),
-        out=out or run.config.get("out"), growth=growth, experiences_before=before)
+        out=out or run.config.get("out"), growth=growth, experiences_before=before,
+        budget=(run.config.get("options") or {}).get("budget"))
 
 
 def _failure(confirmation: dict[str, Any] | None) -> str:

@@ -114,12 +114,19 @@ def _suite_table(run: RunReport) -> str:
             f"<tr><td><a href=\"#{_anchor(run, t)}\">{esc(t.task_id)}</a></td><td class=n><b>{fmt_x(t.best_speedup)}"
             f"</b></td>{f'<td class=n>{fmt_x(t.search_speedup)}</td>' if run.confirmed else ''}"
             f"<td class=n>{fmt_x(t.seed_speedup)}</td><td class=n>{fmt_x(t.best_over_seed)}</td>"
-            f"<td class=n>{t.attempts}: {_badges(t.verdicts)}</td>"
+            f"<td class=n>{_attempts(run, t)}: {_badges(t.verdicts)}</td>"
             f"{f'<td class=n>{fmt_tokens(t.tokens)}</td>' if tokens else ''}<td>{esc(t.best_summary or '—')}</td></tr>")
-    note = ('<p class="meta">best vs torch: the best candidate judged again, from scratch and with a longer timing '
-            'budget, when its task ended; best in search: the same candidate as the search measured it (a few '
-            'seconds of timing, so noisier, and picked because it measured well).</p>') if run.confirmed else ""
-    return f"<table>{head}{''.join(rows)}</table>{note}"
+    note = ('best vs torch: the best candidate judged again, from scratch and with a longer timing budget, when '
+            'its task ended; best in search: the same candidate as the search measured it (a few seconds of timing, '
+            'so noisier, and picked because it measured well). ') if run.confirmed else ""
+    if any(run.short(t) for t in run.tasks):
+        note += (f"N of {run.budget} attempts: the search ran out of candidates before the budget (the tuner had "
+                 "tried every setting the seed's knobs allow).")
+    return f"<table>{head}{''.join(rows)}</table>" + (f'<p class="meta">{esc(note)}</p>' if note else "")
+
+
+def _attempts(run: RunReport, task: TaskReport) -> str:
+    return f"{task.attempts} of {run.budget}" if run.short(task) else str(task.attempts)
 
 
 def _anchor(run: RunReport, task: TaskReport) -> str:

@@ -20,7 +20,7 @@ def stored(tmp_path):
     url = f"sqlite:///{tmp_path / 'kiln.db'}"
     out = tmp_path / "out"
     store = open_store(url)
-    run = Run(id="r-test", created_at=START, config={"status": "done", "out": str(out),
+    run = Run(id="r-test", created_at=START, config={"status": "done", "out": str(out), "options": {"budget": 5},
                                                     "tasks": [{"id": "softmax"}, {"id": "row_sum"}]})
     t = iter(range(1, 100))
 

@@ -79,3 +79,9 @@ def test_several_runs_share_one_page_with_a_comparison_table(stored, report):
     finally:
         store.close()
     assert "2 runs" in page and "range" in page and page.count("<h2>Run r-test</h2>") == 2
+
+
+def test_a_task_that_ran_out_of_candidates_shows_its_attempts_of_the_budget(report):
+    page = render_html(report)
+    assert "2 of 5:" in page and "5 of 5" not in page  # row_sum stopped early, softmax used its budget
+    assert "ran out of candidates before the budget" in page
