@@ -116,7 +116,7 @@ class Ablation:
     # -- runs ----------------------------------------------------------------------------
     def config(self, study: Study, arm: Arm, k: int) -> OptimizeConfig:
         """The arm's configuration for repeat ``k``."""
-        base = self.base.model_dump(mode="json", exclude_none=True)
+        base = self.base.model_dump(mode="json")
         if study.metric == "tokens":
             base["guard"]["time_budget_s"] = min(base["guard"]["time_budget_s"], CONTEXT_TIME_BUDGET_S)
         return OptimizeConfig.model_validate(merged({**base, "seed": k}, arm.patch))

@@ -85,3 +85,14 @@ def test_the_context_study_counts_prompt_tokens_of_a_scripted_model(two_tasks, t
     assert active["prompt_tokens"]["mean"] > 0 and passive["prompt_tokens"]["mean"] > 0
     assert active["runs"][0]["evaluations"] == 3
     assert study["ratio"]["max_prompt_tokens"]["mean"] > 0 and "speedup" not in study["ratio"]
+
+
+def test_an_arms_config_keeps_the_base_settings_including_the_ones_turned_off(tmp_path):
+    base = OptimizeConfig(guard=fast_config(), budget=7, confirm_time_budget_s=None)
+    ablation = Ablation(tmp_path, base)
+    off = ablation.config(studies(2)["rules"], studies(2)["rules"].arms[1], k=1)
+    assert off.confirm_time_budget_s is None and off.budget == 7 and off.seed == 1
+    assert off.memory.rules.budget_tokens == 0 and off.guard == base.guard
+    scripted = ablation.config(studies(2)["context"], studies(2)["context"].arms[1], k=0)
+    assert scripted.policy == "llm" and scripted.context.mode == "passive"
+    assert scripted.guard.time_budget_s <= base.guard.time_budget_s
