@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
@@ -45,8 +46,13 @@ def _register() -> None:
     memory_cmd.register(app)
 
 
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt  # `kill PID` stops a run as Ctrl-C does: cleanly, with what to do next
+
+
 def main() -> None:
     """Run ``kiln``; user errors become one line on stderr and exit code 2."""
+    signal.signal(signal.SIGTERM, _terminated)
     _register()
     try:
         code = app(standalone_mode=False)

@@ -15,15 +15,20 @@ def kiln(*args: str, cwd: Path | str | None = None, timeout: float = 300) -> sub
                           timeout=timeout, cwd=cwd, check=False)
 
 
-def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120) -> tuple[int, str]:
+def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120,
+                 sig: int | None = None) -> tuple[int, str]:
     """Run ``kiln ARGS``, press Ctrl-C (SIGINT to its process group) once stderr shows a line starting with
-    ``line_prefix``; its exit code and all it wrote to stderr."""
+    ``line_prefix`` — or send ``sig`` to the kiln process alone, as ``kill PID`` does; its exit code and all
+    it wrote to stderr."""
     proc = subprocess.Popen([sys.executable, "-m", "kernelkiln", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     seen = []
     for line in proc.stderr:
         seen.append(line)
         if line.startswith(line_prefix):
-            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+            if sig is None:
+                os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+            else:
+                os.kill(proc.pid, sig)
             break
     return proc.wait(timeout=timeout), "".join(seen) + proc.communicate(timeout=timeout)[1]

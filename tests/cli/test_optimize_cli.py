@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import os
 import re
 
@@ -80,3 +81,10 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_without_repeating_an_attempt(t
 def test_a_usage_error_prints_usage_not_a_traceback():
     done = kiln("optimize", TINY, "--agents", "99")
     assert done.returncode == 2 and "Traceback" not in done.stderr and "--agents" in done.stderr
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path):
+    store = f"sqlite:///{tmp_path / 'kiln.db'}"
+    code, stderr = interrupt_at(["optimize", TINY, "--budget", "6", "--store", store, "--out", str(tmp_path / "out"),
+                                 *QUICK], "[tiny_softmax 1/6]", sig=signal.SIGTERM)
+    assert code == 130 and "kiln: interrupted: resume with `kiln optimize --resume" in stderr, stderr
