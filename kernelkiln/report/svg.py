@@ -74,7 +74,7 @@ def hbars(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[t
 
     ``ref`` draws a dashed vertical line (e.g. 1.0x: as fast as torch) labelled ``ref_label``.
     """
-    label_w = max(CHAR_W * max((len(r[0]) for r in rows), default=4) + 12, 60)
+    label_w = max(CHAR_W * max((len(r[0]) for r in rows), default=4) + 24, 90)  # wide letters (m, w) run over
     bar_h, gap = 14, 10
     group_h = bar_h * len(series) + gap
     top, bottom = 26, 40
