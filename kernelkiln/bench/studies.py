@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kernelkiln.agents import knobs as K
-from kernelkiln.testing.llm import ScriptedClient
+
+if TYPE_CHECKING:
+    from kernelkiln.testing.llm import ScriptedClient
 
 Metric = Literal["speedup", "tokens"]
 
@@ -83,6 +85,8 @@ def scripted_player(seed_code: str, turns: int, salt: int = 0) -> ScriptedClient
     Variants cycle through one knob's options and carry a distinct comment, so no two are
     the same code; each reply records an adoption decision for every experience id in the prompt.
     """
+    from kernelkiln.testing.llm import ScriptedClient  # only the context study loads the test double
+
     knobs = [k for k in K.read_knobs(seed_code) if len(k.options) > 1] if seed_code else []
 
     def reply(number: int):

@@ -61,20 +61,16 @@ class Memory:
             if platform not in self._seeded:
                 self.seed_knowledge(platform)
 
-    def resident_rules(self) -> list[tuple[Rule, float]]:
-        """The resident rules with their Q, highest Q first."""
+    def resident_rules(self) -> list[tuple[Rule, Experience]]:
+        """The resident rules with the experiences they were distilled from (same id, same Q), highest Q first.
+
+        A rule's experience is never pruned while the rule is resident (residency needs Q > 0).
+        """
         with self.store.read() as conn:
             rules = self.store.rules.list(conn, resident=True)
-            values = self.store.experiences.get_many(conn, [r.id for r in rules])
-        pairs = [(r, values[r.id].q if r.id in values else 0.0) for r in rules]
-        return sorted(pairs, key=lambda p: (-p[1], p[0].id))
-
-    def rule_sources(self) -> list[Experience]:
-        """The experiences behind the resident rules (same ids), highest Q first."""
-        with self.store.read() as conn:
-            ids = [r.id for r in self.store.rules.list(conn, resident=True)]
-            found = self.store.experiences.get_many(conn, ids)
-        return sorted(found.values(), key=lambda e: (-e.q, e.id))
+            sources = self.store.experiences.get_many(conn, [r.id for r in rules])
+        pairs = [(r, sources[r.id]) for r in rules if r.id in sources]
+        return sorted(pairs, key=lambda p: (-p[1].q, p[0].id))
 
     def graph(self, task_id: str) -> ExperienceGraph:
         """The experience graph of one task."""

@@ -18,11 +18,16 @@ from kernelkiln.store.records import Attempt
 from kernelkiln.task import Task
 
 
+def confirmable(best: Attempt | None, config: OptimizeConfig) -> bool:
+    """Whether ``best`` will be confirmed: there is one, it was timed, and confirmation is on."""
+    return best is not None and bool(best.measurements) and bool(config.confirm_time_budget_s)
+
+
 def confirm(task: Task, best: Attempt | None, config: OptimizeConfig, device: DeviceLock) -> dict[str, Any] | None:
-    """The best's confirmation record, or None (no best, an untimed best, or confirmation turned off)."""
-    budget = config.confirm_time_budget_s
-    if best is None or not budget or not best.measurements:
+    """The best's confirmation record, or None when it is not ``confirmable``."""
+    if not confirmable(best, config):
         return None
+    budget = config.confirm_time_budget_s
     guard = config.guard.model_copy(update={"time_budget_s": budget})
     with GuardSession(task, guard, device) as session:
         verdict = session.evaluate(best.code)

@@ -19,7 +19,7 @@ from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
 from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.orchestrator.confirm import confirm
+from kernelkiln.orchestrator.confirm import confirm, confirmable
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.policies import make_policy
 from kernelkiln.orchestrator.results import write_outputs
@@ -116,7 +116,7 @@ class Optimizer:
                 self.observer.task_started(task_id, config.budget, runner.state.used, [a.name for a in runner.agents])
                 runner.run()
                 runner.finish()
-                if config.confirm_time_budget_s and runner.state.incumbent is not None:
+                if confirmable(runner.state.incumbent, config):
                     self.observer.confirming(task_id, config.confirm_time_budget_s)
                 confirmed[task_id] = confirm(task, runner.state.incumbent, config, control.device)
                 finished.append(task_id)

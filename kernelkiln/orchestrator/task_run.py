@@ -196,8 +196,7 @@ class TaskRunner:
                 if cfg.experiences else []
             graph = self.memory.ranked_attempts(self.state.task_id, cfg.graph_attempts) if cfg.graph_attempts else []
             board = self.memory.board.read(self.state.task_id)
-            rules = [rule for rule, _ in self.memory.resident_rules()]
-            rule_sources = self.memory.rule_sources() if rules else []
+            resident = self.memory.resident_rules()
             knowledge = self.memory.knowledge(query, cfg.platform, limit=cfg.knowledge) if cfg.knowledge else []
         with self.state.lock:
             best = self.state.incumbent.speedup if self.state.incumbent is not None else None
@@ -207,7 +206,8 @@ class TaskRunner:
             turn=len(agent.history) + 1, code=agent.code, parent_id=agent.parent_id, best_speedup=best,
             feedback=agent.history[-1] if agent.history else None, verdict=agent.verdict,
             history=tuple(agent.history), experiences=tuple(experiences), graph=tuple(graph), board=tuple(board),
-            rules=tuple(rules), rule_sources=tuple(rule_sources), knowledge=tuple(knowledge),
+            rules=tuple(r for r, _ in resident), rule_sources=tuple(e for _, e in resident),
+            knowledge=tuple(knowledge),
             leaderboard=leaderboard(self.agents, agent) if objective == "draft" else (), evaluated=evaluated,
             diagnose=self._diagnoser(self.sessions.get(agent.name)))
 

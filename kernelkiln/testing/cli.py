@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import typer
+
 
 def kiln(*args: str, cwd: Path | str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """``python -m kernelkiln ARGS`` in a subprocess; its exit code, stdout and stderr as text."""
@@ -32,3 +34,15 @@ def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120,
                 os.kill(proc.pid, sig)
             break
     return proc.wait(timeout=timeout), "".join(seen) + proc.communicate(timeout=timeout)[1]
+
+
+def command_app(register) -> typer.Typer:
+    """A typer app holding one command module's commands (``register(app)``), for in-process CLI tests."""
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:  # a callback keeps typer from flattening a lone command into the app itself
+        pass
+
+    register(app)
+    return app

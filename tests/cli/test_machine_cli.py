@@ -6,12 +6,11 @@ import functools
 import json
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from kernelkiln.cli import machine as machine_cli
 from kernelkiln.platforms import machine
-from kernelkiln.testing.cli import kiln
+from kernelkiln.testing.cli import command_app, kiln
 
 KEYS = {"bandwidth_gbs", "peak_gflops", "cores", "per_cores", "measured_at", "cpu"}
 
@@ -33,14 +32,7 @@ def cached(tmp_path, monkeypatch):
 
 @pytest.fixture
 def app():
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        pass
-
-    machine_cli.register(app)
-    return app
+    return command_app(machine_cli.register)
 
 
 

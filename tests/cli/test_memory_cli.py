@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from kernelkiln.cli import memory as memory_cli
@@ -12,19 +11,13 @@ from kernelkiln.errors import UserError
 from kernelkiln.memory import Memory
 from kernelkiln.store import open_store
 from kernelkiln.store.records import Experience
+from kernelkiln.testing.cli import command_app
 from kernelkiln.testing.memory_fakes import attempt, result
 
 
 @pytest.fixture
 def app():
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        pass
-
-    memory_cli.register(app)
-    return app
+    return command_app(memory_cli.register)
 
 
 @pytest.fixture

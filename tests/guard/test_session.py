@@ -16,12 +16,6 @@ SOFTMAX = (CANDIDATES / "softmax_c.py").read_text()
 SLOW_SOFTMAX = SOFTMAX.replace("REPEAT = 1", "REPEAT = 200")
 
 
-@pytest.fixture(scope="module")
-def softmax():
-    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
-        yield guard
-
-
 def test_a_correct_native_candidate_is_timed_on_every_workload(softmax):
     verdict = softmax.evaluate(SOFTMAX)
     assert verdict.verdict != "REJECT", verdict.reason

@@ -10,19 +10,12 @@ from kernelkiln.guard import GuardConfig, GuardSession, diagnose
 from kernelkiln.guard.session import INTERPRETED
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
-from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.tasks import TASKS
 
 SOFTMAX = (CANDIDATES / "softmax_triton.py").read_text()
 # Forgets to subtract the row maximum, and divides by the sum plus one.
 WRONG = (SOFTMAX.replace("    x = x - tl.max(x, axis=0)\n", "")
          .replace("e / tl.sum(e, axis=0)", "e / (tl.sum(e, axis=0) + 1.0)"))
-
-
-@pytest.fixture(scope="module")
-def softmax():
-    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
-        yield guard
 
 
 def test_a_correct_triton_kernel_is_accepted_untimed_under_the_interpreter(softmax):
