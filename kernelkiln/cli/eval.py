@@ -59,6 +59,30 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.4g} ms"
 
 
+def _timing_line(verdict: Verdict) -> str:
+    """Where the timed workers and the guard ran, and what was taken out."""
+    setup = verdict.timing
+    where = (f"workers on cores {_cores(setup.placement.worker_cores)}, guard on {_cores(setup.placement.guard_cores)}"
+             if setup.placement.worker_cores else "not pinned (no core to spare)")
+    taken = "run-queue waits taken out" if setup.accounting else "wall clock only (no schedstat)"
+    dropped = sum(w.dropped for w in verdict.workloads)
+    return (f"{where}; {taken}; request {setup.request_s * 1e6:.0f} µs ± {setup.request_jitter_s * 1e6:.0f}, "
+            f"batches of {setup.batch_target_s * 1e3:.1f} ms" + (f"; {dropped} disturbed round(s) run again" if dropped else ""))
+
+
+def _check_line(verdict: Verdict) -> str:
+    """Against what the outputs were measured, and on how many trials."""
+    check = verdict.check
+    against = "against the float64 oracle" if check.oracle else \
+        f"against the float32 reference with the task's tolerance ({check.oracle_note})"
+    skipped = f", {check.robustness_skipped} skipped (reference not finite)" if check.robustness_skipped else ""
+    return f"{against}; {check.trials} trials, {check.robustness_trials} robustness trials on wider inputs{skipped}"
+
+
+def _cores(cores: list[int] | None) -> str:
+    return ",".join(map(str, cores or []))
+
+
 def render(verdict: Verdict, task: Task, console: Console) -> None:
     """The human-readable report of one verdict."""
     if verdict.workloads:
@@ -93,6 +117,10 @@ def render(verdict: Verdict, task: Task, console: Console) -> None:
         else:
             line = f"line {d.get('line')}: " if d.get("line") else ""
         console.print(f"  {d.get('severity', 'error')}: {line}{d.get('message')}", markup=False, highlight=False)
+    if verdict.check is not None:
+        console.print(f"check: {_check_line(verdict)}", style="dim", markup=False, highlight=False)
+    if verdict.timing is not None:
+        console.print(f"timing: {_timing_line(verdict)}", style="dim", markup=False, highlight=False)
     held = [k for k, v in verdict.isolation.items() if v]
     missing = [k for k, v in verdict.isolation.items() if not v]
     if verdict.isolation:

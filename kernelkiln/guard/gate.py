@@ -84,6 +84,73 @@ def _kernels(tree: ast.AST) -> set[str]:
     return names
 
 
+_Binding = str | ast.expr | None  # an import's module path, an assigned value, or anything else
+
+
+def _bindings(tree: ast.AST) -> dict[str, list[_Binding]]:
+    """Every binding of each name anywhere in the module, whatever its scope."""
+    values: dict[int, ast.expr] = {}
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if (
+            isinstance(node, ast.AnnAssign) and node.value is not None) else []
+        for target in targets:
+            if isinstance(target, ast.Name):
+                values[id(target)] = node.value
+    found: dict[str, list[_Binding]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.setdefault(node.id, []).append(values.get(id(node)))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                path = alias.name if alias.asname else alias.name.split(".")[0]
+                found.setdefault(alias.asname or path, []).append(path)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                path = f"{node.module}.{alias.name}" if not node.level else None
+                found.setdefault(alias.asname or alias.name, []).append(path)
+        else:
+            for name in _defined(node):
+                found.setdefault(name, []).append(None)
+    return found
+
+
+def _defined(node: ast.AST) -> list[str]:
+    """Names ``node`` binds other than by assignment or import: definitions, parameters, handlers, patterns."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
+                         ast.MatchStar)):
+        names = [node.name]
+    elif isinstance(node, ast.arg):
+        names = [node.arg]
+    elif isinstance(node, ast.MatchMapping):
+        names = [node.rest]
+    elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        names = list(node.names)
+    else:
+        names = []
+    return [name for name in names if name]
+
+
+def _native_libraries(tree: ast.AST) -> frozenset[str]:
+    """Names every binding of which is a call to kernelkiln's ``native.load``: the candidate's own libraries."""
+    bindings = _bindings(tree)
+
+    def only(name: str, path: str) -> bool:
+        return bool(bindings.get(name)) and all(b == path for b in bindings[name])
+
+    def loads(value: _Binding) -> bool:
+        func = value.func if isinstance(value, ast.Call) else None
+        if isinstance(func, ast.Name):
+            return only(func.id, "kernelkiln.native.load")
+        if not isinstance(func, ast.Attribute) or func.attr != "load":
+            return False
+        if isinstance(func.value, ast.Name):
+            return only(func.value.id, "kernelkiln.native")
+        return isinstance(func.value, ast.Attribute) and func.value.attr == "native" and \
+            isinstance(func.value.value, ast.Name) and only(func.value.value.id, "kernelkiln")
+
+    return frozenset(name for name, values in bindings.items() if all(map(loads, values)))
+
+
 @dataclass(frozen=True)
 class GateIssue:
     """One reason to refuse a candidate, with its location."""
@@ -100,6 +167,7 @@ class _Gate(ast.NodeVisitor):
         self.forbidden = forbidden_ops
         self.platform = platform
         self.kernels = _kernels(tree)
+        self.native_libraries = _native_libraries(tree)
         self.triton = any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "triton" for a in n.names)
                           or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "triton"
                           for n in ast.walk(tree))
@@ -141,9 +209,18 @@ class _Gate(ast.NodeVisitor):
             self.flag(node, f"use of {node.id!r} is not allowed")
         elif node.id.startswith("__") and node.id != "__name__":
             self.flag(node, f"access to {node.id!r} is not allowed")
-        elif node.id.lower() in self.forbidden and node.id in self.modules:
-            self.flag(node, f"calls the reference op {node.id!r}")
+        elif (op := self._imported_op(node.id)) is not None:
+            self.flag(node, f"calls the reference op {op!r}")
         self.generic_visit(node)
+
+    def _imported_op(self, name: str) -> str | None:
+        """The forbidden op ``name`` was imported as (from torch import softmax [as s]), or None."""
+        path = self.modules.get(name)
+        if path is None:
+            return None
+        # A triton import keeps being judged by its local name only: tl.sum is a block primitive.
+        spellings = [name] if path.startswith("triton") else [name, path.split(".")[-1]]
+        return next((s for s in spellings if s.lower().rstrip("_") in self.forbidden), None)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr, root = node.attr, self._root(node.value)
@@ -168,10 +245,13 @@ class _Gate(ast.NodeVisitor):
             self.flag(node, f"access to .{attr} is not allowed in Triton candidates (launch kernels as kernel[grid](...))")
         elif attr in BANNED_ATTRS and root != "self":
             self.flag(node, f"access to .{attr} is not allowed")
-        elif attr.lower() in self.forbidden and root != "self" and not attr[:1].isupper() \
-                and not module.startswith("triton"):  # tl.sum, tl.softmax: block primitives inside a kernel
-            # self.linear (a submodule) and nn.Linear (a parameter holder) are fine to touch;
-            # calling them runs the reference op, which the run-time recorder catches.
+        elif attr.lower().rstrip("_") in self.forbidden and root != "self" and not attr[:1].isupper() \
+                and not module.startswith("triton") \
+                and not (isinstance(node.value, ast.Name) and node.value.id in self.native_libraries):
+            # self.linear (a submodule) and nn.Linear (a parameter holder) are fine to touch; calling
+            # them runs the reference op, which the run-time recorder catches. tl.sum and tl.softmax are
+            # block primitives inside a kernel; lib.relu, on a library native.load built, is the
+            # candidate's own code.
             self.flag(node, f"calls the reference op {attr!r} (reimplement it instead)")
         self.generic_visit(node)
 

@@ -115,12 +115,14 @@ class Harness:
         return self.uses_triton if ran is None else ran > self.interpreted_before
 
     # -- check -------------------------------------------------------------------------
-    def check(self, workload: int, seeds: list[int]) -> dict[str, Any]:
+    def check(self, workload: int, seeds: list[int], wide: list[bool] | None = None) -> dict[str, Any]:
+        """Run the candidate on each seed's inputs; ``wide`` marks the robustness trials (wider inputs)."""
         model, w = self.models[workload], self.task.workloads[workload]
+        wide = wide or [False] * len(seeds)
         buffers: list[Any] | None = None
         trials = []
-        for k, seed in enumerate(seeds):
-            fresh = _place(self.task.make_inputs(w, seed), self.device)
+        for k, (seed, widen) in enumerate(zip(seeds, wide)):
+            fresh = _place(self.task.make_inputs(w, seed, widen), self.device)
             if buffers is None:
                 buffers = fresh
             else:  # same addresses, new contents: a cache keyed by address returns stale data
@@ -139,9 +141,11 @@ class Harness:
             aliased = any(isinstance(o, torch.Tensor) and _overlaps(o, buffers) for o in outs)
             plain = [o if type(o) is torch.Tensor else None for o in outs]
             inputs_after = [b.clone() if isinstance(b, torch.Tensor) else None for b in buffers]
-            copies = [b.clone() if isinstance(b, torch.Tensor) else b for b in inputs_after]
-            with torch.no_grad():
-                again = [o if type(o) is torch.Tensor else None for o in _as_outputs(model(*copies))]
+            again: list[Any] = []
+            if not widen:  # agreeing with itself is checked on the task's inputs; a robustness trial costs one run
+                copies = [b.clone() if isinstance(b, torch.Tensor) else b for b in inputs_after]
+                with torch.no_grad():
+                    again = [o if type(o) is torch.Tensor else None for o in _as_outputs(model(*copies))]
             trials.append({
                 "outputs": [_host(p.clone()) if p is not None else None for p in plain],
                 "again": [_host(a) if a is not None else None for a in again],
@@ -185,13 +189,6 @@ class Harness:
         return {"ok": True, "outputs": outs}
 
 
-def _spin(conn: Connection, seconds: float) -> None:
-    """Busy-wait briefly for the next request: the parent usually sends it at once."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end and not conn.poll(0):
-        pass
-
-
 def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> None:
     """Worker entry point (runs in the forked child)."""
     applied = sandbox.enter(spec)
@@ -203,10 +200,10 @@ def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> N
         protocol.send(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         return
     protocol.send(conn, {"ok": True, "isolation": applied, "pid": os.getpid()})
-    spin_s = float(init.get("spin_s", 0.0))
     while True:
         try:
-            _spin(conn, spin_s)
+            # Blocks between requests (no busy-wait): off the CPU, the kernel's accounting of the
+            # worker is exact when the guard reads it (see kernelkiln.guard.accounting.settle).
             msg = protocol.recv(conn)
         except (EOFError, OSError):
             return
@@ -217,7 +214,7 @@ def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> N
             if op == "build":
                 reply = harness.build(msg.get("source"))
             elif op == "check":
-                reply = harness.check(msg["workload"], msg["seeds"])
+                reply = harness.check(msg["workload"], msg["seeds"], msg.get("wide"))
             elif op == "prepare":
                 reply = harness.prepare(msg["workload"], msg["count"], msg["seed"])
             elif op == "refresh":

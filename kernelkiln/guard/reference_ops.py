@@ -11,6 +11,8 @@ from collections.abc import Iterable
 import torch
 from torch.overrides import TorchFunctionMode
 
+from kernelkiln.guard.aliases import canonical_ops, op_name, spelling
+
 # Ops that move or describe data without computing the task's result.
 PLUMBING = frozenset({
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
@@ -25,7 +27,8 @@ PLUMBING = frozenset({
     "narrow", "select", "as_strided", "is_leaf", "retains_grad", "is_mkldnn", "nelement",
 })
 
-# Spellings of one computation: calling any of them reimplements nothing.
+# Spellings of one computation that torch does not alias (its aliases come from aliases.py):
+# calling any of them reimplements nothing.
 GROUPS = (
     frozenset({"matmul", "mm", "bmm", "linear", "addmm", "baddbmm", "addbmm", "einsum", "tensordot",
                "dot", "mv", "inner", "rmatmul", "addmv", "chain_matmul", "multi_dot"}),
@@ -35,18 +38,11 @@ GROUPS = (
     frozenset({"layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm", "native_layer_norm"}),
     frozenset({"scaled_dot_product_attention", "multi_head_attention_forward"}),
     frozenset({"sum", "nansum", "mean", "nanmean"}),
+    frozenset({"relu", "clamp_min", "threshold", "clamp"}),  # relu(x) == x.clamp(min=0) == threshold(x, 0, 0)
+    frozenset({"clamp", "clamp_min", "clamp_max", "hardtanh"}),
+    frozenset({"max", "amax"}),  # x.max(dim).values == x.amax(dim)
+    frozenset({"min", "amin"}),
 )
-
-
-def op_name(func: object) -> str:
-    """A normalized short name: in-place and dunder spellings fold onto the op's name."""
-    name = getattr(func, "__name__", None) or repr(func)
-    if name == "__get__":  # a property such as Tensor.shape or Tensor.T: name it by its descriptor
-        name = getattr(getattr(func, "__self__", None), "__name__", None) or name
-    name = name.strip("_")
-    if name.startswith("r") and name[1:] in {"matmul", "add", "sub", "mul", "truediv", "pow"}:
-        name = name[1:]
-    return name.rstrip("_").lower() or "?"
 
 
 class OpRecorder(TorchFunctionMode):
@@ -61,19 +57,31 @@ class OpRecorder(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def expand(names: Iterable[str]) -> set[str]:
-    """Names plus every other spelling of the same computation."""
-    out = {n.lower().strip("_") for n in names}
-    for group in GROUPS:
-        if out & group:
-            out |= group
-    return out
+def _ops(names: Iterable[str]) -> set[str]:
+    """``names`` and the canonical ATen ops they run (``multiply`` -> ``mul``)."""
+    table = canonical_ops()
+    return {op for name in names for op in table.get(name, frozenset()) | {name}}
+
+
+def _aliases(ops: set[str]) -> set[str]:
+    """Every spelling that runs one of ``ops``, and the ops themselves."""
+    return ops | {name for name, runs in canonical_ops().items() if runs & ops}
 
 
 def forbidden_ops(recorded: Iterable[str], forbidden: Iterable[str] | None, allowed: Iterable[str]) -> frozenset[str]:
-    """The candidate's forbidden ops: explicit list if given, else the reference's compute ops."""
-    base = set(forbidden) if forbidden is not None else set(recorded) - PLUMBING
-    return frozenset(expand(base) - {a.lower() for a in allowed})
+    """The candidate's forbidden ops: explicit list if given, else the reference's compute ops.
+
+    Closed under torch's aliases and the GROUPS: every spelling that runs the same ATen op as
+    a forbidden name, or one of its group, is forbidden too. ``allowed`` names and their aliases
+    are taken off first, so their groups stay allowed; plumbing is never added.
+    """
+    explicit = forbidden is not None
+    base = {spelling(n) for n in (forbidden if explicit else recorded)} - (set() if explicit else PLUMBING)
+    spared = _aliases(_ops(spelling(a) for a in allowed))
+    ops = _ops(base - spared)
+    ops |= {op for group in GROUPS if group & ops for op in group}
+    free = PLUMBING - base  # plumbing stays allowed unless the task's own list names it
+    return frozenset((base | _aliases(ops - free)) - free - spared)
 
 
 def record(module: torch.nn.Module, inputs: list) -> set[str]:

@@ -52,6 +52,7 @@ class SandboxSpec:
     # False on a GPU: its driver reserves far more address space than it uses, so RLIMIT_AS
     # would stop it from starting; the data segment (private writable memory) is limited instead.
     limit_address_space: bool = True
+    cpus: list[int] | None = None  # cores the worker runs on (None: wherever the guard may)
 
 
 def platform_env(platform: str) -> dict[str, str]:
@@ -105,6 +106,9 @@ def _libc() -> ctypes.CDLL | None:
 def enter(spec: SandboxSpec) -> dict[str, bool]:
     """Apply every isolation layer to the calling (child) process; return which held."""
     applied: dict[str, bool] = {}
+    if spec.cpus:  # first, so every thread the worker starts inherits the mask
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, spec.cpus)
     libc = _libc()
     with contextlib.suppress(OSError):
         os.setsid()
@@ -211,6 +215,21 @@ def pids_of_user(uid: int) -> list[int]:
     return pids
 
 
+def pids_of_session(sid: int) -> list[int]:
+    """Processes in session ``sid`` (Linux /proc): a worker and whatever it started without leaving it."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"{entry.path}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 3 and int(fields[3]) == sid:
+                pids.append(int(entry.name))
+    return pids
+
+
 def kill_user(uid: int) -> None:
     """Kill every process of a sandbox user id, fork bombs included."""
     # kill(-1) as that user signals all of its processes in one kernel pass; new forks cannot slip by.
@@ -235,14 +254,3 @@ def _tasks_of_user(uid: int) -> int:
         except OSError:
             continue
     return total
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User+system CPU time of a process (all its threads)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks

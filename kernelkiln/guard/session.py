@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import secrets
-import statistics
 import threading
 import time
 import weakref
@@ -15,16 +13,16 @@ from typing import Any
 
 from kernelkiln import native
 from kernelkiln.errors import UserError
-from kernelkiln.guard import gate, sandbox
-from kernelkiln.guard.check import judge_trials, reference_outputs
+from kernelkiln.guard import gate, placement, sandbox
+from kernelkiln.guard.check import WorkloadCases, judge_trials, make_cases, summarize
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.device import DeviceLock
 from kernelkiln.guard.reference_ops import forbidden_ops, record
-from kernelkiln.guard.timing import Series, Timer, TimingReject, rse
-from kernelkiln.guard.verdict import Stage, Verdict, WorkloadResult, geomean
+from kernelkiln.guard.scoring import decide, noise_margin, workload_result
+from kernelkiln.guard.timing import Series, Timer, TimingReject
+from kernelkiln.guard.verdict import Stage, TimingSetup, Verdict, WorkloadResult
 from kernelkiln.guard.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
-from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
 from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
@@ -100,8 +98,10 @@ class _Reject(Exception):
 class GuardSession:
     """Evaluates candidates for one task; keeps the reference worker warm between them."""
 
-    def __init__(self, task: Task, config: GuardConfig | None = None, device: DeviceLock | None = None):
-        """``device`` is shared by the sessions that time on the same device (default: a private one)."""
+    def __init__(self, task: Task, config: GuardConfig | None = None, device: DeviceLock | None = None,
+                 observe: Callable[[str, Series], None] | None = None):
+        """``device`` is shared by the sessions that time on the same device (default: a private one);
+        ``observe`` is called with each workload's name and its timing rounds after it is timed."""
         self.task = task
         self.config = config or GuardConfig()
         self.platform = get_platform(self.config.platform)  # a one-line UserError when this machine lacks it
@@ -110,6 +110,8 @@ class GuardSession:
             _lock_clocks(self.platform, self._clocks)
         self.device = device or DeviceLock()
         self.threads = self.config.threads or default_threads()
+        self.placement = placement.plan(self.threads)
+        self.observe = observe
         self.peaks = self.platform.peaks(self.threads)  # for speed-of-light bounds
         self.model_seed = secrets.randbits(31)
         self.ref_models = {i: task.make_model(w, self.model_seed) for i, w in enumerate(task.workloads)}
@@ -132,7 +134,7 @@ class GuardSession:
     def _spawn(self, slot: int, source: str | None, diagnostics: list[dict],
                on_build: Callable[[native.BuildRequest], None] | None = None) -> Worker:
         worker = Worker(self._slot(slot), str(self.task.path), self.task.overrides, self.model_seed, self.config,
-                        self.threads)
+                        self.threads, self.placement.worker_cores)
         self._live.add(worker)
         compiles = 0
 
@@ -175,65 +177,45 @@ class GuardSession:
         return self._ref
 
     # -- stages ------------------------------------------------------------------------
-    def _cases(self) -> list[tuple[list[int], list[tuple[list, list]]]]:
-        """Per workload: fresh seeds, and the parent's own inputs and reference outputs for them."""
-        cases = []
-        for index in range(len(self.task.workloads)):
-            seeds = [secrets.randbits(31) for _ in range(self.config.check_trials)]
-            cases.append((seeds, [reference_outputs(self.task, self.ref_models[index], index, s) for s in seeds]))
-        return cases
+    def _cases(self) -> list[WorkloadCases]:
+        """Per workload: fresh seeds (the task's inputs, then robustness trials), and the parent's expected results."""
+        robustness = self.config.robustness_trials
+        return [make_cases(self.task, self.ref_models[index], index, self.config.check_trials, robustness)
+                for index in range(len(self.task.workloads))]
 
-    def _check(self, cand: Worker, cases: list[tuple[list[int], list[tuple[list, list]]]]) -> bool:
+    def _check(self, cand: Worker, cases: list[WorkloadCases]) -> bool:
         """Reject a wrong candidate; True when it ran Triton kernels under Triton's interpreter."""
         interpreted = False
-        for index, (workload, (seeds, pairs)) in enumerate(zip(self.task.workloads, cases)):
-            reply = cand.request({"op": "check", "workload": index, "seeds": seeds}, self.config.call_timeout_s)
+        for index, (workload, case) in enumerate(zip(self.task.workloads, cases)):
+            reply = cand.request({"op": "check", "workload": index, "seeds": case.seeds, "wide": case.wide},
+                                 self.config.call_timeout_s)
             if not reply.get("ok"):
                 raise _Reject("check", f"workload {workload.name}: raised {_raised(reply)}")
             trials = reply.get("trials") or []
-            if len(trials) != len(seeds):
+            if len(trials) != len(case.seeds):
                 raise _Reject("check", "the worker returned the wrong number of trials")
             called = sorted(set(trials[0].get("ops") or []) & self.forbidden)
             if called:
                 raise _Reject("check", f"calls the reference op {called[0]!r} at run time")
-            problem = judge_trials(self.task, [p[1] for p in pairs], [p[0] for p in pairs], trials, workload.name)
+            problem = judge_trials(self.task, case.expected, trials, workload.name)
             if problem:
                 raise _Reject("check", problem)
             interpreted |= bool(reply.get("interpreted"))
         return interpreted
 
-    def _time(self, workers: dict[str, Worker], budget_s: float) -> tuple[list[WorkloadResult], float]:
-        timer = Timer(self.task, self.ref_models, workers, self.config, self.platform)
-        results, ses = [], []
-        budget = budget_s / len(self.task.workloads)
-        for index, workload in enumerate(self.task.workloads):
-            series = timer.run(index, budget)
-            results.append(self._result(workload, series))
-            best = "inc" if "inc" in series.times else "ref"
-            ses.append(rse(series.log_ratios(best, "cand")))
-        se = math.sqrt(sum(s * s for s in ses)) / len(ses)
-        return results, max(self.config.min_margin, self.config.margin_sigmas * se)
-
-    def _result(self, workload: Any, series: Series) -> WorkloadResult:
-        med = {role: statistics.median(ts) for role, ts in series.times.items()}
-        logs = series.log_ratios("ref", "cand")
-        inc = math.exp(statistics.median(series.log_ratios("inc", "cand"))) if "inc" in med else None
-        bound = sol_bound_s(workload.flops, workload.bytes, self.peaks)
-        return WorkloadResult(
-            name=workload.name, sizes=workload.sizes, t_ref_s=med["ref"], t_cand_s=med["cand"],
-            t_inc_s=med.get("inc"), speedup=math.exp(statistics.median(logs)), speedup_vs_incumbent=inc,
-            spread=rse(logs), rounds=len(logs), reps=series.reps["cand"],
-            sol_fraction=sol_fraction(bound, med["cand"]), ref_sol_fraction=sol_fraction(bound, med["ref"]))
-
-    def _beyond_light(self, results: list[WorkloadResult]) -> str | None:
-        """Why a candidate's times are physically impossible on this device, or None."""
-        factor = self.config.sol_hack_factor
-        for r in results:
-            if factor and r.sol_fraction is not None and r.sol_fraction > factor and \
-                    (r.ref_sol_fraction or 0.0) <= factor:
-                return (f"workload {r.name}: measured {r.sol_fraction:.1f}x faster than the speed-of-light bound "
-                        f"({self.peaks.source}): skipped work or a cached result, not a record")
-        return None
+    def _time(self, workers: dict[str, Worker], budget_s: float) -> tuple[list[WorkloadResult], float, TimingSetup]:
+        with placement.pinned(self.placement.guard_cores):
+            timer = Timer(self.task, self.ref_models, workers, self.config, self.platform, self.threads)
+            results, timed = [], []
+            for index, workload in enumerate(self.task.workloads):
+                series = timer.run(index, budget_s / len(self.task.workloads))
+                if self.observe is not None:
+                    self.observe(workload.name, series)
+                results.append(workload_result(workload, series, self.peaks))
+                timed.append(series)
+        setup = TimingSetup(placement=self.placement, accounting=timer.accounted, request_s=timer.cost.wall_s,
+                            request_jitter_s=timer.cost.jitter_s, batch_target_s=timer.batch_target_s)
+        return results, noise_margin(timed, self.config), setup
 
     def _watch(self, cand: Worker, stage: Stage) -> None:
         """Reject a candidate that left processes behind or computes while it should be idle."""
@@ -274,8 +256,16 @@ class GuardSession:
         ``timed=False`` stops after the checks (a correct candidate is ACCEPT at stage
         "check", untimed); ``time_budget_s`` overrides the configured timing budget. A
         candidate that ran Triton kernels under Triton's interpreter (no GPU) is never timed:
-        correct, it is ACCEPT at stage "check" with ``timed=False`` and no speedup.
+        correct, it is ACCEPT at stage "check" with ``timed=False`` and no speedup. Once
+        checked, the verdict's ``check`` says against what and on how many trials.
         """
+        checked: list[WorkloadCases] = []
+        verdict = self._judge(source, incumbent, timed, time_budget_s, checked)
+        return verdict.model_copy(update={"check": summarize(self.task, checked)}) if checked else verdict
+
+    def _judge(self, source: str, incumbent: str | None, timed: bool, time_budget_s: float | None,
+               checked: list[WorkloadCases]) -> Verdict:
+        """``evaluate``'s cascade; fills ``checked`` with the check's cases once they exist."""
         start = time.perf_counter()
         issues = gate.check(source, self.forbidden, self.config.platform)
         if issues:
@@ -297,6 +287,7 @@ class GuardSession:
                 isolation = cand.isolation
                 stage = "check"
                 cases = self._cases()
+                checked.extend(cases)
                 interpreted = self._check(cand, cases)
                 self._watch(cand, "check")
                 if incumbent is not None and not interpreted:
@@ -321,7 +312,7 @@ class GuardSession:
                                correct=True, isolation=isolation, seconds=time.perf_counter() - start)
             stage = "time"
             with self.device.exclusive():
-                results, margin = self._time(workers, time_budget_s or self.config.time_budget_s)
+                results, margin, setup = self._time(workers, time_budget_s or self.config.time_budget_s)
                 self._watch(cand, "time")
         except _Reject as exc:
             return Verdict.reject(exc.stage, exc.reason, diagnostics=exc.diagnostics or diagnostics,
@@ -336,27 +327,9 @@ class GuardSession:
             for worker in (cand, workers.get("inc")):
                 if worker is not None:
                     worker.close()
-        verdict = self._decide(results, margin, incumbent is not None, isolation, time.perf_counter() - start)
+        verdict = decide(results, margin, incumbent is not None, self.config.sol_hack_factor, self.peaks,
+                         isolation=isolation, timing=setup, seconds=time.perf_counter() - start)
         return verdict.model_copy(update={"reason": verdict.reason + note}) if note else verdict
-
-    def _decide(self, results: list[WorkloadResult], margin: float, has_incumbent: bool,
-                isolation: dict[str, bool], seconds: float) -> Verdict:
-        impossible = self._beyond_light(results)
-        if impossible:
-            return Verdict.reject("time", impossible, workloads=results, isolation=isolation, seconds=seconds)
-        speedup = geomean([r.speedup for r in results])
-        vs_inc = geomean([r.speedup_vs_incumbent for r in results]) if has_incumbent else None
-        gain = math.log(vs_inc if vs_inc is not None else speedup)
-        against = "the incumbent" if has_incumbent else "the reference"
-        if gain > margin:
-            decision, reason = "KEEP", f"faster than {against} by {math.exp(gain):.3f}x (noise band ±{margin:.1%})"
-        elif gain < -margin:
-            decision, reason = "REVERT", f"slower than {against}: {math.exp(gain):.3f}x (noise band ±{margin:.1%})"
-        else:
-            decision, reason = "ACCEPT", f"within the noise band of {against}: {math.exp(gain):.3f}x (±{margin:.1%})"
-        return Verdict(verdict=decision, stage="verdict", reason=reason, correct=True, speedup=speedup,
-                       speedup_vs_incumbent=vs_inc, noise_margin=margin, timed=True, workloads=results,
-                       isolation=isolation, seconds=seconds)
 
     def close(self) -> None:
         """Stop every worker (an evaluation in flight in another thread ends as a worker failure)."""

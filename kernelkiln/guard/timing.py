@@ -1,10 +1,29 @@
-"""Interleaved timing, measured with the parent's own clock.
+"""Interleaved timing: every role measured the same way, by the parent, net of scheduling.
 
-Each batch is one request to one worker: the parent times a candidate's round trip
-itself, so a candidate cannot forge its time; its own figure is only checked against it.
-The trusted reference worker's own clock is used for the reference (see ``_batch``).
-Only the worker being timed runs: the others are stopped (SIGSTOP) meanwhile, so no
-background thread of a candidate can slow the reference down.
+Each batch is one request to one worker (reference, candidate or incumbent alike). The
+parent takes its own clock around the request and the kernel's accounting of the worker
+before and after it (``accounting``: CPU time of all its threads, and how long each sat
+runnable on a run queue while something else had the core). A batch's time is
+
+    max(wall - request cost - longest run-queue wait - the timing thread's own wait,
+        (CPU time - a request's CPU cost) / threads)
+
+Why it cannot be forged: the wall clock and the accounting belong to the parent and the
+kernel; nothing a worker says about itself is believed (its own figure is only checked to
+fit inside the wall time). Taking out run-queue waits can only remove time the worker
+was kept from running; work hidden in its own threads while its main thread waits in
+the queue still shows in its CPU time, and the CPU bound charges every thread's run time
+against the ``threads`` cores it was given, so neither extra threads nor cores taken
+beyond its share make it faster. What it assumes: the worker's work runs in its own
+threads (processes it starts are refused, see ``GuardSession._watch``); run-queue waits
+come from the kernel's schedstat (CONFIG_SCHED_INFO); where it is missing, only the wall
+clock and the CPU bound are used and the verdict says so.
+
+A round in which any batch had more than ``max_correction`` of its wall time taken out
+is dropped and run again: large corrections are estimates, not measurements. Only the
+worker being timed runs; the others are stopped (SIGSTOP) meanwhile, so no background
+thread of a candidate can slow the reference down. Batches last long enough that the
+request's own measured jitter is under 1% of a batch.
 """
 
 from __future__ import annotations
@@ -18,11 +37,19 @@ from typing import Any
 
 import torch
 
+from kernelkiln.guard import accounting
+from kernelkiln.guard.accounting import Usage
 from kernelkiln.guard.check import compare, reference_outputs
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.workers import Worker
 from kernelkiln.platforms import Platform
 from kernelkiln.task import Task
+
+JITTER_SHARE = 0.01  # a request's own jitter may be at most this share of a batch
+MAX_BATCH_S = 0.25  # however noisy the requests, a batch lasts no longer than this
+_NOP_SAMPLES = 31
+AGREE = 0.02  # a single-threaded batch's two estimates agree when within this share of each other
+SETTLE_S = 0.01  # how long a worker may take to leave the CPU after a request before its readings are inexact
 
 
 class TimingReject(Exception):
@@ -31,13 +58,32 @@ class TimingReject(Exception):
 
 @dataclass
 class Series:
-    """Per-round seconds per call, one list per worker role."""
+    """Per-round seconds per call, one list per worker role, of the rounds kept."""
 
     times: dict[str, list[float]] = field(default_factory=dict)
     reps: dict[str, int] = field(default_factory=dict)
+    corrections: list[float] = field(default_factory=list)  # per kept round: largest share taken out
+    dropped: int = 0  # rounds dropped because a batch of theirs was corrected too much
 
     def log_ratios(self, num: str, den: str) -> list[float]:
         return [math.log(a / b) for a, b in zip(self.times[num], self.times[den])]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One batch: seconds per call, and the share of its wall time taken out as scheduling delay."""
+
+    seconds: float
+    correction: float
+
+
+@dataclass(frozen=True)
+class RequestCost:
+    """A request's fixed cost, measured on the trusted reference worker (wall and CPU seconds)."""
+
+    wall_s: float
+    cpu_s: float
+    jitter_s: float  # robust spread of its wall time
 
 
 def rse(logs: list[float]) -> float:
@@ -80,29 +126,74 @@ def _input_bytes(inputs: list[Any]) -> int:
     return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
 
 
+def batch_time(wall: float, usage: accounting.Delta, cost: RequestCost, threads: int, cpu_accounting: bool,
+               accounted: bool, reps: int) -> Sample:
+    """Seconds per call of one batch, and the share of its wall time taken out by estimate."""
+    net = wall - cost.wall_s
+    if not cpu_accounting:  # a device's work is not CPU time: the wall clock, undisturbed rounds only
+        waited = (usage.worker_wait_s + usage.guard_wait_s) / wall if usage.exact else float(accounted)
+        return Sample(seconds=max(net, 0.05 * wall) / reps, correction=waited)
+    if not usage.exact:  # no exact accounting: nothing is taken out, and a round it disturbs is run again
+        return Sample(seconds=max(net, 0.05 * wall) / reps, correction=float(accounted))
+    by_wall = net - usage.worker_wait_s - usage.guard_wait_s
+    by_cpu = (usage.cpu_s - cost.cpu_s) / threads
+    busy = max(by_wall, by_cpu, 0.05 * wall)
+    # One thread's CPU time is a measurement, not an estimate: when it binds, or the wall clock less
+    # the waits agrees with it, nothing rests on the waits taken out.
+    measured = threads == 1 and by_cpu >= (1 - AGREE) * by_wall
+    return Sample(seconds=busy / reps, correction=0.0 if measured else max(0.0, net - busy) / wall)
+
+
 class Timer:
     """Times the workers of one evaluation on one workload."""
 
     def __init__(self, task: Task, ref_models: dict[int, torch.nn.Module], workers: dict[str, Worker],
-                 config: GuardConfig, platform: Platform):
+                 config: GuardConfig, platform: Platform, threads: int):
         self.task, self.ref_models, self.workers, self.config = task, ref_models, workers, config
-        self.platform = platform
-        self.overhead = self._round_trip()
+        self.platform, self.threads = platform, threads
+        self.accounted = accounting.available()
+        self.cpu_accounting = self.accounted and platform.device == "cpu"
+        self.cost = self._request_cost()
+        self.batch_target_s = min(MAX_BATCH_S, max(config.batch_target_s, self.cost.jitter_s / JITTER_SHARE))
 
-    def _round_trip(self) -> float:
-        """Fixed cost of a request, measured on the trusted reference worker only.
+    def _request_cost(self) -> RequestCost:
+        """Fixed cost of a request and its jitter, measured on the trusted reference worker only.
 
         It is subtracted from every batch (a hostile worker could slow its own empty
         requests down to inflate it, so its own are never used).
         """
-        samples = []
-        for _ in range(15):
-            start = time.perf_counter()
-            self.workers["ref"].request({"op": "nop"}, self.config.call_timeout_s)
-            samples.append(time.perf_counter() - start)
-        return min(samples)  # the fixed part of the cost; jitter above it is noise, not overhead
+        walls, cpus = [], []
+        for _ in range(_NOP_SAMPLES):
+            _, usage, wall = self._request("ref", {"op": "nop"})
+            walls.append(wall)
+            cpus.append(usage.cpu_s)
+        mid = statistics.median(walls)
+        # min: the fixed part of the cost (an undisturbed request); jitter above it is noise, not overhead
+        return RequestCost(wall_s=min(walls), cpu_s=min(cpus),
+                           jitter_s=1.4826 * statistics.median(abs(w - mid) for w in walls))
 
-    def _batch(self, role: str, index: int, reps: int, probe: tuple[int, int] | None) -> float:
+    def _request(self, role: str, message: dict) -> tuple[dict[str, Any], accounting.Delta, float]:
+        """Send one request to ``role``'s worker: its reply, and its accounting and wall time around it."""
+        worker, pid = self.workers[role], self.workers[role].pid
+        exact, before = False, None
+        if self.accounted:
+            exact = accounting.settle(pid, SETTLE_S)
+            before = Usage.read(pid)
+        own = accounting.own_wait_ns()
+        start = time.perf_counter()
+        reply = worker.request(message, self.config.call_timeout_s)
+        wall = time.perf_counter() - start
+        own = accounting.own_wait_ns() - own
+        if not reply.get("ok"):
+            raise TimingReject(f"raised while timed: {reply.get('error')}")
+        if before is None:
+            return reply, accounting.Delta(), wall
+        exact = accounting.settle(pid, SETTLE_S) and exact
+        cpu, waited = Usage.read(pid).since(before)
+        return reply, accounting.Delta(cpu_s=cpu, worker_wait_s=waited, guard_wait_s=max(0, own) / 1e9,
+                                       exact=exact), wall
+
+    def _batch(self, role: str, index: int, reps: int, probe: tuple[int, int] | None) -> Sample:
         worker, cfg = self.workers[role], self.config
         if probe is not None:
             worker.request({"op": "refresh", "workload": index, "index": probe[0], "seed": probe[1]}, cfg.call_timeout_s)
@@ -110,46 +201,36 @@ class Timer:
         for other in others:
             other.freeze()
         try:
-            start = time.perf_counter()
-            reply = worker.request({"op": "run", "workload": index, "reps": reps,
-                                    "last": probe[0] if probe else None}, cfg.call_timeout_s)
-            wall = time.perf_counter() - start
+            reply, usage, wall = self._request(role, {"op": "run", "workload": index, "reps": reps,
+                                                      "last": probe[0] if probe else None})
         finally:
             for other in others:
                 other.thaw()
-        if not reply.get("ok"):
-            raise TimingReject(f"raised while timed: {reply.get('error')}")
         reported = float(reply.get("elapsed_s", 0.0))
         if not 0.0 <= reported <= wall * 1.05 + 1e-4:
             raise TimingReject(f"clock tampering: the worker reported {reported:.6f}s for a batch the guard "
                                f"measured at {wall:.6f}s")
         if probe is not None:
             self._verify_probe(role, index, probe[1])
-        if role == "ref":
-            # The reference worker runs only trusted code, so its own clock is believed: on a busy
-            # machine the round trip can take milliseconds longer than the work, and a reference
-            # inflated by that would show candidates phantom speedups. Candidates keep the parent's
-            # clock, which such delays can only make slower, never faster.
-            return max(reported, 1e-9) / reps
-        return max(wall - self.overhead, 0.05 * wall) / reps
+        return batch_time(wall, usage, self.cost, self.threads, self.cpu_accounting, self.accounted, reps)
 
     def _verify_probe(self, role: str, index: int, seed: int) -> None:
         reply = self.workers[role].request({"op": "fetch"}, self.config.call_timeout_s)
-        _, refs = reference_outputs(self.task, self.ref_models[index], index, seed)
+        expected = reference_outputs(self.task, self.ref_models[index], index, seed)
         outs = reply.get("outputs") or []
-        if len(outs) != len(refs):
+        if len(outs) != len(expected.outputs):
             raise TimingReject("wrong number of outputs while timed")
-        for j, (r, o) in enumerate(zip(refs, outs)):
-            problem = compare(self.task, r, o, f"output {j}")
+        for j, (r, x, o) in enumerate(zip(expected.outputs, expected.oracle, outs)):
+            problem = compare(self.task, r, o, f"output {j}", x)
             if problem:
                 raise TimingReject(f"wrong result while timed (behaves differently when timed): {problem}")
 
     def _calibrate(self, role: str, index: int) -> int:
-        """Repetitions for one batch to last ``batch_target_s`` (doubling, like timeit's autorange)."""
-        target, reps = self.config.batch_target_s, 1
+        """Repetitions for one batch to last the batch target (doubling, like timeit's autorange)."""
+        target, reps = self.batch_target_s, 1
         while True:
             # min of three (the request's own cost already taken off): a hiccup must not stop the doubling
-            busy = min(self._batch(role, index, reps, None) for _ in range(3)) * reps
+            busy = min(self._batch(role, index, reps, None).seconds for _ in range(3)) * reps
             if busy >= 0.5 * target or reps >= 1 << 20:
                 return max(1, round(reps * target / busy))
             reps *= 2
@@ -158,7 +239,7 @@ class Timer:
         """Raise the repetitions of roles whose first batches fell far short of the target."""
         changed = False
         for role, times in series.times.items():
-            want = math.ceil(self.config.batch_target_s / max(statistics.median(times[-3:]), 1e-9))
+            want = math.ceil(self.batch_target_s / max(statistics.median(times[-3:]), 1e-9))
             if want > 2 * series.reps[role]:
                 series.reps[role] = want
                 changed = True
@@ -183,26 +264,35 @@ class Timer:
             worker.request({"op": "prepare", "workload": index, "count": count, "seed": base}, cfg.call_timeout_s)
         for role in roles:
             self._batch(role, index, cfg.warmup_reps, None)
-        # Each role gets its own repetitions, so every batch lasts about batch_target_s and the
+        # Each role gets its own repetitions, so every batch lasts about the batch target and the
         # batches compared within a round run close together in time: on a machine whose speed
         # drifts, that closeness is what makes the pairing cancel the drift.
         series = Series({r: [] for r in roles}, reps={role: self._calibrate(role, index) for role in roles})
         deadline = time.monotonic() + budget_s
         restarts, previous = 0, None
-        for rnd in range(cfg.max_rounds + 9):
+        for rnd in range(2 * cfg.max_rounds + 9):
             if len(series.times["ref"]) >= cfg.max_rounds:
                 break
             order = _order(roles, previous)
             previous = order[-1]
+            samples = {}
             for role in order:
                 probe = None if role == "ref" else (secrets.randbelow(count), secrets.randbits(30))
-                series.times[role].append(self._batch(role, index, series.reps[role], probe))
-            if len(series.times["ref"]) % 3 == 0 and restarts < 3 and rnd < cfg.max_rounds // 2 \
+                samples[role] = self._batch(role, index, series.reps[role], probe)
+            correction = max(s.correction for s in samples.values())
+            if correction > cfg.max_correction and series.dropped < cfg.max_rounds:
+                series.dropped += 1  # disturbed beyond what the accounting can be trusted to take out
+            else:
+                for role, sample in samples.items():
+                    series.times[role].append(sample.seconds)
+                series.corrections.append(correction)
+            kept = len(series.times["ref"])
+            if kept and kept % 3 == 0 and restarts < 3 and rnd < cfg.max_rounds // 2 \
                     and self._recalibrate(series):
                 restarts += 1  # batches far shorter than intended: their numbers were mostly request cost
-                series.times = {r: [] for r in roles}
+                series.times, series.corrections = {r: [] for r in roles}, []
                 continue
-            if len(series.times["ref"]) >= cfg.min_rounds and (time.monotonic() > deadline or all(
+            if kept >= cfg.min_rounds and (time.monotonic() > deadline or all(
                     self._settled(series.log_ratios(num, "cand")) for num in roles if num != "cand")):
                 break
         return series

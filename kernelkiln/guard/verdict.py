@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from kernelkiln.guard.placement import Placement
+
 Decision = Literal["REJECT", "KEEP", "ACCEPT", "REVERT"]
 Stage = Literal["gate", "build", "check", "time", "verdict"]
 
@@ -26,8 +28,34 @@ class WorkloadResult(BaseModel):
     spread: float  # relative standard error of the per-round log-speedup
     rounds: int
     reps: int
+    dropped: int = 0  # rounds dropped and run again: some batch was kept from running too long
+    correction: float = 0.0  # median share of a batch's wall time taken out as scheduling delay
     sol_fraction: float | None = None  # speed-of-light bound / t_cand (None: no FLOPs/bytes metadata or peaks)
     ref_sol_fraction: float | None = None
+
+
+class TimingSetup(BaseModel):
+    """How an evaluation was timed: where each side ran, and what the request itself cost."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    placement: Placement = Placement()
+    accounting: bool = False  # run-queue waits taken out (the kernel's schedstat was readable)
+    request_s: float = 0.0  # fixed wall cost of one request, subtracted from every batch
+    request_jitter_s: float = 0.0  # its measured jitter; batches last at least 100 times longer
+    batch_target_s: float = 0.0
+
+
+class CheckSetup(BaseModel):
+    """How an evaluation was checked: against what, and on how many trials (all workloads together)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    oracle: bool = False  # every floating output measured against the float64 oracle (the reference run in double)
+    oracle_note: str = ""  # why not, when not: then against the float32 reference with the task's tolerance
+    trials: int = 0  # on the task's own inputs
+    robustness_trials: int = 0  # on wider inputs, where the reference stayed finite
+    robustness_skipped: int = 0  # robustness trials dropped: the reference was not finite on them
 
 
 class Verdict(BaseModel):
@@ -46,6 +74,8 @@ class Verdict(BaseModel):
     diagnostics: list[dict[str, Any]] = []
     workloads: list[WorkloadResult] = []
     isolation: dict[str, bool] = {}
+    check: CheckSetup | None = None  # None: never checked (a gate or build reject)
+    timing: TimingSetup | None = None  # None: not timed
     seconds: float = 0.0
 
     @classmethod

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelkiln.guard import forkserver, protocol, sandbox
+from kernelkiln.guard import accounting, forkserver, protocol, sandbox
 from kernelkiln.guard.config import GuardConfig
 
 SPIN_S = 0.05  # longest busy-wait for a reply before sleeping
@@ -29,7 +29,7 @@ class Worker:
     """One isolated worker running the reference or a candidate."""
 
     def __init__(self, slot: int, task_path: str, overrides: dict, model_seed: int,
-                 config: GuardConfig, threads: int):
+                 config: GuardConfig, threads: int, cpus: list[int] | None = None):
         self.config = config
         self.spin_s = SPIN_S if threads < (os.cpu_count() or 1) else 0.0
         self.uid = sandbox.allocate_uid(slot) if (config.isolate_user and sandbox.can_switch_user()) else None
@@ -41,10 +41,10 @@ class Worker:
             file_size_limit_mb=config.file_size_limit_mb, max_tasks=config.max_tasks,
             isolate_network=config.isolate_network, isolate_filesystem=config.isolate_filesystem,
             env=sandbox.scrubbed_env(sandbox.platform_env(config.platform)), readable=[task_path],
-            limit_address_space=config.platform == "cpu",
+            limit_address_space=config.platform == "cpu", cpus=cpus,
         )
         init = {"task_path": task_path, "overrides": overrides, "model_seed": model_seed,
-                "threads": threads, "spin_s": 0.002, "platform": config.platform}
+                "threads": threads, "platform": config.platform}
         self.server = forkserver.shared(config.platform)
         self.pid, self.conn = self.server.start(spec, init)
         self.frozen = False
@@ -121,16 +121,15 @@ class Worker:
             self.frozen = False
 
     def stray_processes(self) -> list[int]:
-        """Processes of the worker's user other than the worker itself (needs user isolation)."""
-        if self.uid is None:
-            return []
-        return [p for p in sandbox.pids_of_user(self.uid) if p != self.pid]
+        """Processes the worker started: of its user id when isolated, else of its session."""
+        found = sandbox.pids_of_user(self.uid) if self.uid is not None else sandbox.pids_of_session(self.pid)
+        return [p for p in found if p != self.pid]
 
     def exited(self) -> bool:
         return self.server.exit_code(self.pid, timeout=0) is not None
 
     def cpu_seconds(self) -> float | None:
-        return sandbox.cpu_seconds(self.pid)
+        return accounting.cpu_seconds(self.pid)
 
     def close(self) -> None:
         """Kill the worker, everything it started, and its workspace (idempotent)."""

@@ -15,6 +15,7 @@ from kernelkiln.task.model import Task, Tolerance, Workload
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 _KILN_KEYS = {
     "op_family", "workloads", "tolerance", "flops", "bytes", "forbidden_ops", "allowed_ops", "seed", "level",
+    "robustness",
 }
 
 
@@ -91,7 +92,7 @@ def _tolerances(raw: Any, where: str) -> dict[str, Tolerance]:
     out = {}
     for dtype, tol in raw.items():
         try:
-            out[str(dtype)] = Tolerance(float(tol["atol"]), float(tol["rtol"]))
+            out[str(dtype)] = Tolerance(float(tol["atol"]), float(tol["rtol"]), explicit=True)
         except (KeyError, TypeError, ValueError):
             raise UserError(f"{where}: KILN['tolerance'][{dtype!r}] needs numeric 'atol' and 'rtol'") from None
         if not (math.isfinite(out[str(dtype)].atol) and math.isfinite(out[str(dtype)].rtol)):
@@ -153,6 +154,9 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None) -> Task
     level = meta.get("level", 1)
     if not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= 4:
         raise UserError(f"{path}: KILN['level'] must be 1, 2, 3 or 4 (KernelBench's levels), got {level!r}")
+    robustness = meta.get("robustness", True)
+    if not isinstance(robustness, bool):
+        raise UserError(f"{path}: KILN['robustness'] must be True or False, got {robustness!r}")
     seeds = _seeds(meta.get("seed"), path)
     task = Task(
         name=name,
@@ -169,6 +173,7 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None) -> Task
         seed_path=seeds.get("cpu"),
         seeds=seeds,
         level=level,
+        robustness=robustness,
     )
     _probe(task)
     return task

@@ -26,10 +26,11 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Absolute and relative tolerance for one dtype."""
+    """Absolute and relative tolerance for one dtype; ``explicit`` when the task's KILN gave it."""
 
     atol: float
     rtol: float
+    explicit: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,25 @@ class Workload:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "sizes": dict(self.sizes), "flops": self.flops, "bytes": self.bytes}
+
+
+def _widen(x: Any, seed: int, position: int) -> Any:
+    """``x`` redrawn as normal noise centred on its mean with twice its spread (or its mean's size).
+
+    Non-negative inputs (``torch.rand``) gain negative values and every input larger ones, so
+    a candidate that relies on get_inputs' own domain (ReLU as identity on positive inputs)
+    fails; deterministic in ``seed``, so the parent and a worker draw identical tensors.
+    """
+    import torch
+
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() == 0:
+        return x
+    std, mean = (float(v) for v in torch.std_mean(x.detach().float(), correction=0))
+    spread = 2.0 * max(std, abs(mean)) or 1.0
+    generator = torch.Generator().manual_seed((seed * 1_000_003 + position) % (1 << 63))
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32
+    noise = torch.randn(x.shape, generator=generator, dtype=wide) * spread + mean
+    return torch.empty_like(x, requires_grad=False).copy_(noise)
 
 
 @dataclass
@@ -66,6 +86,7 @@ class Task:
     seed_path: Path | None = None  # the CPU seed
     seeds: dict[str, Path] = field(default_factory=dict)  # seed candidate per platform
     level: int = 1  # KernelBench's: 1 single op, 2 fusion, 3 block; a suite runs easier levels first
+    robustness: bool = True  # KILN["robustness"]: False when inputs must come from get_inputs' own domain
 
     def seed_for(self, platform: str) -> Path | None:
         """The seed candidate for ``platform`` (None when the task has none for it)."""
@@ -96,13 +117,18 @@ class Task:
                 for k, v in saved.items():
                     setattr(self.module, k, v)
 
-    def make_inputs(self, workload: Workload, seed: int) -> list[Any]:
-        """The workload's inputs, generated deterministically from ``seed``."""
+    def make_inputs(self, workload: Workload, seed: int, wide: bool = False) -> list[Any]:
+        """The workload's inputs, generated deterministically from ``seed``.
+
+        ``wide``: the same shapes, dtypes and layouts, every floating tensor redrawn from a
+        wider distribution (robustness trials); integer, bool and non-tensor inputs unchanged.
+        """
         import torch  # here, not at the top: `kiln --help` should not wait for torch
 
         with self.bound(workload):
             torch.manual_seed(seed)
-            return list(self.module.get_inputs())
+            inputs = list(self.module.get_inputs())
+        return [_widen(x, seed, j) for j, x in enumerate(inputs)] if wide else inputs
 
     def init_inputs(self, workload: Workload) -> list[Any]:
         with self.bound(workload):

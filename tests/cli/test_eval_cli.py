@@ -27,6 +27,7 @@ def test_eval_on_a_bundled_task_uses_its_seed_and_set_shrinks_it():
     done = kiln("eval", "row_sum", "--set", "batch_size=64", "--set", "dim=64", *QUICK)
     assert done.returncode == 0, done.stderr
     assert "verdict:" in done.stdout and "batch_size=64" in done.stdout
+    assert "check: against the float64 oracle; 10 trials, 4 robustness trials on wider inputs" in done.stdout
 
 
 def test_a_rejected_candidate_still_exits_zero_with_a_null_speedup():
@@ -34,6 +35,7 @@ def test_a_rejected_candidate_still_exits_zero_with_a_null_speedup():
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert (out["verdict"], out["stage"], out["correct"], out["speedup"]) == ("REJECT", "check", False, None)
+    assert out["check"]["oracle"] is True and out["check"]["oracle_note"] == ""
 
 
 def test_unusable_input_is_one_line_and_exit_code_two(tmp_path):

@@ -12,21 +12,32 @@ import pytest
 
 from kernelkiln.guard import GuardSession, sandbox
 from kernelkiln.task import load_task
+from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.hostile import HOSTILE
 from kernelkiln.testing.tasks import TASKS
 
 CASES = sorted(p for p in HOSTILE.glob("*.py") if p.name != "__init__.py")
 SECRET = "kiln-test-secret-8d1f0c"
+DEFAULT_TASK = "tiny_softmax"
 
 
 @pytest.fixture(scope="module")
-def session():
+def sessions():
+    """A guard session per task, opened when a case first needs it and all closed at the end."""
     os.environ["KILN_TEST_SECRET"] = SECRET
+    opened: dict[str, GuardSession] = {}
+
+    def session(task: str = DEFAULT_TASK) -> GuardSession:
+        if task not in opened:
+            opened[task] = GuardSession(load_task(TASKS / f"{task}.py"), fast_config())
+        return opened[task]
+
     try:
-        with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
-            yield guard
+        yield session
     finally:
+        for guard in opened.values():
+            guard.close()
         os.environ.pop("KILN_TEST_SECRET", None)
 
 
@@ -57,14 +68,19 @@ def listener():
     server.close()
 
 
-def _expectation(path: Path) -> tuple[str, str]:
-    match = re.match(r"# expect: (\w+): (.+)", path.read_text().splitlines()[0])
+def _expectation(path: Path) -> tuple[str, str, str]:
+    """The stage and reason regex of the first line, and the task of an optional second ``# task: NAME``."""
+    lines = path.read_text().splitlines()
+    match = re.match(r"# expect: (\w+): (.+)", lines[0])
     assert match, f"{path.name} must start with '# expect: STAGE: REGEX'"
-    return match.group(1), match.group(2)
+    task = re.match(r"# task: (\w+)$", lines[1]) if len(lines) > 1 else None
+    if task:
+        assert (TASKS / f"{task.group(1)}.py").exists(), f"{path.name}: no task {task.group(1)} in {TASKS}"
+    return match.group(1), match.group(2), task.group(1) if task else DEFAULT_TASK
 
 
 @pytest.mark.parametrize("case", CASES, ids=[p.stem for p in CASES])
-def test_hostile_candidate_is_rejected_with_a_specific_reason(case, session, listener, tmp_path):
+def test_hostile_candidate_is_rejected_with_a_specific_reason(case, sessions, listener, tmp_path):
     port, connections = listener
     outside = tmp_path / "outside" / "pwned"
     outside.parent.mkdir()
@@ -73,9 +89,9 @@ def test_hostile_candidate_is_rejected_with_a_specific_reason(case, session, lis
     secret_file.chmod(0o600)
     source = (case.read_text().replace("@PORT@", str(port)).replace("@OUTSIDE@", str(outside))
               .replace("@SECRET_FILE@", str(secret_file)))
-    stage, reason = _expectation(case)
+    stage, reason, task = _expectation(case)
 
-    verdict = session.evaluate(source)
+    verdict = sessions(task).evaluate(source)
 
     assert verdict.verdict == "REJECT", verdict.reason
     assert verdict.stage == stage, verdict.reason
@@ -86,9 +102,15 @@ def test_hostile_candidate_is_rejected_with_a_specific_reason(case, session, lis
     assert not connections
 
 
-def test_the_guard_and_its_workers_survive_the_whole_suite(session):
+def test_an_honest_native_kernel_named_like_the_reference_op_is_judged_not_refused(sessions):
+    verdict = sessions("tiny_relu").evaluate((CANDIDATES / "relu_c.py").read_text(), timed=False)
+    assert verdict.verdict == "ACCEPT" and verdict.correct, verdict.reason
+
+
+def test_the_guard_and_its_workers_survive_the_whole_suite(sessions):
+    session = sessions()
     ok = (TASKS.parent / "hostile" / "returns_input.py").read_text()
     assert session.evaluate(ok).verdict == "REJECT"  # the reference worker still answers
     if session._build_uid is not None:
-        for slot_uid in (sandbox.allocate_uid(s) for s in range(4)):
+        for slot_uid in (sandbox.allocate_uid(session._slot(s)) for s in range(4)):
             assert sandbox.pids_of_user(slot_uid) == [] or slot_uid == session._ref.uid

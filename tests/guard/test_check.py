@@ -1,15 +1,67 @@
-"""The comparison of a candidate's output with the reference's."""
+"""The comparison of a candidate's output with the reference's, against the float64 oracle."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
 import torch
 
-from kernelkiln.guard.check import compare
+from kernelkiln import native
+from kernelkiln.guard import GuardSession
+from kernelkiln.guard.check import compare, make_cases, reference_outputs, summarize
+from kernelkiln.guard.oracle import exact_outputs
 from kernelkiln.task import load_task
+from kernelkiln.testing.candidates import CANDIDATES
+from kernelkiln.testing.guard import fast_config
+from kernelkiln.testing.hostile import HOSTILE
 from kernelkiln.testing.tasks import TASKS
 
 TASK = load_task(TASKS / "tiny_softmax.py")
+LONG = load_task(TASKS / "long_row_sum.py")
+SEQUENTIAL = native.load(r"""
+#include <stdint.h>
+void row_sum(const float* x, float* y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) {
+        float s = 0.0f;
+        for (int64_t c = 0; c < cols; ++c) s += x[r * cols + c];
+        y[r] = s;
+    }
+}
+""", {"row_sum": "void(const float*, float*, int64_t, int64_t)"})
 
+
+def _sequential(x: torch.Tensor) -> torch.Tensor:
+    y = torch.empty(x.shape[0])
+    SEQUENTIAL.row_sum(x, y, x.shape[0], x.shape[1])
+    return y
+
+
+def _long_trial(task=LONG, seed: int = 0):
+    expected = reference_outputs(task, task.make_model(task.workloads[0], 0), 0, seed)
+    return expected.inputs[0], expected.outputs[0], expected.oracle[0]
+
+
+@pytest.fixture(scope="module")
+def world_readable():
+    """A folder sandboxed workers (another user) can read task files from."""
+    folder = Path(tempfile.mkdtemp(prefix="kiln-check-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
+def _task_file(folder: Path, source: Path, name: str, replace: tuple[str, str]) -> Path:
+    path = folder / f"{name}.py"
+    path.write_text(source.read_text().replace(*replace))
+    path.chmod(0o644)
+    return path
+
+
+# -- the rule, on outputs ---------------------------------------------------------------
 
 def test_reordered_float32_arithmetic_passes():
     x = torch.randn(64, 4096)
@@ -35,19 +87,87 @@ def test_the_first_mismatching_element_is_reported_with_expected_and_got():
     assert "1 of 16 elements outside tolerance" in problem and "first at (1, 2): got 3" in problem
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_sequential_float32_sum_over_65536_columns_passes_against_the_oracle(seed):
+    x, ref, exact = _long_trial(seed=seed)
+    out = _sequential(x)
+    assert compare(LONG, ref, out, "output 0", exact) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_long_sum_computed_in_half_precision_fails(dtype):
+    x, ref, exact = _long_trial()
+    assert compare(LONG, ref, x.to(dtype).sum(1).float(), "output 0", exact) is not None
+
+
+@pytest.mark.parametrize("wrong", ["zeroed", "relative_1e-3", "one_element", "stale"])
+def test_wrong_long_sums_fail_against_the_oracle(wrong):
+    x, ref, exact = _long_trial()
+    out = _sequential(x)
+    if wrong == "zeroed":
+        out = torch.zeros_like(out)
+    elif wrong == "relative_1e-3":
+        out = out * (1 + 1e-3)
+    elif wrong == "one_element":
+        out[3] += 0.01 * float(out.pow(2).mean().sqrt())
+    else:
+        out = _sequential(_long_trial(seed=1)[0])
+    assert compare(LONG, ref, out, "output 0", exact) is not None
+
+
+def test_an_explicit_tolerance_is_the_bound_measured_against_the_oracle(tmp_path):
+    tasks = {}
+    for name, tolerance in (("strict", '{"atol": 1e-6, "rtol": 1e-6}'), ("loose", '{"atol": 1.0, "rtol": 0.01}')):
+        path = tmp_path / f"{name}_sum.py"
+        path.write_text((TASKS / "long_row_sum.py").read_text().replace(
+            'KILN = {"op_family": "reduction"}', f'KILN = {{"op_family": "reduction", "tolerance": {tolerance}}}'))
+        tasks[name] = load_task(path)
+    x, ref, exact = _long_trial(tasks["strict"])
+    problem = compare(tasks["strict"], ref, _sequential(x), "output 0", exact)  # passes under the default rule
+    assert problem is not None and "(float64 oracle)" in problem and "reference's own error" not in problem
+    x, ref, exact = _long_trial(tasks["loose"])
+    assert compare(tasks["loose"], ref, x.half().sum(1).float(), "output 0", exact) is None
+
+
+def test_a_reference_that_is_not_finite_is_matched_as_it_is():
+    ref = torch.tensor([1.0, float("inf"), float("nan")])
+    expected = reference_outputs(TASK, TASK.make_model(TASK.workloads[0], 0), 0, 0)
+    assert compare(TASK, ref, ref.clone(), "output 0") is None
+    problem = compare(TASK, expected.outputs[0], torch.full_like(expected.outputs[0], float("nan")), "output 0",
+                      expected.oracle[0])
+    assert "non-finite values where the reference is finite" in problem
+
+
+def test_integer_outputs_must_be_equal_and_the_check_reports_that_no_oracle_was_used():
+    task = load_task(TASKS / "tiny_argmax.py")
+    cases = make_cases(task, task.make_model(task.workloads[0], 0), 0, trials=5, robustness_trials=2)
+    expected = cases.expected[0]
+    assert expected.oracle == [None]
+    wrong = expected.outputs[0].clone()
+    wrong[0] += 1
+    assert compare(task, expected.outputs[0], wrong, "output 0") == "output 0: 1 of 16 elements differ"
+    setup = summarize(task, [cases])
+    assert not setup.oracle and setup.oracle_note == "workload w0: integer or bool outputs: compared exactly with the reference"
+    assert (setup.trials, setup.robustness_trials) == (5, 2)
+
+
+def test_the_float64_rounding_run_is_made_only_for_an_output_the_cheaper_bounds_refuse():
+    calls: list[int] = []
+    ref = torch.randn(8, 16)
+    [exact] = exact_outputs([ref], [ref.double()], lambda: calls.append(1) or [ref.double()])
+    assert compare(TASK, ref, ref.clone(), "output 0", exact) is None and calls == []
+    assert compare(TASK, ref, ref + 1, "output 0", exact) is not None and calls == [1]
+
+
 def test_inputs_and_reference_outputs_stay_reproducible_while_other_threads_make_theirs():
-    import threading
-
-    from kernelkiln.guard.check import reference_outputs
-
     models = {i: TASK.make_model(w, 0) for i, w in enumerate(TASK.workloads)}
     expected = {(i, s): TASK.make_inputs(TASK.workloads[i], s)[0] for i in models for s in range(30)}
     wrong: list[tuple[int, int]] = []
 
     def generate(index: int) -> None:
         for seed in range(30):
-            inputs, outs = reference_outputs(TASK, models[index], index, seed)
-            if not torch.equal(inputs[0], expected[(index, seed)]) or outs[0].shape != inputs[0].shape:
+            trial = reference_outputs(TASK, models[index], index, seed)
+            if not torch.equal(trial.inputs[0], expected[(index, seed)]) or trial.outputs[0].shape != trial.inputs[0].shape:
                 wrong.append((index, seed))
 
     threads = [threading.Thread(target=generate, args=(i % 2,)) for i in range(4)]
@@ -56,3 +176,52 @@ def test_inputs_and_reference_outputs_stay_reproducible_while_other_threads_make
     for t in threads:
         t.join()
     assert wrong == []
+
+
+def test_robustness_trials_are_dropped_where_the_reference_is_not_finite_on_wider_inputs():
+    task = load_task(TASKS / "tiny_sqrt.py")
+    cases = make_cases(task, task.make_model(task.workloads[0], 0), 0, trials=5, robustness_trials=3)
+    assert len(cases.seeds) == 5 and cases.wide == [False] * 5 and cases.skipped == 3
+
+
+# -- the rule, in evaluations -----------------------------------------------------------
+
+def test_an_honest_sequential_long_sum_is_accepted_on_every_evaluation():
+    with GuardSession(LONG, fast_config()) as guard:
+        for _ in range(3):
+            verdict = guard.evaluate((CANDIDATES / "row_sum_c.py").read_text(), timed=False)
+            assert verdict.verdict == "ACCEPT", verdict.reason
+            assert verdict.check.oracle and verdict.check.trials == 5 and verdict.check.robustness_trials == 2
+
+
+def test_relu_as_identity_is_rejected_as_correct_only_on_the_tasks_inputs():
+    with GuardSession(load_task(TASKS / "tiny_relu.py"), fast_config()) as guard:
+        verdict = guard.evaluate((HOSTILE / "relu_identity.py").read_text(), timed=False)
+    assert verdict.verdict == "REJECT" and verdict.stage == "check"
+    assert verdict.reason.startswith("correct on the task's input distribution only: ")
+    assert "robustness trial, wider inputs" in verdict.reason
+
+
+def test_with_robustness_off_only_the_tasks_own_inputs_are_checked(world_readable):
+    path = _task_file(world_readable, TASKS / "tiny_relu.py", "relu_domain",
+                      ('"workloads"', '"robustness": False, "workloads"'))
+    with GuardSession(load_task(path), fast_config()) as guard:
+        verdict = guard.evaluate((HOSTILE / "relu_identity.py").read_text(), timed=False)
+    assert verdict.verdict == "ACCEPT", verdict.reason
+    assert verdict.check.robustness_trials == 0 and verdict.check.robustness_skipped == 0
+
+
+def test_robustness_trials_where_the_reference_is_not_finite_are_skipped_and_counted():
+    with GuardSession(load_task(TASKS / "tiny_sqrt.py"), fast_config()) as guard:
+        verdict = guard.evaluate("import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+                                 "    def forward(self, x):\n        return x ** 0.5\n", timed=False)
+    assert verdict.verdict == "ACCEPT", verdict.reason
+    assert verdict.check.robustness_trials == 0 and verdict.check.robustness_skipped == 2
+
+
+def test_a_random_reference_falls_back_to_the_float32_reference_and_the_verdict_says_why():
+    with GuardSession(load_task(TASKS / "tiny_dropout.py"), fast_config()) as guard:
+        verdict = guard.evaluate("import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+                                 "    def forward(self, x):\n        return x * 2\n", timed=False)
+    assert verdict.verdict == "REJECT"
+    assert verdict.check.oracle is False and "the reference is random" in verdict.check.oracle_note

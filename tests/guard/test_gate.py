@@ -63,6 +63,63 @@ def test_reference_ops_are_refused_in_any_spelling():
     assert messages(src.format("        return x @ w"), set()) == []
 
 
+def test_imported_reference_ops_are_refused_under_another_name_and_in_place():
+    src = "import torch\nfrom torch import relu as r\nclass ModelNew:\n    def f(self, x):\n{}\n"
+    assert "calls the reference op 'relu'" in messages(src.format("        return r(x)"), {"relu"})[0]
+    assert "calls the reference op 'relu_'" in messages(src.format("        return x.relu_()"), {"relu"})[0]
+
+
+NATIVE = """
+import torch
+import torch.nn as nn
+import kernelkiln.native
+from kernelkiln import native
+from kernelkiln import native as kn
+from kernelkiln.native import load
+from kernelkiln.native import load as build
+
+lib = native.load("...", {{"relu": "void(const float*, float*, int64_t)"}})
+other = {loader}("...", {{"matmul": "void(void)"}})
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        other.matmul()
+        return y
+{extra}"""
+
+
+@pytest.mark.parametrize("loader", ["native.load", "kn.load", "load", "build", "kernelkiln.native.load"])
+def test_functions_of_a_native_library_the_candidate_loaded_may_be_named_like_reference_ops(loader):
+    found = messages(NATIVE.format(loader=loader, extra=""), {"relu", "matmul"})
+    assert not any("reference op" in m for m in found), found
+    if loader != "kernelkiln.native.load":  # that spelling is refused for itself (kernelkiln.native.native)
+        assert found == []
+
+
+@pytest.mark.parametrize("extra", [
+    "lib = torch",  # the same name bound to torch elsewhere
+    "def g(lib):\n    return lib.relu(1)",  # a parameter of that name
+    "for lib in [torch]:\n    pass",
+    "import torch as lib",
+])
+def test_a_name_also_bound_to_something_else_gets_no_native_exemption(extra):
+    found = messages(NATIVE.format(loader="native.load", extra=extra), {"relu", "matmul"})
+    assert any("calls the reference op 'relu'" in m for m in found), found
+
+
+@pytest.mark.parametrize("loader", ["torch.load", "nn.load", "native.build"])
+def test_only_kernelkiln_native_load_makes_a_native_library(loader):
+    found = messages(NATIVE.format(loader=loader, extra=""), {"relu", "matmul"})
+    assert any("calls the reference op 'matmul'" in m for m in found), found
+
+
+def test_a_rebound_loader_makes_no_native_library():
+    found = messages(NATIVE.format(loader="native.load", extra="native = torch"), {"relu", "matmul"})
+    assert any("calls the reference op 'relu'" in m for m in found), found
+
+
 def test_submodules_named_like_ops_are_not_calls():
     src = "import torch.nn as nn\nclass ModelNew(nn.Module):\n    def f(self, x):\n        return self.linear.weight\n"
     assert messages(src, {"linear"}) == []

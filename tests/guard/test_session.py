@@ -83,20 +83,3 @@ def test_a_session_refuses_to_start_when_clock_locking_was_asked_for_and_failed(
 
     with pytest.raises(UserError, match="clock locking at 1500 MHz was asked for and failed"):
         GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(lock_clocks_mhz=1500))
-
-
-def _timed(sol: float | None, ref_sol: float | None):
-    from kernelkiln.guard.verdict import WorkloadResult
-
-    return WorkloadResult(name="w0", sizes={}, t_ref_s=1e-3, t_cand_s=1e-4, speedup=10.0, spread=0.01, rounds=6,
-                          reps=10, sol_fraction=sol, ref_sol_fraction=ref_sol)
-
-
-def test_a_time_beyond_the_speed_of_light_is_a_hack_flag_unless_the_reference_breaks_it_too():
-    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
-        assert "faster than the speed-of-light bound" in guard._beyond_light([_timed(10.0, 0.5)])
-        assert guard._beyond_light([_timed(10.0, 9.0)]) is None  # the metadata or the peaks are off
-        assert guard._beyond_light([_timed(3.0, 0.5)]) is None  # within the generous factor
-        assert guard._beyond_light([_timed(None, None)]) is None  # no metadata: no bound
-    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(sol_hack_factor=0)) as guard:
-        assert guard._beyond_light([_timed(10.0, 0.5)]) is None

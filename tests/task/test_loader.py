@@ -89,12 +89,24 @@ def test_positional_init_args_construct_the_reference():
     (KERNELBENCH + "KILN = {'speed': 1}\n", "unknown KILN key"),
     (KERNELBENCH + "KILN = {'workloads': [{'M': 3}]}\n", "unknown size variable"),
     (KERNELBENCH + "KILN = {'seed': 'nope.py'}\n", "missing file"),
+    (KERNELBENCH + "KILN = {'robustness': 'no'}\n", r"KILN\['robustness'\] must be True or False"),
     (KERNELBENCH.replace("torch.randn(N, N)\n    B", "torch.randn(N, -N)\n    B"), "get_inputs/get_init_inputs failed"),
 ])
 def test_a_broken_task_is_one_clear_user_error(tmp_path, text, message):
     with pytest.raises(UserError, match=message) as info:
         load_task(write(tmp_path, text))
     assert "\n" not in str(info.value)
+
+
+def test_robustness_trials_are_on_unless_the_task_turns_them_off(tmp_path):
+    assert load_task(write(tmp_path, KERNELBENCH)).robustness is True
+    assert load_task(write(tmp_path, KERNELBENCH + "KILN = {'robustness': False}\n", "off.py")).robustness is False
+
+
+def test_a_tolerance_from_kiln_is_marked_explicit_and_a_default_one_is_not(tmp_path):
+    task = load_task(write(tmp_path, KERNELBENCH + "KILN = {'tolerance': {'float16': {'atol': 0.1, 'rtol': 0.1}}}\n"))
+    assert task.tolerance(torch.float16).explicit and task.tolerance(torch.float16).atol == 0.1
+    assert not task.tolerance(torch.float32).explicit
 
 
 def test_unknown_override_names_the_known_variables(tmp_path):

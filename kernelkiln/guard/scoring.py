@@ -1,0 +1,64 @@
+"""From timed rounds to figures and a decision: speedups, the noise band, KEEP/ACCEPT/REVERT."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from kernelkiln.guard.config import GuardConfig
+from kernelkiln.guard.timing import Series, rse
+from kernelkiln.guard.verdict import Verdict, WorkloadResult, geomean
+from kernelkiln.platforms import Peaks
+from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
+from kernelkiln.task import Workload
+
+
+def workload_result(workload: Workload, series: Series, peaks: Peaks) -> WorkloadResult:
+    """One workload's figures: medians of the kept rounds, speedups as medians of paired ratios."""
+    med = {role: statistics.median(ts) for role, ts in series.times.items()}
+    logs = series.log_ratios("ref", "cand")
+    inc = math.exp(statistics.median(series.log_ratios("inc", "cand"))) if "inc" in med else None
+    bound = sol_bound_s(workload.flops, workload.bytes, peaks)
+    return WorkloadResult(
+        name=workload.name, sizes=workload.sizes, t_ref_s=med["ref"], t_cand_s=med["cand"],
+        t_inc_s=med.get("inc"), speedup=math.exp(statistics.median(logs)), speedup_vs_incumbent=inc,
+        spread=rse(logs), rounds=len(logs), reps=series.reps["cand"], dropped=series.dropped,
+        correction=statistics.median(series.corrections),
+        sol_fraction=sol_fraction(bound, med["cand"]), ref_sol_fraction=sol_fraction(bound, med["ref"]))
+
+
+def noise_margin(series: list[Series], config: GuardConfig) -> float:
+    """The noise band in log-speedup: max(min_margin, margin_sigmas x standard error), at most max_margin."""
+    ses = [rse(s.log_ratios("inc" if "inc" in s.times else "ref", "cand")) for s in series]
+    se = math.sqrt(sum(s * s for s in ses)) / len(ses)
+    return min(config.max_margin, max(config.min_margin, config.margin_sigmas * se))
+
+
+def beyond_light(results: list[WorkloadResult], factor: float, peaks: Peaks) -> str | None:
+    """Why a candidate's times are physically impossible on this device, or None."""
+    for r in results:
+        if factor and r.sol_fraction is not None and r.sol_fraction > factor and \
+                (r.ref_sol_fraction or 0.0) <= factor:
+            return (f"workload {r.name}: measured {r.sol_fraction:.1f}x faster than the speed-of-light bound "
+                    f"({peaks.source}): skipped work or a cached result, not a record")
+    return None
+
+
+def decide(results: list[WorkloadResult], margin: float, has_incumbent: bool, sol_hack_factor: float,
+           peaks: Peaks, **fields) -> Verdict:
+    """The verdict on a correct, timed candidate; ``fields`` go into it as they are."""
+    impossible = beyond_light(results, sol_hack_factor, peaks)
+    if impossible:
+        return Verdict.reject("time", impossible, workloads=results, **fields)
+    speedup = geomean([r.speedup for r in results])
+    vs_inc = geomean([r.speedup_vs_incumbent for r in results]) if has_incumbent else None
+    gain = math.log(vs_inc if vs_inc is not None else speedup)
+    against = "the incumbent" if has_incumbent else "the reference"
+    if gain > margin:
+        decision, reason = "KEEP", f"faster than {against} by {math.exp(gain):.3f}x (noise band ±{margin:.1%})"
+    elif gain < -margin:
+        decision, reason = "REVERT", f"slower than {against}: {math.exp(gain):.3f}x (noise band ±{margin:.1%})"
+    else:
+        decision, reason = "ACCEPT", f"within the noise band of {against}: {math.exp(gain):.3f}x (±{margin:.1%})"
+    return Verdict(verdict=decision, stage="verdict", reason=reason, correct=True, speedup=speedup,
+                   speedup_vs_incumbent=vs_inc, noise_margin=margin, timed=True, workloads=results, **fields)

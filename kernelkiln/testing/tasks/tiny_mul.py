@@ -1,0 +1,27 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Elementwise product, small enough for fast tests."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        return x * y
+
+
+batch_size = 16
+dim = 64
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim), torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+
+
+KILN = {"op_family": "elementwise", "workloads": [{"batch_size": 16, "dim": 64}]}

@@ -1,0 +1,54 @@
+"""From timed rounds to a decision: the noise band, its cap, and the speed-of-light flag."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kernelkiln.guard import GuardConfig
+from kernelkiln.guard.scoring import beyond_light, decide, noise_margin
+from kernelkiln.guard.timing import Series
+from kernelkiln.guard.verdict import WorkloadResult
+from kernelkiln.platforms import Peaks
+
+PEAKS = Peaks(bandwidth_gbs=10.0, gflops_fp32=100.0, source="test peaks")
+
+
+def _timed(speedup: float = 10.0, sol: float | None = None, ref_sol: float | None = None, vs_inc=None):
+    return WorkloadResult(name="w0", sizes={}, t_ref_s=1e-3, t_cand_s=1e-3 / speedup, speedup=speedup, spread=0.01,
+                          rounds=6, reps=10, sol_fraction=sol, ref_sol_fraction=ref_sol, speedup_vs_incumbent=vs_inc)
+
+
+def _series(ratios: list[float]) -> Series:
+    return Series({"ref": [1.0] * len(ratios), "cand": [1.0 / r for r in ratios]}, reps={"ref": 1, "cand": 1})
+
+
+def test_a_time_beyond_the_speed_of_light_is_a_hack_flag_unless_the_reference_breaks_it_too():
+    assert "faster than the speed-of-light bound" in beyond_light([_timed(sol=10.0, ref_sol=0.5)], 4.0, PEAKS)
+    assert beyond_light([_timed(sol=10.0, ref_sol=9.0)], 4.0, PEAKS) is None  # the metadata or the peaks are off
+    assert beyond_light([_timed(sol=3.0, ref_sol=0.5)], 4.0, PEAKS) is None  # within the generous factor
+    assert beyond_light([_timed()], 4.0, PEAKS) is None  # no metadata: no bound
+    assert beyond_light([_timed(sol=10.0, ref_sol=0.5)], 0.0, PEAKS) is None  # disabled
+
+
+def test_the_noise_band_follows_the_spread_between_its_floor_and_its_cap():
+    config = GuardConfig()
+    assert noise_margin([_series([1.0] * 12)], config) == config.min_margin
+    wild = noise_margin([_series([0.2, 5.0] * 6)], config)
+    assert wild == config.max_margin
+    middling = noise_margin([_series([0.9, 1.1] * 6)], config)
+    assert config.min_margin < middling < config.max_margin
+
+
+def test_a_3x_candidate_is_kept_and_a_3x_slower_one_reverted_however_noisy_the_machine():
+    widest = GuardConfig().max_margin
+    assert decide([_timed(3.0)], widest, False, 4.0, PEAKS).verdict == "KEEP"
+    assert decide([_timed(1 / 3)], widest, False, 4.0, PEAKS).verdict == "REVERT"
+    assert decide([_timed(1.0, vs_inc=3.0)], widest, True, 4.0, PEAKS).verdict == "KEEP"
+
+
+def test_a_speedup_inside_the_band_is_accepted_and_the_figures_are_kept():
+    verdict = decide([_timed(1.02)], math.log(1.03), False, 4.0, PEAKS, seconds=1.5)
+    assert verdict.verdict == "ACCEPT" and verdict.correct and verdict.timed
+    assert verdict.speedup == pytest.approx(1.02) and verdict.seconds == 1.5
