@@ -17,10 +17,13 @@ against the ``threads`` cores it was given, so neither extra threads nor cores t
 beyond its share make it faster. What it assumes: the worker's work runs in its own
 threads (processes it starts are refused, see ``GuardSession._watch``); run-queue waits
 come from the kernel's schedstat (CONFIG_SCHED_INFO); where it is missing, only the wall
-clock and the CPU bound are used and the verdict says so.
+clock is used and the verdict's ``timing.accounting`` says so. The worker blocks between
+requests and is read only once off the CPU (``accounting.settle``): the kernel brings a
+running thread's figures up to date only at a scheduler tick.
 
-A round in which any batch had more than ``max_correction`` of its wall time taken out
-is dropped and run again: large corrections are estimates, not measurements. Only the
+A round in which some batch rested on more than ``max_correction`` of its wall time taken
+out by estimate, or whose readings were not exact, is dropped and run again; a single
+thread's CPU time is a measurement, not an estimate (``batch_time``). Only the
 worker being timed runs; the others are stopped (SIGSTOP) meanwhile, so no background
 thread of a candidate can slow the reference down. Batches last long enough that the
 request's own measured jitter is under 1% of a batch.
@@ -62,7 +65,7 @@ class Series:
 
     times: dict[str, list[float]] = field(default_factory=dict)
     reps: dict[str, int] = field(default_factory=dict)
-    corrections: list[float] = field(default_factory=list)  # per kept round: largest share taken out
+    corrections: list[float] = field(default_factory=list)  # per kept round: its batches' largest correction
     dropped: int = 0  # rounds dropped because a batch of theirs was corrected too much
 
     def log_ratios(self, num: str, den: str) -> list[float]:
@@ -71,7 +74,7 @@ class Series:
 
 @dataclass(frozen=True)
 class Sample:
-    """One batch: seconds per call, and the share of its wall time taken out as scheduling delay."""
+    """One batch: seconds per call, and the share of its wall time taken out by estimate."""
 
     seconds: float
     correction: float
