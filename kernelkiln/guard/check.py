@@ -11,19 +11,12 @@ from typing import Any
 
 import torch
 
-from kernelkiln.guard.oracle import ORACLE_FACTOR, ROUNDING_FACTOR, Exact, exact_outputs, oracle_for, precise
+from kernelkiln.guard.oracle import (ORACLE_FACTOR, ROUNDING_FACTOR, Exact, as_list, exact_outputs, floating,
+                                     oracle_for, precise)
 from kernelkiln.guard.verdict import CheckSetup
 from kernelkiln.task import Task
 
 _WIDE = "robustness trial, wider inputs"
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (tuple, list)) else [value]
-
-
-def _floating(t: Any) -> bool:
-    return isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
 
 
 @dataclass(frozen=True)
@@ -42,7 +35,7 @@ class Expected:
 
     @property
     def finite(self) -> bool:
-        return all(bool(torch.isfinite(o).all()) for o in self.outputs if _floating(o))
+        return all(bool(torch.isfinite(o).all()) for o in self.outputs if floating(o))
 
 
 @dataclass(frozen=True)
@@ -166,7 +159,7 @@ def compare(task: Task, ref: torch.Tensor, out: Any, label: str, exact: Exact | 
     problem = _kind(ref, out, label)
     if problem or ref.numel() == 0:
         return problem
-    if not _floating(ref):
+    if not floating(ref):
         if torch.equal(out, ref):
             return None
         return f"{label}: {int((out != ref).sum())} of {ref.numel()} elements differ"
@@ -179,7 +172,7 @@ def _agrees(task: Task, first: Any, again: Any, ref: torch.Tensor, exact: Exact 
     problem = _kind(first, again, label) if isinstance(first, torch.Tensor) else None
     if problem or not isinstance(first, torch.Tensor) or first.numel() == 0:
         return problem
-    if not _floating(first):
+    if not floating(first):
         return None if torch.equal(first, again) else f"{label}: {int((first != again).sum())} elements differ"
     return _judged(task, ref, exact, precise(first), again, label, oracle=False)
 
@@ -262,7 +255,7 @@ def reference_outputs(task: Task, model: torch.nn.Module, workload_index: int, s
     # Bound while the reference runs too: a KernelBench forward may read module-level sizes.
     with task.bound(workload), torch.no_grad(), single_threaded():
         inputs = task.make_inputs(workload, seed, wide)
-        outs = [o.detach().clone() for o in _as_list(model(*[x.clone() if isinstance(x, torch.Tensor) else x
+        outs = [o.detach().clone() for o in as_list(model(*[x.clone() if isinstance(x, torch.Tensor) else x
                                                              for x in inputs]))]
         expected = Expected(inputs, outs, [None] * len(outs), wide)
         if wide and not expected.finite:
@@ -296,7 +289,7 @@ def summarize(task: Task, cases: list[WorkloadCases]) -> CheckSetup:
     note = next((f"workload {w.name}: {e.note}" for w, c in zip(task.workloads, cases)
                  for e in c.expected if e.note), "")
     oracle = all(x is not None for c in cases for e in c.expected for r, x in zip(e.outputs, e.oracle)
-                 if _floating(r)) and not note
+                 if floating(r)) and not note
     wide = [w for c in cases for w in c.wide]
     return CheckSetup(oracle=oracle, oracle_note=note, trials=wide.count(False), robustness_trials=wide.count(True),
                       robustness_skipped=sum(c.skipped for c in cases))

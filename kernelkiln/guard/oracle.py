@@ -74,11 +74,13 @@ def _same(a: Any, b: Any) -> bool:
     return torch.equal(a, b)
 
 
-def _as_list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
+    """A module's outputs as a list (a lone tensor becomes one item)."""
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
-def _floating(t: Any) -> bool:
+def floating(t: Any) -> bool:
+    """Whether ``t`` is a floating or complex tensor."""
     return isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
 
 
@@ -87,7 +89,7 @@ def _mismatch(refs: list[Any], doubles: list[Any]) -> str | None:
     if len(doubles) != len(refs):
         return f"the float64 run returns {len(doubles)} output(s), the reference {len(refs)}"
     for j, (r, d) in enumerate(zip(refs, doubles)):
-        if not _floating(r):
+        if not floating(r):
             continue
         want = torch.complex128 if r.is_complex() else torch.float64
         if not isinstance(d, torch.Tensor) or d.dtype != want or d.shape != r.shape:
@@ -194,13 +196,13 @@ class Oracle:
     def _decide(self, model: torch.nn.Module, inputs: list[Any], refs: list[Any]) -> list[Any] | None:
         """Set ``note`` (or the double model) from a first trial; the oracle's outputs for it."""
         self.decided = True
-        if not any(_floating(r) for r in refs):
+        if not any(floating(r) for r in refs):
             self.note = "integer or bool outputs: compared exactly with the reference"
             return None
         outs = []
         for seed in (1, 2):  # a random reference (dropout, torch.rand) has no single exact result
             torch.manual_seed(seed)
-            outs.append(_as_list(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])))
+            outs.append(as_list(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])))
         if not all(_same(a, b) for a, b in zip(*outs)):
             self.note = "the reference is random (two runs on the same inputs disagree)"
             return None
@@ -215,7 +217,7 @@ class Oracle:
 
     def _run(self, inputs: list[Any], refs: list[Any]) -> list[Any] | None:
         try:
-            doubles = _as_list(self.double(*[_to_double(x) for x in inputs]))
+            doubles = as_list(self.double(*[_to_double(x) for x in inputs]))
         except Exception as exc:
             self.note = f"the reference does not run in float64: {_first_line(exc)}"
             return None
@@ -231,7 +233,7 @@ class Oracle:
             None if self.note else self._run(inputs, refs))
         if doubles is None:
             return [None] * len(refs)
-        return [d if _floating(r) else None for r, d in zip(refs, doubles)]
+        return [d if floating(r) else None for r, d in zip(refs, doubles)]
 
     def perturbed(self, inputs: list[Any]) -> list[Any] | None:
         """The oracle's outputs with every floating input and parameter rounded once more (None: it failed).
@@ -250,7 +252,7 @@ class Oracle:
                     t.mul_(_jitter(t, unit, generator))
                 moved = [_to_double(x) * _jitter(x, _unit(x.dtype), generator)
                          if isinstance(x, torch.Tensor) and x.is_floating_point() else _to_double(x) for x in inputs]
-                return [o.detach() if isinstance(o, torch.Tensor) else o for o in _as_list(self.double(*moved))]
+                return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_list(self.double(*moved))]
         except Exception:
             return None
         finally:
