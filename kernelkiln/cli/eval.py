@@ -121,11 +121,24 @@ def render(verdict: Verdict, task: Task, console: Console) -> None:
         console.print(f"check: {_check_line(verdict)}", style="dim", markup=False, highlight=False)
     if verdict.timing is not None:
         console.print(f"timing: {_timing_line(verdict)}", style="dim", markup=False, highlight=False)
-    held = [k for k, v in verdict.isolation.items() if v]
-    missing = [k for k, v in verdict.isolation.items() if not v]
-    if verdict.isolation:
-        console.print(f"isolation: {', '.join(held)}" + (f" (not available: {', '.join(missing)})" if missing else ""),
-                      style="dim")
+    for line in _isolation_lines(verdict):
+        console.print(line, style="dim", markup=False, highlight=False)
+
+
+def _isolation_lines(verdict: Verdict) -> list[str]:
+    """What held around the candidate's worker and builds, what did not and why, what was refused."""
+    iso = verdict.isolation
+    if not iso.held:
+        return []
+    lines = []
+    for where, layers in (("worker", iso.held), ("build", iso.build)):
+        if layers:
+            held = ", ".join(k for k, v in layers.items() if v)
+            missing = "; ".join(f"{k}: {iso.notes.get(k, 'not applied')}" for k, v in layers.items() if not v)
+            lines.append(f"isolation ({iso.policy}), {where}: {held}" + (f" (did not hold: {missing})" if missing else ""))
+    if iso.denied:
+        lines.append(f"refused system calls: {', '.join(iso.denied)}")
+    return lines
 
 
 def register(app: typer.Typer) -> None:
@@ -139,6 +152,7 @@ def register(app: typer.Typer) -> None:
         time_budget: float = typer.Option(None, "--time-budget", min=0.1, help="Seconds the timing stage may take (default 20); it stops earlier once the speedup is precise."),
         platform: str = typer.Option("cpu", "--platform", help="Where the candidate runs and is timed: cpu or cuda (needs a visible NVIDIA GPU)."),
         lock_clocks: int = typer.Option(None, "--lock-clocks", metavar="MHZ", min=1, help="Lock the GPU's clocks at MHZ while timing (nvidia-smi -lgc); refuses to run if locking fails."),
+        isolation: str = typer.Option("strict", "--isolation", metavar="strict|best-effort", help="strict (default): stop when an isolation layer this kernel offers cannot be applied around the workers or builds; best-effort: judge with what holds. The verdict says which layers held."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Gate, build, check and time CANDIDATE against TASK's reference; print the verdict.
@@ -155,8 +169,10 @@ def register(app: typer.Typer) -> None:
         source = read_source(candidate, loaded, "candidate", platform)
         inc_source = read_source(incumbent, loaded, "incumbent") if incumbent else None
         err = Console(stderr=True)
+        if isolation not in ("strict", "best-effort"):
+            raise UserError(f"--isolation must be strict or best-effort, not {isolation!r}")
         settings = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget,
-                                      "lock_clocks_mhz": lock_clocks}.items() if v is not None}
+                                      "lock_clocks_mhz": lock_clocks, "isolation": isolation}.items() if v is not None}
         if platform != "cpu":
             settings["platform"] = platform
         with GuardSession(loaded, GuardConfig(**settings)) as session:

@@ -29,6 +29,13 @@ def machine_peaks(refresh: bool, console: Console | None = None) -> tuple[machin
     return record, False
 
 
+def isolation_offered() -> dict[str, str | None]:
+    """Each isolation layer this kernel lets this user apply (None), or why not."""
+    from kernelkiln.isolation.offer import offered
+
+    return offered()
+
+
 def _print_table(record: machine.MachineRecord, cached: bool, console: Console) -> None:
     table = Table("cores", "triad GB/s", "with write-allocate GB/s", "FP32 GFLOP/s",
                   title=f"{record.cpu} ({record.cpu_count} CPUs, {record.kernel})")
@@ -39,6 +46,9 @@ def _print_table(record: machine.MachineRecord, cached: bool, console: Console) 
     console.print(table)
     console.print(f"bandwidth_gbs {record.bandwidth_gbs:.1f}, peak_gflops {record.peak_gflops:.1f} "
                   f"at {machine.cores_text(record.cores)} (*: the guard's default)")
+    for layer, why in isolation_offered().items():
+        console.print(f"isolation {layer}: " + ("offered" if why is None else f"not offered ({why})"),
+                      markup=False, highlight=False)
     if cached:
         console.print(f"cached (measured {record.measured_at}); `kiln machine --refresh` measures again")
     else:
@@ -54,11 +64,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """This machine's peaks for speed-of-light figures: STREAM triad bandwidth and FMA FLOP/s per core count.
 
-        Measured once (a few seconds) and cached per CPU; later calls print the cached record.
+        Measured once (a few seconds) and cached per CPU; later calls print the cached record. Also lists the
+        isolation layers this kernel offers the guard's workers and builds (probed afresh each time), and why
+        any is not offered.
         """
         record, cached = machine_peaks(refresh)
         if as_json:
-            out = {**record.to_dict(), "cached": cached, "path": str(machine.cache_path(record.cpu_key))}
+            out = {**record.to_dict(), "cached": cached, "path": str(machine.cache_path(record.cpu_key)),
+                   "isolation": isolation_offered()}
             print(json.dumps(out, indent=2))
             return
         _print_table(record, cached, Console())

@@ -89,6 +89,10 @@ def optimize(
     out: Path = typer.Option(None, "--out", metavar="DIR", help="Where best.py files and run.json go "
                                                                 "(default: kiln-runs/RUN_ID)."),
     resume: str = typer.Option(None, "--resume", metavar="RUN_ID", help="Continue an interrupted run."),
+    isolation: str = typer.Option(None, "--isolation", metavar="strict|best-effort",
+                                  help="strict: stop when an isolation layer this kernel offers cannot be applied "
+                                       "around a worker or build; best-effort: run with what holds (every verdict "
+                                       "says). Default: strict for --policy llm, best-effort for the tuner."),
     as_json: bool = typer.Option(False, "--json", help="Print run.json's object instead of the table."),
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
@@ -106,7 +110,7 @@ def optimize(
             if not target:
                 raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
             config = _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens,
-                             max_wall, threads, time_budget, platform, lock_clocks, confirm)
+                             max_wall, threads, time_budget, platform, lock_clocks, confirm, isolation)
             specs = [TaskSpec(str(p), parse_overrides(overrides)) for p in _task_paths(target)]
             result = optimizer.start(specs, config, out)
     except Interrupted as stop:
@@ -152,8 +156,10 @@ def exit_interrupted(what_next: str) -> None:
 
 
 def _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens, max_wall, threads,
-            time_budget, platform, lock_clocks, confirm) -> OptimizeConfig:
+            time_budget, platform, lock_clocks, confirm, isolation=None) -> OptimizeConfig:
     guard: dict[str, Any] = {} if lock_clocks is None else {"lock_clocks_mhz": lock_clocks}
+    if isolation:
+        guard["isolation"] = isolation
     if threads:
         guard["threads"] = threads
     if time_budget:

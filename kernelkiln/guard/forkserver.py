@@ -81,16 +81,21 @@ class ForkServer:
             reply = self._call({"op": "fork", "spec": spec, "init": init}, [theirs.fileno()])
         finally:
             theirs.close()
+        if "pid" not in reply:
+            ours.close()
+            raise OSError(f"the worker could not isolate itself: {reply.get('error')}")
         return int(reply["pid"]), Connection(ours.detach())
 
     def exit_code(self, pid: int, timeout: float = 2.0) -> int | None:
         """The worker's exit code (negative: killed by that signal), or None while it runs."""
         deadline = time.monotonic() + timeout
+        pause = 0.0005  # a killed worker's first process follows it within a millisecond or two
         while True:
             code = self._call({"op": "status", "pid": pid}).get("code")
             if code is not None or time.monotonic() >= deadline:
                 return code
-            time.sleep(0.01)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.01)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -142,6 +147,7 @@ def _serve(control: socket.socket) -> None:
     gc.enable()
 
     codes: dict[int, int] = {}
+    waited: dict[int, int] = {}  # worker pid -> the child whose exit is the worker's
 
     def reap() -> None:
         while True:
@@ -161,20 +167,22 @@ def _serve(control: socket.socket) -> None:
         request = pickle.loads(payload)
         reap()
         if request["op"] == "fork":
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                code = 0
-                try:
-                    harness.main(Connection(fds[0]), request["spec"], request["init"])
-                except BaseException:
-                    code = 1
-                os._exit(code)
+            spec, init, channel = request["spec"], request["init"], fds[0]
+
+            def run(report: Any, flags: int) -> None:
+                harness.main(Connection(channel), spec, init, report, flags)
+
+            first, pid = sandbox.spawn(spec, run, channel, [control.fileno()])
             for fd in fds:
                 os.close(fd)
-            reply: dict[str, Any] = {"pid": pid}
+            if isinstance(pid, int):
+                waited[pid] = first
+                reply: dict[str, Any] = {"pid": pid}
+            else:
+                reply = {"error": pid}
         elif request["op"] == "status":
-            reply = {"code": codes.get(int(request["pid"]))}
+            pid = int(request["pid"])
+            reply = {"code": codes.get(waited.get(pid, pid))}
         else:
             reply = {"ok": True}
         _send(control, json.dumps(reply).encode())

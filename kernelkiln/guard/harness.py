@@ -20,6 +20,7 @@ import torch
 from kernelkiln import native
 from kernelkiln.guard import protocol, sandbox
 from kernelkiln.guard.reference_ops import OpRecorder
+from kernelkiln.isolation.layers import Report
 from kernelkiln.native import BuildRequest, BuildResult
 from kernelkiln.platforms import get_platform
 from kernelkiln.task import Task, load_task
@@ -189,9 +190,15 @@ class Harness:
         return {"ok": True, "outputs": outs}
 
 
-def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> None:
-    """Worker entry point (runs in the forked child)."""
-    applied = sandbox.enter(spec)
+def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any], report: Report, flags: int) -> None:
+    """Worker entry point (runs in the forked child, after ``sandbox.spawn``'s namespaces)."""
+    try:
+        sandbox.enter(spec, report, flags)
+    except BaseException as exc:  # the guard learns why, not just that the worker died
+        sandbox.hand_over_listener(conn, None)
+        protocol.send(conn, {"ok": False, "error": f"isolation failed: {type(exc).__name__}: {exc}"})
+        return
+    sandbox.hand_over_listener(conn, report.listener)
     torch.set_num_threads(int(init["threads"]))
     torch.ones(1 << 16).sum()  # start the intra-op pool before any candidate code runs
     try:
@@ -199,7 +206,7 @@ def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any]) -> N
     except BaseException as exc:  # the task itself is broken: tell the parent, not a traceback
         protocol.send(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         return
-    protocol.send(conn, {"ok": True, "isolation": applied, "pid": os.getpid()})
+    protocol.send(conn, {"ok": True, "isolation": report.held, "notes": report.notes})
     while True:
         try:
             # Blocks between requests (no busy-wait): off the CPU, the kernel's accounting of the

@@ -1,8 +1,13 @@
 """Isolation of a worker process, applied in the child before any candidate code runs.
 
-Layers (each reported, each applied where the OS allows it): own session, parent-death
-signal, resource limits, empty network namespace, private temp directories, an
-unprivileged user id of its own (when the guard runs as root), a scrubbed environment.
+Layers (each reported, each applied where the OS allows it; kernelkiln.isolation has the
+kernel's part): own session, parent-death signal, an unprivileged user namespace holding
+a network namespace with nothing in it, a mount namespace (private /tmp, /var/tmp and
+/dev/shm, home directories hidden) and a PID namespace whose first process is the worker
+(whatever it starts dies with it), resource limits, a user id of its own when the guard
+runs as root, Landlock (read the Python installation and the system, write the
+workspace), seccomp (no network sockets, ptrace, mounts, namespaces, BPF, keyrings), and
+a scrubbed environment.
 """
 
 from __future__ import annotations
@@ -13,11 +18,19 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
-import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
+
+from kernelkiln.errors import UserError
+from kernelkiln.guard.config import GuardConfig
+from kernelkiln.isolation import namespaces, offer, paths
+from kernelkiln.isolation.layers import (LAYERS, Confinement, Report, apply_filesystem, apply_kernel_filters,
+                                        enter_namespaces, switch_user)
 
 # Environment variables a worker may inherit; everything else (API keys included) is dropped.
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED",
@@ -28,10 +41,7 @@ ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHA
 # Triton's interpreter (numpy on the host), checkable but not timeable.
 _PLATFORM_ENV = {"cpu": {"TRITON_INTERPRET": "1"}}
 
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWNET = 0x40000000
-_MS_RDONLY, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1, 0x20, 0x1000, 0x4000, 0x40000
-_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
+_PR_SET_PDEATHSIG = 1
 _UID_BASE, _UID_SPAN = 200_000, 1 << 28
 SLOTS_PER_PROCESS = 64
 
@@ -40,19 +50,46 @@ SLOTS_PER_PROCESS = 64
 class SandboxSpec:
     """What the child applies to itself; built by the parent, sent to the child."""
 
-    workspace: str
-    uid: int | None
+    confinement: Confinement  # its uid: a user id of its own, when the guard runs as root
     memory_limit_mb: int
     file_size_limit_mb: int
     max_tasks: int
-    isolate_network: bool
-    isolate_filesystem: bool
     env: dict[str, str] = field(default_factory=dict)
-    readable: list[str] = field(default_factory=list)  # paths the worker must still read (the task file)
     # False on a GPU: its driver reserves far more address space than it uses, so RLIMIT_AS
     # would stop it from starting; the data segment (private writable memory) is limited instead.
     limit_address_space: bool = True
     cpus: list[int] | None = None  # cores the worker runs on (None: wherever the guard may)
+
+
+def confinement(workspace: str, readable: list[str], *, gpu: bool, network: bool, filesystem: bool,
+                uid: int | None) -> Confinement:
+    """A worker's confinement: read the system, the Python installation and ``readable``; write ``workspace``."""
+    return Confinement(workspace=workspace, read=paths.readable(readable), devices=paths.devices(gpu),
+                       hide=paths.homes(), mask=list(paths.TEMPORARY), network=network, filesystem=filesystem,
+                       notify=True, uid=uid)
+
+
+def required_layers(config: GuardConfig) -> list[str]:
+    """The layers the strict policy requires around every worker: each that this kernel
+    offers (``kiln machine`` lists them) and the configuration turns on. [] when best-effort."""
+    if config.isolation != "strict":
+        return []
+    off = {"network"} if not config.isolate_network else set()
+    off |= {"filesystem"} if not config.isolate_filesystem else set()
+    offered = offer.offered()
+    layers = [layer for layer in LAYERS if layer not in off and layer in offered and offered[layer] is None]
+    if config.isolate_user and can_switch_user():
+        layers.append("user")
+    return layers
+
+
+def refuse_unless_held(required: list[str], held: dict[str, bool], notes: dict[str, str], where: str) -> None:
+    """The strict policy: one line naming the first required layer that did not hold, and why."""
+    for layer in required:
+        if not held.get(layer):
+            why = notes.get(layer, "not applied")
+            raise UserError(f"isolation is strict and the {layer} layer, which this kernel offers, did not hold "
+                            f"around {where} ({why}); use --isolation best-effort to run without it")
 
 
 def platform_env(platform: str) -> dict[str, str]:
@@ -96,52 +133,93 @@ def remove_workspace(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _libc() -> ctypes.CDLL | None:
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
+def spawn(spec: SandboxSpec, run: Callable[[Report, int], None], channel: int,
+          inherited: list[int]) -> tuple[int, int | str]:
+    """Fork a worker that runs ``run(report, namespace_flags)`` (called in the fork-server).
+    Returns the process to wait for, and the worker's pid or why it could not start.
+
+    The first child leaves the guard's namespaces; with a PID namespace it forks the worker
+    as that namespace's first process and stays to mirror its exit, so that the worker's
+    end kills everything it started. Children close ``inherited``; only the worker keeps
+    ``channel``, its socket to the guard."""
+    ready, tell = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.close(ready)
+        for fd in inherited:
+            os.close(fd)
+        code = 1
+        try:
+            code = _first_child(spec, channel, run, tell)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.write(tell, f"!{type(exc).__name__}: {exc}".encode()[:500])
+        finally:
+            os._exit(code)
+    os.close(tell)
+    with os.fdopen(ready, "rb") as fh:
+        told = fh.read().decode(errors="replace")
+    if told.startswith("!") or not told:
+        return first, told[1:] or "the worker's first process died"
+    return first, int(told)
 
 
-def enter(spec: SandboxSpec) -> dict[str, bool]:
-    """Apply every isolation layer to the calling (child) process; return which held."""
-    applied: dict[str, bool] = {}
+def _first_child(spec: SandboxSpec, channel: int, run: Callable[[Report, int], None], tell: int) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    report = Report()
+    flags = enter_namespaces(spec.confinement, report, pids=True)
+    if not flags & namespaces.CLONE_NEWPID:
+        _tell(tell, os.getpid())
+        run(report, flags)
+        return 0
+    worker = os.fork()
+    if worker == 0:
+        os.close(tell)
+        run(report, flags)
+        return 0
+    _tell(tell, worker)
+    os.close(channel)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _, status = os.waitpid(worker, 0)
+    if os.WIFSIGNALED(status):  # die the same way, so the fork-server reports the worker's signal
+        sig = os.WTERMSIG(status)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return os.waitstatus_to_exitcode(status)
+
+
+def _tell(fd: int, pid: int) -> None:
+    os.write(fd, str(pid).encode())
+    os.close(fd)
+
+
+def enter(spec: SandboxSpec, report: Report, flags: int) -> dict[str, bool]:
+    """Apply every isolation layer to the calling worker (after ``spawn``'s namespaces); which held."""
+    conf = spec.confinement
+    applied = report.held
     if spec.cpus:  # first, so every thread the worker starts inherits the mask
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, spec.cpus)
-    libc = _libc()
+    libc = ctypes.CDLL(None, use_errno=True)
     with contextlib.suppress(OSError):
         os.setsid()
     applied["session"] = os.getsid(0) == os.getpid()
-    if libc is not None:
-        applied["parent_death_signal"] = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-    applied["network"] = bool(spec.isolate_network and libc is not None and libc.unshare(_CLONE_NEWNET) == 0)
-    applied["filesystem"] = bool(spec.isolate_filesystem and libc is not None and _private_tmp(
-        libc, spec.workspace, _needed_under_masked(spec.readable)))
-    workspace = "/tmp" if applied["filesystem"] else spec.workspace  # the workspace now sits on /tmp
-    mb = 1 << 20
-    limits = {
-        resource.RLIMIT_AS if spec.limit_address_space else resource.RLIMIT_DATA: spec.memory_limit_mb * mb,
-        resource.RLIMIT_FSIZE: spec.file_size_limit_mb * mb,
-        resource.RLIMIT_CORE: 0,
-        resource.RLIMIT_NOFILE: 256,
-    }
-    if spec.uid is not None:
-        limits[resource.RLIMIT_NPROC] = spec.max_tasks  # counts per user id; useless for root
-    elif os.geteuid() != 0:  # sharing the user's id: allow what the user already runs, plus the budget
-        limits[resource.RLIMIT_NPROC] = _tasks_of_user(os.getuid()) + spec.max_tasks
-    for which, value in limits.items():
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(which, (value, value))
+    applied["parent_death_signal"] = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    apply_filesystem(conf, report, flags)
+    if flags & namespaces.CLONE_NEWPID:
+        applied["pids"] = os.getpid() == 1
+        if applied.get("filesystem"):
+            try:
+                namespaces.mount_proc()
+            except OSError as exc:
+                report.notes["pids"] = f"/proc still lists the host's processes ({exc.strerror})"
+    workspace = "/tmp" if applied.get("filesystem") else conf.workspace  # the workspace now sits on /tmp
+    _limit_resources(spec, own_user_namespace=bool(flags & namespaces.CLONE_NEWUSER))
     applied["resource_limits"] = True
-    applied["user"] = False
-    if spec.uid is not None:
-        os.setgroups([])
-        os.setgid(spec.uid)
-        os.setuid(spec.uid)
-        applied["user"] = os.getuid() == spec.uid
-    if libc is not None:
-        libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    switch_user(conf, report)
     os.chdir(workspace)
     os.environ.clear()
     os.environ.update({**spec.env, "HOME": workspace, "TMPDIR": workspace, "TRITON_HOME": workspace,
@@ -149,46 +227,53 @@ def enter(spec: SandboxSpec) -> dict[str, bool]:
     tempfile.tempdir = workspace
     _redirect_stdio(workspace)
     applied["environment"] = True
+    apply_kernel_filters(conf.replace(workspace=workspace), report, bool(flags & namespaces.CLONE_NEWUSER))
     return applied
 
 
-_MASKED = ("/var/tmp", "/dev/shm", "/tmp")
-
-
-def _needed_under_masked(extra: list[str]) -> list[str]:
-    """Top-level folders under a masked directory that the worker still needs to read:
-    the Python installation, kernelkiln itself, the task (a checkout or venv in /tmp)."""
-    needed = set()
-    for path in [*sys.path, sys.prefix, *extra]:
-        real = os.path.realpath(path) if path else ""
-        for top in _MASKED:
-            if real.startswith(top + "/") and os.path.exists(real):
-                needed.add(os.path.join(top, real[len(top) + 1:].split("/")[0]))
-    return sorted(needed)
-
-
-def _private_tmp(libc: ctypes.CDLL, workspace: str, keep: list[str]) -> bool:
-    """Replace /tmp, /var/tmp and /dev/shm by the workspace; what the worker needs there
-    comes back read-only (bound through file descriptors opened before the masking)."""
-    if libc.unshare(_CLONE_NEWNS) != 0:
-        return False
-    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-        return False
-    fds = {path: os.open(path, os.O_PATH) for path in [workspace, *keep]}
-    ok = True
-    for target in _MASKED:
-        if os.path.isdir(target):
-            ok &= libc.mount(f"/proc/self/fd/{fds[workspace]}".encode(), target.encode(), None, _MS_BIND, None) == 0
-    for path in keep:
-        if os.path.isdir(f"/proc/self/fd/{fds[path]}"):
-            os.makedirs(path, exist_ok=True)
+def hand_over_listener(conn: Connection, listener: int | None) -> None:
+    """Pass the seccomp listener (or its absence) to the guard: one byte, before anything else."""
+    channel = socket.socket(fileno=os.dup(conn.fileno()))
+    try:
+        if listener is None:
+            channel.sendall(b"N")
         else:
-            open(path, "a").close()
-        ok &= libc.mount(f"/proc/self/fd/{fds[path]}".encode(), path.encode(), None, _MS_BIND | _MS_REC, None) == 0
-        ok &= libc.mount(None, path.encode(), None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_REC, None) == 0
-    for fd in fds.values():
-        os.close(fd)
-    return ok
+            socket.send_fds(channel, [b"F"], [listener])
+            os.close(listener)
+    finally:
+        channel.close()
+
+
+def take_listener(conn: Connection, timeout: float) -> int | None:
+    """The guard's side of ``hand_over_listener``; raises EOFError when the worker died first."""
+    if not conn.poll(timeout):
+        raise TimeoutError("the worker did not finish its isolation")
+    channel = socket.socket(fileno=os.dup(conn.fileno()))
+    try:
+        data, fds, _, _ = socket.recv_fds(channel, 1, 1)
+    finally:
+        channel.close()
+    if not data:
+        raise EOFError("the worker exited while isolating itself")
+    return fds[0] if fds else None
+
+
+def _limit_resources(spec: SandboxSpec, own_user_namespace: bool) -> None:
+    mb = 1 << 20
+    limits = {
+        resource.RLIMIT_AS if spec.limit_address_space else resource.RLIMIT_DATA: spec.memory_limit_mb * mb,
+        resource.RLIMIT_FSIZE: spec.file_size_limit_mb * mb,
+        resource.RLIMIT_CORE: 0,
+        resource.RLIMIT_NOFILE: 256,
+    }
+    if spec.confinement.uid is not None or own_user_namespace:
+        # Counted per user id and user namespace: only the worker's own processes count.
+        limits[resource.RLIMIT_NPROC] = spec.max_tasks
+    elif os.geteuid() != 0:  # sharing the user's id: allow what the user already runs, plus the budget
+        limits[resource.RLIMIT_NPROC] = _tasks_of_user(os.getuid()) + spec.max_tasks
+    for which, value in limits.items():
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
 
 
 def _redirect_stdio(workspace: str) -> None:
@@ -215,19 +300,37 @@ def pids_of_user(uid: int) -> list[int]:
     return pids
 
 
-def pids_of_session(sid: int) -> list[int]:
-    """Processes in session ``sid`` (Linux /proc): a worker and whatever it started without leaving it."""
-    pids = []
+def _parents() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, session id) of every process (Linux /proc)."""
+    found = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
                 with open(f"{entry.path}/stat", "rb") as fh:
                     fields = fh.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
+                found[int(entry.name)] = (int(fields[1]), int(fields[3]))
+            except (OSError, IndexError, ValueError):
                 continue
-            if len(fields) > 3 and int(fields[3]) == sid:
-                pids.append(int(entry.name))
-    return pids
+    return found
+
+
+def started_by(pid: int) -> list[int]:
+    """Processes ``pid`` started, directly or not, and those still in its session. In a PID
+    namespace whose first process is ``pid``, every orphan is re-parented to it, so this
+    finds a process that left the session too."""
+    table = _parents()
+    children: dict[int, list[int]] = {}
+    for p, (parent, _) in table.items():
+        children.setdefault(parent, []).append(p)
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    found.update(p for p, (_, session) in table.items() if session == pid)
+    found.discard(pid)
+    return sorted(found)
 
 
 def kill_user(uid: int) -> None:

@@ -20,7 +20,7 @@ from kernelkiln.guard.device import DeviceLock
 from kernelkiln.guard.reference_ops import forbidden_ops, record
 from kernelkiln.guard.scoring import decide, noise_margin, workload_result
 from kernelkiln.guard.timing import Series, Timer, TimingReject
-from kernelkiln.guard.verdict import Stage, TimingSetup, Verdict, WorkloadResult
+from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
 from kernelkiln.guard.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
 from kernelkiln.task import Task
@@ -124,6 +124,7 @@ class GuardSession:
         self._lane: int | None = _take_lane()
         self._build_uid = sandbox.allocate_uid(self._slot(_SLOT_BUILD)) if (
             self.config.isolate_user and sandbox.can_switch_user()) else None
+        self.required = sandbox.required_layers(self.config)  # [] when best-effort
 
     # -- workers -----------------------------------------------------------------------
     def _slot(self, role: int) -> int:
@@ -132,10 +133,19 @@ class GuardSession:
         return self._lane * _SLOTS_PER_SESSION + role
 
     def _spawn(self, slot: int, source: str | None, diagnostics: list[dict],
-               on_build: Callable[[native.BuildRequest], None] | None = None) -> Worker:
+               on_build: Callable[[native.BuildRequest], None] | None = None,
+               into: list[Worker] | None = None) -> Worker:
+        """A worker loaded with ``source`` (None: the reference); appended to ``into`` once it runs."""
         worker = Worker(self._slot(slot), str(self.task.path), self.task.overrides, self.model_seed, self.config,
                         self.threads, self.placement.worker_cores)
         self._live.add(worker)
+        try:
+            sandbox.refuse_unless_held(self.required, worker.isolation, worker.isolation_notes, "a worker")
+        except UserError:
+            worker.close()
+            raise
+        if into is not None:
+            into.append(worker)
         compiles = 0
 
         def serve(msg: dict) -> dict:
@@ -148,8 +158,8 @@ class GuardSession:
                 result = native.BuildResult(ok=False, key="", path=None, seconds=0.0, cached=False, log="",
                                             diagnostics=(native.Diagnostic("error", "too many native builds", None, None),))
             else:
-                result = native.build(request, user=self._build_uid, group=self._build_uid,
-                                      timeout=self.config.build_timeout_s)
+                result = self._build(request)
+                worker.record_build(result.isolation, result.isolation_notes)
             diagnostics.extend(_locate(d.to_dict(), request.source, source) for d in result.diagnostics)
             if result.ok and result.path:  # the cache stays private; the worker gets its own copy
                 result = dataclasses.replace(result, path=worker.share(result.path))
@@ -164,6 +174,16 @@ class GuardSession:
             worker.close()
             raise _Reject("build", _raised(reply), diagnostics)
         return worker
+
+    def _build(self, request: native.BuildRequest) -> native.BuildResult:
+        """Compile ``request`` as candidate builds are compiled: confined, as the sandbox build user."""
+        required = [layer for layer in self.required if layer != "pids"]  # the compiler starts no one
+        result = native.build(request, user=self._build_uid, group=self._build_uid,
+                              timeout=self.config.build_timeout_s, required=required,
+                              network=self.config.isolate_network, filesystem=self.config.isolate_filesystem)
+        if not result.ok and result.isolation:
+            sandbox.refuse_unless_held(required, result.isolation, result.isolation_notes, "a native build")
+        return result
 
     def _reference(self) -> Worker:
         if self._ref is not None and self._ref.exited():
@@ -244,10 +264,9 @@ class GuardSession:
         return requests
 
     def build_as_sandbox(self, request: native.BuildRequest) -> native.BuildResult:
-        """Compile ``request`` the way candidate builds are compiled (as the sandbox build user)."""
+        """Compile ``request`` the way candidate builds are compiled (confined, as the sandbox build user)."""
         with self.device.shared():
-            return native.build(request, user=self._build_uid, group=self._build_uid,
-                                timeout=self.config.build_timeout_s)
+            return self._build(request)
 
     def evaluate(self, source: str, incumbent: str | None = None, *, timed: bool = True,
                  time_budget_s: float | None = None) -> Verdict:
@@ -260,12 +279,26 @@ class GuardSession:
         checked, the verdict's ``check`` says against what and on how many trials.
         """
         checked: list[WorkloadCases] = []
-        verdict = self._judge(source, incumbent, timed, time_budget_s, checked)
-        return verdict.model_copy(update={"check": summarize(self.task, checked)}) if checked else verdict
+        spawned: list[Worker] = []
+        verdict = self._judge(source, incumbent, timed, time_budget_s, checked, spawned)
+        update: dict[str, Any] = {"check": summarize(self.task, checked)} if checked else {}
+        if spawned:
+            isolation = self._isolation(spawned[0])
+            update["isolation"] = isolation
+            if isolation.denied and verdict.verdict == "REJECT":
+                update["reason"] = f"{verdict.reason} (the sandbox refused it: {', '.join(isolation.denied)})"
+        return verdict.model_copy(update=update) if update else verdict
+
+    def _isolation(self, cand: Worker) -> Isolation:
+        notes = {**{layer: why for layer, why in cand.build_notes.items() if not cand.build_isolation.get(layer)},
+                 **cand.isolation_notes}
+        return Isolation(policy=self.config.isolation, held=cand.isolation, build=cand.build_isolation,
+                         notes=notes, denied=cand.denied())
 
     def _judge(self, source: str, incumbent: str | None, timed: bool, time_budget_s: float | None,
-               checked: list[WorkloadCases]) -> Verdict:
-        """``evaluate``'s cascade; fills ``checked`` with the check's cases once they exist."""
+               checked: list[WorkloadCases], spawned: list[Worker]) -> Verdict:
+        """``evaluate``'s cascade; fills ``checked`` with the check's cases once they exist, and
+        ``spawned`` with the candidate's worker once it runs."""
         start = time.perf_counter()
         issues = gate.check(source, self.forbidden, self.config.platform)
         if issues:
@@ -277,14 +310,12 @@ class GuardSession:
         workers: dict[str, Worker] = {}  # in timing order of creation: ref, [inc], cand
         diagnostics: list[dict] = []
         stage: Stage = "build"
-        isolation: dict[str, bool] = {}
         cand: Worker | None = None
         note = ""
         try:
             with self.device.shared():
                 workers["ref"] = self._reference()
-                cand = self._spawn(_SLOT_CAND, source, diagnostics)
-                isolation = cand.isolation
+                cand = self._spawn(_SLOT_CAND, source, diagnostics, into=spawned)
                 stage = "check"
                 cases = self._cases()
                 checked.extend(cases)
@@ -306,29 +337,29 @@ class GuardSession:
             workers["cand"] = cand
             if interpreted:
                 return Verdict(verdict="ACCEPT", stage="check", reason=INTERPRETED, correct=True,
-                               isolation=isolation, seconds=time.perf_counter() - start)
+                               seconds=time.perf_counter() - start)
             if not timed:
                 return Verdict(verdict="ACCEPT", stage="check", reason="correct on every workload (not timed)",
-                               correct=True, isolation=isolation, seconds=time.perf_counter() - start)
+                               correct=True, seconds=time.perf_counter() - start)
             stage = "time"
             with self.device.exclusive():
                 results, margin, setup = self._time(workers, time_budget_s or self.config.time_budget_s)
                 self._watch(cand, "time")
         except _Reject as exc:
             return Verdict.reject(exc.stage, exc.reason, diagnostics=exc.diagnostics or diagnostics,
-                                  isolation=isolation, seconds=time.perf_counter() - start)
+                                  seconds=time.perf_counter() - start)
         except WorkerFailure as exc:
             what = {"build": "while building", "check": "while checked", "time": "while timed"}.get(stage, "")
             return Verdict.reject(stage, f"{exc.reason} {what}".strip(), diagnostics=diagnostics,
-                                  isolation=isolation, seconds=time.perf_counter() - start)
+                                  seconds=time.perf_counter() - start)
         except TimingReject as exc:
-            return Verdict.reject("time", str(exc), isolation=isolation, seconds=time.perf_counter() - start)
+            return Verdict.reject("time", str(exc), seconds=time.perf_counter() - start)
         finally:
             for worker in (cand, workers.get("inc")):
                 if worker is not None:
                     worker.close()
         verdict = decide(results, margin, incumbent is not None, self.config.sol_hack_factor, self.peaks,
-                         isolation=isolation, timing=setup, seconds=time.perf_counter() - start)
+                         timing=setup, seconds=time.perf_counter() - start)
         return verdict.model_copy(update={"reason": verdict.reason + note}) if note else verdict
 
     def close(self) -> None:

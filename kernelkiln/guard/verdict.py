@@ -58,6 +58,18 @@ class CheckSetup(BaseModel):
     robustness_skipped: int = 0  # robustness trials dropped: the reference was not finite on them
 
 
+class Isolation(BaseModel):
+    """Which isolation layers held around a candidate (kernelkiln.isolation), and what it was refused."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    policy: Literal["strict", "best-effort"] = "strict"
+    held: dict[str, bool] = {}  # layer -> held around its worker
+    build: dict[str, bool] = {}  # layer -> held around its compiler runs (empty: nothing compiled, or all cached)
+    notes: dict[str, str] = {}  # layer -> why it did not hold (or, for one that held, what it lacked)
+    denied: list[str] = []  # system calls the sandbox refused it, e.g. socket(AF_INET)
+
+
 class Verdict(BaseModel):
     """The guard's conclusion; failures are verdicts too, never exceptions."""
 
@@ -73,7 +85,7 @@ class Verdict(BaseModel):
     timed: bool = False
     diagnostics: list[dict[str, Any]] = []
     workloads: list[WorkloadResult] = []
-    isolation: dict[str, bool] = {}
+    isolation: Isolation = Isolation()
     check: CheckSetup | None = None  # None: never checked (a gate or build reject)
     timing: TimingSetup | None = None  # None: not timed
     seconds: float = 0.0

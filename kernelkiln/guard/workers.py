@@ -13,6 +13,7 @@ from typing import Any
 
 from kernelkiln.guard import accounting, forkserver, protocol, sandbox
 from kernelkiln.guard.config import GuardConfig
+from kernelkiln.isolation.supervisor import Supervisor
 
 SPIN_S = 0.05  # longest busy-wait for a reply before sleeping
 
@@ -36,24 +37,47 @@ class Worker:
         if self.uid is not None:
             sandbox.kill_user(self.uid)  # leftovers of an earlier worker in this slot
         self.workspace = sandbox.make_workspace(self.uid)
+        conf = sandbox.confinement(str(self.workspace), [task_path], gpu=config.platform != "cpu",
+                                   network=config.isolate_network, filesystem=config.isolate_filesystem, uid=self.uid)
         spec = sandbox.SandboxSpec(
-            workspace=str(self.workspace), uid=self.uid, memory_limit_mb=config.memory_limit_mb,
+            confinement=conf, memory_limit_mb=config.memory_limit_mb,
             file_size_limit_mb=config.file_size_limit_mb, max_tasks=config.max_tasks,
-            isolate_network=config.isolate_network, isolate_filesystem=config.isolate_filesystem,
-            env=sandbox.scrubbed_env(sandbox.platform_env(config.platform)), readable=[task_path],
+            env=sandbox.scrubbed_env(sandbox.platform_env(config.platform)),
             limit_address_space=config.platform == "cpu", cpus=cpus,
         )
         init = {"task_path": task_path, "overrides": overrides, "model_seed": model_seed,
                 "threads": threads, "platform": config.platform}
         self.server = forkserver.shared(config.platform)
-        self.pid, self.conn = self.server.start(spec, init)
+        try:
+            self.pid, self.conn = self.server.start(spec, init)
+        except OSError as exc:
+            sandbox.remove_workspace(self.workspace)
+            raise WorkerFailure(str(exc)) from None
         self.frozen = False
         self.closed = False
+        self.supervisor: Supervisor | None = None
+        try:
+            listener = sandbox.take_listener(self.conn, config.build_timeout_s)
+        except (EOFError, OSError) as exc:
+            self.close()
+            raise WorkerFailure(f"{self.death_cause()} while isolating itself") from exc
+        if listener is not None:
+            self.supervisor = Supervisor(listener)
         hello = self.request(None, timeout=config.build_timeout_s)
         if not hello.get("ok"):
             self.close()
             raise WorkerFailure(f"worker could not load the task: {hello.get('error')}")
+        # Sent before any candidate code ran: what the worker says here is trusted.
         self.isolation: dict[str, bool] = {k: bool(v) for k, v in dict(hello.get("isolation", {})).items()}
+        self.isolation_notes: dict[str, str] = {k: str(v) for k, v in dict(hello.get("notes", {})).items()}
+        self.build_isolation: dict[str, bool] = {}  # layers that held around every compiler run it asked for
+        self.build_notes: dict[str, str] = {}
+
+    def record_build(self, held: dict[str, bool], notes: dict[str, str]) -> None:
+        """Fold one native build's isolation into ``build_isolation`` (a layer holds only if it held every time)."""
+        for layer, ok in held.items():
+            self.build_isolation[layer] = self.build_isolation.get(layer, True) and ok
+        self.build_notes.update(notes)
 
     def request(self, message: dict | None, timeout: float,
                 serve: Callable[[dict], dict] | None = None) -> dict[str, Any]:
@@ -121,9 +145,16 @@ class Worker:
             self.frozen = False
 
     def stray_processes(self) -> list[int]:
-        """Processes the worker started: of its user id when isolated, else of its session."""
-        found = sandbox.pids_of_user(self.uid) if self.uid is not None else sandbox.pids_of_session(self.pid)
-        return [p for p in found if p != self.pid]
+        """Processes the worker started (of its user id too, when it has one of its own)."""
+        found = set(sandbox.started_by(self.pid))
+        if self.uid is not None:
+            found.update(sandbox.pids_of_user(self.uid))
+        found.discard(self.pid)
+        return sorted(found)
+
+    def denied(self) -> list[str]:
+        """System calls the sandbox refused this worker so far (e.g. ``socket(AF_INET)``)."""
+        return self.supervisor.denied() if self.supervisor is not None else []
 
     def exited(self) -> bool:
         return self.server.exit_code(self.pid, timeout=0) is not None
@@ -143,5 +174,7 @@ class Worker:
         self.server.exit_code(self.pid, timeout=5)
         if self.uid is not None:
             sandbox.kill_user(self.uid)
+        if self.supervisor is not None:
+            self.supervisor.close()
         self.conn.close()
         sandbox.remove_workspace(self.workspace)

@@ -8,6 +8,7 @@ the one place that raises (``FlagError``) for callers that want to validate earl
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -15,7 +16,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import platformdirs
@@ -25,7 +26,7 @@ from .cuda import host_compiler, nvcc_argv
 from .diagnostics import parse_diagnostics, render_log
 from .flags import FlagError, check_flags, default_flags, split_link_flags
 from .records import BuildRequest, BuildResult, Diagnostic
-from .runner import CUDA_LIMITS, DEFAULT_LIMITS, compiler_env, resolve_group, run_confined
+from .runner import CUDA_LIMITS, DEFAULT_LIMITS, compiler_confinement, compiler_env, resolve_group, run_confined
 from .toolchain import Compiler, CompilerNotFound, cpu_identity, find_compiler
 
 __all__ = [
@@ -88,24 +89,31 @@ def cache_key(request: BuildRequest) -> str:
 
 def build(request: BuildRequest, *, cache_dir: Path | None = None,
           user: int | None = None, group: int | None = None, timeout: float | None = None,
-          limits: Mapping[str, int | None] | None = None) -> BuildResult:
+          limits: Mapping[str, int | None] | None = None, required: Sequence[str] = (),
+          network: bool = True, filesystem: bool = True) -> BuildResult:
     """Compile ``request`` (or reuse the cache) and return the result as data.
 
+    The compiler always runs under the isolation layers this kernel allows (see
+    ``runner``; ``network``/``filesystem`` False leave out the empty network namespace and
+    the hidden home directories); ``required`` names layers that must hold, or the build
+    fails saying which.
     ``user``/``group`` run the compiler as that uid/gid (the gid defaults to the
     user's primary group); the cache entry stays owned by the caller. ``limits``
-    overrides ``runner.DEFAULT_LIMITS`` (``CUDA_LIMITS`` for nvcc; prlimit names: as,
-    cpu, fsize, nproc). ``timeout`` defaults to ``TIMEOUTS[lang]``.
+    overrides ``runner.DEFAULT_LIMITS`` (``CUDA_LIMITS`` for nvcc; names: as, cpu,
+    fsize, nproc). ``timeout`` defaults to ``TIMEOUTS[lang]``.
     """
     started = time.perf_counter()
     if timeout is None:
         timeout = TIMEOUTS.get(request.lang, 60.0)
     key = cache_key(request)
 
+    isolation: dict[str, dict] = {"isolation": {}, "isolation_notes": {}}
+
     def failed(message: str, log: str = "", diagnostics: tuple[Diagnostic, ...] = ()):
         diagnostics = diagnostics or (Diagnostic("error", message),)
         return BuildResult(ok=False, key=key, path=None, diagnostics=diagnostics,
                            cached=False, seconds=time.perf_counter() - started,
-                           log=log or message)
+                           log=log or message, **isolation)
 
     problem = _request_problem(request)
     if problem is not None:
@@ -133,10 +141,16 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
             base = CUDA_LIMITS if request.lang == "cuda" else DEFAULT_LIMITS
             outcome = run_confined(compile_argv(request, compiler), cwd=workdir,
                                    env=compiler_env(compiler.path, workdir), user=user,
-                                   group=gid, timeout=timeout, limits=limits,
-                                   base_limits=base)
+                                   group=gid, timeout=timeout, limits=limits, base_limits=base,
+                                   confinement=compiler_confinement(compiler.path, workdir, network=network,
+                                                                    filesystem=filesystem),
+                                   required=required)
         except OSError as error:
             return failed(f"could not start the compiler: {error}")
+        if outcome.isolation is not None:
+            isolation = {"isolation": outcome.isolation.held, "isolation_notes": outcome.isolation.notes}
+        if outcome.refused:
+            return failed(outcome.output.strip().splitlines()[-1] if outcome.output.strip() else "isolation refused")
         diagnostics, text_lines = parse_diagnostics(outcome.output, request.filename)
         log = render_log(diagnostics, text_lines, request.filename)
         if outcome.returncode != 0:
@@ -155,7 +169,7 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return BuildResult(ok=True, key=key, path=path, diagnostics=diagnostics, cached=False,
-                       seconds=time.perf_counter() - started, log=log)
+                       seconds=time.perf_counter() - started, log=log, **isolation)
 
 
 def _prepare_workdir(workdir: str, request: BuildRequest, user: int | None,
@@ -202,6 +216,4 @@ def _exit_message(returncode: int | None, timeout: float, text_lines: list[str])
 
 
 def _with_seconds(result: BuildResult, seconds: float) -> BuildResult:
-    return BuildResult(ok=result.ok, key=result.key, path=result.path,
-                       diagnostics=result.diagnostics, cached=result.cached,
-                       seconds=seconds, log=result.log)
+    return dataclasses.replace(result, seconds=seconds)

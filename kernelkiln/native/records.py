@@ -7,7 +7,7 @@ unknown keys, so a sandboxed worker and the trusted parent can exchange them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 SEVERITIES = ("error", "warning", "note")
@@ -72,7 +72,9 @@ class BuildRequest:
 
 @dataclass(frozen=True)
 class BuildResult:
-    """Outcome of a build. ``path`` is the cached shared library when ``ok``."""
+    """Outcome of a build. ``path`` is the cached shared library when ``ok``; ``isolation``
+    the layers that held around the compiler (empty when it did not run: a cache hit), with
+    ``isolation_notes`` saying why for each that did not."""
 
     ok: bool
     key: str
@@ -81,6 +83,8 @@ class BuildResult:
     cached: bool = False
     seconds: float = 0.0
     log: str = ""
+    isolation: dict[str, bool] = field(default_factory=dict)
+    isolation_notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
@@ -89,7 +93,8 @@ class BuildResult:
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "key": self.key, "path": self.path,
                 "diagnostics": [d.to_dict() for d in self.diagnostics],
-                "cached": self.cached, "seconds": self.seconds, "log": self.log}
+                "cached": self.cached, "seconds": self.seconds, "log": self.log,
+                "isolation": dict(self.isolation), "isolation_notes": dict(self.isolation_notes)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BuildResult:
@@ -98,7 +103,9 @@ class BuildResult:
                    diagnostics=tuple(Diagnostic.from_dict(d)
                                      for d in data.get("diagnostics", ())),
                    cached=bool(data.get("cached", False)),
-                   seconds=float(data.get("seconds", 0.0)), log=str(data.get("log", "")))
+                   seconds=float(data.get("seconds", 0.0)), log=str(data.get("log", "")),
+                   isolation={str(k): bool(v) for k, v in dict(data.get("isolation") or {}).items()},
+                   isolation_notes={str(k): str(v) for k, v in dict(data.get("isolation_notes") or {}).items()})
 
 
 def _opt_int(value: Any) -> int | None:

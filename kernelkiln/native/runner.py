@@ -1,28 +1,31 @@
-"""Run the compiler confined: own session, scrubbed environment, resource limits,
-optional other uid/gid, and a wall-clock timeout that kills the whole process group.
+"""Run the compiler confined: own session, scrubbed environment, and a wall-clock timeout
+that kills the whole process group, under the isolation layers of
+``kernelkiln.isolation`` (namespaces, home directories hidden, Landlock, seccomp,
+resource limits, another uid/gid when root asks for one).
 
-No ``preexec_fn`` is used (unsafe in a threaded parent): identity is switched with
-``subprocess``'s ``user``/``group``/``extra_groups`` and limits are set by the
-``prlimit`` binary, which then execs the compiler (where prlimit is not installed the
-compiler runs without resource limits; the timeout still applies).
+No ``preexec_fn`` is used (unsafe in a threaded parent): a small launcher process
+(``kernelkiln.isolation.launch``) applies the layers to itself and then execs the compiler.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import select
 import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .toolchain import find_prlimit
+from kernelkiln.isolation import launch, paths
+from kernelkiln.isolation.layers import Confinement, Report
 
 __all__ = [
     "CUDA_LIMITS",
     "DEFAULT_LIMITS",
     "RunOutcome",
+    "compiler_confinement",
     "compiler_env",
     "resolve_group",
     "run_confined",
@@ -53,11 +56,26 @@ _MAX_OUTPUT = 8 << 20
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What the confined process did. ``returncode`` is None on timeout."""
+    """What the confined process did. ``returncode`` is None on timeout; ``isolation`` is
+    the launcher's report (None: it never reported)."""
 
     returncode: int | None
     output: str
     timed_out: bool
+    isolation: Report | None = None
+
+    @property
+    def refused(self) -> bool:
+        """The launcher refused to run the command: a required layer did not hold."""
+        return self.returncode == launch.REFUSED
+
+
+def compiler_confinement(compiler_path: str, workdir: str, *, network: bool = True,
+                         filesystem: bool = True) -> Confinement:
+    """The compiler reads the system and its own installation, writes only ``workdir``."""
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(compiler_path)))
+    return Confinement(workspace=workdir, read=sorted({*paths.SYSTEM, prefix}), devices=paths.devices(gpu=False),
+                       hide=paths.homes(), pids=False, network=network, filesystem=filesystem)
 
 
 def compiler_env(compiler_path: str, workdir: str) -> dict[str, str]:
@@ -100,30 +118,24 @@ def merge_limits(limits: Mapping[str, int | None] | None,
 def run_confined(argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
                  user: int | None, group: int | None, timeout: float,
                  limits: Mapping[str, int | None] | None,
-                 base_limits: Mapping[str, int] = DEFAULT_LIMITS) -> RunOutcome:
+                 base_limits: Mapping[str, int] = DEFAULT_LIMITS,
+                 confinement: Confinement | None = None, required: Sequence[str] = ()) -> RunOutcome:
     """Run ``argv`` confined and return its combined stdout/stderr (truncated).
 
-    ``limits`` override ``base_limits`` (``DEFAULT_LIMITS`` unless given).
+    ``limits`` override ``base_limits`` (``DEFAULT_LIMITS`` unless given); ``confinement``
+    defaults to nothing readable but the system; ``required`` layers must hold, or the
+    command is not run (``RunOutcome.refused``).
     """
-    command = list(argv)
-    prlimit = find_prlimit()
-    if prlimit is not None:
-        merged = merge_limits(limits, base_limits)
-        settings = [f"--{name}={value}" for name, value in merged.items()]
-        command = [prlimit, *settings, "--", *command]
-    identity: dict[str, object] = {}
-    if user is not None or group is not None:
-        identity = {"user": user, "group": group, "extra_groups": []}
+    conf = confinement or Confinement(workspace=cwd, read=list(paths.SYSTEM), hide=paths.homes(), pids=False)
+    conf = conf.replace(uid=user, gid=group)
+    command = launch.argv(conf, list(argv), limits=merge_limits(limits, base_limits), required=list(required))
     # An unlinked file owned by the parent: no pipe deadlock, nothing the child can swap.
     with tempfile.TemporaryFile() as sink:
         proc = subprocess.Popen(command, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
                                 stdout=sink, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True, **identity)
-        timed_out = False
+                                start_new_session=True, close_fds=True)
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = not _wait(proc, timeout)
         except BaseException:
             _kill_group(proc.pid)
             proc.wait()
@@ -134,7 +146,28 @@ def run_confined(argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
             proc.wait()
         sink.seek(0)
         output = sink.read(_MAX_OUTPUT).decode("utf-8", errors="replace")
-    return RunOutcome(None if timed_out else proc.returncode, output, timed_out)
+    report, output = launch.parse(output)
+    return RunOutcome(None if timed_out else proc.returncode, output, timed_out, report)
+
+
+def _wait(proc: subprocess.Popen, timeout: float) -> bool:
+    """Wait for ``proc`` to exit (True) or ``timeout`` to pass (False). Popen.wait(timeout)
+    polls with sleeps that double up to 50 ms, which made every build end up to 50 ms late."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd (Linux < 5.3): Popen's polling
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        exited = bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+    if exited:
+        proc.wait()
+    return exited
 
 
 def _kill_group(pgid: int) -> None:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-__all__ = ["Compiler", "CompilerNotFound", "cpu_identity", "find_compiler", "find_prlimit"]
+__all__ = ["Compiler", "CompilerNotFound", "cpu_identity", "find_compiler"]
 
 # Candidates per language; KILN_CC / KILN_CXX / KILN_NVCC name an explicit compiler instead.
 _CANDIDATES = {"c": ("gcc", "cc"), "c++": ("g++", "c++"),
@@ -86,10 +86,3 @@ def cpu_identity() -> str:
     if not wanted:
         return f"{platform.machine()}|{platform.processor()}"
     return platform.machine() + "|" + "|".join(f"{k}={v}" for k, v in sorted(wanted.items()))
-
-
-@functools.cache
-def find_prlimit() -> str | None:
-    """Path of the util-linux ``prlimit`` binary, if installed."""
-    return shutil.which("prlimit") or next(
-        (p for p in ("/usr/bin/prlimit", "/bin/prlimit") if os.access(p, os.X_OK)), None)

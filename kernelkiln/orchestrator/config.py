@@ -68,6 +68,13 @@ class OptimizeConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _isolation_follows_the_policy(self) -> OptimizeConfig:
+        # The tuner rewrites seeds the user installed; a model's code is untrusted: strict unless set.
+        if self.policy == "tuner" and "isolation" not in self.guard.model_fields_set:
+            self.guard = self.guard.model_copy(update={"isolation": "best-effort"})
+        return self
+
+    @model_validator(mode="after")
     def _guard_on_the_run_platform(self) -> OptimizeConfig:
         if self.guard.platform != self.platform:  # the run's platform decides where candidates are judged
             self.guard = self.guard.model_copy(update={"platform": self.platform})

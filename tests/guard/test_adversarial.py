@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelkiln import native
 from kernelkiln.guard import GuardSession, sandbox
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
@@ -39,6 +40,44 @@ def sessions():
         for guard in opened.values():
             guard.close()
         os.environ.pop("KILN_TEST_SECRET", None)
+
+
+@pytest.fixture(scope="module")
+def datagrams():
+    """A loopback UDP server that records whatever arrives."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    server.bind(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    seen: list[bytes] = []
+    stop = threading.Event()
+
+    def receive() -> None:
+        while not stop.is_set():
+            try:
+                seen.append(server.recv(64))
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=receive, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], seen
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.fixture
+def home_secret():
+    """A private file (mode 600) planted in the home directory of the user running the tests."""
+    home = Path.home()
+    secret = home / f".kiln-test-secret-{os.getpid()}"
+    secret.write_text(SECRET)
+    secret.chmod(0o600)
+    planted = home / "kiln_pwned_by_candidate"
+    yield secret, planted
+    secret.unlink(missing_ok=True)
+    assert not planted.exists(), "a candidate wrote into the home directory"
+    planted.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="module")
@@ -80,15 +119,22 @@ def _expectation(path: Path) -> tuple[str, str, str]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[p.stem for p in CASES])
-def test_hostile_candidate_is_rejected_with_a_specific_reason(case, sessions, listener, tmp_path):
+def test_hostile_candidate_is_rejected_with_a_specific_reason(case, sessions, listener, datagrams, home_secret,
+                                                              tmp_path):
     port, connections = listener
+    udp_port, received = datagrams
+    secret_in_home, planted_in_home = home_secret
+    cache = native.default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
     outside = tmp_path / "outside" / "pwned"
     outside.parent.mkdir()
     secret_file = tmp_path / "secret.h"
     secret_file.write_text(f'const char* leaked = "{SECRET}";\n')
     secret_file.chmod(0o600)
     source = (case.read_text().replace("@PORT@", str(port)).replace("@OUTSIDE@", str(outside))
-              .replace("@SECRET_FILE@", str(secret_file)))
+              .replace("@SECRET_FILE@", str(secret_file)).replace("@UDP_PORT@", str(udp_port))
+              .replace("@HOME_SECRET@", str(secret_in_home)).replace("@HOME_DIR@", str(Path.home()))
+              .replace("@CACHE_DIR@", str(cache)))
     stage, reason, task = _expectation(case)
 
     verdict = sessions(task).evaluate(source)
@@ -100,6 +146,9 @@ def test_hostile_candidate_is_rejected_with_a_specific_reason(case, sessions, li
     assert not outside.exists()
     assert not Path("/tmp/kiln_pwned_by_candidate").exists()
     assert not connections
+    assert not received
+    assert not planted_in_home.exists()
+    assert not (cache / "kiln_pwned_by_candidate.so").exists()
 
 
 def test_an_honest_native_kernel_named_like_the_reference_op_is_judged_not_refused(sessions):

@@ -24,7 +24,7 @@ def test_a_correct_native_candidate_is_timed_on_every_workload(softmax):
     for w in verdict.workloads:
         assert w.t_ref_s > 0 and w.t_cand_s > 0
         assert w.speedup == pytest.approx(w.t_ref_s / w.t_cand_s, rel=0.5)
-    assert verdict.isolation.get("environment") is True
+    assert verdict.isolation.held.get("environment") is True
 
 
 def test_a_much_slower_candidate_is_reverted_against_the_reference(softmax):

@@ -24,7 +24,7 @@ def test_a_correct_triton_kernel_is_accepted_untimed_under_the_interpreter(softm
     assert verdict.correct and not verdict.timed
     assert verdict.speedup is None and verdict.speedup_vs_incumbent is None and verdict.workloads == []
     assert verdict.reason == INTERPRETED
-    assert verdict.isolation.get("environment") is True
+    assert verdict.isolation.held.get("environment") is True
 
 
 def test_a_wrong_triton_kernel_is_rejected_at_check_with_the_mismatch(softmax):

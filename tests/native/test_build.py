@@ -26,7 +26,6 @@ from kernelkiln.native import (
 )
 from kernelkiln.native.diagnostics import parse_diagnostics
 from kernelkiln.native.runner import compiler_env, run_confined
-from kernelkiln.native.toolchain import find_prlimit
 
 # The package re-exports the build() function under the module's name.
 build_module = importlib.import_module("kernelkiln.native.build")
@@ -164,7 +163,6 @@ def test_timeout_reports_a_cause(cache: Path) -> None:
     assert not result.ok and "timed out" in result.diagnostics[-1].message
 
 
-@pytest.mark.skipif(find_prlimit() is None, reason="prlimit binary not installed")
 def test_resource_limits_apply(cache: Path) -> None:
     result = build(BuildRequest(ADD), cache_dir=cache, limits={"as": 8 << 20})
     assert not result.ok and result.diagnostics[-1].severity == "error"

@@ -6,9 +6,14 @@ from kernelkiln import native
 
 SOURCE = r"""
 #include <signal.h>
+#include <sys/types.h>
 #include <unistd.h>
 
-int killed_parent(void) { return kill(getppid(), SIGKILL) == 0; }
+int killed_parent(void) {
+    pid_t parent = getppid();
+    if (parent <= 0) return 0;  /* out of sight: the worker is the first process of its own PID namespace */
+    return kill(parent, SIGKILL) == 0;
+}
 """
 lib = native.load(SOURCE, {"killed_parent": "int()"})
 
