@@ -53,7 +53,11 @@ def main() -> None:
     for name, value in spec["limits"].items():
         if name != "nproc" or own_ids:  # counted per user: shared with the user's other processes otherwise
             resource.setrlimit(_LIMITS[name], (value, value))
-    switch_user(conf, report)
+    try:
+        switch_user(conf, report)
+    except OSError as exc:
+        os.write(2, f"isolation refused: cannot switch to uid {conf.uid} ({exc.strerror})\n".encode())
+        os._exit(REFUSED)
     apply_kernel_filters(conf, report, user_namespace=bool(flags & CLONE_NEWUSER))
     os.write(2, (PREFIX + marshal.dumps({"held": report.held, "notes": report.notes}).hex() + "\n").encode())
     missing = [layer for layer in spec["required"] if not report.held.get(layer)]

@@ -127,17 +127,14 @@ def apply_filesystem(conf: Confinement, report: Report, flags: int) -> None:
 
 
 def switch_user(conf: Confinement, report: Report) -> None:
-    """Become ``conf.uid`` (a user id of its own), when root asked for one."""
+    """Become ``conf.uid`` (a user id of its own), when root asked for one. Raises when it
+    cannot: code that was to run as another user never runs as root instead."""
     if conf.uid is None:
         return
-    gid = conf.uid if conf.gid is None else conf.gid
-
-    def switch() -> None:
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(conf.uid)
-
-    report.attempt("user", switch)
+    os.setgroups([])
+    os.setgid(conf.uid if conf.gid is None else conf.gid)
+    os.setuid(conf.uid)
+    report.held["user"] = os.getuid() == conf.uid
 
 
 def apply_kernel_filters(conf: Confinement, report: Report, user_namespace: bool) -> None:

@@ -70,10 +70,11 @@ def datagrams():
 def home_secret():
     """A private file (mode 600) planted in the home directory of the user running the tests."""
     home = Path.home()
-    secret = home / f".kiln-test-secret-{os.getpid()}"
-    secret.write_text(SECRET)
+    secret = home / f".kiln-test-secret-{os.getpid()}.h"
+    secret.write_text(f'const char* leaked = "{SECRET}";\n')  # valid C: an include of it would build
     secret.chmod(0o600)
     planted = home / "kiln_pwned_by_candidate"
+    planted.unlink(missing_ok=True)  # a leftover of an earlier, failed run would fail every case
     yield secret, planted
     secret.unlink(missing_ok=True)
     assert not planted.exists(), "a candidate wrote into the home directory"
@@ -126,6 +127,7 @@ def test_hostile_candidate_is_rejected_with_a_specific_reason(case, sessions, li
     secret_in_home, planted_in_home = home_secret
     cache = native.default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
+    (cache / "kiln_pwned_by_candidate.so").unlink(missing_ok=True)
     outside = tmp_path / "outside" / "pwned"
     outside.parent.mkdir()
     secret_file = tmp_path / "secret.h"
