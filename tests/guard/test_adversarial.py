@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -42,30 +43,6 @@ def sessions():
         os.environ.pop("KILN_TEST_SECRET", None)
 
 
-@pytest.fixture(scope="module")
-def datagrams():
-    """A loopback UDP server that records whatever arrives."""
-    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    server.bind(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    seen: list[bytes] = []
-    stop = threading.Event()
-
-    def receive() -> None:
-        while not stop.is_set():
-            try:
-                seen.append(server.recv(64))
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=receive, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], seen
-    stop.set()
-    thread.join()
-    server.close()
-
-
 @pytest.fixture
 def home_secret():
     """A private file (mode 600) planted in the home directory of the user running the tests."""
@@ -81,31 +58,49 @@ def home_secret():
     planted.unlink(missing_ok=True)
 
 
-@pytest.fixture(scope="module")
-def listener():
-    """A loopback server that records whether anything connected."""
-    server = socket.socket()
+@contextlib.contextmanager
+def _loopback(kind: int):
+    """A server on 127.0.0.1 (TCP or UDP) recording whatever reaches it: (port, what arrived)."""
+    server = socket.socket(socket.AF_INET, kind)
     server.bind(("127.0.0.1", 0))
-    server.listen()
+    if kind == socket.SOCK_STREAM:
+        server.listen()
     server.settimeout(0.2)
-    seen: list[bool] = []
+    seen: list[bytes] = []
     stop = threading.Event()
 
-    def accept() -> None:
+    def receive() -> None:
         while not stop.is_set():
             try:
-                conn, _ = server.accept()
+                if kind == socket.SOCK_STREAM:
+                    conn, _ = server.accept()
+                    conn.close()
+                    seen.append(b"connected")
+                else:
+                    seen.append(server.recv(64))
             except OSError:
                 continue
-            seen.append(True)
-            conn.close()
 
-    thread = threading.Thread(target=accept, daemon=True)
+    thread = threading.Thread(target=receive, daemon=True)
     thread.start()
-    yield server.getsockname()[1], seen
-    stop.set()
-    thread.join()
-    server.close()
+    try:
+        yield server.getsockname()[1], seen
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def listener():
+    with _loopback(socket.SOCK_STREAM) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def datagrams():
+    with _loopback(socket.SOCK_DGRAM) as served:
+        yield served
 
 
 def _expectation(path: Path) -> tuple[str, str, str]:
