@@ -42,6 +42,7 @@ ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHA
 _PLATFORM_ENV = {"cpu": {"TRITON_INTERPRET": "1"}}
 
 _PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
 _UID_BASE, _UID_SPAN = 200_000, 1 << 28
 SLOTS_PER_PROCESS = 64
 
@@ -165,8 +166,7 @@ def spawn(spec: SandboxSpec, run: Callable[[Report, int], None], channel: int,
 
 
 def _first_child(spec: SandboxSpec, channel: int, run: Callable[[Report, int], None], tell: int) -> int:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     report = Report()
     flags = enter_namespaces(spec.confinement, report, pids=True)
     if not flags & namespaces.CLONE_NEWPID:
@@ -203,11 +203,10 @@ def enter(spec: SandboxSpec, report: Report, flags: int) -> dict[str, bool]:
     if spec.cpus:  # first, so every thread the worker starts inherits the mask
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, spec.cpus)
-    libc = ctypes.CDLL(None, use_errno=True)
     with contextlib.suppress(OSError):
         os.setsid()
     applied["session"] = os.getsid(0) == os.getpid()
-    applied["parent_death_signal"] = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    applied["parent_death_signal"] = _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
     apply_filesystem(conf, report, flags)
     if flags & namespaces.CLONE_NEWPID:
         applied["pids"] = os.getpid() == 1

@@ -282,12 +282,11 @@ class GuardSession:
         spawned: list[Worker] = []
         verdict = self._judge(source, incumbent, timed, time_budget_s, checked, spawned)
         update: dict[str, Any] = {"check": summarize(self.task, checked)} if checked else {}
-        if spawned:
-            isolation = self._isolation(spawned[0])
-            update["isolation"] = isolation
-            if isolation.denied and verdict.verdict == "REJECT":
-                update["reason"] = f"{verdict.reason} (the sandbox refused it: {', '.join(isolation.denied)})"
-        return verdict.model_copy(update=update) if update else verdict
+        isolation = self._isolation(spawned[0]) if spawned else Isolation(policy=self.config.isolation)
+        update["isolation"] = isolation
+        if isolation.denied and verdict.verdict == "REJECT":
+            update["reason"] = f"{verdict.reason} (the sandbox refused it: {', '.join(isolation.denied)})"
+        return verdict.model_copy(update=update)
 
     def _isolation(self, cand: Worker) -> Isolation:
         notes = {**{layer: why for layer, why in cand.build_notes.items() if not cand.build_isolation.get(layer)},

@@ -118,12 +118,8 @@ def enter_namespaces(conf: Confinement, report: Report, *, pids: bool) -> int:
 
 def apply_filesystem(conf: Confinement, report: Report, flags: int) -> None:
     """Hide homes and mask temporary directories (needs the mount namespace of ``flags``)."""
-    if not conf.filesystem:
-        return
-    if not flags & namespaces.CLONE_NEWNS:
-        report.held.setdefault("filesystem", False)
-        return
-    report.attempt("filesystem", lambda: namespaces.rearrange(conf.workspace, conf.mask, conf.hide, conf.read))
+    if conf.filesystem and flags & namespaces.CLONE_NEWNS:  # without it, enter_namespaces said why
+            report.attempt("filesystem", lambda: namespaces.rearrange(conf.workspace, conf.mask, conf.hide, conf.read))
 
 
 def switch_user(conf: Confinement, report: Report) -> None:

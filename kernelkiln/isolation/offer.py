@@ -13,25 +13,23 @@ import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 from kernelkiln.isolation import landlock, namespaces, seccomp
-from kernelkiln.isolation.layers import Confinement, Report, enter_namespaces
+from kernelkiln.isolation.launch import interpreter
+from kernelkiln.isolation.layers import LAYERS, Confinement, Report, enter_namespaces
 
 
 @functools.cache
 def offered() -> dict[str, str | None]:
     """Layer -> None when this kernel lets this user apply it, else why not (one line)."""
-    root = str(Path(__file__).resolve().parents[2])
-    code = f"import sys; sys.path.insert(0, {root!r}); from kernelkiln.isolation.offer import _probe; _probe()"
     with tempfile.TemporaryDirectory(prefix="kiln-probe-") as scratch:
         try:
-            done = subprocess.run([sys.executable, "-I", "-S", "-c", code, scratch], capture_output=True,
+            done = subprocess.run([*interpreter("offer", "_probe"), scratch], capture_output=True,
                                   text=True, timeout=30, stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
             return json.loads(done.stdout.strip().splitlines()[-1])
         except (OSError, subprocess.SubprocessError, ValueError, IndexError):
             why = "the isolation probe failed to run"
-            return {layer: why for layer in ("user_namespace", "network", "filesystem", "pids", "landlock", "seccomp")}
+            return {layer: why for layer in LAYERS if layer != "user"}
 
 
 def _probe() -> None:

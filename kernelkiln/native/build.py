@@ -107,13 +107,14 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
         timeout = TIMEOUTS.get(request.lang, 60.0)
     key = cache_key(request)
 
-    isolation: dict[str, dict] = {"isolation": {}, "isolation_notes": {}}
+    held: dict[str, bool] = {}  # the compiler's isolation, once it ran
+    notes: dict[str, str] = {}
 
     def failed(message: str, log: str = "", diagnostics: tuple[Diagnostic, ...] = ()):
         diagnostics = diagnostics or (Diagnostic("error", message),)
         return BuildResult(ok=False, key=key, path=None, diagnostics=diagnostics,
                            cached=False, seconds=time.perf_counter() - started,
-                           log=log or message, **isolation)
+                           log=log or message, isolation=held, isolation_notes=notes)
 
     problem = _request_problem(request)
     if problem is not None:
@@ -148,7 +149,7 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
         except OSError as error:
             return failed(f"could not start the compiler: {error}")
         if outcome.isolation is not None:
-            isolation = {"isolation": outcome.isolation.held, "isolation_notes": outcome.isolation.notes}
+            held, notes = outcome.isolation.held, outcome.isolation.notes
         if outcome.refused:
             return failed(outcome.output.strip().splitlines()[-1] if outcome.output.strip() else "isolation refused")
         diagnostics, text_lines = parse_diagnostics(outcome.output, request.filename)
@@ -169,7 +170,7 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return BuildResult(ok=True, key=key, path=path, diagnostics=diagnostics, cached=False,
-                       seconds=time.perf_counter() - started, log=log, **isolation)
+                       seconds=time.perf_counter() - started, log=log, isolation=held, isolation_notes=notes)
 
 
 def _prepare_workdir(workdir: str, request: BuildRequest, user: int | None,

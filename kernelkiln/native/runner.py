@@ -123,11 +123,10 @@ def run_confined(argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
     """Run ``argv`` confined and return its combined stdout/stderr (truncated).
 
     ``limits`` override ``base_limits`` (``DEFAULT_LIMITS`` unless given); ``confinement``
-    defaults to nothing readable but the system; ``required`` layers must hold, or the
-    command is not run (``RunOutcome.refused``).
+    defaults to a compiler's, with ``argv[0]`` as the compiler; ``required`` layers must
+    hold, or the command is not run (``RunOutcome.refused``).
     """
-    conf = confinement or Confinement(workspace=cwd, read=list(paths.SYSTEM), hide=paths.homes(), pids=False)
-    conf = conf.replace(uid=user, gid=group)
+    conf = (confinement or compiler_confinement(argv[0], cwd)).replace(uid=user, gid=group)
     command = launch.argv(conf, list(argv), limits=merge_limits(limits, base_limits), required=list(required))
     # An unlinked file owned by the parent: no pipe deadlock, nothing the child can swap.
     with tempfile.TemporaryFile() as sink:

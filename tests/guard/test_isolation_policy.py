@@ -10,11 +10,13 @@ import time
 import pytest
 
 from kernelkiln.errors import UserError
-from kernelkiln.guard import sandbox
+from kernelkiln.guard import GuardSession, sandbox
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.isolation import offer
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.task import load_task
 from kernelkiln.testing.guard import fast_config
+from kernelkiln.testing.tasks import TASKS
 
 
 def test_strict_requires_every_offered_layer_that_the_configuration_turns_on():
@@ -62,3 +64,10 @@ def test_a_process_that_left_the_session_is_still_found_among_those_a_worker_sta
             os.kill(pid, 9)
         parent.kill()
         parent.wait()
+
+
+def test_a_verdict_reached_before_any_worker_still_names_the_policy_in_force():
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(isolation="best-effort")) as guard:
+        verdict = guard.evaluate("import os\nos.system('true')\n")
+    assert verdict.stage == "gate"
+    assert verdict.isolation.policy == "best-effort" and verdict.isolation.held == {}
