@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from kernelkiln.agents.prompts import render
-from kernelkiln.agents.turn import Choice, Proposal, Turn, code_hash
+from kernelkiln.context.prompts import render
+from kernelkiln.policy.turn import Choice, Proposal, Turn, code_hash
 from kernelkiln.context import ContextBuilder, TokenEstimator
 from kernelkiln.llm import ChatClient, Completion, Message, ToolCall, ToolSpec, make_client
 from kernelkiln.store.records import SUMMARY_CHARS, Attempt

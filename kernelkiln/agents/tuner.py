@@ -18,8 +18,8 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from kernelkiln.agents import knobs as K
-from kernelkiln.agents.turn import Choice, Proposal, Turn, code_hash
+from kernelkiln.task import knobs as K
+from kernelkiln.policy.turn import Choice, Proposal, Turn, code_hash
 from kernelkiln.store.records import Attempt
 
 _MAX_ENUMERATED = 4096

@@ -15,7 +15,6 @@ from typing import Any
 
 from kernelkiln.bench.baseline import compile_ratio
 from kernelkiln.bench.metrics import TaskFigures, geomean, summarize
-from kernelkiln.guard.session import default_threads
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
@@ -23,6 +22,7 @@ from kernelkiln.orchestrator.results import incumbent
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec, order_tasks
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import get_platform
+from kernelkiln.platforms.host import default_threads
 from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
 from kernelkiln.store import open_store
 from kernelkiln.store.records import Attempt

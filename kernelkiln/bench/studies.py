@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from kernelkiln.agents import knobs as K
+from kernelkiln.task import knobs as K
 
 if TYPE_CHECKING:
     from kernelkiln.testing.llm import ScriptedClient

@@ -22,8 +22,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from kernelkiln.agents.prompts import render
-from kernelkiln.agents.turn import Turn
+from kernelkiln.context.prompts import render
+from kernelkiln.policy.turn import Turn
 from kernelkiln.context.budget import knowledge_budget
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.context.estimator import TokenEstimator

@@ -6,7 +6,7 @@ nothing capped, so the prompt grows turn over turn: the baseline KOPE's budget b
 
 from __future__ import annotations
 
-from kernelkiln.agents.turn import Turn
+from kernelkiln.policy.turn import Turn
 from kernelkiln.context.sections import (
     Piece,
     attempt_pieces,

@@ -1,7 +1,7 @@
 """The pieces of a turn prompt, rendered one by one from the ``items`` template.
 
 The builder counts each piece's tokens and decides which to keep; the wording lives in
-``kernelkiln/agents/prompts/*.md.j2``. A piece is rendered whole, never cut to fit.
+``kernelkiln/context/prompts/*.md.j2``. A piece is rendered whole, never cut to fit.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kernelkiln.agents.prompts import excerpt, macros, render
-from kernelkiln.agents.turn import Turn
+from kernelkiln.context.prompts import excerpt, macros, render
+from kernelkiln.policy.turn import Turn
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory.retrieval import Retrieved
 from kernelkiln.store.records import Attempt, BoardEntry, Rule

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import secrets
 import threading
 import time
@@ -23,6 +22,7 @@ from kernelkiln.guard.timing import Series, Timer, TimingReject
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
 from kernelkiln.guard.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
+from kernelkiln.platforms.host import default_threads
 from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
@@ -68,11 +68,6 @@ def _give_lane(lane: int) -> None:
     with _lanes_lock:
         _lanes_free.append(lane)
         _lanes_free.sort()
-
-
-def default_threads() -> int:
-    """All cores but one: the guard's parent needs a core of its own to time fairly."""
-    return max(1, (os.cpu_count() or 1) - 1)
 
 
 def _locate(diagnostic: dict, native_source: str, candidate: str | None) -> dict:

@@ -70,23 +70,3 @@ def resolve_api_key(config: LLMConfig, environ: Mapping[str, str] | None = None)
         return LOCAL_DUMMY_KEY
     where = config.base_url or f"the {config.provider} API"
     raise LLMError(f"no API key for {where}: set the environment variable {config.key_env}")
-
-
-def make_client(config: LLMConfig, **options) -> ChatClient:
-    """The client for ``config.provider``; ``options`` (e.g. ``sleep``) go to its constructor."""
-    if config.provider == "anthropic":
-        _require("anthropic")
-        from kernelkiln.llm.anthropic_client import AnthropicClient
-
-        return AnthropicClient(config, **options)
-    _require("openai")
-    from kernelkiln.llm.openai_client import OpenAIClient
-
-    return OpenAIClient(config, **options)
-
-
-def _require(package: str) -> None:
-    try:
-        __import__(package)
-    except ImportError:
-        raise LLMError(f"the llm policy needs the {package} package: pip install 'kernelkiln[llm]'") from None

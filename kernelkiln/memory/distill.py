@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from kernelkiln.agents import knobs as K
+from kernelkiln.task import knobs as K
 from kernelkiln.store.records import Attempt, Experience
 
 _JOURNAL_CHARS = 600

@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from kernelkiln.agents.lens import Lens
-from kernelkiln.agents.turn import Objective, Policy, Snapshot, code_hash
+from kernelkiln.policy.lens import Lens
+from kernelkiln.policy.turn import Objective, Policy, Snapshot, code_hash
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.store.records import Attempt
 

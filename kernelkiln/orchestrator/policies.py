@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelkiln.agents.tuner import Tuner
-from kernelkiln.agents.turn import Policy
+from kernelkiln.policy.turn import Policy
 from kernelkiln.llm.client import ChatClient
 from kernelkiln.orchestrator.config import OptimizeConfig
 

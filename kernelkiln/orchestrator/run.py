@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelkiln.agents.lens import assign_lenses
+from kernelkiln.policy.lens import assign_lenses
 from kernelkiln.errors import UserError
 from kernelkiln.llm.client import ChatClient
 from kernelkiln.memory.callbacks import AttemptResult

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelkiln.agents import knobs as K
-from kernelkiln.agents.turn import Turn, code_hash
+from kernelkiln.task import knobs as K
+from kernelkiln.policy.turn import Turn, code_hash
 from kernelkiln.guard import diagnose
 from kernelkiln.guard.device import DeviceLock
 from kernelkiln.guard.session import GuardSession

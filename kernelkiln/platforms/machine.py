@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from kernelkiln.platforms.host import default_threads, last_level_cache_bytes
+
 SCHEMA = 1
 MIN_ARRAY_BYTES = 64 << 20  # per triad array, whatever the cache size
 TRIAD_REPS = 20
@@ -217,8 +219,6 @@ def cores_text(n: int) -> str:
 
 def default_array_bytes() -> int:
     """Bytes per triad array: 4x the last-level cache, at least 64 MiB, within an eighth of free memory."""
-    from kernelkiln.platforms.cpu import last_level_cache_bytes
-
     wanted = max(MIN_ARRAY_BYTES, 4 * last_level_cache_bytes())
     free = _available_memory()
     return min(wanted, free // 8) if free else wanted
@@ -248,7 +248,6 @@ def _measure(progress: Progress, array_bytes: int, fma_target_s: float, triad_re
     import torch
 
     from kernelkiln import __version__, native
-    from kernelkiln.guard.session import default_threads
 
     started = time.perf_counter()
     progress("compiling the triad and FMA kernels")

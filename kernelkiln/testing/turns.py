@@ -6,8 +6,8 @@ import dataclasses
 from functools import cache
 from typing import Any
 
-from kernelkiln.agents.lens import Lens, load_lenses
-from kernelkiln.agents.turn import Turn
+from kernelkiln.policy.lens import Lens, load_lenses
+from kernelkiln.policy.turn import Turn
 from kernelkiln.memory.retrieval import Retrieved
 from kernelkiln.store.records import Experience
 from kernelkiln.task import Task, load_task

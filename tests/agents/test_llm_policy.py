@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernelkiln.agents.llm import DIAGNOSTICS, SUBMIT, LLMPolicy
-from kernelkiln.agents.turn import code_hash
+from kernelkiln.policy.turn import code_hash
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.testing.llm import LoopbackServer, ScriptedClient
 from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved

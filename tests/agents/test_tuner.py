@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from kernelkiln.agents import knobs as K
+from kernelkiln.task import knobs as K
 from kernelkiln.agents.tuner import Tuner
-from kernelkiln.agents.turn import Snapshot, code_hash
+from kernelkiln.policy.turn import Snapshot, code_hash
 from kernelkiln.store.records import Attempt, Experience
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.turns import lens, make_turn, retrieved

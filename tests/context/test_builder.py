@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from kernelkiln.agents.turn import Snapshot
+from kernelkiln.policy.turn import Snapshot
 from kernelkiln.context import ContextBuilder, ContextConfig, TokenEstimator
 from kernelkiln.guard.verdict import Verdict, WorkloadResult
 from kernelkiln.store.records import Attempt, BoardEntry, Rule

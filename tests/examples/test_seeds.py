@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelkiln.agents import knobs as K
+from kernelkiln.task import knobs as K
 from kernelkiln.guard import GuardSession
 from kernelkiln.task import bundled_suites, load_task
 from kernelkiln.testing.guard import fast_config

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelkiln.agents import knobs as K
+from kernelkiln.task import knobs as K
 from kernelkiln.memory import distill
 from kernelkiln.store.records import Attempt
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelkiln.agents.lens import load_lenses
+from kernelkiln.policy.lens import load_lenses
 from kernelkiln.agents.tuner import Tuner
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, leaderboard, settle
 from kernelkiln.store.records import Attempt

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kernelkiln.agents import knobs as K
+from kernelkiln.task import knobs as K
 from kernelkiln.errors import UserError
 from kernelkiln.guard import GuardSession
 from kernelkiln.memory.memory import Memory

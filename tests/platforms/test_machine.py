@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from kernelkiln.guard.session import default_threads
 from kernelkiln.platforms import machine
 from kernelkiln.platforms.cpu import CpuPlatform
+from kernelkiln.platforms.host import default_threads
 
 TINY = {"array_bytes": 1 << 20, "fma_target_s": 0.002, "triad_reps": 2, "fma_reps": 2}
 

@@ -10,7 +10,7 @@ import torch
 
 from kernelkiln.errors import UserError
 from kernelkiln.platforms import get_platform
-from kernelkiln.platforms.cpu import last_level_cache_bytes
+from kernelkiln.platforms.host import last_level_cache_bytes
 
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
 

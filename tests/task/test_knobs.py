@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import kernelkiln
-from kernelkiln.agents import knobs as K
+from kernelkiln.task import knobs as K
 
 ROW_SOFTMAX = (Path(kernelkiln.__file__).parent / "examples" / "seeds" / "row_softmax.py").read_text()
 

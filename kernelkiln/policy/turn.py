@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from kernelkiln.agents.lens import Lens
+from kernelkiln.policy.lens import Lens
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory.retrieval import Retrieved
 from kernelkiln.store.records import Attempt, BoardEntry, Experience, Rule

@@ -1,7 +1,7 @@
 import jinja2
 import pytest
 
-from kernelkiln.agents.prompts import excerpt, render
+from kernelkiln.context.prompts import excerpt, render
 
 
 @pytest.mark.parametrize("platform", ["cpu", "cuda"])

@@ -1,6 +1,6 @@
 import pytest
 
-from kernelkiln.agents.lens import assign_lenses, eligible_lenses, load_lenses
+from kernelkiln.policy.lens import assign_lenses, eligible_lenses, load_lenses
 from kernelkiln.errors import UserError
 
 FAMILIES = ("softmax", "reduction", "matmul", "elementwise", "norm", "transpose", "attention", "fused_matmul")

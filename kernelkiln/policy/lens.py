@@ -1,6 +1,6 @@
 """Strategy lenses: data files that specialise one agent each (tiling, vectorization, …).
 
-A lens is a YAML file in ``kernelkiln/agents/lenses/``: a short playbook for LLM
+A lens is a YAML file in ``kernelkiln/policy/lenses/``: a short playbook for LLM
 agents, the knob-name patterns a tuner explores first, and an eligibility map over op
 families, so a GEMM-only lens is never given to an elementwise task.
 """

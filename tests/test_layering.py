@@ -1,0 +1,138 @@
+"""The package's imports flow one way: no module circle, no package reaching up a layer.
+
+Every import counts, including those inside functions (a deferred import is still a
+dependency) and under TYPE_CHECKING.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import kernelkiln
+
+ROOT = Path(kernelkiln.__file__).parent
+# Candidates, seeds and suite tasks are data the guard loads, not modules of the package.
+DATA = ("testing/hostile", "testing/candidates", "testing/tasks", "suites", "examples/seeds")
+
+# cli -> orchestrator -> agents -> context -> policy -> guard | memory -> ... -> errors.
+# A package may import only packages of a lower rank (packages of equal rank never each other).
+RANK = {
+    "errors": 0, "kernelkiln": 0,
+    "isolation": 1, "task": 1, "llm": 1, "store": 1,
+    "native": 2,
+    "platforms": 3,
+    "guard": 4, "memory": 4,
+    "policy": 5,
+    "context": 6,
+    "agents": 7,
+    "testing": 8,  # fakes over the layers below; production imports them only from bench (a scripted client)
+    "orchestrator": 8,
+    "examples": 9, "bench": 9, "report": 9,
+    "cli": 10, "__main__": 11,
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT).as_posix()
+        if any(rel.startswith(d + "/") for d in DATA):
+            continue
+        parts = ("kernelkiln", *path.relative_to(ROOT).with_suffix("").parts)
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules ``name`` imports: ``from X import Y`` counts as X.Y when that is a module."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, *([node.module] if node.module else [])])
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                if target in modules:
+                    out.add(target)
+                elif base in modules:
+                    out.add(base)
+    out.discard(name)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "kernelkiln"
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        circles.append(sorted(component))
+    return circles
+
+
+def test_no_module_of_the_package_imports_itself_through_a_circle():
+    assert _circles(_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_package_has_a_layer():
+    assert {_package(m) for m in _graph()} <= set(RANK)
+
+
+def test_no_package_imports_one_of_its_own_layer_or_above():
+    upward = sorted(f"{a} -> {b}" for a, targets in _graph().items() for b in targets
+                    if _package(a) != _package(b) and RANK[_package(b)] >= RANK[_package(a)])
+    assert upward == []
