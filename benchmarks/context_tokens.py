@@ -40,7 +40,7 @@ def run(mode: str, turns: int, window: int, tmp: Path) -> list[int]:
                                                          tmp / mode)
     with memory.store.read() as conn:
         attempts = memory.store.attempts.for_run(conn, result["run_id"])
-    return [call[0] for a in attempts for call in a.case.get("calls", [])]
+    return [call[0] for a in attempts for call in a.case.calls]
 
 
 def main() -> None:

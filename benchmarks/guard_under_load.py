@@ -35,10 +35,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.task import knobs  # noqa: E402
 from kernelkiln.guard import GuardConfig, GuardSession  # noqa: E402
 from kernelkiln.guard.timing import Series  # noqa: E402
-from kernelkiln.task import load_task  # noqa: E402
+from kernelkiln.task import (
+    knobs,  # noqa: E402
+    load_task,  # noqa: E402
+)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "kernelkiln" / "examples"
 GOOD = {"FLAGS": ["-O3", "-march=native", "-ffast-math"], "ACCUMULATORS": 4}

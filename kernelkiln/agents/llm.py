@@ -10,40 +10,29 @@ completion tokens are recorded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kernelkiln.context.prompts import render
-from kernelkiln.policy.turn import Choice, Proposal, Turn, code_hash
 from kernelkiln.context import ContextBuilder, TokenEstimator
+from kernelkiln.context.reask import reask
+from kernelkiln.guard import diagnose
 from kernelkiln.llm import ChatClient, Completion, Message, ToolCall, ToolSpec, make_client
-from kernelkiln.store.records import SUMMARY_CHARS, Attempt
+from kernelkiln.policy.turn import Choice, Proposal, Turn, code_hash
+from kernelkiln.store.records import SUMMARY_CHARS, Attempt, Case
 
 SUBMIT = "submit_candidate"
-DIAGNOSTICS = ("run_checks", "profile", "vectorization_report")
+DIAGNOSTICS = tuple(diagnose.TOOLS)
 
 
 @lru_cache(maxsize=1)
 def tool_specs() -> tuple[ToolSpec, ...]:
-    """The tools offered to the model (from ``agents/tools.yaml``)."""
+    """The tools offered to the model: submit and the guard's diagnostics, described by ``agents/tools.yaml``."""
     data = yaml.safe_load(Path(__file__).with_name("tools.yaml").read_text())
-    return tuple(ToolSpec(name=name, description=" ".join(spec["description"].split()), parameters=spec["parameters"])
-                 for name, spec in data.items())
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One model call's accounting."""
-
-    turn: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float
-    estimated_prompt_tokens: int
+    return tuple(ToolSpec(name=name, description=" ".join(data[name]["description"].split()),
+                          parameters=data[name]["parameters"]) for name in (SUBMIT, *DIAGNOSTICS))
 
 
 class LLMPolicy:
@@ -59,7 +48,6 @@ class LLMPolicy:
         self.client = client or make_client(config.llm)
         self.estimator = TokenEstimator()
         self.builder = builder or ContextBuilder(config.context, self.estimator)
-        self.calls: list[CallRecord] = []
 
     def observe(self, attempt: Attempt) -> None:
         """Nothing to keep: the context builder reads the agent's history from each Turn."""
@@ -68,7 +56,7 @@ class LLMPolicy:
         if turn.parent_id is None and turn.code and not turn.history and code_hash(turn.code) not in turn.evaluated:
             return Proposal(code=turn.code, summary="seed: the task's starting candidate, as written",
                             parent_id=None, journal="## Strategy\nMeasure the seed candidate first.\n",
-                            case={"move": "seed"})
+                            case=Case(move="seed"))
         llm = self.config.llm
         tools = tool_specs() if turn.diagnose is not None else tuple(t for t in tool_specs() if t.name == SUBMIT)
         tools_chars = sum(len(t.model_dump_json()) for t in tools)
@@ -83,8 +71,6 @@ class LLMPolicy:
             if not spent.calls:
                 self.estimator.observe(len(prompt.system) + len(prompt.user) + tools_chars, reply.prompt_tokens)
             spent.add(reply)
-            self.calls.append(CallRecord(turn.turn, reply.prompt_tokens, reply.completion_tokens, reply.cost_usd,
-                                         prompt.estimated_tokens))
             messages.append(reply.as_message())
             submit = next((c for c in reply.tool_calls if c.name == SUBMIT), None)
             problems = _problems(submit, prompt.shown_experiences) if submit else []
@@ -100,8 +86,7 @@ class LLMPolicy:
             reasks_left -= 1
             if submit is None:
                 problems = ["the reply did not call submit_candidate"]
-            messages.append(Message(role="user", content=render(
-                "reask", problems=problems, experience_ids=list(prompt.shown_experiences))))
+            messages.append(Message(role="user", content=reask(problems, prompt.shown_experiences)))
 
     def _answer(self, turn: Turn, calls: tuple[ToolCall, ...], problems: list[str],
                 left: int) -> tuple[list[Message], int]:
@@ -135,7 +120,7 @@ class LLMPolicy:
                              for c in choices)
                    + (f"\n## Model's notes\n{spent.text.strip()[:1200]}\n" if spent.text.strip() else ""))
         return Proposal(code=args["code"], summary=summary, parent_id=turn.parent_id, choices=choices,
-                        journal=journal, case={"move": "llm", "calls": spent.calls},
+                        journal=journal, case=Case(move="llm", calls=spent.calls),
                         prompt_tokens=spent.prompt, completion_tokens=spent.completion, cost_usd=spent.cost)
 
 
@@ -166,7 +151,7 @@ def _problems(submit: ToolCall, shown: tuple[str, ...]) -> list[str]:
     if not isinstance(code, str) or "ModelNew" not in code:
         problems.append("`code` must be the complete Python file defining ModelNew")
     if not isinstance(args.get("summary"), str) or not args["summary"].strip():
-        problems.append("`summary` is missing: name the strategy in at most 160 characters")
+        problems.append(f"`summary` is missing: name the strategy in at most {SUMMARY_CHARS} characters")
     adoptions = args.get("adoptions")
     if not isinstance(adoptions, list) or not all(
             isinstance(a, dict) and isinstance(a.get("experience_id"), str) and isinstance(a.get("adopted"), bool)

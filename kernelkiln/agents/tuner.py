@@ -18,9 +18,9 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from kernelkiln.task import knobs as K
 from kernelkiln.policy.turn import Choice, Proposal, Turn, code_hash
-from kernelkiln.store.records import Attempt
+from kernelkiln.store.records import Attempt, Case
+from kernelkiln.task import knobs as K
 
 _MAX_ENUMERATED = 4096
 
@@ -44,9 +44,8 @@ class Tuner:
         self.tried: dict[str, Attempt] = {}
 
     def observe(self, attempt: Attempt) -> None:
-        settings = attempt.case.get("knobs")
-        if isinstance(settings, dict):
-            self.tried[K.key(settings)] = attempt
+        if attempt.case.knobs is not None:
+            self.tried[K.key(attempt.case.knobs)] = attempt
 
     def propose(self, turn: Turn) -> Proposal | None:
         knobs = K.read_knobs(turn.code)
@@ -137,7 +136,7 @@ class Tuner:
         journal = (f"## Strategy\n{turn.lens.title} lens, {move.kind} move: {move.why}.\n\n"
                    f"## Change\n{what}\n\n## Settings\n{K.describe(move.settings)}\n")
         return Proposal(code=code, summary=summary, parent_id=turn.parent_id, choices=choices, journal=journal,
-                        case={"knobs": move.settings, "changed": changed, "move": move.kind})
+                        case=Case(knobs=move.settings, changed=changed, move=move.kind))
 
     @staticmethod
     def _unused(experience, move: _Move) -> str:

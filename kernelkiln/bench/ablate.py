@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelkiln.bench.metrics import geomean
 from kernelkiln.bench.stats import geometric_interval, paired_ratio
 from kernelkiln.bench.studies import (
     CONTEXT_TIME_BUDGET_S,
@@ -32,6 +31,7 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.orchestrator.task_run import task_id_of
+from kernelkiln.stats import geomean
 from kernelkiln.store import open_store
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import Task
@@ -64,7 +64,7 @@ def run_figures(per_task: dict[str, list[Attempt]], budget: int,
     tasks = {}
     for name, attempts in per_task.items():
         keeps = [a for a in attempts if a.verdict == "KEEP" and a.speedup]
-        calls = [c[0] for a in attempts for c in a.case.get("calls", [])]
+        calls = [c[0] for a in attempts for c in a.case.calls]
         best = (confirmed or {}).get(name) or (keeps[-1].speedup if keeps else None)
         tasks[name] = {"best_speedup": best, "anytime": anytime(attempts, budget),
                        "evaluations": len(attempts), "prompt_tokens": sum(calls),
@@ -138,7 +138,7 @@ class Ablation:
                 db = root / f"{'suite' if arm.store == 'suite' else task.name}.db"
                 for stale in root.glob(f"{db.name}*"):
                     stale.unlink()  # a run interrupted earlier starts over
-                memory = Memory(open_store(f"sqlite:///{db.resolve()}"))
+                memory = Memory(open_store(f"sqlite:///{db.resolve()}", self.base.store))
             spec = TaskSpec(str(task.path), task.overrides)
             client = None
             if study.metric == "tokens":

@@ -9,9 +9,10 @@ candidate's speed-of-light fraction. Geometric means run over the correct tasks 
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
+
+from kernelkiln.stats import geomean
 
 FAST_P = ("0", "1", "1.5", "2")
 
@@ -42,11 +43,6 @@ class TaskFigures:
         if self.best_speedup is None or not self.first_correct_speedup:
             return None
         return self.best_speedup / self.first_correct_speedup
-
-
-def geomean(values: list[float]) -> float | None:
-    """The geometric mean, None for no values."""
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def fast_p(tasks: list[TaskFigures], p: float) -> float:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelkiln.bench.baseline import compile_ratio
-from kernelkiln.bench.metrics import TaskFigures, geomean, summarize
+from kernelkiln.bench.metrics import TaskFigures, summarize
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
@@ -24,6 +24,7 @@ from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.platforms.host import default_threads
 from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
+from kernelkiln.stats import geomean
 from kernelkiln.store import open_store
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import Task, load_task
@@ -96,7 +97,7 @@ class Bench:
         runs = []
         for k in range(repeat):
             url = self.store_url or f"sqlite:///{(self.out_dir / f'repeat-{k + 1}.db').resolve()}"
-            memory = Memory(open_store(url))
+            memory = Memory(open_store(url, config.store))
             result = Optimizer(memory, self.out_dir, self.observer).start(  # repeat k: the tuner's seed k
                 [TaskSpec(str(t.path), {}) for t in tasks], config.model_copy(update={"seed": k}),
                 self.out_dir / f"repeat-{k + 1}")

@@ -11,8 +11,14 @@ from rich.table import Table
 from kernelkiln.bench.studies import studies
 from kernelkiln.cli.bench import print_result
 from kernelkiln.cli.optimize import with_progress
+from kernelkiln.cli.settings import (
+    CONFIG_OPTION,
+    SET_CONFIG_OPTION,
+    default_note,
+    load_settings,
+    with_endpoint_window,
+)
 from kernelkiln.errors import UserError
-from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.task import load_suite, load_task
 
 HELP = """Ablate the optimizer's mechanisms: each study runs two arms over the same tasks with the
@@ -40,6 +46,10 @@ Examples:
 """
 
 
+# Every arm runs --repeat times, so an ablation's own default budget is below a run's.
+ABLATE_BUDGET = 20
+
+
 def register(app: typer.Typer) -> None:
     app.command("ablate", help=HELP)(ablate)
 
@@ -49,15 +59,20 @@ def ablate(
     study: list[str] = typer.Option([], "--study", metavar="NAME", help="memory, agents, credit, rules or context "
                                                                         "(repeatable; default: all)."),
     tasks: str = typer.Option(None, "--tasks", metavar="A,B,...", help="Only these tasks of the suite, by name."),
-    budget: int = typer.Option(20, "--budget", min=1, help="Evaluations per task in every arm."),
+    config_file: Path = CONFIG_OPTION,
+    set_config: list[str] = SET_CONFIG_OPTION,
+    budget: int = typer.Option(None, "--budget", help=f"Evaluations per task in every arm (default: {ABLATE_BUDGET}, "
+                                                      "fewer than a run's, as every arm runs repeat times)."),
     repeat: int = typer.Option(3, "--repeat", min=1, help="Trajectories per arm (2 or more for intervals)."),
     agents: int = typer.Option(3, "--agents", min=2, max=8, help="Agents in the agents study's second arm."),
-    time_budget: float = typer.Option(None, "--time-budget", min=0.1, metavar="SECONDS",
-                                      help="Cap on each evaluation's timing stage (default 8)."),
-    confirm: float = typer.Option(20.0, "--confirm-budget", min=0, metavar="SECONDS",
+    time_budget: float = typer.Option(None, "--time-budget", metavar="SECONDS",
+                                      help="Cap on each evaluation's timing stage "
+                                           f"{default_note('guard.time_budget_s')}."),
+    confirm: float = typer.Option(None, "--confirm-budget", metavar="SECONDS",
                                   help="When a task ends, judge its best again timing for this long and report "
-                                       "that figure (0: the search's own, noisier, figure)."),
-    threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
+                                       f"that figure (0: the search's own, noisier, figure) "
+                                       f"{default_note('confirm_time_budget_s')}."),
+    threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
     out: Path = typer.Option(Path("kiln-ablate"), "--out", metavar="DIR", help="Where runs, runs.jsonl and "
                                                                              "ablation.json go."),
     as_json: bool = typer.Option(False, "--json", help="Print ablation.json's object instead of the table."),
@@ -81,8 +96,11 @@ def ablate(
         paths = [by_name[t] for t in wanted]
     if not paths:
         raise UserError(f"suite {suite} holds no task files")
-    guard = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget}.items() if v}
-    base = OptimizeConfig(budget=budget, guard=search_guard(**guard), confirm_time_budget_s=confirm or None)
+    settings = load_settings(config_file, {
+        "--budget": ("budget", budget), "--time-budget": ("guard.time_budget_s", time_budget),
+        "--confirm-budget": ("confirm_time_budget_s", confirm), "--threads": ("guard.threads", threads),
+    }, set_config, defaults={"budget": ABLATE_BUDGET})
+    base = with_endpoint_window(settings).config
     tasks_in_order = order_tasks([load_task(p) for p in paths])
     result = with_progress(lambda observer, progress: Ablation(out, base, observer, progress).run(
         chosen, tasks_in_order, repeat),

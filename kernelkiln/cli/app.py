@@ -29,6 +29,7 @@ def _register() -> None:
     # Imported here so `kiln --help` stays fast and each command lives in its own module.
     from kernelkiln.cli import ablate as ablate_cmd
     from kernelkiln.cli import bench as bench_cmd
+    from kernelkiln.cli import config as config_cmd
     from kernelkiln.cli import eval as eval_cmd
     from kernelkiln.cli import machine as machine_cmd
     from kernelkiln.cli import memory as memory_cmd
@@ -38,6 +39,7 @@ def _register() -> None:
 
     ablate_cmd.register(app)
     bench_cmd.register(app)
+    config_cmd.register(app)
     eval_cmd.register(app)
     machine_cmd.register(app)
     optimize_cmd.register(app)

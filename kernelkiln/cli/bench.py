@@ -12,8 +12,15 @@ from rich.table import Table
 
 from kernelkiln.cli.eval import wide_console
 from kernelkiln.cli.optimize import with_progress
+from kernelkiln.cli.settings import (
+    CONFIG_OPTION,
+    SET_CONFIG_OPTION,
+    default_note,
+    load_settings,
+    with_endpoint_window,
+)
 from kernelkiln.errors import UserError
-from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
+from kernelkiln.speedup import fmt_x
 from kernelkiln.task import load_suite
 
 HELP = """Benchmark the optimizer on a suite: correct rate, fast_p, speedups over torch eager and
@@ -37,16 +44,19 @@ def register(app: typer.Typer) -> None:
 
 def bench(
     suite: str = typer.Argument(..., help="A bundled suite (`kiln tasks`) or a folder of task files."),
-    agents: int = typer.Option(1, "--agents", min=1, max=8, help="Agents per task."),
-    budget: int = typer.Option(30, "--budget", min=1, help="Evaluations per task."),
+    config_file: Path = CONFIG_OPTION,
+    set_config: list[str] = SET_CONFIG_OPTION,
+    agents: int = typer.Option(None, "--agents", help=f"Agents per task {default_note('agents')}."),
+    budget: int = typer.Option(None, "--budget", help=f"Evaluations per task {default_note('budget')}."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Independent runs over the suite."),
     out: Path = typer.Option(Path("kiln-bench"), "--out", metavar="DIR", help="Where runs and bench.json go."),
     store: str = typer.Option(None, "--store", metavar="URL", help="One store for every repeat (default: a fresh "
                                                                    "SQLite store per repeat in DIR)."),
-    threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
-    confirm: float = typer.Option(20.0, "--confirm-budget", min=0, metavar="SECONDS",
+    threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
+    confirm: float = typer.Option(None, "--confirm-budget", metavar="SECONDS",
                                   help="When a task ends, judge its best again timing for this long and report "
-                                       "that figure (0: the search's own, noisier, figure)."),
+                                       f"that figure (0: the search's own, noisier, figure) "
+                                       f"{default_note('confirm_time_budget_s')}."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json's object instead of the table."),
 ) -> None:
@@ -56,10 +66,14 @@ def bench(
     paths = load_suite(suite).task_paths()
     if not paths:
         raise UserError(f"suite {suite} holds no task files")
-    config = OptimizeConfig(agents=agents, budget=budget, guard=search_guard(**({"threads": threads} if threads else {})),
-                            confirm_time_budget_s=confirm or None)
-    result = with_progress(lambda observer, progress: Bench(out, store, observer, not no_compile, progress).run(
-        paths, config, repeat), f"a bench does not resume; what was judged is in {out}/repeat-K.db")
+    settings = load_settings(config_file, {
+        "--agents": ("agents", agents), "--budget": ("budget", budget), "--store": ("store.url", store),
+        "--threads": ("guard.threads", threads), "--confirm-budget": ("confirm_time_budget_s", confirm),
+    }, set_config)
+    config = with_endpoint_window(settings).config
+    result = with_progress(lambda observer, progress: Bench(out, config.store.url, observer, not no_compile,
+                                                            progress).run(paths, config, repeat),
+                           f"a bench does not resume; what was judged is in {out}/repeat-K.db")
     print_result(result, as_json, _table, out / "bench.json")
 
 
@@ -72,10 +86,6 @@ def print_result(result: dict, as_json: bool, table, written: Path) -> None:
     print(f"{written.name}: {written}", file=sys.stderr)
 
 
-def _x(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
-
-
 def _table(result: dict, console: Console) -> None:
     table = Table(title="kiln bench (speedups: geometric mean over workloads; means over repeats)",
                   title_justify="left")
@@ -84,13 +94,13 @@ def _table(result: dict, console: Console) -> None:
     for name, t in result["tasks"].items():
         sol = "-" if t["sol_fraction"] is None else f"{t['sol_fraction']:.2g}"
         table.add_row(name, f"{t['correct']:.0%}" if isinstance(t["correct"], float) else str(t["correct"]),
-                      _x(t["best_speedup"]), _x(t["speedup_compile"]), _x(t["self_speedup"]), sol,
+                      fmt_x(t["best_speedup"]), fmt_x(t["speedup_compile"]), fmt_x(t["self_speedup"]), sol,
                       f"{t['evaluations']:.0f}")
     console.print(table)
     fast = ", ".join(f"fast_{p} {v:.0%}" for p, v in result["fast_p"].items())
     console.print(f"correct {result['correct_rate']:.0%}; {fast}; geomean vs eager "
-                  f"{_x(result['geomean_speedup_eager'])}, vs torch.compile {_x(result['geomean_speedup_compile'])}; "
-                  f"median self-speedup {_x(result['median_self_speedup'])}")
+                  f"{fmt_x(result['geomean_speedup_eager'])}, vs torch.compile {fmt_x(result['geomean_speedup_compile'])}; "
+                  f"median self-speedup {fmt_x(result['median_self_speedup'])}")
     for task, why in result.get("compile_notes", {}).items():
         console.print(f"torch.compile on {task}: {why}", style="dim")
     for run in result["repeats"]:

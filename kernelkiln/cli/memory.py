@@ -13,7 +13,9 @@ from kernelkiln.errors import UserError
 from kernelkiln.memory import Memory
 from kernelkiln.memory.graph_text import graph_records, render_tree
 from kernelkiln.memory.rules import priority
+from kernelkiln.speedup import fmt_x
 from kernelkiln.store import open_store
+from kernelkiln.store.records import SUMMARY_CHARS
 from kernelkiln.store.transfer import export_jsonl, import_records, read_jsonl
 
 memory_app = typer.Typer(
@@ -22,7 +24,7 @@ memory_app = typer.Typer(
     no_args_is_help=True,
 )
 
-STORE = typer.Option(None, "--store", metavar="URL", help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir).")
+STORE = typer.Option(None, "--store", metavar="URL", help="A SQLite file (PATH or sqlite:///PATH) or postgresql://… (default: $KILN_STORE, else the user data dir).")
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of text.")
 
 
@@ -68,7 +70,7 @@ def search(
         "query": query,
         "results": [
             {"id": h.experience.id, "kind": h.experience.kind, "score": h.score, "relevance": h.relevance,
-             "q": h.experience.q, "summary": h.experience.summary or h.experience.text[:160]}
+             "q": h.experience.q, "summary": h.experience.summary or h.experience.text[:SUMMARY_CHARS]}
             for h in hits
         ],
     }
@@ -91,9 +93,8 @@ def show(record_id: str = typer.Argument(..., metavar="ID", help="An experience,
             text = _experience_text(exp, rule, adoptions)
         elif (att := s.attempts.get(conn, record_id)) is not None:
             data = {"type": "attempt", "attempt": att.model_dump(mode="json")}
-            speed = f"{att.speedup:.2f}x" if att.speedup is not None else "—"
             text = (f"attempt {att.id}  task {att.task_id}  parent {att.parent_id or '—'}\n"
-                    f"verdict {att.verdict}  speedup {speed}  time {att.time_ms} ms  tokens {att.tokens_in}+{att.tokens_out}\n"
+                    f"verdict {att.verdict}  speedup {fmt_x(att.speedup)}  time {att.time_ms} ms  tokens {att.tokens_in}+{att.tokens_out}\n"
                     f"{att.summary}\n\n{att.journal}")
         else:
             raise UserError(f"no experience, rule or attempt with id {record_id!r}")

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -21,11 +20,19 @@ from rich.progress import (
 from rich.table import Table
 
 from kernelkiln.cli.eval import resolve_task_path, wide_console
+from kernelkiln.cli.settings import (
+    CONFIG_OPTION,
+    SET_CONFIG_OPTION,
+    default_note,
+    default_of,
+    load_settings,
+    with_endpoint_window,
+)
 from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
-from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.results import VERDICTS
+from kernelkiln.speedup import fmt_x
 from kernelkiln.store import open_store
 from kernelkiln.task import bundled_suites, load_suite, parse_overrides
 
@@ -42,6 +49,7 @@ Examples:
   kiln optimize row_softmax                          # tuner, 1 agent, 30 evaluations
   kiln optimize examples --agents 2 --budget 20      # a suite, easy tasks first
   kiln optimize row_softmax --policy llm --model qwen2.5-coder --base-url http://localhost:8000/v1
+  kiln optimize row_softmax --config kiln.toml       # settings from a file; flags given override it
   kiln optimize --resume r-3f9c0a1b2c3d4e5f          # continue an interrupted run
 
 Results: a table per task, DIR/<task>/best.py (a standalone candidate `kiln eval` accepts)
@@ -56,39 +64,52 @@ def register(app: typer.Typer) -> None:
 
 def optimize(
     target: str = typer.Argument(None, metavar="TASK|SUITE", help="Task file or name, suite folder or name."),
-    policy: str = typer.Option("tuner", "--policy", help="tuner (offline knob search) or llm."),
-    agents: int = typer.Option(1, "--agents", min=1, max=8, help="Agents per task, each with its own strategy lens."),
-    budget: int = typer.Option(30, "--budget", min=1, help="Evaluations per task, shared by its agents."),
+    config_file: Path = CONFIG_OPTION,
+    set_config: list[str] = SET_CONFIG_OPTION,
+    policy: str = typer.Option(None, "--policy",
+                               help=f"tuner (offline knob search) or llm {default_note('policy')}."),
+    agents: int = typer.Option(None, "--agents", help=f"Agents per task, each with its own strategy lens, 1-8 "
+                                                      f"{default_note('agents')}."),
+    budget: int = typer.Option(None, "--budget",
+                               help=f"Evaluations per task, shared by its agents {default_note('budget')}."),
     model: str = typer.Option(None, "--model", help="Model name (llm policy)."),
     base_url: str = typer.Option(None, "--base-url", metavar="URL",
                                  help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM) or "
                                       "http://localhost:11434/v1 (Ollama). Default: the provider's API."),
-    provider: str = typer.Option("openai", "--provider", help="openai (any compatible server) or anthropic."),
+    provider: str = typer.Option(None, "--provider", help="openai (any compatible server) or anthropic "
+                                                          f"{default_note('llm.provider')}."),
     api_key_env: str = typer.Option(None, "--api-key-env", metavar="VAR",
                                     help="Environment variable holding the API key (default: OPENAI_API_KEY or "
                                          "ANTHROPIC_API_KEY). Keys are never logged or shown to candidates."),
-    context: str = typer.Option("active", "--context", help="active (budgeted layers) or passive (accumulate "
-                                                            "everything; for ablations)."),
-    max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="Stop starting turns after this many tokens."),
-    max_wall: float = typer.Option(None, "--max-wall", min=1, metavar="SECONDS",
-                                   help="Stop starting turns after this."),
+    context_window: int = typer.Option(None, "--context-window", metavar="TOKENS",
+                                       help="The model's context window, for prompt budgeting (default: what the "
+                                            "endpoint reports, as vLLM and Ollama do, else "
+                                            f"{default_of('llm.context_window')})."),
+    context: str = typer.Option(None, "--context", help="active (budgeted layers) or passive (accumulate "
+                                                        f"everything; for ablations) {default_note('context.mode')}."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Stop starting turns after this many tokens."),
+    max_wall: float = typer.Option(None, "--max-wall", metavar="SECONDS", help="Stop starting turns after this."),
     store: str = typer.Option(None, "--store", metavar="URL",
                               help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir)."),
     overrides: list[str] = typer.Option([], "--set", metavar="NAME=VALUE", help="Override a size variable."),
-    threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads (default: all cores but one)."),
-    platform: str = typer.Option("cpu", "--platform", help="Where candidates run and are timed: cpu or cuda (needs a "
-                                                           "visible NVIDIA GPU)."),
-    lock_clocks: int = typer.Option(None, "--lock-clocks", metavar="MHZ", min=1,
+    threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
+    platform: str = typer.Option(None, "--platform", help="Where candidates run and are timed: cpu or cuda (needs a "
+                                                          f"visible NVIDIA GPU) {default_note('platform')}."),
+    lock_clocks: int = typer.Option(None, "--lock-clocks", metavar="MHZ",
                                     help="Lock the GPU's clocks at MHZ while timing (nvidia-smi -lgc); refuses to run "
                                          "if locking fails."),
-    confirm: float = typer.Option(20.0, "--confirm-budget", min=0, metavar="SECONDS",
+    confirm: float = typer.Option(None, "--confirm-budget", metavar="SECONDS",
                                   help="When a task ends, judge its best again timing for this long and report "
-                                       "that figure (0: report the search's own, noisier, figure)."),
-    time_budget: float = typer.Option(None, "--time-budget", min=0.1, metavar="SECONDS",
-                                      help="Cap on the timing stage of each evaluation (default 8)."),
+                                       f"that figure (0: report the search's own, noisier, figure) "
+                                       f"{default_note('confirm_time_budget_s')}."),
+    time_budget: float = typer.Option(None, "--time-budget", metavar="SECONDS",
+                                      help="Cap on the timing stage of each evaluation "
+                                           f"{default_note('guard.time_budget_s')}."),
     out: Path = typer.Option(None, "--out", metavar="DIR", help="Where best.py files and run.json go "
                                                                 "(default: kiln-runs/RUN_ID)."),
-    resume: str = typer.Option(None, "--resume", metavar="RUN_ID", help="Continue an interrupted run."),
+    resume: str = typer.Option(None, "--resume", metavar="RUN_ID", help="Continue an interrupted run (with the "
+                                                                        "settings it was started with; only the "
+                                                                        "store's are read)."),
     isolation: str = typer.Option(None, "--isolation", metavar="strict|best-effort",
                                   help="strict: stop when an isolation layer this kernel offers cannot be applied "
                                        "around a worker or build; best-effort: run with what holds (every verdict "
@@ -98,7 +119,19 @@ def optimize(
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
     from kernelkiln.orchestrator.run import Interrupted, Optimizer, TaskSpec
 
-    memory = Memory(open_store(store))
+    settings = load_settings(config_file, {
+        "--policy": ("policy", policy), "--agents": ("agents", agents), "--budget": ("budget", budget),
+        "--model": ("llm.model", model), "--base-url": ("llm.base_url", base_url),
+        "--provider": ("llm.provider", provider), "--api-key-env": ("llm.api_key_env", api_key_env),
+        "--context-window": ("llm.context_window", context_window), "--context": ("context.mode", context),
+        "--max-tokens": ("max_tokens", max_tokens), "--max-wall": ("max_wall_s", max_wall),
+        "--store": ("store.url", store), "--threads": ("guard.threads", threads),
+        "--platform": ("platform", platform), "--lock-clocks": ("guard.lock_clocks_mhz", lock_clocks),
+        "--confirm-budget": ("confirm_time_budget_s", confirm), "--time-budget": ("guard.time_budget_s", time_budget),
+        "--isolation": ("guard.isolation", isolation),
+    }, set_config)
+    store_config = settings.config.store
+    memory = Memory(open_store(config=store_config))
     observer = progress_observer()
     optimizer = Optimizer(memory, Path("kiln-runs"), observer)
     try:
@@ -109,14 +142,13 @@ def optimize(
         else:
             if not target:
                 raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
-            config = _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens,
-                             max_wall, threads, time_budget, platform, lock_clocks, confirm, isolation)
+            config = with_endpoint_window(settings).config
             specs = [TaskSpec(str(p), parse_overrides(overrides)) for p in _task_paths(target)]
             result = optimizer.start(specs, config, out)
     except Interrupted as stop:
         observer.close()
         _report(stop.result, as_json)
-        again = f" --store {_shown(store)}" if store else ""
+        again = f" --store {_shown(store_config.url)}" if store_config.url else ""
         memory.store.close()
         exit_interrupted(f"resume with `kiln optimize --resume {stop.result['run_id']}{again}`")
     finally:
@@ -155,32 +187,6 @@ def exit_interrupted(what_next: str) -> None:
     os._exit(130)
 
 
-def _config(policy, agents, budget, model, base_url, provider, api_key_env, context, max_tokens, max_wall, threads,
-            time_budget, platform, lock_clocks, confirm, isolation=None) -> OptimizeConfig:
-    guard: dict[str, Any] = {} if lock_clocks is None else {"lock_clocks_mhz": lock_clocks}
-    if isolation:
-        guard["isolation"] = isolation
-    if threads:
-        guard["threads"] = threads
-    if time_budget:
-        guard["time_budget_s"] = time_budget
-    llm = None
-    if policy == "llm" and not model:
-        raise UserError("the llm policy needs a model: --model NAME (and --base-url URL for a local server)")
-    if model:
-        llm = {"provider": provider, "model": model, "base_url": base_url, "api_key_env": api_key_env}
-        llm = {k: v for k, v in llm.items() if v is not None}
-    try:
-        return OptimizeConfig(policy=policy, agents=agents, budget=budget, max_tokens=max_tokens, max_wall_s=max_wall,
-                              guard=search_guard(**guard), context={"mode": context}, llm=llm,
-                              platform=platform, confirm_time_budget_s=confirm or None)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"bad option{f' {where}' if where else ''}: {first['msg'].removeprefix('Value error, ')}") \
-            from None
-
-
 def _task_paths(target: str) -> list[Path]:
     path = Path(target)
     if path.is_dir() or (not path.exists() and target in bundled_suites()):
@@ -203,11 +209,11 @@ def _report(result: dict[str, Any], as_json: bool) -> None:
     for name, t in result["tasks"].items():
         v = t["verdicts"]
         confirmed = t.get("confirmation")
-        best = _x(t["confirmed_speedup"]) if confirmed and confirmed["correct"] else (
-            f"{confirmed['verdict']}" if confirmed else "-")
-        table.add_row(name, best, _x(t["best_speedup"]), _x(t["seed_speedup"]), str(t["attempts"]),
+        best = fmt_x(t["confirmed_speedup"]) if confirmed and confirmed["correct"] else (
+            f"{confirmed['verdict']}" if confirmed else "—")
+        table.add_row(name, best, fmt_x(t["best_speedup"]), fmt_x(t["seed_speedup"]), str(t["attempts"]),
                       *(str(v[k]) for k in VERDICTS), str(t["prompt_tokens"] + t["completion_tokens"]),
-                      t["best"] or "-")
+                      t["best"] or "—")
     console.print(table)
     console.print("Speedups over the PyTorch reference (geometric mean over workloads). best: the best candidate "
                   "judged again with a longer timing budget when its task ended; in search: as the search measured "
@@ -229,10 +235,6 @@ def _shown(url: str) -> str:
         return url
 
 
-def _x(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
-
-
 class _Lines(Observer):
     """One line per judged attempt on stderr (logs, pipes)."""
 
@@ -244,11 +246,12 @@ class _Lines(Observer):
         self.done[task_id], self.budget[task_id] = done, budget
         print(f"{task_id}: {len(agents)} agent(s), {budget - done} evaluations to go", file=sys.stderr, flush=True)
 
-    def attempt(self, task_id, agent, attempt, incumbent) -> None:
+    def after_verdict(self, result) -> None:
+        attempt, incumbent, task_id = result.attempt, result.incumbent, result.attempt.task_id
         self.done[task_id] += 1
         best = f"best {incumbent.speedup:.2f}x" if incumbent is not None and incumbent.speedup else "no best yet"
-        got = f" {attempt.speedup:.2f}x" if attempt.speedup else f" ({attempt.case.get('reason', '')[:80]})"
-        print(f"[{task_id} {self.done[task_id]}/{self.budget[task_id]}] {agent} {attempt.verdict}{got}  "
+        got = f" {attempt.speedup:.2f}x" if attempt.speedup else f" ({attempt.case.reason[:80]})"
+        print(f"[{task_id} {self.done[task_id]}/{self.budget[task_id]}] {attempt.agent} {attempt.verdict}{got}  "
               f"{attempt.summary}  | {best}", file=sys.stderr, flush=True)
 
     def confirming(self, task_id, seconds) -> None:
@@ -271,7 +274,8 @@ class _Bars(Observer):
     def evaluating(self, task_id, agent, summary) -> None:
         self.progress.update(self.ids[task_id], note=f"{agent}: {summary[:60]}")
 
-    def attempt(self, task_id, agent, attempt, incumbent) -> None:
+    def after_verdict(self, result) -> None:
+        incumbent, task_id = result.incumbent, result.attempt.task_id
         best = f"best {incumbent.speedup:.2f}x" if incumbent is not None and incumbent.speedup else ""
         self.progress.update(self.ids[task_id], advance=1, description=f"{task_id} {best}")
 

@@ -35,7 +35,7 @@ OUT = typer.Option(None, "--out", metavar="FILE.html",
                    help="Where the page goes (default: DIR/report.html, or kiln-report-RUN.html).")
 MARKDOWN = typer.Option(False, "--markdown", help="Print Markdown to stdout instead of writing HTML.")
 STORE = typer.Option(None, "--store", metavar="URL",
-                     help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir).")
+                     help="A SQLite file (PATH or sqlite:///PATH) or postgresql://… (default: $KILN_STORE, else the user data dir).")
 
 
 def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKDOWN, store: str = STORE) -> None:

@@ -22,13 +22,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from kernelkiln.context.prompts import render
-from kernelkiln.policy.turn import Turn
 from kernelkiln.context.budget import knowledge_budget
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.context.estimator import TokenEstimator
 from kernelkiln.context.passive import PassiveMemory
 from kernelkiln.context.prompt import Layer, Prompt, Section
+from kernelkiln.context.prompts import render
 from kernelkiln.context.sections import (
     Piece,
     attempt_pieces,
@@ -39,6 +38,8 @@ from kernelkiln.context.sections import (
     knowledge_pieces,
     rule_pieces,
 )
+from kernelkiln.policy.turn import Turn
+from kernelkiln.store.records import SUMMARY_CHARS
 
 SEP = "\n\n"  # between pieces, and between sections (turn.md.j2 joins with the same)
 
@@ -65,7 +66,7 @@ class ContextBuilder:
     def build(self, turn: Turn, *, window: int, generation: int, tools_tokens: int = 0) -> Prompt:
         """The prompt for ``turn`` within a ``window``-token model that keeps ``generation`` tokens for its reply."""
         c, passive = self.config, self.config.mode == "passive"
-        system = render("system", platform=turn.platform)
+        system = render("system", platform=turn.platform, summary_chars=SUMMARY_CHARS)
         system_tokens = self.estimator.estimate(system) + tools_tokens
         hot = [(name, (piece,)) for name, piece in hot_pieces(
             turn, max_diagnostics=10**9 if passive else c.max_diagnostics,

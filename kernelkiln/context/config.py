@@ -1,4 +1,4 @@
-"""Configuration of prompt assembly: the layers, their caps and the ablation switch."""
+"""Configuration of what an agent sees each turn: the layers, their caps and the ablation switch."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class ContextConfig(BaseModel):
-    """How the context builder fills a prompt (DESIGN: budgeted context)."""
+    """What an agent is shown each turn and how the context builder fills a prompt (DESIGN: budgeted context).
+
+    The ``max_*`` counts bound what memory retrieves for a turn (the tuner reads it too),
+    and the prompt's sections.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -23,10 +27,13 @@ class ContextConfig(BaseModel):
     warm_share: float = Field(
         default=0.6, ge=0, le=1, description="Cap on the warm layer as a share of B_k; the cold layer gets what remains."
     )
-    max_experiences: int = Field(default=5, ge=0, description="Retrieved experiences shown at most.")
-    max_graph_attempts: int = Field(default=5, ge=0, description="Graph-ranked attempts shown at most.")
+    max_experiences: int = Field(default=5, ge=0, description="Experiences retrieved for an agent each turn, and "
+                                                              "shown at most (0: none).")
+    max_graph_attempts: int = Field(default=5, ge=0, description="Graph-ranked attempts of the task offered each "
+                                                                 "turn, and shown at most (0: none).")
     max_board_entries: int = Field(default=8, ge=0, description="Board wins and traps shown at most.")
-    max_knowledge: int = Field(default=4, ge=0, description="Platform knowledge sections shown at most.")
+    max_knowledge: int = Field(default=3, ge=0, description="Platform knowledge sections retrieved for the cold "
+                                                            "layer each turn, and shown at most (0: none).")
     max_diagnostics: int = Field(default=20, ge=0, description="Diagnostics of the latest feedback shown at most.")
     code_excerpt_chars: int = Field(
         default=1500,

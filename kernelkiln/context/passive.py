@@ -6,7 +6,6 @@ nothing capped, so the prompt grows turn over turn: the baseline KOPE's budget b
 
 from __future__ import annotations
 
-from kernelkiln.policy.turn import Turn
 from kernelkiln.context.sections import (
     Piece,
     attempt_pieces,
@@ -17,6 +16,7 @@ from kernelkiln.context.sections import (
     rule_pieces,
 )
 from kernelkiln.guard.verdict import Verdict
+from kernelkiln.policy.turn import Turn
 from kernelkiln.store.records import Attempt
 
 

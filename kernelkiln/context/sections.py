@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelkiln.context.prompts import excerpt, macros, render
-from kernelkiln.policy.turn import Turn
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory.retrieval import Retrieved
-from kernelkiln.store.records import Attempt, BoardEntry, Rule
+from kernelkiln.policy.turn import Turn
+from kernelkiln.store.records import Attempt, BoardEntry, Case, Rule
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,11 @@ def feedback_view(attempt: Attempt | None, verdict: Verdict | None, current_code
     """Plain values for the ``feedback`` macro (None: nothing evaluated yet)."""
     if attempt is None and verdict is None:
         return None
-    case = attempt.case if attempt else {}
+    case = attempt.case if attempt else Case()
     decision = verdict.verdict if verdict else attempt.verdict
     speedup = verdict.speedup if verdict and verdict.speedup is not None else (attempt.speedup if attempt else None)
-    vs_best = verdict.speedup_vs_incumbent if verdict else case.get("speedup_vs_incumbent")
-    margin = verdict.noise_margin if verdict else case.get("noise_margin")
+    vs_best = verdict.speedup_vs_incumbent if verdict else case.speedup_vs_incumbent
+    margin = verdict.noise_margin if verdict else case.noise_margin
     title = f"Attempt {attempt.id}: {decision}" if attempt else f"Verdict: {decision}"
     if speedup is not None:
         title += f", {speedup:.2f}x over the reference"
@@ -83,14 +83,14 @@ def feedback_view(attempt: Attempt | None, verdict: Verdict | None, current_code
         title += f", {vs_best:.3f}x the best"
     if margin is not None:
         title += f" (noise band ±{margin:.1%})"
-    diagnostics = list(verdict.diagnostics if verdict else case.get("diagnostics") or [])
+    diagnostics = list(verdict.diagnostics if verdict else case.diagnostics)
     code = attempt.code if attempt and attempt.code.strip() and attempt.code != current_code else ""
     shown = _excerpt(code, code_chars)
     return {
         "title": title,
         "summary": attempt.summary if attempt else "",
-        "stage": verdict.stage if verdict else case.get("stage") or (attempt.error_class if attempt else None),
-        "reason": verdict.reason if verdict else case.get("reason") or "",
+        "stage": verdict.stage if verdict else case.stage or (attempt.error_class if attempt else None),
+        "reason": verdict.reason if verdict else case.reason,
         "diagnostics": [_diagnostic(d) for d in diagnostics[:max_diagnostics]],
         "more_diagnostics": max(0, len(diagnostics) - max_diagnostics),
         "workloads": _workloads(attempt, verdict),

@@ -28,7 +28,7 @@ def get_init_inputs():
 
 
 KILN = {
-    "op_family": "gemm",
+    "op_family": "matmul",
     "workloads": [
         {"name": "square", "M": 256, "K": 256, "N": 256},
         {"name": "skinny", "M": 64, "K": 512, "N": 256},

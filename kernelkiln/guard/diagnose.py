@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from kernelkiln.guard.session import GuardSession
+if TYPE_CHECKING:  # the session (and torch) load with the orchestrator; the tool names need neither
+    from kernelkiln.guard.session import GuardSession
 
 _VEC_FLAGS = ("-fopt-info-vec-optimized", "-fopt-info-vec-missed")
 _VEC_LINES = 60
@@ -57,3 +60,20 @@ def vectorization_report(session: GuardSession, source: str) -> str:
         if len(remarks) > _VEC_LINES:
             out.append(f"  … {len(remarks) - _VEC_LINES} more")
     return "\n".join(out)
+
+
+# The one list of diagnostics: name -> report(session, code, profile budget in seconds).
+# agents/tools.yaml describes each of them to a model.
+TOOLS: dict[str, Callable[[GuardSession, str, float], str]] = {
+    "run_checks": lambda session, source, _budget_s: check_report(session, source),
+    "profile": profile_report,
+    "vectorization_report": lambda session, source, _budget_s: vectorization_report(session, source),
+}
+
+
+def diagnoser(session: GuardSession, profile_budget_s: float) -> Callable[[str, str], str]:
+    """A Turn's ``diagnose``: ``(tool name, code) -> report``, every tool run by ``session``."""
+    def run(tool: str, source: str) -> str:
+        report = TOOLS.get(tool)
+        return report(session, source, profile_budget_s) if report else f"unknown diagnostic {tool!r}"
+    return run

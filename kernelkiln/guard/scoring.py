@@ -7,9 +7,10 @@ import statistics
 
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.timing import Series, rse
-from kernelkiln.guard.verdict import Verdict, WorkloadResult, geomean
+from kernelkiln.guard.verdict import Verdict, WorkloadResult
 from kernelkiln.platforms import Peaks
 from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
+from kernelkiln.stats import geomean
 from kernelkiln.task import Workload
 
 

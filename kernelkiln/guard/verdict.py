@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -93,7 +92,3 @@ class Verdict(BaseModel):
     @classmethod
     def reject(cls, stage: Stage, reason: str, **extra: Any) -> Verdict:
         return cls(verdict="REJECT", stage=stage, reason=reason, **extra)
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))

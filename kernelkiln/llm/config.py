@@ -47,7 +47,10 @@ class LLMConfig(BaseModel):
         default=4096, gt=0, description="Tokens a reply may have, unless a call asks for a different number."
     )
     context_window: int = Field(
-        default=128_000, gt=0, description="The model's context window in tokens, for prompt budgeting."
+        default=128_000,
+        gt=0,
+        description="The model's context window in tokens, for prompt budgeting. Unless set, a run reads it from "
+        "the endpoint where it says (vLLM's max_model_len, Ollama's context length) and falls back to this.",
     )
     price_prompt_per_mtok: float = Field(
         default=0.0, ge=0, description="USD per million prompt (input) tokens, for cost accounting."

@@ -1,38 +1,61 @@
-"""What the orchestrator calls after each measured batch: memory's whole update.
+"""What runs after each verdict: one typed record, handed to a list of callbacks.
 
-``on_batch`` records every attempt (a graph node) with its adoption records, posts the
-board conclusions its verdict implies, closes the stages the batch finished, applies
-their ATU feedback to Q, fades the resident rules and rebuilds the resident set, all in
-one transaction: a crash leaves either the whole batch or none of it.
+The orchestrator gives every judged attempt, as an ``AttemptResult``, to each
+``VerdictCallback`` in turn (in the spirit of TVM MetaSchedule's ``MeasureCallback``).
+Memory's callback records all the verdict teaches in one transaction: the attempt (a
+graph node) with its adoption records, the board conclusions it implies, the stages it
+closes (their ATU feedback applied to Q, the resident rules faded and rebuilt) and, for a
+new best derived from a parent, the distilled lesson. A crash leaves all of it or none.
 """
 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Sequence
+from typing import Protocol
 
 from pydantic import Field
+from sqlalchemy.engine import Connection
 
+from kernelkiln.memory import distill
 from kernelkiln.memory.board import Board, entry_for_attempt
 from kernelkiln.memory.config import MemoryConfig
 from kernelkiln.memory.rules import Consolidator
 from kernelkiln.memory.stages import StageOutcome, StageTracker
 from kernelkiln.memory.value import apply_stage_values
-from kernelkiln.store.records import Adoption, Attempt, Record, StageRecord, TaskRecord
+from kernelkiln.store.records import Adoption, Attempt, Experience, Record, StageRecord, TaskRecord
 from kernelkiln.store.store import Store
 
 _CONSOLIDATION_LOCK = 0x6B6C6E31  # serializes stage closing across PostgreSQL writers
 
 
 class AttemptResult(Record):
-    """One measured attempt and the adoption records its agent made before evaluation."""
+    """One judged attempt: what every callback after the verdict is given."""
 
     attempt: Attempt
-    adoptions: list[Adoption] = Field(default_factory=list)
+    task: TaskRecord  # the task's tags (op family, platform), refreshed with the attempt
+    adoptions: list[Adoption] = Field(default_factory=list)  # made by its agent before evaluation
+    parent: Attempt | None = None  # the attempt it was derived from, when the caller holds it
+    incumbent: Attempt | None = None  # the task's best once this verdict is counted
+
+
+class VerdictCallback(Protocol):
+    """Called with each judged attempt, in the order the callbacks were given."""
+
+    def after_verdict(self, result: AttemptResult) -> None:
+        """React to one verdict (an exception stops the run: the callback after it is not called)."""
+
+
+def add_lesson(store: Store, conn: Connection, lesson: Experience) -> Experience:
+    """Store a new experience on ``conn``; its cold frequency counts stages from now on."""
+    born = lesson.model_copy(update={"born_stage": store.stages.last_id(conn)})
+    store.experiences.add(conn, born)
+    return born
 
 
 class MemoryCallbacks:
-    """Memory updates driven by the optimizer loop."""
+    """Memory's part after each verdict, and at the end of a task's work."""
 
     def __init__(self, store: Store, config: MemoryConfig | None = None, consolidator: Consolidator | None = None):
         self.store = store
@@ -40,73 +63,73 @@ class MemoryCallbacks:
         self.stages = StageTracker(self.config.value)
         self.board = Board(store, self.config.board)
         self.consolidator = consolidator or Consolidator(store, self.config.rules)
+        self._lock = threading.Lock()  # the stage tracker is shared by the agents' threads
 
-    def on_batch(self, results: Sequence[AttemptResult], tasks: Sequence[TaskRecord] = ()) -> list[StageRecord]:
-        """Record a measured batch; returns the stages it closed (with their scores)."""
-        closed: list[StageOutcome] = []
-        snapshot = copy.deepcopy(self.stages)
-        for result in results:
-            closed.extend(self.stages.observe(result.attempt, result.adoptions))
-        try:
-            return self._record(results, tasks, closed)
-        except BaseException:
-            self.stages = snapshot  # the batch was not stored: forget it, so a retry counts it once
-            raise
+    def after_verdict(self, result: AttemptResult) -> list[StageRecord]:
+        """Record one judged attempt and all it implies; returns the stages it closed (with their scores)."""
+        with self._lock:
+            snapshot = copy.deepcopy(self.stages)
+            closed = self.stages.observe(result.attempt, result.adoptions)
+            try:
+                return self._record(result, closed)
+            except BaseException:
+                self.stages = snapshot  # nothing was stored: forget it, so a retry counts it once
+                raise
 
-    def _record(self, results, tasks, closed: list[StageOutcome]) -> list[StageRecord]:
-        store = self.store
+    def _record(self, result: AttemptResult, closed: list[StageOutcome]) -> list[StageRecord]:
+        store, attempt = self.store, result.attempt
         with store.write() as conn:
-            for task in tasks:
-                store.tasks.upsert(conn, task)
-            given = {t.id for t in tasks}
-            for task_id in sorted({r.attempt.task_id for r in results} - given):
-                store.tasks.add_if_missing(conn, TaskRecord(id=task_id))
-            posts = []
-            for result in results:
-                store.attempts.add(conn, result.attempt)
-                store.adoptions.add_many(conn, result.adoptions)
-                if self.config.board.auto_post and (entry := entry_for_attempt(self.board, result.attempt)):
-                    posts.append(entry)
-            # Tasks in a fixed order: concurrent batches take the per-task board locks alike.
-            for entry in sorted(posts, key=lambda e: e.task_id):
+            store.tasks.upsert(conn, result.task)
+            store.attempts.add(conn, attempt)
+            store.adoptions.add_many(conn, result.adoptions)
+            if self.config.board.auto_post and (entry := entry_for_attempt(self.board, attempt)):
                 store.board.post(conn, entry, self.config.board.horizon)
-            return self._close(conn, closed)
+            records = self._close(conn, closed)
+            parent = result.parent
+            if parent is None and attempt.parent_id is not None and attempt.verdict == "KEEP":
+                parent = store.attempts.get(conn, attempt.parent_id)
+            lesson = distill.win(attempt, parent, result.task.op_family, result.task.platform or "cpu")
+            if lesson is not None:
+                add_lesson(store, conn, lesson)
+            return records
 
-    def replay(self, results: Sequence[AttemptResult]) -> None:
-        """Rebuild the open stages from attempts already stored (resuming a run); stores nothing."""
-        for result in results:
-            self.stages.observe(result.attempt, result.adoptions)
+    def replay(self, attempts: Sequence[tuple[Attempt, list[Adoption]]], ended: Sequence[StageRecord] = ()) -> None:
+        """Rebuild the open stages from a run's stored attempts (resuming it); stores nothing.
 
-    def on_adoptions(self, adoptions: Sequence[Adoption]) -> None:
-        """Store an agent's adoption records as soon as it makes them, before evaluation.
-
-        ``on_batch`` stores them too (duplicates are skipped); this keeps them if the
-        evaluation never reports back.
+        ``ended``: the stage records the run stored for those tasks. A (task, agent) with more
+        of them than its attempts close had its work ended already (``on_task_end``), so its
+        stage stays closed instead of being scored a second time.
         """
-        with self.store.write() as conn:
-            self.store.adoptions.add_many(conn, list(adoptions))
+        with self._lock:
+            closes: dict[tuple[str, str], int] = {}
+            for attempt, adoptions in attempts:
+                key = (attempt.task_id, attempt.agent)
+                closes[key] = closes.get(key, 0) + len(self.stages.observe(attempt, adoptions))
+            stored: dict[tuple[str, str], int] = {}
+            for record in ended:
+                stored[(record.task_id, record.agent)] = stored.get((record.task_id, record.agent), 0) + 1
+            for key, count in stored.items():
+                if count > closes.get(key, 0):
+                    self.stages.end(*key)
 
-    def on_task_end(self, task_id: str, agent: str = "") -> list[StageRecord]:
-        """Close the open stage of (task, agent) when the loop stops working on it."""
-        snapshot = copy.deepcopy(self.stages)
-        closed = self.stages.end(task_id, agent)
-        if not closed:
-            return []
-        try:
-            with self.store.write() as conn:
-                return self._close(conn, closed)
-        except BaseException:
-            self.stages = snapshot
-            raise
+    def on_task_end(self, task_id: str, agents: Sequence[str], lesson: Experience | None = None) -> list[StageRecord]:
+        """Close the open stages of the task's ``agents`` and store its ``lesson``, in one transaction."""
+        with self._lock:
+            snapshot = copy.deepcopy(self.stages)
+            closed = [outcome for agent in agents for outcome in self.stages.end(task_id, agent)]
+            if not closed and lesson is None:
+                return []
+            try:
+                with self.store.write() as conn:
+                    records = self._close(conn, closed)
+                    if lesson is not None:
+                        add_lesson(self.store, conn, lesson)
+                    return records
+            except BaseException:
+                self.stages = snapshot
+                raise
 
-    def on_run_end(self) -> list[StageRecord]:
-        """Close every stage still open."""
-        records: list[StageRecord] = []
-        for task_id, agent in self.stages.open_pairs():
-            records.extend(self.on_task_end(task_id, agent))
-        return records
-
-    def _close(self, conn, outcomes: list[StageOutcome]) -> list[StageRecord]:
+    def _close(self, conn: Connection, outcomes: list[StageOutcome]) -> list[StageRecord]:
         if not outcomes:
             return []
         if self.store.dialect == "postgresql":
@@ -114,15 +137,9 @@ class MemoryCallbacks:
         records = []
         for outcome in outcomes:
             apply_stage_values(conn, self.store, outcome, self.config.value)
-            record = StageRecord(
-                run_id=outcome.run_id,
-                task_id=outcome.task_id,
-                agent=outcome.agent,
-                stage=outcome.stage,
-                score=outcome.score,
-                retrieved=len(outcome.retrieved),
-                adopted=len(outcome.adopted),
-            )
+            record = StageRecord(run_id=outcome.run_id, task_id=outcome.task_id, agent=outcome.agent,
+                                 stage=outcome.stage, score=outcome.score, retrieved=len(outcome.retrieved),
+                                 adopted=len(outcome.adopted))
             records.append(self.store.stages.add(conn, record))
             self.consolidator.fade(conn, set(outcome.adopted))
         self.consolidator.rebuild(conn)

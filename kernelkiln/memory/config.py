@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from kernelkiln.store.records import SUMMARY_CHARS
 
 
 class GraphConfig(BaseModel):
@@ -30,14 +32,24 @@ class ValueConfig(BaseModel):
     alpha_floor: float = Field(
         default=0.05, gt=0, le=1, description="Least weight of new evidence: α = max(1/n, alpha_floor)."
     )
-    turn_budget: int = Field(
-        default=30, ge=1, description="Attempts per task and agent, shared by the correctness and optimization stages."
-    )
     credit: Literal["adopted", "uniform"] = Field(
         default="adopted",
         description="adopted: ATU, a stage's score shared by the experiences the agent adopted, -η for the rest "
         "it was shown; uniform: every retrieved experience gets the stage's score (`kiln ablate`'s baseline).",
     )
+    # Not a field: the run's budget (OptimizeConfig.budget) is the one place a user sets it.
+    _turn_budget: int | None = PrivateAttr(default=None)
+
+    @property
+    def turn_budget(self) -> int | None:
+        """Attempts after which an agent's stage closes; None (outside a run): only when the task ends."""
+        return self._turn_budget
+
+    def with_turn_budget(self, budget: int | None) -> ValueConfig:
+        """This configuration with the run's turn budget."""
+        copy = self.model_copy()
+        copy._turn_budget = budget
+        return copy
 
 
 class RetrievalConfig(BaseModel):
@@ -54,7 +66,6 @@ class RetrievalConfig(BaseModel):
         description="Share of the final score taken by the source attempt's graph score d(v) "
         "(both normalized to the pool's maximum); 0 ranks by value alone.",
     )
-    limit: int = Field(default=5, ge=1, description="How many experiences a retrieval returns.")
     postings_budget: int = Field(
         default=4000,
         ge=1,
@@ -80,7 +91,7 @@ class BoardConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    summary_chars: int = Field(default=160, ge=20, le=160, description="Cap on an entry's summary.")
+    summary_chars: int = Field(default=SUMMARY_CHARS, ge=20, le=SUMMARY_CHARS, description="Cap on an entry's summary.")
     reflection_chars: int = Field(default=1200, ge=0, description="Cap on an entry's reflection.")
     horizon: int = Field(default=16, ge=1, description="H: entries kept per task (the latest H).")
     auto_post: bool = Field(

@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from kernelkiln.task import knobs as K
 from kernelkiln.store.records import Attempt, Experience
+from kernelkiln.task import knobs as K
 
 _JOURNAL_CHARS = 600
 
@@ -36,9 +36,9 @@ def win(attempt: Attempt, parent: Attempt | None, op_family: str | None, platfor
     gain = ""
     if parent is not None and parent.speedup:
         gain = f" {attempt.speedup / parent.speedup:.2f}x faster than its parent,"
-    changed = attempt.case.get("changed") if isinstance(attempt.case.get("changed"), dict) else None
+    changed = attempt.case.changed
     if changed:
-        before = parent.case.get("knobs", {}) if parent is not None else {}
+        before = (parent.case.knobs or {}) if parent is not None else {}
         was = K.describe({n: before[n] for n in changed if n in before})
         text = (f"{family} on {platform}: setting {K.describe(changed)}"
                 f"{f' (was {was})' if was else ''} made {attempt.task_id}{gain} "
@@ -51,15 +51,15 @@ def win(attempt: Attempt, parent: Attempt | None, op_family: str | None, platfor
                 f"{attempt.speedup:.2f}x the reference.\n{journal}").strip()
         conditions = []
         ident = _stable_id("win", platform, family, attempt.task_id, attempt.summary)
-    return Experience(id=ident, text=text, summary=f"{K.describe(changed) if changed else attempt.summary}"[:160],
+    return Experience(id=ident, text=text, summary=K.describe(changed) if changed else attempt.summary,
                       platform=platform, op_family=family, stage="optimization", conditions=conditions,
                       source_attempt_id=attempt.id)
 
 
 def best_configuration(best: Attempt, seed: Attempt | None, op_family: str | None, platform: str) -> Experience | None:
     """The lesson of a task's final best knob settings, or None when it has none or gained nothing."""
-    settings = best.case.get("knobs")
-    if not isinstance(settings, dict) or not settings or not best.speedup:
+    settings = best.case.knobs
+    if not settings or not best.speedup:
         return None
     if seed is not None and seed.speedup and best.speedup <= seed.speedup:
         return None
@@ -69,5 +69,5 @@ def best_configuration(best: Attempt, seed: Attempt | None, op_family: str | Non
             f"{best.speedup:.2f}x the reference{over_seed}.")
     conditions = [K.condition(n, v) for n, v in sorted(settings.items())]
     return Experience(id=_stable_id("best", platform, family, conditions), text=text,
-                      summary=f"best configuration: {K.describe(settings)}"[:160], platform=platform,
+                      summary=f"best configuration: {K.describe(settings)}", platform=platform,
                       op_family=family, stage="optimization", conditions=conditions, source_attempt_id=best.id)

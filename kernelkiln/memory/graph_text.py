@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelkiln.memory.graph import ExperienceGraph
+from kernelkiln.speedup import fmt_x
 
 
 def graph_records(graph: ExperienceGraph) -> list[dict[str, Any]]:
@@ -35,7 +36,7 @@ def render_tree(graph: ExperienceGraph) -> str:
 
     def label(node_id: str) -> str:
         a = graph.nodes[node_id]
-        speed = f"{a.speedup:.2f}x" if a.speedup is not None else "—"
+        speed = fmt_x(a.speedup)
         who = "/".join(p for p in (a.agent, a.lens) if p)
         parts = ["*" if node_id in on_path else " ", a.id, a.verdict, speed, f"d={scores[node_id]:.2f}"]
         if who:

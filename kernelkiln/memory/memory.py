@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelkiln.memory.board import Board
-from kernelkiln.memory.callbacks import MemoryCallbacks
+from kernelkiln.memory.callbacks import MemoryCallbacks, add_lesson
 from kernelkiln.memory.config import MemoryConfig
 from kernelkiln.memory.graph import ExperienceGraph
 from kernelkiln.memory.knowledge import platforms as knowledge_platforms
@@ -37,9 +37,7 @@ class Memory:
     def add_experience(self, experience: Experience) -> Experience:
         """Store a new experience; its cold frequency counts stages from now on."""
         with self.store.write() as conn:
-            born = experience.model_copy(update={"born_stage": self.store.stages.last_id(conn)})
-            self.store.experiences.add(conn, born)
-        return born
+            return add_lesson(self.store, conn, experience)
 
     def retrieve(self, query: str, **filters: Any) -> list[Retrieved]:
         """Experiences for ``query`` (see ``Retriever.retrieve`` for the filters)."""

@@ -64,7 +64,7 @@ class Retriever:
         limit: int | None = None,
         kinds: tuple[str, ...] = ("experience",),
     ) -> list[Retrieved]:
-        """The best ``limit`` experiences for ``query`` among those whose tags fit."""
+        """The best ``limit`` experiences for ``query`` among those whose tags fit (None: the whole pool)."""
         c = self.config
         with self.store.read() as conn:
             pool = search_experiences(
@@ -81,7 +81,7 @@ class Retriever:
             for (exp, rel), v, g in zip(pool, values, graphs)
         ]
         ranked.sort(key=lambda r: (-r.score, -r.relevance, r.experience.id))
-        return ranked[: limit or c.limit]
+        return ranked[:limit]
 
     def _graph_scores(self, conn, experiences: list[Experience]) -> dict[str, float]:
         sources = sorted({e.source_attempt_id for e in experiences if e.source_attempt_id})

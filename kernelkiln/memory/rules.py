@@ -21,16 +21,6 @@ from kernelkiln.store.records import Experience, Rule
 from kernelkiln.store.store import Store
 
 
-def is_candidate(experience: Experience, config: RulesConfig) -> bool:
-    """Whether ``experience`` qualifies for residency."""
-    return (
-        experience.kind == "experience"
-        and experience.q > 0
-        and experience.adoptions >= config.min_adoptions
-        and experience.distinct_tasks >= config.min_tasks
-    )
-
-
 def priority(q: float, frequency: float, tokens: int) -> float:
     """π = Q·f/ℓ."""
     return q * frequency / max(tokens, 1)

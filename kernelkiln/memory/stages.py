@@ -1,7 +1,9 @@
 """Stages of work on a task: correctness until the first correct candidate, then optimization.
 
-Both share one turn budget. A StageTracker follows each (task, agent) pair through
-its attempts and reports every stage it closes with its score s.
+Both share one turn budget: the run's (OptimizeConfig.budget, handed down as
+``ValueConfig.turn_budget``). A StageTracker follows each (task, agent) pair through its
+attempts and reports every stage it closes with its score s: when the agent's attempts
+reach the budget (a lone agent spending the task's whole budget), else when the task ends.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ class StageTracker:
         elif state.stage == "optimization" and attempt.correct and cost is not None:
             if state.t_best is None or cost < state.t_best:
                 state.t_best = cost
-        if state.turns >= self.config.turn_budget:
+        budget = self.config.turn_budget
+        if budget is not None and state.turns >= budget:
             closed.append(self._close(key, state, self._final_score(state)))
             state.done = True
         return closed

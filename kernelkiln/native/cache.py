@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
-import tempfile
 from pathlib import Path
+
+from kernelkiln.atomic import write_atomic
 
 from .records import BuildResult, Diagnostic
 
@@ -64,7 +64,7 @@ def publish(cache_dir: Path, key: str, built: str, *, owner: int | None,
     """
     cache_dir = Path(cache_dir)
     meta = {"diagnostics": [d.to_dict() for d in diagnostics], "log": log}
-    _write_atomic(cache_dir, f"{key}.json", json.dumps(meta).encode("utf-8"))
+    write_atomic(cache_dir / f"{key}.json", json.dumps(meta).encode("utf-8"))
     fd = os.open(built, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as source:
         info = os.fstat(source.fileno())
@@ -72,24 +72,4 @@ def publish(cache_dir: Path, key: str, built: str, *, owner: int | None,
             raise CacheError("compiler output is not a plain file")
         if owner is not None and info.st_uid != owner:
             raise CacheError("compiler output is owned by an unexpected user")
-        return str(_write_atomic(cache_dir, f"{key}.so", source))
-
-
-def _write_atomic(cache_dir: Path, name: str, content) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            if isinstance(content, bytes):
-                out.write(content)
-            else:
-                shutil.copyfileobj(content, out)
-            os.fchmod(out.fileno(), 0o644)
-        final = cache_dir / name
-        os.replace(tmp, final)
-        return final
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+        return str(write_atomic(cache_dir / f"{key}.so", source))

@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from kernelkiln.guard.verdict import Verdict
 from kernelkiln.policy.lens import Lens
 from kernelkiln.policy.turn import Objective, Policy, Snapshot, code_hash
-from kernelkiln.guard.verdict import Verdict
 from kernelkiln.store.records import Attempt
 
 
@@ -92,7 +92,7 @@ def settle(attempt: Attempt, task: TaskState, incumbent_when_judged: Attempt | N
 def advance(state: AgentState, attempt: Attempt, r_draft: int) -> None:
     """Move the agent's branch and plateau counter after a verdict (also used when resuming)."""
     state.history.append(attempt)
-    if attempt.case.get("objective") == "draft":
+    if attempt.case.objective == "draft":
         state.drafting = False  # the draft was made; a new plateau starts from here
     if attempt.verdict == "REJECT":
         return

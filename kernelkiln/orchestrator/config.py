@@ -1,19 +1,30 @@
-"""The optimizer's configuration: one pydantic tree, every field used by the loop."""
+"""The optimizer's configuration: one pydantic tree, every field used by the loop.
+
+`kiln optimize|bench|ablate --config kiln.toml` loads it from a file (see ``cli/settings.py``);
+`kiln config show` prints every field with its description and where its value came from.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import copy
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.llm.config import LLMConfig
 from kernelkiln.memory.config import MemoryConfig
+from kernelkiln.store.config import StoreConfig
 
 PolicyName = Literal["tuner", "llm"]
 
 SEARCH_TIME_BUDGET_S = 8.0
+
+# Keys of runs stored before every field had one home: old key -> where it lives now (None: gone).
+_MOVED = {("experiences",): ("context", "max_experiences"), ("knowledge",): ("context", "max_knowledge"),
+          ("graph_attempts",): ("context", "max_graph_attempts"), ("memory", "value", "turn_budget"): None,
+          ("memory", "retrieval", "limit"): None}
 
 
 def search_guard(**overrides: object) -> GuardConfig:
@@ -45,21 +56,45 @@ class OptimizeConfig(BaseModel):
                                                                 "for this platform starts the search.")
     seed: int = Field(0, ge=0, description="Seed of the tuner's random moves (drafting jumps, untried settings): "
                                            "benchmark repeats use 0, 1, 2, … for independent trajectories.")
-    experiences: int = Field(5, ge=0, description="Retrieved experiences shown to an agent each turn.")
-    knowledge: int = Field(3, ge=0, description="Platform knowledge sections offered to the cold layer each turn.")
-    graph_attempts: int = Field(5, ge=0, description="Graph-ranked attempts of the task shown each turn.")
     tool_calls: int = Field(4, ge=0, description="Diagnostic tool calls (checks, profile, vectorization report) an "
                                                  "llm agent may make per turn before it must submit.")
     reasks: int = Field(2, ge=0, description="Times an llm agent is asked again for a reply that lacks the candidate, "
                                              "the summary or an adoption record, before its turn is given up.")
     confirm_time_budget_s: float | None = Field(20.0, gt=0, description="When a task ends, its best is judged "
                                                 "again in a fresh session timing for this long; that figure is "
-                                                "the task's reported speedup (None: report the search's figure).")
+                                                "the task's reported speedup (0 or None: report the search's "
+                                                "figure).")
     guard: GuardConfig = Field(default_factory=search_guard, description="How candidates are judged "
-                                                                         "(default: search_guard()).")
+                                                                         "(a timing budget of 8 s unless set).")
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Experience values, rules, board.")
-    context: ContextConfig = Field(default_factory=ContextConfig, description="Prompt assembly (llm policy).")
+    context: ContextConfig = Field(default_factory=ContextConfig, description="What an agent is shown each turn.")
     llm: LLMConfig | None = Field(None, description="The model endpoint (llm policy only).")
+    store: StoreConfig = Field(default_factory=StoreConfig, exclude=True,
+                               description="Where memory lives; not kept with a run (a run is resumed from its store).")
+
+    @classmethod
+    def stored(cls, data: dict[str, Any]) -> OptimizeConfig:
+        """The configuration a run stored, including runs stored by earlier versions (moved keys moved)."""
+        return cls.model_validate(_moved(data))
+
+    @field_validator("confirm_time_budget_s", mode="before")
+    @classmethod
+    def _zero_is_off(cls, value: object) -> object:
+        return None if value == 0 else value  # TOML has no null: 0 turns confirmation off, as --confirm-budget 0 does
+
+    @field_validator("guard", mode="before")
+    @classmethod
+    def _search_timing(cls, value: object) -> object:
+        # A partial guard table (a file's [guard], a flag) keeps the search's timing budget unless it sets one.
+        return {"time_budget_s": SEARCH_TIME_BUDGET_S, **value} if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _stages_follow_the_budget(self) -> OptimizeConfig:
+        # The run's budget is the one turn budget; memory's stages close by it.
+        if self.memory.value.turn_budget != self.budget:
+            value = self.memory.value.with_turn_budget(self.budget)
+            self.memory = self.memory.model_copy(update={"value": value})
+        return self
 
     @model_validator(mode="after")
     def _llm_needs_endpoint(self) -> OptimizeConfig:
@@ -77,5 +112,25 @@ class OptimizeConfig(BaseModel):
     @model_validator(mode="after")
     def _guard_on_the_run_platform(self) -> OptimizeConfig:
         if self.guard.platform != self.platform:  # the run's platform decides where candidates are judged
+            if "platform" in self.guard.model_fields_set:
+                raise ValueError(f"guard.platform follows platform: set platform = {self.guard.platform!r} instead")
             self.guard = self.guard.model_copy(update={"platform": self.platform})
         return self
+
+
+def _moved(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the keys of earlier versions moved to their one home (or dropped)."""
+    out = copy.deepcopy(data)
+    for old, new in _MOVED.items():
+        *parents, leaf = old
+        node: Any = out
+        for key in parents:
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or leaf not in node:
+            continue
+        value = node.pop(leaf)
+        if new is not None:  # both capped what was shown: the smaller one was in effect
+            section, name = new
+            table = out.setdefault(section, {})
+            table[name] = min(value, table.get(name, value))
+    return out

@@ -9,12 +9,10 @@ build, checks and timing against the reference — in a fresh session that times
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernelkiln.guard.device import DeviceLock
 from kernelkiln.guard.session import GuardSession
 from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.store.records import Attempt
+from kernelkiln.store.records import Attempt, Confirmation
 from kernelkiln.task import Task
 
 
@@ -23,7 +21,7 @@ def confirmable(best: Attempt | None, config: OptimizeConfig) -> bool:
     return best is not None and bool(best.measurements) and bool(config.confirm_time_budget_s)
 
 
-def confirm(task: Task, best: Attempt | None, config: OptimizeConfig, device: DeviceLock) -> dict[str, Any] | None:
+def confirm(task: Task, best: Attempt | None, config: OptimizeConfig, device: DeviceLock) -> Confirmation | None:
     """The best's confirmation record, or None when it is not ``confirmable``."""
     if not confirmable(best, config):
         return None
@@ -31,7 +29,7 @@ def confirm(task: Task, best: Attempt | None, config: OptimizeConfig, device: De
     guard = config.guard.model_copy(update={"time_budget_s": budget})
     with GuardSession(task, guard, device) as session:
         verdict = session.evaluate(best.code)
-    return {"attempt_id": best.id, "verdict": verdict.verdict, "correct": verdict.correct,
-            "speedup": verdict.speedup if verdict.correct else None,
-            "reason": "" if verdict.correct else verdict.reason, "time_budget_s": budget,
-            "workloads": {w.name: w.speedup for w in verdict.workloads}}
+    return Confirmation(attempt_id=best.id, verdict=verdict.verdict, correct=verdict.correct,
+                        speedup=verdict.speedup if verdict.correct else None,
+                        reason="" if verdict.correct else verdict.reason, time_budget_s=budget,
+                        workloads={w.name: w.speedup for w in verdict.workloads})

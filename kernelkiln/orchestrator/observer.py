@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.store.records import Attempt
 
 
@@ -14,8 +15,8 @@ class Observer:
     def evaluating(self, task_id: str, agent: str, summary: str) -> None:
         """An agent's candidate goes to the guard."""
 
-    def attempt(self, task_id: str, agent: str, attempt: Attempt, incumbent: Attempt | None) -> None:
-        """A candidate was judged and stored."""
+    def after_verdict(self, result: AttemptResult) -> None:
+        """A candidate was judged and stored (a VerdictCallback, after memory's)."""
 
     def confirming(self, task_id: str, seconds: float) -> None:
         """The task's best is being judged again, timing for ``seconds``."""

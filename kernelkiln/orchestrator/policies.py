@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kernelkiln.agents.tuner import Tuner
-from kernelkiln.policy.turn import Policy
 from kernelkiln.llm.client import ChatClient
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.policy.turn import Policy
 
 
 def make_policy(config: OptimizeConfig, agent: str, task_id: str, client: ChatClient | None = None) -> Policy:

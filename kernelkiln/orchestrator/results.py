@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kernelkiln.store.records import Attempt
+from kernelkiln.atomic import write_atomic
+from kernelkiln.store.records import Attempt, Confirmation
 
 VERDICTS = ("KEEP", "ACCEPT", "REVERT", "REJECT")
 
@@ -22,44 +21,36 @@ def incumbent(attempts: list[Attempt]) -> Attempt | None:
 
 def seed_attempt(attempts: list[Attempt]) -> Attempt | None:
     """The first evaluation of the task's seed candidate, when it was correct."""
-    return next((a for a in attempts if a.case.get("move") == "seed" and a.correct), None)
+    return next((a for a in attempts if a.case.move == "seed" and a.correct), None)
 
 
-def confirmation_of(best: Attempt | None, confirmation: dict[str, Any] | None) -> dict[str, Any] | None:
+def confirmation_of(best: Attempt | None, confirmation: Confirmation | None) -> Confirmation | None:
     """``confirmation`` when it is the best's (a record of an earlier best does not count)."""
-    if best is None or not confirmation or confirmation.get("attempt_id") != best.id:
+    if best is None or confirmation is None or confirmation.attempt_id != best.id:
         return None
     return confirmation
 
 
 def task_summary(attempts: list[Attempt], best_path: Path | None,
-                 confirmation: dict[str, Any] | None = None) -> dict[str, Any]:
+                 confirmation: Confirmation | None = None) -> dict[str, Any]:
     """One task's figures (the run.json entry)."""
     best, seed = incumbent(attempts), seed_attempt(attempts)
     counts = Counter(a.verdict for a in attempts)
     confirmation = confirmation_of(best, confirmation)
     return {
         "best_speedup": best.speedup if best else None,  # as the search measured it
-        "confirmed_speedup": confirmation["speedup"] if confirmation else None,
-        "confirmation": confirmation,
+        "confirmed_speedup": confirmation.speedup if confirmation else None,
+        "confirmation": confirmation.model_dump(mode="json") if confirmation else None,
         "seed_speedup": seed.speedup if seed else None,
         "attempts": len(attempts),
         "verdicts": {v: counts.get(v, 0) for v in VERDICTS},
         "prompt_tokens": sum(a.tokens_in for a in attempts),
         "completion_tokens": sum(a.tokens_out for a in attempts),
-        "cost_usd": round(sum(float(a.case.get("cost_usd") or 0.0) for a in attempts), 6),
+        "cost_usd": round(sum(a.case.cost_usd for a in attempts), 6),
         "best_summary": best.summary if best else None,
         "best_attempt": best.id if best else None,
         "best": str(best_path) if best_path is not None and best is not None else None,
     }
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def safe_name(task_id: str) -> str:
@@ -68,7 +59,7 @@ def safe_name(task_id: str) -> str:
 
 
 def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, list[Attempt]],
-                  confirmed: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
+                  confirmed: dict[str, Confirmation | None] | None = None) -> dict[str, Any]:
     """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object.
 
     ``confirmed``: each task's confirmation record (see ``orchestrator.confirm``), when it has one.
@@ -78,7 +69,7 @@ def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, li
         best = incumbent(attempts)
         path = out_dir / safe_name(task_id) / "best.py"
         if best is not None:
-            _write_atomic(path, best.code)
+            write_atomic(path, best.code)
         tasks[task_id] = task_summary(attempts, path.resolve() if best is not None else None,
                                       (confirmed or {}).get(task_id))
     result = {
@@ -89,5 +80,5 @@ def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, li
         "completion_tokens": sum(t["completion_tokens"] for t in tasks.values()),
         "cost_usd": round(sum(t["cost_usd"] for t in tasks.values()), 6),
     }
-    _write_atomic(out_dir / "run.json", json.dumps(result, indent=2) + "\n")
+    write_atomic(out_dir / "run.json", json.dumps(result, indent=2) + "\n")
     return result

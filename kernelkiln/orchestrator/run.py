@@ -1,7 +1,8 @@
 """A Run: the optimizer over one task or a suite, persisted as it goes and resumable.
 
-The run's record holds everything needed to resume it (its configuration, its tasks,
-which are finished); its attempts are the rest. Resuming replays the stored attempts
+The run's record holds everything needed to resume it: its configuration (``Run.config``)
+and where it stands (``Run.state``: its tasks, which are finished, their confirmations);
+its attempts are the rest. Resuming replays the stored attempts
 through the agents' states and policies, so no evaluated attempt is lost or repeated.
 """
 
@@ -12,10 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelkiln.policy.lens import assign_lenses
 from kernelkiln.errors import UserError
 from kernelkiln.llm.client import ChatClient
-from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
 from kernelkiln.orchestrator.config import OptimizeConfig
@@ -25,7 +24,8 @@ from kernelkiln.orchestrator.policies import make_policy
 from kernelkiln.orchestrator.results import write_outputs
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
 from kernelkiln.platforms import get_platform
-from kernelkiln.store.records import Attempt, Run
+from kernelkiln.policy.lens import assign_lenses
+from kernelkiln.store.records import Attempt, Confirmation, Run, RunState, RunStatus, RunTask
 from kernelkiln.task import Task, load_task
 
 
@@ -73,12 +73,11 @@ class Optimizer:
                 if task.seed_for(config.platform) is None:
                     raise UserError(f"{task.path}: the tuner needs a {config.platform} seed candidate that declares "
                                     "KNOBS (KILN['seed']); use --policy llm to write candidates from scratch")
-        run = Run(config={})
+        run = Run(config=config.model_dump(mode="json"))
         out = out_dir or self.out_root / run.id
-        run = run.model_copy(update={"config": {
-            "options": config.model_dump(mode="json"), "out": str(out.resolve()), "status": "running",
-            "finished": [], "tasks": [{"path": str(t.path), "overrides": t.overrides, "id": task_id_of(t)}
-                                      for t in tasks]}})
+        run = run.model_copy(update={"state": RunState(
+            status="running", out=str(out.resolve()),
+            tasks=[RunTask(path=str(t.path), overrides=t.overrides, id=task_id_of(t)) for t in tasks])})
         with self.store.write() as conn:
             self.store.runs.add(conn, run)
         return self._execute(run, tasks, config)
@@ -87,21 +86,21 @@ class Optimizer:
         """Continue ``run_id`` where it stopped."""
         with self.store.read() as conn:
             run = self.store.runs.get(conn, run_id)
-        if run is None or "tasks" not in run.config:
+        if run is None or not run.state.tasks:
             raise UserError(f"no optimizer run {run_id!r} in {self.store.url}")
-        if run.config.get("status") == "done":
-            raise UserError(f"run {run_id} is already finished; its results are in {run.config['out']}")
-        config = OptimizeConfig.model_validate(run.config["options"])
+        if run.state.status == "done":
+            raise UserError(f"run {run_id} is already finished; its results are in {run.state.out}")
+        config = OptimizeConfig.stored(run.config)
         get_platform(config.platform)  # a resumed run may land on a machine without its device
-        tasks = [load_task(Path(t["path"]), t["overrides"]) for t in run.config["tasks"]]
+        tasks = [load_task(Path(t.path), t.overrides) for t in run.state.tasks]
         return self._execute(run, tasks, config)
 
     # -- the run -----------------------------------------------------------------------
     def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig) -> dict[str, Any]:
         self.memory = self.memory.configured(config.memory)
         control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None)
-        finished: list[str] = list(run.config.get("finished", []))
-        confirmed: dict[str, Any] = dict(run.config.get("confirmed", {}))
+        finished = list(run.state.finished)
+        confirmed = dict(run.state.confirmed)
         stored = self._attempts(run.id)
         control.tokens = sum(a.tokens_in + a.tokens_out for a in stored)
         status = "stopped"
@@ -128,7 +127,7 @@ class Optimizer:
             run = self._save(run, status="interrupted", finished=finished)
             raise Interrupted(self._outputs(run)) from None
         except BaseException:
-            if run.config.get("status") == "running":
+            if run.state.status == "running":
                 run = self._save(run, status="failed", finished=finished)
             raise
         run = self._save(run, status=status, finished=finished)
@@ -143,43 +142,46 @@ class Optimizer:
         agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
                              policy=make_policy(config, f"a{i + 1}", task_id, self.client))
                   for i, lens in enumerate(assign_lenses(task.op_family, config.agents))]
-        self._replay(task_id, state, agents, stored, config)
+        self._replay(run.id, task_id, state, agents, stored, config)
         return TaskRunner(task, state, agents, self.memory, control, run.id, self.observer)
 
-    def _replay(self, task_id: str, state: TaskState, agents: list[AgentState], stored: list[Attempt],
+    def _replay(self, run_id: str, task_id: str, state: TaskState, agents: list[AgentState], stored: list[Attempt],
                 config: OptimizeConfig) -> None:
         """Bring states, policies and memory's open stages to where the stored attempts left them."""
         by_name = {a.name: a for a in agents}
         with self.store.read() as conn:
             adoptions = {a.id: self.store.adoptions.for_attempt(conn, a.id) for a in stored}
+            ended = self.store.stages.for_run(conn, run_id, task_id)
         for attempt in stored:
             agent = by_name.get(attempt.agent)
             if agent is None:
                 raise UserError(f"run has attempts by agent {attempt.agent!r}, which this configuration lacks")
             state.used += 1
-            state.evaluated.add(attempt.case.get("code_hash", ""))
+            state.evaluated.add(attempt.case.code_hash)
             if attempt.verdict == "KEEP":
                 state.incumbent = attempt
             advance(agent, attempt, config.r_draft)
             agent.policy.observe(attempt)
-            self.memory.callbacks.replay([AttemptResult(attempt=attempt, adoptions=adoptions[attempt.id])])
+        self.memory.callbacks.replay([(a, adoptions[a.id]) for a in stored], ended)
 
     # -- persistence ---------------------------------------------------------------------
     def _attempts(self, run_id: str) -> list[Attempt]:
         with self.store.read() as conn:
             return self.store.attempts.for_run(conn, run_id)
 
-    def _save(self, run: Run, *, status: str, finished: list[str], confirmed: dict[str, Any] | None = None) -> Run:
-        extra = {"confirmed": confirmed} if confirmed is not None else {}
-        run = run.model_copy(update={"config": {**run.config, "status": status, "finished": list(finished), **extra}})
+    def _save(self, run: Run, *, status: RunStatus, finished: list[str],
+              confirmed: dict[str, Confirmation | None] | None = None) -> Run:
+        update: dict[str, Any] = {"status": status, "finished": list(finished)}
+        if confirmed is not None:
+            update["confirmed"] = dict(confirmed)
+        run = run.model_copy(update={"state": run.state.model_copy(update=update)})
         with self.store.write() as conn:
             self.store.runs.update(conn, run)
         return run
 
     def _outputs(self, run: Run) -> dict[str, Any]:
         attempts = self._attempts(run.id)
-        by_task: dict[str, list[Attempt]] = {t["id"]: [] for t in run.config["tasks"]}
+        by_task: dict[str, list[Attempt]] = {t.id: [] for t in run.state.tasks}
         for attempt in attempts:
             by_task.setdefault(attempt.task_id, []).append(attempt)
-        return write_outputs(Path(run.config["out"]), run.id, run.config["status"], by_task,
-                             run.config.get("confirmed", {}))
+        return write_outputs(Path(run.state.out), run.id, run.state.status, by_task, run.state.confirmed)

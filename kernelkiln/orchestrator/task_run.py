@@ -2,32 +2,33 @@
 
 Each agent runs in its own thread with its own GuardSession; the sessions share one
 DeviceLock, so candidates build and check in parallel but are timed one at a time.
-Every judged attempt is stored (with its adoption records) before the next turn, so an
-interrupted run loses only evaluations that were still in flight.
+After each verdict one typed record (``AttemptResult``) goes through the run's callbacks:
+memory's stores the attempt and all it teaches in one transaction before the agent's next
+turn, so an interrupted run loses only evaluations that were still in flight; progress
+output is the next callback. The runner itself keeps threads, budgets and turns.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
-from kernelkiln.task import knobs as K
-from kernelkiln.policy.turn import Turn, code_hash
 from kernelkiln.guard import diagnose
 from kernelkiln.guard.device import DeviceLock
 from kernelkiln.guard.session import GuardSession
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory import distill
-from kernelkiln.memory.callbacks import AttemptResult
+from kernelkiln.memory.callbacks import AttemptResult, VerdictCallback
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, claim, leaderboard, settle
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.policy.turn import Proposal, Turn, code_hash
+from kernelkiln.stats import geomean
 from kernelkiln.store.records import Adoption, Attempt, Measurement, TaskRecord, new_id
 from kernelkiln.task import Task
+from kernelkiln.task import knobs as K
 
 _DIAGNOSTICS_KEPT = 20
 _MAX_REPEATS = 3  # proposals in a row of code the run already evaluated, before an agent is stopped
@@ -41,17 +42,15 @@ class RunControl:
     config: OptimizeConfig
     deadline: float | None = None  # time.monotonic() value
     tokens: int = 0
-    cost_usd: float = 0.0
     stop: threading.Event = field(default_factory=threading.Event)  # finish in-flight work, start no more
     abort: threading.Event = field(default_factory=threading.Event)  # Ctrl-C: in-flight work is abandoned
     lock: threading.Lock = field(default_factory=threading.Lock)
     memory_lock: threading.Lock = field(default_factory=threading.Lock)
     device: DeviceLock = field(default_factory=DeviceLock)
 
-    def spend(self, prompt: int, completion: int, cost: float) -> None:
+    def spend(self, prompt: int, completion: int) -> None:
         with self.lock:
             self.tokens += prompt + completion
-            self.cost_usd += cost
             if self.config.max_tokens is not None and self.tokens >= self.config.max_tokens:
                 self.stop.set()
 
@@ -78,6 +77,8 @@ class TaskRunner:
         self.config = control.config
         self.record = TaskRecord(id=state.task_id, op_family=task.op_family, platform=self.config.platform,
                                  meta={"path": str(task.path), "overrides": task.overrides, "level": task.level})
+        # Memory first: what the progress line reports is already stored.
+        self.callbacks: list[VerdictCallback] = [memory.callbacks, observer]
         self.errors: list[BaseException] = []
         self.sessions: dict[str, GuardSession] = {}
 
@@ -140,7 +141,7 @@ class TaskRunner:
         if proposal is None:
             agent.exhausted = True
             return False
-        self.control.spend(proposal.prompt_tokens, proposal.completion_tokens, proposal.cost_usd)
+        self.control.spend(proposal.prompt_tokens, proposal.completion_tokens)
         if not claim(self.state, proposal.code):
             # Another agent evaluates (or evaluated) the same code. A policy that keeps proposing
             # known code (a model that repeats itself) is stopped rather than asked forever.
@@ -151,53 +152,46 @@ class TaskRunner:
         attempt_id = new_id("a")
         adoptions = [Adoption(attempt_id=attempt_id, experience_id=c.experience_id, task_id=self.state.task_id,
                               adopted=c.adopted, why=c.why) for c in proposal.choices]
-        if adoptions:
-            with self.control.memory_lock:
-                self.memory.callbacks.on_adoptions(adoptions)
         judged_against = self.state.incumbent
         self.observer.evaluating(self.state.task_id, agent.name, proposal.summary)
         verdict = session.evaluate(proposal.code, incumbent=judged_against.code if judged_against else None)
         if self.control.abort.is_set():
             return False  # interrupted mid-evaluation: the verdict may be the interruption's
         attempt = settle(self._attempt(attempt_id, agent, turn, proposal, verdict), self.state, judged_against)
+        result = AttemptResult(attempt=attempt, task=self.record, adoptions=adoptions,
+                               parent=self._parent(attempt), incumbent=self.state.incumbent)
         with self.control.memory_lock:
-            self.memory.callbacks.on_batch([AttemptResult(attempt=attempt, adoptions=adoptions)], tasks=[self.record])
-            parent = agent.best if agent.best is not None and agent.best.id == attempt.parent_id else None
-            lesson = distill.win(attempt, parent or self._parent(attempt), self.task.op_family, self.config.platform)
-            if lesson is not None:
-                self.memory.add_experience(lesson)
+            for callback in self.callbacks:
+                callback.after_verdict(result)
         advance(agent, attempt, self.config.r_draft)
         agent.verdict = verdict
         agent.policy.observe(attempt)
-        self.observer.attempt(self.state.task_id, agent.name, attempt, self.state.incumbent)
         return True
 
     def _parent(self, attempt: Attempt) -> Attempt | None:
+        """The attempt ``attempt`` derived from, when an agent of this run holds it (else memory reads it)."""
         if attempt.parent_id is None:
             return None
-        for agent in self.agents:
-            for earlier in agent.history:
-                if earlier.id == attempt.parent_id:
-                    return earlier
-        with self.memory.store.read() as conn:
-            return self.memory.store.attempts.get(conn, attempt.parent_id)
+        return next((a for agent in self.agents for a in agent.history if a.id == attempt.parent_id), None)
 
     # -- what an agent sees ------------------------------------------------------------
     def turn_for(self, agent: AgentState) -> Turn:
         """The agent's next Turn: its branch, its latest feedback, and what memory retrieves for it."""
-        cfg, objective = self.config, agent.objective()
+        cfg, shown, objective = self.config, self.config.context, agent.objective()
         try:
             names = [k.name for k in K.read_knobs(agent.code)] if agent.code else []
         except K.KnobError:
             names = []
         query = " ".join([self.task.name, self.task.op_family or "", cfg.platform, agent.lens.name, objective, *names])
         with self.control.memory_lock:
-            experiences = self.memory.retrieve(query, platform=cfg.platform, limit=cfg.experiences) \
-                if cfg.experiences else []
-            graph = self.memory.ranked_attempts(self.state.task_id, cfg.graph_attempts) if cfg.graph_attempts else []
+            experiences = self.memory.retrieve(query, platform=cfg.platform, limit=shown.max_experiences) \
+                if shown.max_experiences else []
+            graph = self.memory.ranked_attempts(self.state.task_id, shown.max_graph_attempts) \
+                if shown.max_graph_attempts else []
             board = self.memory.board.read(self.state.task_id)
             resident = self.memory.resident_rules()
-            knowledge = self.memory.knowledge(query, cfg.platform, limit=cfg.knowledge) if cfg.knowledge else []
+            knowledge = self.memory.knowledge(query, cfg.platform, limit=shown.max_knowledge) \
+                if shown.max_knowledge else []
         with self.state.lock:
             best = self.state.incumbent.speedup if self.state.incumbent is not None else None
             evaluated = frozenset(self.state.evaluated)
@@ -215,29 +209,19 @@ class TaskRunner:
         """The agent's diagnostic tools, run by its own guard session (None before it has one)."""
         if session is None:
             return None
-        budget = self.config.guard.time_budget_s / 4
-
-        def run(tool: str, code: str) -> str:
-            if tool == "run_checks":
-                return diagnose.check_report(session, code)
-            if tool == "profile":
-                return diagnose.profile_report(session, code, budget)
-            if tool == "vectorization_report":
-                return diagnose.vectorization_report(session, code)
-            return f"unknown diagnostic {tool!r}"
-        return run
+        return diagnose.diagnoser(session, profile_budget_s=self.config.guard.time_budget_s / 4)
 
     # -- the record of a judged candidate --------------------------------------------------
-    def _attempt(self, attempt_id: str, agent: AgentState, turn: Turn, proposal: Any, verdict: Verdict) -> Attempt:
-        case = {**proposal.case, "objective": turn.objective, "platform": self.config.platform,
-                "op_family": self.task.op_family, "stage": verdict.stage, "reason": verdict.reason,
-                "noise_margin": verdict.noise_margin, "speedup_vs_incumbent": verdict.speedup_vs_incumbent,
-                "diagnostics": verdict.diagnostics[:_DIAGNOSTICS_KEPT], "code_hash": code_hash(proposal.code),
-                "cost_usd": proposal.cost_usd}
+    def _attempt(self, attempt_id: str, agent: AgentState, turn: Turn, proposal: Proposal,
+                 verdict: Verdict) -> Attempt:
+        case = proposal.case.model_copy(update={
+            "objective": turn.objective, "code_hash": code_hash(proposal.code), "stage": verdict.stage,
+            "reason": verdict.reason, "noise_margin": verdict.noise_margin,
+            "speedup_vs_incumbent": verdict.speedup_vs_incumbent,
+            "diagnostics": verdict.diagnostics[:_DIAGNOSTICS_KEPT], "cost_usd": proposal.cost_usd})
         measurements = [Measurement(workload=w.name, t_ref_ms=w.t_ref_s * 1e3, t_cand_ms=w.t_cand_s * 1e3,
                                     speedup=w.speedup, sol_fraction=w.sol_fraction) for w in verdict.workloads]
-        time_ms = math.exp(sum(math.log(m.t_cand_ms) for m in measurements) / len(measurements)) \
-            if measurements else None
+        time_ms = geomean(m.t_cand_ms for m in measurements)
         journal = f"{proposal.journal.rstrip()}\n\n## Verdict\n{verdict.verdict} at {verdict.stage}: {verdict.reason}\n"
         return Attempt(
             id=attempt_id, task_id=self.state.task_id, run_id=self.run_id, parent_id=proposal.parent_id,
@@ -248,14 +232,11 @@ class TaskRunner:
 
     # -- the end of the task -------------------------------------------------------------
     def finish(self) -> None:
-        """Close the agents' stages and distill the task's best configuration."""
+        """Close the agents' stages and store the task's best configuration, in one transaction."""
+        best = self.state.incumbent
+        correct = [a for agent in self.agents for a in agent.history if a.correct]
+        first = min(correct, key=lambda a: a.created_at) if correct else None
+        lesson = distill.best_configuration(best, first, self.task.op_family, self.config.platform) \
+            if best is not None else None
         with self.control.memory_lock:
-            for agent in self.agents:
-                self.memory.callbacks.on_task_end(self.state.task_id, agent.name)
-            best = self.state.incumbent
-            correct = [a for agent in self.agents for a in agent.history if a.correct]
-            first = min(correct, key=lambda a: a.created_at) if correct else None
-            if best is not None:
-                lesson = distill.best_configuration(best, first, self.task.op_family, self.config.platform)
-                if lesson is not None:
-                    self.memory.add_experience(lesson)
+            self.memory.callbacks.on_task_end(self.state.task_id, [a.name for a in self.agents], lesson)

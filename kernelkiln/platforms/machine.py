@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from kernelkiln.atomic import write_atomic
 from kernelkiln.platforms.host import default_threads, last_level_cache_bytes
 
 SCHEMA = 1
@@ -239,7 +240,7 @@ def measure(refresh: bool = False, *, progress: Progress | None = None, array_by
     record = _measure(progress or (lambda _line: None), array_bytes or default_array_bytes(),
                       fma_target_s, triad_reps, fma_reps)
     if store:
-        _write_atomic(cache_path(), json.dumps(record.to_dict(), indent=2) + "\n")
+        write_atomic(cache_path(), json.dumps(record.to_dict(), indent=2) + "\n")
     return record
 
 
@@ -318,10 +319,3 @@ def _available_memory() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
-from kernelkiln.policy.lens import Lens
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory.retrieval import Retrieved
-from kernelkiln.store.records import Attempt, BoardEntry, Experience, Rule
+from kernelkiln.policy.lens import Lens
+from kernelkiln.store.records import Attempt, BoardEntry, Case, Experience, Rule
 from kernelkiln.task import Task
 
 Objective = Literal["correctness", "optimization", "draft"]
@@ -75,11 +75,11 @@ class Proposal:
     """A candidate and the decision behind it."""
 
     code: str
-    summary: str  # ≤160 characters: the strategy, for the graph and the board
+    summary: str  # ≤ SUMMARY_CHARS (store/records.py): the strategy, for the graph and the board
     parent_id: str | None
     choices: tuple[Choice, ...] = ()
     journal: str = ""  # Markdown: strategy, change, reasoning
-    case: dict[str, Any] = field(default_factory=dict)  # JSON facts, e.g. the knob settings
+    case: Case = field(default_factory=Case)  # the policy's part: its move, knob settings, model calls
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0

@@ -13,7 +13,8 @@ from kernelkiln.memory.graph import ExperienceGraph
 from kernelkiln.memory.rules import priority
 from kernelkiln.orchestrator.results import VERDICTS, incumbent, task_summary
 from kernelkiln.report.sources import bench_sol, read_run_json, sibling_store_url
-from kernelkiln.store.records import Attempt, Run
+from kernelkiln.stats import geomean
+from kernelkiln.store.records import Attempt, Confirmation, Run
 from kernelkiln.store.store import Store, open_store
 
 
@@ -227,19 +228,17 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
             raise UserError(f"no run {run_id!r} in {store.url}{also}")
         attempts = store.attempts.for_run(conn, run_id)
         experiences = [e for e in store.experiences.list(conn, kind="experience")]
-    by_task: dict[str, list[Attempt]] = {t["id"]: [] for t in run.config.get("tasks", []) if "id" in t}
+    by_task: dict[str, list[Attempt]] = {t.id: [] for t in run.state.tasks}
     for attempt in attempts:
         by_task.setdefault(attempt.task_id, []).append(attempt)
-    confirmed = run.config.get("confirmed", {})
-    tasks = tuple(task_report(task_id, found, confirmed.get(task_id)) for task_id, found in by_task.items())
+    tasks = tuple(task_report(task_id, found, run.state.confirmed.get(task_id)) for task_id, found in by_task.items())
     finished = max((a.created_at for a in attempts), default=None)
     growth, before = memory_growth(run.created_at, attempts, experiences)
     return RunReport(
-        run_id=run.id, status=str(run.config.get("status", "unknown")), tasks=tasks, created_at=run.created_at,
+        run_id=run.id, status=run.state.status, tasks=tasks, created_at=run.created_at,
         finished_at=finished, prompt_tokens=sum(t.prompt_tokens for t in tasks),
         completion_tokens=sum(t.completion_tokens for t in tasks), cost_usd=round(sum(t.cost_usd for t in tasks), 6),
-        out=out or run.config.get("out"), growth=growth, experiences_before=before,
-        budget=(run.config.get("options") or {}).get("budget"))
+        out=out or run.state.out, growth=growth, experiences_before=before, budget=run.config.get("budget"))
 
 
 def _failure(confirmation: dict[str, Any] | None) -> str:
@@ -248,14 +247,14 @@ def _failure(confirmation: dict[str, Any] | None) -> str:
     return f"{confirmation.get('verdict', 'REJECT')}: {confirmation.get('reason', '')}"
 
 
-def task_report(task_id: str, attempts: list[Attempt], confirmation: dict[str, Any] | None = None) -> TaskReport:
+def task_report(task_id: str, attempts: list[Attempt], confirmation: Confirmation | None = None) -> TaskReport:
     """One task's figures (as run.json has them), its attempts as points and the path to its best."""
     s = task_summary(attempts, None, confirmation)
     points = tuple(
         Point(index=i, id=a.id, agent=a.agent or "—", lens=a.lens, verdict=a.verdict,
-              speedup=a.speedup if a.correct else None, objective=str(a.case.get("objective") or ""),
+              speedup=a.speedup if a.correct else None, objective=a.case.objective,
               parent_id=a.parent_id, summary=a.summary, sol_fraction=attempt_sol(a),
-              vs_best=_number(a.case.get("speedup_vs_incumbent")))
+              vs_best=_number(a.case.speedup_vs_incumbent))
         for i, a in enumerate(attempts, start=1))
     best = incumbent(attempts)
     return TaskReport(
@@ -317,13 +316,8 @@ def resident_rules(store: Store) -> list[RuleRow]:
 # -- speed of light ---------------------------------------------------------------------
 def attempt_sol(attempt: Attempt) -> float | None:
     """The attempt's speed-of-light fraction when it was recorded (geometric mean over workloads), else None."""
-    direct = _number(attempt.case.get("sol_fraction"))
-    if direct is not None:
-        return direct
-    found = [_number(w.get("sol_fraction")) for w in attempt.case.get("workloads") or [] if isinstance(w, dict)]
-    found += [_number(getattr(m, "sol_fraction", None)) for m in attempt.measurements]
-    values = [v for v in found if v is not None and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+    found = [_number(m.sol_fraction) for m in attempt.measurements]
+    return geomean(v for v in found if v is not None and v > 0)
 
 
 def _number(value: Any) -> float | None:

@@ -5,13 +5,9 @@ from __future__ import annotations
 import time
 
 from kernelkiln.orchestrator.results import VERDICTS
+from kernelkiln.speedup import fmt_x
 
-
-def fmt_x(value: float | None) -> str:
-    """A speedup as ``1.23x`` (``—`` when unknown)."""
-    if value is None:
-        return "—"
-    return f"{value:.2f}x" if value < 100 else f"{value:.0f}x"
+__all__ = ["fmt_date", "fmt_duration", "fmt_pct", "fmt_tokens", "fmt_verdicts", "fmt_x"]
 
 
 def fmt_pct(value: float | None) -> str:

@@ -56,11 +56,6 @@ class Attempts:
         """The task's attempts without their journal, case and code: enough to score the graph."""
         return self._graph_nodes(conn, _t.c.task_id == task_id)
 
-    def graph_nodes_of_tasks_with(self, conn: Connection, attempt_ids: list[str]) -> list[GraphNode]:
-        """Graph nodes (as in ``graph_nodes``) of every task that one of ``attempt_ids`` belongs to."""
-        tasks = sa.select(_t.c.task_id).where(_t.c.id.in_(attempt_ids)).distinct()
-        return self._graph_nodes(conn, _t.c.task_id.in_(tasks.scalar_subquery()))
-
     def graph_nodes_of_tasks(self, conn: Connection, task_ids: list[str]) -> list[GraphNode]:
         """Graph nodes of every attempt of these tasks."""
         return self._graph_nodes(conn, _t.c.task_id.in_(task_ids))

@@ -16,12 +16,26 @@ from sqlalchemy.engine import Connection, Engine
 from kernelkiln.errors import UserError
 from kernelkiln.store import schema
 from kernelkiln.store.engine import WRITE_OPTION
+from kernelkiln.store.records import Experience, Run
+from kernelkiln.store.rows import from_row, to_row
 
 _PG_MIGRATION_LOCK = 0x6B696C6E  # "kiln": serializes concurrent migrators on PostgreSQL
 
 
+# The runs table as version 1 made it: a later column must not appear in a version-1 store.
+_V1_RUNS = sa.Table(
+    "runs",
+    sa.MetaData(),
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("note", sa.Text, nullable=False, default=""),
+    sa.Column("config", sa.Text, nullable=False, default="{}"),
+)
+
+
 def _v1_base_tables(conn: Connection) -> None:
-    schema.metadata.create_all(conn, tables=list(schema.V1_TABLES))
+    schema.metadata.create_all(conn, tables=[t for t in schema.V1_TABLES if t is not schema.runs])
+    _V1_RUNS.create(conn)
 
 
 # The index keeps its own copy of the searchable text plus the op family ("any" when
@@ -55,9 +69,28 @@ def _v2_board_and_search(conn: Connection) -> None:
         conn.exec_driver_sql(statement)
 
 
+def _v3_run_state_and_matmul(conn: Connection) -> None:
+    """Runs get a state column (status, tasks, finished and confirmations move out of the config);
+    the op family ``gemm`` (one example's name for matmul) becomes ``matmul``, so its lessons are
+    retrieved for matmul tasks (their ids, derived from the family, stay as they were)."""
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN state TEXT NOT NULL DEFAULT '{}'")
+    for row in conn.execute(sa.select(schema.runs)).all():
+        run = from_row(Run, row)  # Run reads the old layout (see Run._split_legacy_layout)
+        new = to_row(run, schema.runs)
+        conn.execute(schema.runs.update().where(schema.runs.c.id == run.id)
+                     .values(config=new["config"], state=new["state"]))
+    experiences = schema.experiences
+    for row in conn.execute(sa.select(experiences).where(experiences.c.op_family == "gemm")).all():
+        renamed = from_row(Experience, row).model_copy(update={"op_family": "matmul"})
+        conn.execute(experiences.update().where(experiences.c.id == renamed.id)
+                     .values(op_family="matmul", tags_text=renamed.tags_text))
+    conn.execute(schema.tasks.update().where(schema.tasks.c.op_family == "gemm").values(op_family="matmul"))
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _v1_base_tables,
     2: _v2_board_and_search,
+    3: _v3_run_state_and_matmul,
 }
 assert max(MIGRATIONS) == schema.SCHEMA_VERSION
 

@@ -9,7 +9,7 @@ import time
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Verdict = Literal["REJECT", "KEEP", "ACCEPT", "REVERT"]
 StageName = Literal["correctness", "optimization"]
@@ -34,13 +34,60 @@ class Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
+RunStatus = Literal["running", "done", "stopped", "interrupted", "failed", "unknown"]
+
+
+class RunTask(Record):
+    """A task of a run: its file, its size overrides and its id in memory."""
+
+    path: str
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    id: str
+
+
+class Confirmation(Record):
+    """A task's best judged again when the task ended, timing for longer: the figure a run reports."""
+
+    attempt_id: str
+    verdict: Verdict
+    correct: bool
+    speedup: float | None = None
+    reason: str = ""
+    time_budget_s: float
+    workloads: dict[str, float | None] = Field(default_factory=dict)
+
+
+class RunState(Record):
+    """Where a run stands (changes as it goes); the configuration it runs under is ``Run.config``."""
+
+    status: RunStatus = "unknown"
+    out: str | None = None  # where best.py files and run.json go
+    tasks: list[RunTask] = Field(default_factory=list)
+    finished: list[str] = Field(default_factory=list)  # ids of the tasks done
+    confirmed: dict[str, Confirmation | None] = Field(default_factory=dict)  # by task id
+
+
 class Run(Record):
     """One invocation of the optimizer."""
 
     id: str = Field(default_factory=lambda: new_id("r"))
     created_at: float = Field(default_factory=time.time)
     note: str = ""
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)  # the OptimizeConfig, as JSON (validated by its reader)
+    state: RunState = Field(default_factory=RunState)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_legacy_layout(cls, data: Any) -> Any:
+        # Before schema version 3, a run's state lived in its config, beside the options under "options".
+        if isinstance(data, dict) and not data.get("state") and "tasks" in (data.get("config") or {}):
+            config = data["config"]
+            state = {k: config[k] for k in _STATE_KEYS if k in config}
+            data = {**data, "config": config.get("options", {}), "state": state}
+        return data
+
+
+_STATE_KEYS = tuple(RunState.model_fields)
 
 
 class TaskRecord(Record):
@@ -63,6 +110,27 @@ class Measurement(Record):
     sol_fraction: float | None = None  # speed-of-light bound / t_cand, when peaks and FLOPs/bytes were known
 
 
+class Case(Record):
+    """What an attempt was and how it was judged, beyond its verdict (one JSON column).
+
+    The policy fills its part (``move``, ``knobs``, ``changed``, ``calls``); the
+    orchestrator adds what the guard found and what the attempt cost.
+    """
+
+    move: str = ""  # how the policy made it: seed, neighbour, experience, rule, draft, llm
+    knobs: dict[str, Any] | None = None  # a tuner candidate's knob settings (None: not a knob candidate)
+    changed: dict[str, Any] = Field(default_factory=dict)  # the settings changed from its parent
+    calls: list[tuple[int, int]] = Field(default_factory=list)  # (prompt, completion) tokens of each model call
+    objective: str = ""  # correctness, optimization or draft
+    code_hash: str = ""  # identity of the source (see policy.turn.code_hash)
+    stage: str = ""  # the guard stage the verdict was reached at
+    reason: str = ""
+    noise_margin: float | None = None
+    speedup_vs_incumbent: float | None = None
+    diagnostics: list[dict[str, Any]] = Field(default_factory=list)
+    cost_usd: float = 0.0
+
+
 class Attempt(Record):
     """One evaluated candidate: a node of the experience graph."""
 
@@ -74,7 +142,7 @@ class Attempt(Record):
     lens: str | None = None
     summary: str = ""
     journal: str = ""
-    case: dict[str, Any] = Field(default_factory=dict)
+    case: Case = Field(default_factory=Case)
     code: str = ""
     verdict: Verdict
     error_class: str | None = None

@@ -19,9 +19,10 @@ class Runs:
         return run
 
     def update(self, conn: Connection, run: Run) -> Run:
-        """Store ``run``'s note and config over the stored ones (its progress, as the run goes)."""
+        """Store ``run``'s note, config and state over the stored ones (its progress, as the run goes)."""
         row = to_row(run, schema.runs)
-        conn.execute(schema.runs.update().where(schema.runs.c.id == run.id).values(note=row["note"], config=row["config"]))
+        conn.execute(schema.runs.update().where(schema.runs.c.id == run.id)
+                     .values(note=row["note"], config=row["config"], state=row["state"]))
         return run
 
     def get(self, conn: Connection, run_id: str) -> Run | None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 2
+from kernelkiln.store.records import SUMMARY_CHARS
+
+SCHEMA_VERSION = 3
 
 metadata = sa.MetaData()
 
@@ -26,6 +28,7 @@ runs = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("note", sa.Text, nullable=False, default=""),
     sa.Column("config", sa.Text, nullable=False, default="{}"),
+    sa.Column("state", sa.Text, nullable=False, default="{}"),  # since version 3
 )
 
 tasks = sa.Table(
@@ -47,7 +50,7 @@ attempts = sa.Table(
     sa.Column("parent_id", sa.String(64), nullable=True, index=True),
     sa.Column("agent", sa.String(64), nullable=False, default=""),
     sa.Column("lens", sa.String(64), nullable=True),
-    sa.Column("summary", sa.String(160), nullable=False, default=""),
+    sa.Column("summary", sa.String(SUMMARY_CHARS), nullable=False, default=""),
     sa.Column("journal", sa.Text, nullable=False, default=""),
     sa.Column("case", sa.Text, nullable=False, default="{}"),
     sa.Column("code", sa.Text, nullable=False, default=""),
@@ -69,7 +72,7 @@ experiences = sa.Table(
     sa.Column("id", sa.String(64), nullable=False, unique=True),
     sa.Column("kind", sa.String(16), nullable=False, default="experience"),
     sa.Column("text", sa.Text, nullable=False),
-    sa.Column("summary", sa.String(160), nullable=False, default=""),
+    sa.Column("summary", sa.String(SUMMARY_CHARS), nullable=False, default=""),
     sa.Column("platform", sa.String(32), nullable=True, index=True),
     sa.Column("op_family", sa.String(64), nullable=True),
     sa.Column("stage", sa.String(16), nullable=True),
@@ -133,7 +136,7 @@ board = sa.Table(
     sa.Column("task_id", sa.String(200), nullable=False),
     sa.Column("agent", sa.String(64), nullable=False, default=""),
     sa.Column("kind", sa.String(8), nullable=False),
-    sa.Column("summary", sa.String(160), nullable=False),
+    sa.Column("summary", sa.String(SUMMARY_CHARS), nullable=False),
     sa.Column("reflection", sa.Text, nullable=False, default=""),
     sa.Column("speedup", sa.Float, nullable=True),
     sa.Column("attempt_id", sa.String(64), nullable=True),

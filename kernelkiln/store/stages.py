@@ -31,3 +31,8 @@ class Stages:
     def all(self, conn: Connection) -> list[StageRecord]:
         """Every stage, oldest first."""
         return [from_row(StageRecord, r) for r in conn.execute(sa.select(_t).order_by(_t.c.id))]
+
+    def for_run(self, conn: Connection, run_id: str, task_id: str) -> list[StageRecord]:
+        """The stages ``run_id`` closed on ``task_id``, oldest first."""
+        query = sa.select(_t).where(_t.c.run_id == run_id, _t.c.task_id == task_id).order_by(_t.c.id)
+        return [from_row(StageRecord, r) for r in conn.execute(query)]

@@ -24,11 +24,12 @@ def default_store_url() -> str:
 def resolve_store_url(url: str | None = None) -> URL:
     """Parse ``url`` (else ``$KILN_STORE``, else the default) into a SQLAlchemy URL.
 
-    Raises UserError for anything that is not a SQLite file or PostgreSQL URL.
+    A bare path (absolute, relative or ``~/…``) names a SQLite file. Raises UserError for
+    anything that is not a SQLite file or PostgreSQL URL.
     """
     text = url or os.environ.get(ENV_VAR) or default_store_url()
     try:
-        parsed = make_url(text)
+        parsed = make_url(text if "://" in text else f"sqlite:///{Path(text).expanduser().absolute()}")
     except ArgumentError:
         raise UserError(f"bad store URL {text!r}: expected sqlite:///PATH or postgresql://USER@HOST/DB") from None
     backend = parsed.get_backend_name()

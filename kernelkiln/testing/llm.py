@@ -136,11 +136,13 @@ class LoopbackServer:
     """An HTTP server on 127.0.0.1 (a free port, a daemon thread) that plays ``script``; a context manager.
 
     ``base_url`` (…/v1) is for the OpenAI SDK; ``root_url`` is for the Anthropic SDK, which adds /v1 itself.
+    ``routes`` answers other requests with fixed JSON, by "METHOD PATH" (e.g. "GET /v1/models").
     Every request is kept in ``.requests``.
     """
 
-    def __init__(self, script: Iterable[Reply | dict[str, Any]]) -> None:
+    def __init__(self, script: Iterable[Reply | dict[str, Any]], routes: dict[str, Any] | None = None) -> None:
         self._script = deque(script)
+        self.routes = dict(routes or {})
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -174,11 +176,14 @@ class LoopbackServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def respond(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+    def respond(self, path: str, headers: dict[str, str], body: dict[str, Any],
+                method: str = "POST") -> tuple[int, dict[str, str], Any]:
         """Status, extra headers and body (JSON, or a str sent as is) answering one request (from the handler thread)."""
         wire = "anthropic" if path.endswith("/messages") else "openai" if path.endswith("/chat/completions") else ""
         with self._lock:
             self.requests.append(RecordedRequest(path, {k.lower(): v for k, v in headers.items()}, body))
+            if f"{method} {path}" in self.routes:
+                return 200, {}, self.routes[f"{method} {path}"]
             entry = self._script.popleft() if self._script and wire else None
             served = len(self.requests)
         if not wire:
@@ -203,13 +208,17 @@ class LoopbackServer:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.do_POST()
+
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode(errors="replace")}
-        status, extra, payload = self.server.loopback.respond(self.path, dict(self.headers.items()), body)
+        status, extra, payload = self.server.loopback.respond(self.path, dict(self.headers.items()), body,
+                                                              self.command)
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
         try:
             self.send_response(status)

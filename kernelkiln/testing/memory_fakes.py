@@ -1,4 +1,4 @@
-"""Fakes for memory tests and benchmarks: attempts, batches and a synthetic experience corpus."""
+"""Fakes for memory tests and benchmarks: attempts, judged results and a synthetic experience corpus."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import random
 
 from kernelkiln.memory.callbacks import AttemptResult
-from kernelkiln.store.records import Adoption, Attempt, Experience, Measurement
+from kernelkiln.store.records import Adoption, Attempt, Experience, Measurement, TaskRecord
 
 # Words of the synthetic corpus, in Zipf order (word r drawn with weight 1/(r+1)) as in
 # natural text: a few stop words are in nearly every document, kernel vocabulary follows,
@@ -23,7 +23,7 @@ _TOPICS = (
 ).split()
 _VOCABULARY = _STOP + _TOPICS + [f"w{i}" for i in range(5000)]
 _CUMULATIVE = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(_VOCABULARY))))
-OP_FAMILIES = ("elementwise", "reduction", "gemm", "softmax", "conv", "norm")
+OP_FAMILIES = ("elementwise", "reduction", "matmul", "softmax", "conv", "norm")
 PLATFORMS = ("cpu", "cuda")
 
 
@@ -57,14 +57,15 @@ def attempt(
     )
 
 
-def result(att: Attempt, adopted: list[str] = (), unadopted: list[str] = ()) -> AttemptResult:
-    """An AttemptResult whose agent adopted ``adopted`` and passed over ``unadopted``."""
+def result(att: Attempt, adopted: list[str] = (), unadopted: list[str] = (), task: TaskRecord | None = None
+           ) -> AttemptResult:
+    """An AttemptResult whose agent adopted ``adopted`` and passed over ``unadopted`` (on a task without tags)."""
     records = [Adoption(attempt_id=att.id, experience_id=e, task_id=att.task_id, adopted=True, why="fits") for e in adopted]
     records += [
         Adoption(attempt_id=att.id, experience_id=e, task_id=att.task_id, adopted=False, why="not applicable")
         for e in unadopted
     ]
-    return AttemptResult(attempt=att, adoptions=records)
+    return AttemptResult(attempt=att, task=task or TaskRecord(id=att.task_id), adoptions=records)
 
 
 def _word(rng: random.Random) -> str:

@@ -71,6 +71,6 @@ def close_stages(url: str, worker: int, count: int, experience_id: str) -> int:
     memory = Memory(open_store(url))
     for i in range(count):
         att = attempt(f"w{worker}-t{i}", verdict="KEEP", time_ms=1.0)
-        memory.callbacks.on_batch([result(att, adopted=[experience_id])])
+        memory.callbacks.after_verdict(result(att, adopted=[experience_id]))
     memory.store.close()
     return count

@@ -6,9 +6,9 @@ import dataclasses
 from functools import cache
 from typing import Any
 
+from kernelkiln.memory.retrieval import Retrieved
 from kernelkiln.policy.lens import Lens, load_lenses
 from kernelkiln.policy.turn import Turn
-from kernelkiln.memory.retrieval import Retrieved
 from kernelkiln.store.records import Experience
 from kernelkiln.task import Task, load_task
 from kernelkiln.testing.tasks import TASKS

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+import yaml
+
+from kernelkiln.agents import llm as llm_module
 from kernelkiln.agents.llm import DIAGNOSTICS, SUBMIT, LLMPolicy
-from kernelkiln.policy.turn import code_hash
+from kernelkiln.guard import diagnose
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.policy.turn import code_hash
+from kernelkiln.store.records import SUMMARY_CHARS
 from kernelkiln.testing.llm import LoopbackServer, ScriptedClient
 from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
 
@@ -53,16 +59,16 @@ def test_first_turn_with_seed_code_proposes_the_seed_without_calling_the_model()
     llm, client = policy([])
     proposal = llm.propose(make_turn())
     assert proposal.code == SEED_CODE
-    assert proposal.case["move"] == "seed"
+    assert proposal.case.move == "seed"
     assert proposal.parent_id is None
-    assert client.calls == [] and llm.calls == []
+    assert client.calls == []
     assert (proposal.prompt_tokens, proposal.completion_tokens) == (0, 0)
 
 
 def test_a_seed_the_run_already_evaluated_goes_to_the_model():
     llm, client = policy([submit()])
     proposal = llm.propose(make_turn(evaluated=frozenset({code_hash(SEED_CODE)})))
-    assert proposal.case["move"] == "llm"
+    assert proposal.case.move == "llm"
     assert len(client.calls) == 1
 
 
@@ -79,7 +85,7 @@ def test_a_complete_submit_becomes_a_proposal_with_choices_in_shown_order():
     assert [(c.experience_id, c.adopted, c.why) for c in proposal.choices] == [
         ("e-1", True, "did it"), ("e-2", False, "no loop to unroll")]
     assert (proposal.prompt_tokens, proposal.completion_tokens) == (1200, 300)
-    assert proposal.case == {"move": "llm", "calls": [[1200, 300]]}
+    assert (proposal.case.move, proposal.case.calls) == ("llm", [(1200, 300)])
     assert "e-1: adopted" in proposal.journal and "e-2: not adopted" in proposal.journal
 
 
@@ -91,6 +97,12 @@ def test_the_prompt_names_the_shown_experiences_and_offers_every_tool_when_diagn
     assert [m.role for m in messages] == ["system", "user"]
     assert "e-1" in messages[1].content
     assert {t.name for t in tools} == {SUBMIT, *DIAGNOSTICS}
+
+
+def test_tools_yaml_describes_submit_and_every_guard_diagnostic_and_nothing_else():
+    described = yaml.safe_load((Path(llm_module.__file__).with_name("tools.yaml")).read_text())
+    assert list(described) == [SUBMIT, *diagnose.TOOLS]
+    assert f"at most {SUMMARY_CHARS} characters" in described[SUBMIT]["parameters"]["properties"]["summary"]["description"]
 
 
 def test_without_diagnose_only_submit_candidate_is_offered():
@@ -118,11 +130,11 @@ def test_adoption_reasons_are_kept_and_extra_ids_are_ignored():
     assert [c.experience_id for c in proposal.choices] == ["e-1"]
 
 
-def test_every_call_is_recorded_with_its_turn():
-    llm, _ = policy([submit(prompt_tokens=50, completion_tokens=7)])
-    llm.propose(later_turn(turn=3))
-    assert [(c.turn, c.prompt_tokens, c.completion_tokens) for c in llm.calls] == [(3, 50, 7)]
-    assert llm.calls[0].estimated_prompt_tokens > 0
+def test_every_call_is_recorded_with_its_tokens():
+    llm, client = policy([submit(prompt_tokens=50, completion_tokens=7)])
+    proposal = llm.propose(later_turn(turn=3))
+    assert len(client.calls) == 1
+    assert (proposal.prompt_tokens, proposal.completion_tokens) == (50, 7)
 
 
 # -- re-asks -----------------------------------------------------------------------------------
@@ -136,7 +148,7 @@ def test_a_reply_without_submit_is_asked_again_naming_the_problem():
     assert "could not be used" in reask
     assert "did not call submit_candidate" in reask
     assert (proposal.prompt_tokens, proposal.completion_tokens) == (250, 50)
-    assert proposal.case["calls"] == [[100, 10], [150, 40]]
+    assert proposal.case.calls == [(100, 10), (150, 40)]
     assert "I would tile it." in proposal.journal
 
 
@@ -152,7 +164,6 @@ def test_after_reasks_failures_propose_returns_none():
     llm, client = policy(["no tool", "still no tool", "nope"], reasks=2)
     assert llm.propose(later_turn()) is None
     assert len(client.calls) == 3
-    assert len(llm.calls) == 3
 
 
 def test_with_zero_reasks_one_bad_reply_gives_up():
@@ -218,7 +229,7 @@ def test_a_diagnostic_call_is_answered_through_turn_diagnose_then_the_submit_is_
     tool = messages[-1]
     assert tool.tool_call_id == "call_checks" and tool.name == "run_checks"
     assert tool.content == "PASS: correct on all 2 workload(s)"
-    assert len(proposal.case["calls"]) == 2
+    assert len(proposal.case.calls) == 2
 
 
 @pytest.mark.parametrize("name", DIAGNOSTICS)
@@ -317,4 +328,4 @@ def test_end_to_end_through_the_loopback_server_with_a_diagnostic_then_a_submit(
     assert tool_messages[0]["content"] == "PASS: all good"
     assistant = next(m for m in second["messages"] if m["role"] == "assistant")
     assert assistant["tool_calls"][0]["id"] == "call_1"
-    assert proposal.case["calls"][1] == [900, 60]
+    assert proposal.case.calls[1] == (900, 60)

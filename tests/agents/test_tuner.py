@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from kernelkiln.task import knobs as K
 from kernelkiln.agents.tuner import Tuner
 from kernelkiln.policy.turn import Snapshot, code_hash
 from kernelkiln.store.records import Attempt, Experience
+from kernelkiln.task import knobs as K
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.turns import lens, make_turn, retrieved
 
@@ -36,7 +36,7 @@ def run_out(tuner: Tuner, turn) -> list[dict]:
         proposal = tuner.propose(turn)
         if proposal is None:
             return seen
-        seen.append(proposal.case["knobs"])
+        seen.append(proposal.case.knobs)
         tuner.observe(attempt_of(proposal))
     raise AssertionError("the tuner never ran out of settings")
 
@@ -45,9 +45,9 @@ def run_out(tuner: Tuner, turn) -> list[dict]:
 def test_first_proposal_is_the_working_code_itself():
     proposal = Tuner("a0").propose(turn_on_seed())
     assert proposal.code == SEED
-    assert proposal.case["move"] == "seed"
-    assert proposal.case["knobs"] == SEED_SETTINGS
-    assert proposal.case["changed"] == {}
+    assert proposal.case.move == "seed"
+    assert proposal.case.knobs == SEED_SETTINGS
+    assert proposal.case.changed == {}
     assert proposal.summary.startswith("seed")
     assert proposal.parent_id is None
 
@@ -66,9 +66,9 @@ def test_after_the_seed_the_next_proposals_are_single_knob_neighbours_in_declara
     moves = []
     for _ in range(3):
         proposal = tuner.propose(turn)
-        assert proposal.case["move"] == "neighbour"
-        assert len(proposal.case["changed"]) == 1
-        moves.append(proposal.case["changed"])
+        assert proposal.case.move == "neighbour"
+        assert len(proposal.case.changed) == 1
+        moves.append(proposal.case.changed)
         tuner.observe(attempt_of(proposal))
     assert moves == [{"REPEAT": 2}, {"REPEAT": 1}, {"FLAGS": ["-O1"]}]
 
@@ -79,15 +79,15 @@ def test_a_lens_that_prefers_flags_tries_flags_first():
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(lens=precision))
-    assert proposal.case["move"] == "neighbour"
-    assert proposal.case["changed"] == {"FLAGS": ["-O1"]}
-    assert proposal.case["knobs"] == {"REPEAT": 4, "FLAGS": ["-O1"]}
+    assert proposal.case.move == "neighbour"
+    assert proposal.case.changed == {"FLAGS": ["-O1"]}
+    assert proposal.case.knobs == {"REPEAT": 4, "FLAGS": ["-O1"]}
 
 
 def test_the_vectorization_lens_also_tries_flags_first():
     tuner = Tuner("a0")
     tried_seed(tuner)
-    assert tuner.propose(turn_on_seed(lens=lens("vectorization"))).case["changed"] == {"FLAGS": ["-O1"]}
+    assert tuner.propose(turn_on_seed(lens=lens("vectorization"))).case.changed == {"FLAGS": ["-O1"]}
 
 
 def test_the_proposal_is_a_standalone_file_whose_knobs_read_back_as_its_settings():
@@ -96,7 +96,7 @@ def test_the_proposal_is_a_standalone_file_whose_knobs_read_back_as_its_settings
     proposal = tuner.propose(turn_on_seed(lens=lens("precision")))
     ast.parse(proposal.code)
     assert "class ModelNew" in proposal.code
-    assert K.settings_of(K.read_knobs(proposal.code)) == proposal.case["knobs"]
+    assert K.settings_of(K.read_knobs(proposal.code)) == proposal.case.knobs
     assert [line for line in proposal.code.splitlines() if line not in SEED.splitlines()] == ["FLAGS = ['-O1']"]
 
 
@@ -107,8 +107,8 @@ def test_a_retrieved_experience_with_knob_settings_is_applied_first_and_recorded
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(experiences=(lesson, other)))
-    assert proposal.case["move"] == "experience"
-    assert proposal.case["knobs"] == {"REPEAT": 1, "FLAGS": ["-O2"]}
+    assert proposal.case.move == "experience"
+    assert proposal.case.knobs == {"REPEAT": 1, "FLAGS": ["-O2"]}
     assert [c.experience_id for c in proposal.choices] == ["e-repeat", "e-prose"]
     adopted, unused = proposal.choices
     assert adopted.adopted is True and adopted.why
@@ -121,11 +121,11 @@ def test_a_resident_rule_is_applied_before_retrieved_experiences_and_recorded_as
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(experiences=(lesson,), rule_sources=(rule,)))
-    assert proposal.case["move"] == "rule" and proposal.case["changed"] == {"FLAGS": ["-O1"]}
+    assert proposal.case.move == "rule" and proposal.case.changed == {"FLAGS": ["-O1"]}
     assert {(c.experience_id, c.adopted) for c in proposal.choices} == {("e-rule", True), ("e-repeat", False)}
     tuner.observe(attempt_of(proposal))
     follow = tuner.propose(turn_on_seed(experiences=(lesson,), rule_sources=(rule,)))
-    assert follow.case["move"] == "experience"
+    assert follow.case.move == "experience"
     assert {(c.experience_id, c.adopted) for c in follow.choices} == {("e-rule", False), ("e-repeat", True)}
 
 
@@ -134,7 +134,7 @@ def test_a_resident_rule_without_settings_for_this_candidate_is_not_recorded():
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(rule_sources=(rule,)))
-    assert proposal.case["move"] == "neighbour" and proposal.choices == ()
+    assert proposal.case.move == "neighbour" and proposal.choices == ()
 
 
 def test_an_experience_is_applied_even_before_the_lens_preferred_knobs():
@@ -142,7 +142,7 @@ def test_an_experience_is_applied_even_before_the_lens_preferred_knobs():
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(experiences=(lesson,), lens=lens("precision")))
-    assert proposal.case["changed"] == {"REPEAT": 1}
+    assert proposal.case.changed == {"REPEAT": 1}
 
 
 def test_a_lower_ranked_applicable_experience_is_not_adopted_and_says_which_was():
@@ -160,8 +160,8 @@ def test_an_experience_naming_a_value_outside_the_options_is_not_applied():
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(experiences=(lesson,)))
-    assert proposal.case["move"] == "neighbour"
-    assert proposal.case["knobs"]["REPEAT"] != 3
+    assert proposal.case.move == "neighbour"
+    assert proposal.case.knobs["REPEAT"] != 3
     (choice,) = proposal.choices
     assert choice.adopted is False and choice.why
 
@@ -171,7 +171,7 @@ def test_an_experience_naming_an_unknown_knob_is_not_applied():
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(experiences=(lesson,)))
-    assert proposal.case["move"] == "neighbour"
+    assert proposal.case.move == "neighbour"
     assert proposal.choices[0].adopted is False
 
 
@@ -183,7 +183,7 @@ def test_an_experience_whose_settings_were_tried_is_not_adopted_again():
     first = tuner.propose(turn)
     tuner.observe(attempt_of(first))
     second = tuner.propose(turn)
-    assert second.case["move"] == "neighbour"
+    assert second.case.move == "neighbour"
     assert second.choices[0].adopted is False
 
 
@@ -192,12 +192,12 @@ def test_settings_whose_code_was_evaluated_by_the_run_are_skipped():
     tuner = Tuner("a0")
     repeat2 = K.apply(SEED, {"REPEAT": 2, "FLAGS": ["-O2"]})  # as any tuner writes it: every knob rewritten
     proposal = tuner.propose(turn_on_seed(evaluated=frozenset({code_hash(SEED), code_hash(repeat2)})))
-    assert proposal.case["knobs"] == {"REPEAT": 1, "FLAGS": ["-O2"]}
+    assert proposal.case.knobs == {"REPEAT": 1, "FLAGS": ["-O2"]}
 
 
 def test_the_seed_is_skipped_when_the_run_already_evaluated_it():
     proposal = Tuner("a0").propose(turn_on_seed(evaluated=frozenset({code_hash(SEED)})))
-    assert proposal.case["move"] != "seed"
+    assert proposal.case.move != "seed"
 
 
 def test_the_seed_settings_are_not_proposed_again_when_another_agent_evaluated_the_seed():
@@ -213,8 +213,8 @@ def test_drafting_takes_the_settings_of_another_agent_on_the_leaderboard():
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(objective="draft", leaderboard=(snapshot,)))
-    assert proposal.case["move"] == "draft"
-    assert proposal.case["knobs"] == {"REPEAT": 1, "FLAGS": ["-O1"]}
+    assert proposal.case.move == "draft"
+    assert proposal.case.knobs == {"REPEAT": 1, "FLAGS": ["-O1"]}
     assert "a1" in proposal.journal
 
 
@@ -224,15 +224,15 @@ def test_drafting_prefers_the_fastest_snapshot():
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(objective="draft", leaderboard=(slow, fast)))
-    assert proposal.case["knobs"]["REPEAT"] == 1
+    assert proposal.case.knobs["REPEAT"] == 1
 
 
 def test_drafting_without_a_leaderboard_jumps_to_an_untried_setting():
     tuner = Tuner("a0")
     tried_seed(tuner)
     proposal = tuner.propose(turn_on_seed(objective="draft"))
-    assert proposal.case["move"] == "draft"
-    assert proposal.case["knobs"] != SEED_SETTINGS
+    assert proposal.case.move == "draft"
+    assert proposal.case.knobs != SEED_SETTINGS
 
 
 def test_a_leaderboard_snapshot_with_unusable_knobs_is_ignored():
@@ -261,7 +261,7 @@ def test_a_candidate_without_knobs_gets_only_the_seed():
     tuner = Tuner("a0")
     turn = make_turn()
     first = tuner.propose(turn)
-    assert first.case["move"] == "seed" and first.case["knobs"] == {}
+    assert first.case.move == "seed" and first.case.knobs == {}
     tuner.observe(attempt_of(first))
     assert tuner.propose(turn) is None
 
@@ -277,13 +277,13 @@ def test_replaying_attempts_through_observe_makes_a_fresh_tuner_skip_them():
     resumed = Tuner("a0")
     for attempt in attempts:
         resumed.observe(attempt)
-    tried = {K.key(a.case["knobs"]) for a in attempts}
+    tried = {K.key(a.case.knobs) for a in attempts}
     proposal = resumed.propose(turn)
-    assert K.key(proposal.case["knobs"]) not in tried
-    assert K.key(proposal.case["knobs"]) == K.key(first.propose(turn).case["knobs"])
+    assert K.key(proposal.case.knobs) not in tried
+    assert K.key(proposal.case.knobs) == K.key(first.propose(turn).case.knobs)
 
 
 def test_observing_an_attempt_without_knobs_changes_nothing():
     tuner = Tuner("a0")
     tuner.observe(Attempt(task_id="tiny_softmax", verdict="REJECT", case={"move": "llm"}))
-    assert tuner.propose(turn_on_seed()).case["move"] == "seed"
+    assert tuner.propose(turn_on_seed()).case.move == "seed"

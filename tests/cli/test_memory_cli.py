@@ -11,6 +11,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.memory import Memory
 from kernelkiln.store import open_store
 from kernelkiln.store.records import Experience
+from kernelkiln.store.schema import SCHEMA_VERSION
 from kernelkiln.testing.cli import command_app
 from kernelkiln.testing.memory_fakes import attempt, result
 
@@ -26,12 +27,13 @@ def url(tmp_path):
     store = open_store(url)
     memory = Memory(store)
     memory.add_experience(Experience(id="e-acc", text="Use four accumulators in row reductions.", platform="cpu", op_family="reduction"))
-    memory.add_experience(Experience(id="e-tile", text="Tile the matmul by 64 for cache reuse.", platform="cpu", op_family="gemm"))
+    memory.add_experience(Experience(id="e-tile", text="Tile the matmul by 64 for cache reuse.", platform="cpu", op_family="matmul"))
     root = attempt("row_sum", verdict="KEEP", time_ms=1.0, summary="naive", journal="# naive loop", created_at=1.0)
     child = attempt("row_sum", verdict="KEEP", time_ms=0.5, speedup=2.0, parent=root, summary="4 accumulators", created_at=2.0)
     bad = attempt("row_sum", verdict="REJECT", parent=root, summary="avx512", error_class="build", created_at=3.0)
-    memory.callbacks.on_batch([result(root), result(child, adopted=["e-acc"], unadopted=["e-tile"]), result(bad)])
-    memory.callbacks.on_run_end()
+    for judged in (result(root), result(child, adopted=["e-acc"], unadopted=["e-tile"]), result(bad)):
+        memory.callbacks.after_verdict(judged)
+    memory.callbacks.on_task_end(root.task_id, [""])
     store.close()
     return url, root, child
 
@@ -50,13 +52,15 @@ def run_json(app, *args):
 
 def test_stats(app, url):
     data = run_json(app, "stats", "--store", url[0])
-    assert (data["attempts"], data["experiences"], data["stages"], data["schema_version"]) == (3, 2, 2, 2)
+    # Two experiences stored by hand, and the lesson of the child, a new best derived from its parent.
+    assert (data["attempts"], data["experiences"], data["stages"], data["schema_version"]) == (3, 3, 2, SCHEMA_VERSION)
     assert "attempts" in run(app, "stats", "--store", url[0])
 
 
 def test_search_ranks_and_filters(app, url):
     data = run_json(app, "search", "accumulators row reduction", "--store", url[0], "--kind", "experience")
-    assert [r["id"] for r in data["results"]] == ["e-acc"]
+    found = [r["id"] for r in data["results"]]
+    assert found[0] == "e-acc" and "e-tile" not in found
     knowledge = run_json(app, "search", "avx2 intrinsics horizontal sum", "--store", url[0], "--platform", "cpu", "--kind", "knowledge")
     assert knowledge["results"] and all(r["kind"] == "knowledge" for r in knowledge["results"])
     assert run(app, "search", "zzzz", "--store", url[0]).strip() == "no match"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import signal
 import os
 import re
+import signal
 
 from kernelkiln.store import open_store
 from kernelkiln.testing.cli import interrupt_at, kiln
@@ -75,7 +75,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_without_repeating_an_attempt(t
     s = open_store(store)
     with s.read() as conn:
         attempts = s.attempts.for_run(conn, run_id)
-    assert len(attempts) == 6 and len({a.case["code_hash"] for a in attempts}) == 6
+    assert len(attempts) == 6 and len({a.case.code_hash for a in attempts}) == 6
 
 
 def test_a_usage_error_prints_usage_not_a_traceback():

@@ -2,9 +2,9 @@ import re
 
 import pytest
 
-from kernelkiln.policy.turn import Snapshot
 from kernelkiln.context import ContextBuilder, ContextConfig, TokenEstimator
 from kernelkiln.guard.verdict import Verdict, WorkloadResult
+from kernelkiln.policy.turn import Snapshot
 from kernelkiln.store.records import Attempt, BoardEntry, Rule
 from kernelkiln.testing.turns import make_turn, retrieved
 

@@ -38,6 +38,15 @@ def session(tmp_path_factory):
             yield guard
 
 
+def test_the_diagnoser_runs_each_tool_by_name_and_names_an_unknown_one(session):
+    run = D.diagnoser(session, profile_budget_s=0.5)
+    assert list(D.TOOLS) == ["run_checks", "profile", "vectorization_report"]
+    assert run("run_checks", IMPORTS_OS) == D.check_report(session, IMPORTS_OS)
+    assert run("profile", IMPORTS_OS).startswith("FAIL at gate")
+    assert run("vectorization_report", IMPORTS_OS).startswith("no native code was built")
+    assert run("format_disk", SOFTMAX) == "unknown diagnostic 'format_disk'"
+
+
 # -- run_checks ----------------------------------------------------------------------------
 def test_check_report_passes_a_correct_candidate(session):
     report = D.check_report(session, SOFTMAX)

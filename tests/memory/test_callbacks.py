@@ -21,12 +21,13 @@ def _q(store, *ids):
 
 def test_worked_example_updates_q_in_the_store(store):
     memory = _memory(store)
+    task = TaskRecord(id="t1", platform="cpu")
     first = attempt("t1", verdict="KEEP", time_ms=1.0)
-    stages = memory.callbacks.on_batch([result(first)], tasks=[TaskRecord(id="t1", platform="cpu")])
+    stages = memory.callbacks.after_verdict(result(first, task=task))
     assert [(s.stage, s.score) for s in stages] == [("correctness", 1.0)]
     second = attempt("t1", verdict="KEEP", time_ms=0.6, parent=first)
-    assert memory.callbacks.on_batch([result(second, adopted=["a", "b"], unadopted=["c"])]) == []
-    (closed,) = memory.callbacks.on_task_end("t1")
+    assert memory.callbacks.after_verdict(result(second, adopted=["a", "b"], unadopted=["c"], task=task)) == []
+    (closed,) = memory.callbacks.on_task_end("t1", [""])
     assert closed.stage == "optimization" and closed.score == pytest.approx(0.4)
     assert (closed.retrieved, closed.adopted) == (3, 2)
     # n = 1 so α = 1: Q takes the feedback itself.
@@ -44,47 +45,44 @@ def test_worked_example_updates_q_in_the_store(store):
 def test_uniform_credit_gives_unadopted_experiences_the_stage_score(store):
     memory = _memory(store, value={"credit": "uniform"})
     first = attempt("t1", verdict="KEEP", time_ms=1.0)
-    memory.callbacks.on_batch([result(first)])
+    memory.callbacks.after_verdict(result(first))
     second = attempt("t1", verdict="KEEP", time_ms=0.6, parent=first)
-    memory.callbacks.on_batch([result(second, adopted=["a"], unadopted=["c"])])
-    memory.callbacks.on_task_end("t1")
+    memory.callbacks.after_verdict(result(second, adopted=["a"], unadopted=["c"]))
+    memory.callbacks.on_task_end("t1", [""])
     assert _q(store, "a", "c", "x") == pytest.approx([0.4, 0.4, 0.0])
 
 
 def test_second_stage_averages_with_alpha_one_half(store):
     memory = _memory(store)
-    memory.callbacks.on_batch([result(attempt("t1", verdict="REJECT"), adopted=["a"])])
-    memory.callbacks.on_batch([result(attempt("t1", verdict="KEEP", time_ms=1.0), adopted=["a"])])
+    memory.callbacks.after_verdict(result(attempt("t1", verdict="REJECT"), adopted=["a"]))
+    memory.callbacks.after_verdict(result(attempt("t1", verdict="KEEP", time_ms=1.0), adopted=["a"]))
     # correctness stage: s = 1, a is the only adopted → f = 1, n = 1 → Q = 1
     assert _q(store, "a") == pytest.approx([1.0])
-    memory.callbacks.on_batch([result(attempt("t1", verdict="REVERT", time_ms=2.0), unadopted=["a"])])
-    memory.callbacks.on_task_end("t1")
+    memory.callbacks.after_verdict(result(attempt("t1", verdict="REVERT", time_ms=2.0), unadopted=["a"]))
+    memory.callbacks.on_task_end("t1", [""])
     # optimization stage: unadopted → f = −0.2, n = 2 → Q = 0.5·1 + 0.5·(−0.2) = 0.4
     assert _q(store, "a") == pytest.approx([0.4])
 
 
 def test_board_gets_wins_and_traps(store):
     memory = _memory(store)
-    memory.callbacks.on_batch(
-        [
-            result(attempt("t1", verdict="REJECT", summary="avx512 path", error_class="build")),
-            result(attempt("t1", verdict="KEEP", speedup=1.8, time_ms=1.0, summary="4 accumulators")),
-            result(attempt("t1", verdict="ACCEPT", speedup=1.7, time_ms=1.1)),
-        ]
-    )
+    for judged in (attempt("t1", verdict="REJECT", summary="avx512 path", error_class="build"),
+                   attempt("t1", verdict="KEEP", speedup=1.8, time_ms=1.0, summary="4 accumulators"),
+                   attempt("t1", verdict="ACCEPT", speedup=1.7, time_ms=1.1)):
+        memory.callbacks.after_verdict(result(judged))
     assert [(e.kind, e.summary) for e in memory.board.read("t1")] == [
         ("trap", "avx512 path [build]"),
         ("win", "4 accumulators (1.80x)"),
     ]
     quiet = Memory(store, MemoryConfig(board=BoardConfig(auto_post=False)))
-    quiet.callbacks.on_batch([result(attempt("t2", verdict="KEEP"))])
+    quiet.callbacks.after_verdict(result(attempt("t2", verdict="KEEP")))
     assert quiet.board.read("t2") == []
 
 
 def test_adoption_across_three_tasks_makes_a_resident_rule(store):
     memory = _memory(store)
     for task in ("t1", "t2", "t3"):
-        memory.callbacks.on_batch([result(attempt(task, verdict="KEEP", time_ms=1.0), adopted=["x"], unadopted=["c"])])
+        memory.callbacks.after_verdict(result(attempt(task, verdict="KEEP", time_ms=1.0), adopted=["x"], unadopted=["c"]))
     with store.read() as conn:
         x = store.experiences.get(conn, "x")
         assert (x.adoptions, x.distinct_tasks, x.resident) == (3, 3, True)
@@ -93,29 +91,31 @@ def test_adoption_across_three_tasks_makes_a_resident_rule(store):
     assert all(h.experience.id != "x" for h in memory.retrieve("lesson"))
     # Used in a later stage: the EMA holds the frequency up.
     before = memory.resident_rules()[0][0].frequency
-    memory.callbacks.on_batch([result(attempt("t4", verdict="KEEP", time_ms=1.0), adopted=["x"])])
+    memory.callbacks.after_verdict(result(attempt("t4", verdict="KEEP", time_ms=1.0), adopted=["x"]))
     assert memory.resident_rules()[0][0].frequency == pytest.approx(0.9 * before + 0.1)
 
 
 def test_a_failed_write_is_not_counted_twice(store, monkeypatch):
     memory = _memory(store)
-    batch = [result(attempt("t1", verdict="KEEP", time_ms=1.0), adopted=["a"])]
+    judged = result(attempt("t1", verdict="KEEP", time_ms=1.0), adopted=["a"])
     real_add = store.attempts.add
     monkeypatch.setattr(store.attempts, "add", lambda conn, a: (_ for _ in ()).throw(RuntimeError("disk full")))
     with pytest.raises(RuntimeError):
-        memory.callbacks.on_batch(batch)
+        memory.callbacks.after_verdict(judged)
     monkeypatch.setattr(store.attempts, "add", real_add)
-    assert [s.stage for s in memory.callbacks.on_batch(batch)] == ["correctness"]
+    assert [s.stage for s in memory.callbacks.after_verdict(judged)] == ["correctness"]
     with store.read() as conn:
         assert store.experiences.get(conn, "a").retrievals == 1
 
 
-def test_run_end_closes_every_open_stage(store):
+def test_task_end_closes_the_open_stage_of_every_agent_once(store):
     memory = _memory(store)
-    memory.callbacks.on_batch([result(attempt("t1", verdict="REJECT")), result(attempt("t2", verdict="KEEP", time_ms=1.0))])
-    closed = memory.callbacks.on_run_end()
-    assert sorted((s.task_id, s.stage, s.score) for s in closed) == [("t1", "correctness", -0.2), ("t2", "optimization", -0.2)]
-    assert memory.callbacks.on_run_end() == []
+    memory.callbacks.after_verdict(result(attempt("t1", verdict="REJECT", agent="a1")))
+    memory.callbacks.after_verdict(result(attempt("t1", verdict="KEEP", time_ms=1.0, agent="a2")))
+    closed = memory.callbacks.on_task_end("t1", ["a1", "a2"])
+    assert sorted((s.agent, s.stage, s.score) for s in closed) == [("a1", "correctness", -0.2),
+                                                                   ("a2", "optimization", -0.2)]
+    assert memory.callbacks.on_task_end("t1", ["a1", "a2"]) == []
 
 
 def test_concurrent_processes_lose_no_value_update(store):
@@ -135,27 +135,37 @@ def test_concurrent_processes_lose_no_value_update(store):
         assert shared.resident  # ≥ 3 adoptions over ≥ 3 tasks with Q > 0
 
 
-def test_adoptions_recorded_before_evaluation_are_not_doubled(store):
+def test_a_new_best_lands_with_its_adoptions_and_its_lesson_or_not_at_all(store, monkeypatch):
     memory = _memory(store)
-    res = result(attempt("t1", verdict="KEEP", time_ms=1.0), adopted=["a"], unadopted=["b"])
-    memory.callbacks.on_adoptions(res.adoptions)
+    task = TaskRecord(id="t1", op_family="softmax", platform="cpu")
+    root = attempt("t1", verdict="KEEP", time_ms=2.0, case={"knobs": {"REPEAT": 2}})
+    memory.callbacks.after_verdict(result(root, task=task))
+    child = attempt("t1", verdict="KEEP", speedup=2.0, time_ms=1.0, parent=root,
+                    case={"knobs": {"REPEAT": 1}, "changed": {"REPEAT": 1}})
+    judged = result(child, adopted=["a"], unadopted=["b"], task=task)  # its parent is read from the store
+    real_add = store.experiences.add
+    monkeypatch.setattr(store.experiences, "add", lambda conn, e: (_ for _ in ()).throw(RuntimeError("disk full")))
+    with pytest.raises(RuntimeError):
+        memory.callbacks.after_verdict(judged)
+    with store.read() as conn:  # the lesson failed: the attempt and its adoptions were not stored either
+        assert store.attempts.get(conn, child.id) is None and store.adoptions.for_attempt(conn, child.id) == []
+    monkeypatch.setattr(store.experiences, "add", real_add)
+    memory.callbacks.after_verdict(judged)
     with store.read() as conn:
-        assert len(store.adoptions.for_attempt(conn, res.attempt.id)) == 2
-    memory.callbacks.on_batch([res])
-    with store.read() as conn:
-        assert len(store.adoptions.for_attempt(conn, res.attempt.id)) == 2
-        assert store.experiences.get(conn, "a").adoptions == 1
+        assert len(store.adoptions.for_attempt(conn, child.id)) == 2
+        lessons = [e for e in store.experiences.list(conn, kind="experience") if e.source_attempt_id == child.id]
+    assert len(lessons) == 1 and lessons[0].conditions == ["set REPEAT=1"] and "(was REPEAT=2)" in lessons[0].text
 
 
 def test_an_unused_resident_rule_fades_but_is_not_penalized(store):
     memory = _memory(store)
     for task in ("t1", "t2", "t3"):
-        memory.callbacks.on_batch([result(attempt(task, verdict="KEEP", time_ms=1.0), adopted=["x"])])
+        memory.callbacks.after_verdict(result(attempt(task, verdict="KEEP", time_ms=1.0), adopted=["x"]))
     with store.read() as conn:
         before = store.experiences.get(conn, "x")
         frequency = store.rules.get(conn, "x").frequency
     assert before.resident
-    memory.callbacks.on_batch([result(attempt("t4", verdict="KEEP", time_ms=1.0), adopted=["a"], unadopted=["x"])])
+    memory.callbacks.after_verdict(result(attempt("t4", verdict="KEEP", time_ms=1.0), adopted=["a"], unadopted=["x"]))
     with store.read() as conn:
         after = store.experiences.get(conn, "x")
         assert (after.q, after.retrievals) == (before.q, before.retrievals)

@@ -8,7 +8,7 @@ from kernelkiln.store.config import StoreConfig
 def test_defaults_are_designs():
     c = MemoryConfig()
     assert (c.graph.w_self, c.graph.w_succ, c.graph.gamma) == (1.0, 0.5, 0.9)
-    assert (c.value.eta, c.value.alpha_floor, c.value.turn_budget) == (0.2, 0.05, 30)
+    assert (c.value.eta, c.value.alpha_floor, c.value.turn_budget) == (0.2, 0.05, None)  # a run sets it
     assert (c.retrieval.pool_size, c.retrieval.lam) == (20, 0.5)
     assert (c.rules.min_adoptions, c.rules.min_tasks, c.rules.beta, c.rules.budget_tokens) == (3, 3, 0.1, 10_000)
     assert (c.board.summary_chars, c.board.reflection_chars, c.board.horizon) == (160, 1200, 16)

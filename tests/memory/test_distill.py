@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernelkiln.task import knobs as K
 from kernelkiln.memory import distill
 from kernelkiln.store.records import Attempt
+from kernelkiln.task import knobs as K
 
 SEED_KNOBS = {"REPEAT": 4, "FLAGS": ["-O2"]}
 

@@ -16,11 +16,12 @@ def test_stats_and_graph(store):
     memory.seed_knowledge("cpu")
     root = attempt("t1", verdict="KEEP", time_ms=1.0)
     child = attempt("t1", verdict="KEEP", time_ms=0.5, speedup=2.0, parent=root)
-    memory.callbacks.on_batch([result(root), result(child)])
+    memory.callbacks.after_verdict(result(root))
+    memory.callbacks.after_verdict(result(child))
     stats = memory.stats()
     assert stats["attempts"] == 2 and stats["stages"] == 1 and stats["board_entries"] == 2
     assert stats["tasks"] == 1  # tasks are recorded with their first attempt
-    assert stats["knowledge_sections"] > 0 and stats["experiences"] == 0
+    assert stats["knowledge_sections"] > 0 and stats["experiences"] == 1  # the lesson of the new best
     assert memory.graph("t1").best_path() == [root.id, child.id]
 
 

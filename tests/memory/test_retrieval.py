@@ -62,8 +62,8 @@ def test_graph_score_of_the_source_attempt_is_blended_in(store):
 
 def test_filters_and_limit(store):
     _add(store, *[Experience(text=f"vectorize loop {i}", platform="cpu") for i in range(8)], Experience(text="vectorize loop", platform="cuda"))
-    retriever = Retriever(store, RetrievalConfig(limit=3))
-    assert len(retriever.retrieve("vectorize")) == 3
+    retriever = Retriever(store, RetrievalConfig())
+    assert len(retriever.retrieve("vectorize", limit=3)) == 3 and len(retriever.retrieve("vectorize")) == 9
     assert all(h.experience.platform == "cpu" for h in retriever.retrieve("vectorize", platform="cpu", limit=20))
     assert retriever.retrieve("") == []
 

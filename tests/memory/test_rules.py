@@ -6,7 +6,6 @@ from kernelkiln.memory.rules import (
     cold_frequency,
     distill,
     faded_frequency,
-    is_candidate,
     priority,
     select_resident,
 )
@@ -37,16 +36,6 @@ def test_resident_set_is_filled_in_priority_order_skipping_what_does_not_fit():
     candidates = [("c", 1.0, 4000), ("a", 3.0, 6000), ("b", 2.0, 5000)]
     assert select_resident(candidates, 10_000) == ["a", "c"]
     assert select_resident(candidates, 3_000) == []
-
-
-def test_candidate_needs_positive_value_adoptions_and_tasks():
-    config = RulesConfig()
-    good = Experience(text="x", q=0.1, adoptions=3, distinct_tasks=3)
-    assert is_candidate(good, config)
-    assert not is_candidate(good.model_copy(update={"q": 0.0}), config)
-    assert not is_candidate(good.model_copy(update={"adoptions": 2}), config)
-    assert not is_candidate(good.model_copy(update={"distinct_tasks": 2}), config)
-    assert not is_candidate(good.model_copy(update={"kind": "knowledge"}), config)
 
 
 def test_distill_prefers_the_summary_then_whole_sentences():

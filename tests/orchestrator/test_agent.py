@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kernelkiln.policy.lens import load_lenses
 from kernelkiln.agents.tuner import Tuner
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, leaderboard, settle
+from kernelkiln.policy.lens import load_lenses
 from kernelkiln.store.records import Attempt
 
 

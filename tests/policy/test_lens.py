@@ -1,7 +1,7 @@
 import pytest
 
-from kernelkiln.policy.lens import assign_lenses, eligible_lenses, load_lenses
 from kernelkiln.errors import UserError
+from kernelkiln.policy.lens import assign_lenses, eligible_lenses, load_lenses
 
 FAMILIES = ("softmax", "reduction", "matmul", "elementwise", "norm", "transpose", "attention", "fused_matmul")
 
@@ -24,7 +24,7 @@ def test_every_lens_is_eligible_for_some_family_in_the_repo():
 
 
 @pytest.mark.parametrize("family", ["elementwise", "softmax", "reduction", "norm"])
-def test_gemm_only_tiling_lens_is_never_given_to_non_gemm_families(family):
+def test_matmul_only_tiling_lens_is_never_given_to_non_matmul_families(family):
     tiling = next(lens for lens in load_lenses() if lens.name == "tiling")
     assert not tiling.eligible(family)
     assert tiling not in eligible_lenses(family)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kernelkiln.store import open_store
-from kernelkiln.store.records import Experience, Rule, Run
+from kernelkiln.store.records import Experience, Rule, Run, RunState, RunTask
 from kernelkiln.testing.memory_fakes import attempt
 
 HOSTILE = "<script>alert(1)</script>"
@@ -20,8 +20,9 @@ def stored(tmp_path):
     url = f"sqlite:///{tmp_path / 'kiln.db'}"
     out = tmp_path / "out"
     store = open_store(url)
-    run = Run(id="r-test", created_at=START, config={"status": "done", "out": str(out), "options": {"budget": 5},
-                                                    "tasks": [{"id": "softmax"}, {"id": "row_sum"}]})
+    tasks = [RunTask(path=f"{name}.py", id=name) for name in ("softmax", "row_sum")]
+    run = Run(id="r-test", created_at=START, config={"budget": 5},
+              state=RunState(status="done", out=str(out), tasks=tasks))
     t = iter(range(1, 100))
 
     def make(name, task, verdict, speedup, parent=None, agent="a1", objective="optimization", summary=None, **case):

@@ -95,9 +95,9 @@ def test_a_dir_without_run_json_and_an_unknown_run_are_user_errors(stored, tmp_p
 def test_sol_fraction_is_read_only_where_it_was_recorded():
     plain = attempt("t").model_copy(update={"measurements": [Measurement(workload="w", speedup=2.0)]})
     assert attempt_sol(plain) is None
-    assert attempt_sol(attempt("t", case={"sol_fraction": 0.25})) == 0.25
-    workloads = [{"name": "a", "sol_fraction": 0.1}, {"name": "b", "sol_fraction": 0.4}]
-    assert attempt_sol(attempt("t", case={"workloads": workloads})) == pytest.approx(0.2)
+    measured = [Measurement(workload="a", speedup=2.0, sol_fraction=0.1),
+                Measurement(workload="b", speedup=2.0, sol_fraction=0.4)]
+    assert attempt_sol(attempt("t").model_copy(update={"measurements": measured})) == pytest.approx(0.2)
 
 
 def test_several_runs_are_collected_in_the_order_given(stored):

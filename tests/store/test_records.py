@@ -28,8 +28,8 @@ def test_summaries_are_capped_at_160_chars():
 
 
 def test_tags_text_joins_the_tags():
-    exp = Experience(text="x", platform="cpu", op_family="gemm", stage="optimization", conditions=["k%8==0"])
-    assert exp.tags_text == "cpu gemm optimization k%8==0"
+    exp = Experience(text="x", platform="cpu", op_family="matmul", stage="optimization", conditions=["k%8==0"])
+    assert exp.tags_text == "cpu matmul optimization k%8==0"
 
 
 def test_correct_means_not_rejected():

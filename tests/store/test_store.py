@@ -95,6 +95,18 @@ def test_distinct_tasks_counts_adopting_tasks_only(store):
         assert store.adoptions.distinct_tasks(conn, ["e"]) == {"e": 2}
 
 
+def test_consolidation_candidates_need_positive_value_enough_adoptions_and_tasks(store):
+    good = Experience(id="e-good", text="x", q=0.1, adoptions=3, distinct_tasks=3)
+    misses = [good.model_copy(update={"id": f"e-{field}", **change}) for field, change in (
+        ("no-value", {"q": 0.0}), ("few-adoptions", {"adoptions": 2}), ("few-tasks", {"distinct_tasks": 2}),
+        ("knowledge", {"kind": "knowledge"}))]
+    with store.write() as conn:
+        store.experiences.add_many(conn, [good, *misses])
+    with store.read() as conn:
+        assert [e.id for e in store.experiences.consolidation_candidates(conn, 3, 3)] == ["e-good"]
+        assert len(store.experiences.consolidation_candidates(conn, 2, 2)) == 3  # the fewer ones join
+
+
 def test_integrity_check_notices_an_index_out_of_step(sqlite_store):
     # SQLite only: PostgreSQL's index is a generated column, it cannot fall out of step
     with sqlite_store.write() as conn:

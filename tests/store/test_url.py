@@ -32,11 +32,29 @@ def test_postgres_urls_use_psycopg3():
 
 @pytest.mark.parametrize(
     "bad",
-    ["mysql://u@h/db", "sqlite://", "sqlite:///:memory:", "sqlite:////no/such/folder/kiln.db", "not a url", "postgresql://host"],
+    ["mysql://u@h/db", "sqlite://", "sqlite:///:memory:", "sqlite:////no/such/folder/kiln.db", "://nothing",
+     "postgresql://host", "/no/such/folder/kiln.db"],
 )
 def test_bad_urls_are_user_errors(bad):
     with pytest.raises(UserError, match="bad store URL"):
         resolve_store_url(bad)
+
+
+def test_a_bare_path_names_a_sqlite_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "sub").mkdir()
+    for given, file in ((str(tmp_path / "abs.db"), "abs.db"), ("sub/rel.db", "sub/rel.db"), ("~/home.db", "home.db")):
+        url = resolve_store_url(given)
+        assert (url.drivername, url.database) == ("sqlite+pysqlite", str(tmp_path / file))
+
+
+def test_kiln_store_may_be_a_bare_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("KILN_STORE", str(tmp_path / "team.db"))
+    store = open_store()
+    assert store.url == f"sqlite:///{tmp_path / 'team.db'}"
+    store.close()
+    assert (tmp_path / "team.db").is_file()
 
 
 def test_unreachable_postgres_is_a_user_error():

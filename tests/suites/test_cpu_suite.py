@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernelkiln.task import knobs as K
 from kernelkiln.guard import GuardSession
 from kernelkiln.task import bundled_suites, load_task
+from kernelkiln.task import knobs as K
 from kernelkiln.testing.guard import fast_config
 
 TASKS = bundled_suites()["cpu"].task_paths()

@@ -1,0 +1,212 @@
+"""A command's effective configuration: the pydantic defaults, then a TOML file, then the flags given.
+
+The file is TOML because Python reads it with the standard library (``tomllib``, no new
+dependency), it is typed (numbers stay numbers, ``true`` stays a bool), it takes
+comments, and anyone who has written a pyproject.toml knows it. Its tables are the
+nodes of ``OptimizeConfig``'s tree::
+
+    budget = 60                # evaluations per task
+    [guard]
+    threads = 4
+    [memory.retrieval]
+    pool_size = 40
+
+A flag the user gave overrides the file; a flag left out does not (the commands' options
+default to None, so every default lives in its pydantic field). ``--set-config
+PATH=VALUE`` sets any field by its dotted path. Unknown keys and bad values are one line
+naming the file (or the flag) and the dotted field: a UserError, exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import NoneType, UnionType
+from typing import Any, Literal, Union, get_args, get_origin
+
+import typer
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+
+from kernelkiln.errors import UserError
+from kernelkiln.llm.window import probe_context_window
+from kernelkiln.orchestrator.config import OptimizeConfig
+
+Source = Literal["default", "file", "flag", "endpoint"]
+Flags = dict[str, tuple[str, Any]]  # flag as typed (e.g. "--budget") -> (dotted field, value; None: not given)
+
+CONFIG_OPTION = typer.Option(None, "--config", metavar="FILE", help="A TOML file holding any part of the "
+                                                                    "configuration (see `kiln config show`); flags "
+                                                                    "given override it.")
+SET_CONFIG_OPTION = typer.Option([], "--set-config", metavar="PATH=VALUE",
+                                 help="Set one field by its dotted path, e.g. memory.retrieval.pool_size=40 (VALUE "
+                                      "in TOML syntax; a bare word is a string). Repeatable.")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The validated tree and, for each dotted field not at its default, where its value came from."""
+
+    config: OptimizeConfig
+    sources: dict[str, Source] = field(default_factory=dict)
+    file: Path | None = None
+
+    def source(self, dotted: str) -> Source:
+        """Where the value of ``dotted`` came from."""
+        return self.sources.get(dotted, "default")
+
+
+def load_settings(file: Path | None, flags: Flags, sets: list[str] = (), defaults: dict[str, Any] | None = None
+                  ) -> Settings:
+    """The tree from ``defaults`` (a command's own, as dotted paths), then ``file``, then the ``flags`` given."""
+    layers: list[tuple[Source, dict[str, Any]]] = [("default", _tree(dict(defaults or {})))]
+    if file is not None:
+        layers.append(("file", _read(file)))
+    given = {path: value for path, value in flags.values() if value is not None}
+    given.update(_parse_set(item) for item in sets)
+    layers.append(("flag", _tree(given)))
+    merged: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for source, layer in layers:
+        merged = _merged(merged, layer)
+        if source != "default":
+            sources.update((path, source) for path in _leaves(layer))
+    try:
+        config = OptimizeConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise UserError(_one_line(exc, file, flags, sources)) from None
+    return Settings(config, sources, file)
+
+
+def with_endpoint_window(settings: Settings, say: Callable[[str], None] | None = None) -> Settings:
+    """``settings`` with the llm policy's context window read from its endpoint, unless the user set it.
+
+    One probe with a short timeout; it never fails: when the endpoint does not say, the
+    default stands. ``say`` (default: stderr) hears which window is used.
+    """
+    llm = settings.config.llm
+    if settings.config.policy != "llm" or llm is None or not llm.base_url \
+            or settings.source("llm.context_window") != "default":
+        return settings
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    window = probe_context_window(llm)
+    if window is None:
+        say(f"kiln: context window {llm.context_window} tokens (the default: {llm.base_url} does not say)")
+        return settings
+    say(f"kiln: context window {window.tokens} tokens ({window.source})")
+    config = settings.config.model_copy(update={"llm": llm.model_copy(update={"context_window": window.tokens})})
+    return Settings(config, {**settings.sources, "llm.context_window": "endpoint"}, settings.file)
+
+
+def default_of(dotted: str) -> Any:
+    """The default of a dotted field: what a run uses when neither a file nor a flag sets it."""
+    return _defaults()[dotted]
+
+
+def default_note(dotted: str) -> str:
+    """"(default: VALUE)" for an option's help, from the field: help text holds no second copy of a default."""
+    return f"(default: {default_of(dotted)})"
+
+
+@lru_cache(maxsize=1)
+def _defaults() -> dict[str, Any]:
+    return {path: value for path, _, value in walk(OptimizeConfig())}
+
+
+def walk(model: BaseModel | type[BaseModel], prefix: str = "") -> Iterator[tuple[str, FieldInfo, Any]]:
+    """Every leaf field of the tree under ``model`` (an instance, or a class for its defaults): path, field, value.
+
+    A node that is None (``llm`` under the tuner) is walked through its class, its values
+    the class's defaults (None where a field has none).
+    """
+    cls = model if isinstance(model, type) else type(model)
+    for name, info in cls.model_fields.items():
+        path = f"{prefix}{name}"
+        if isinstance(model, type):
+            value = None if info.is_required() else info.get_default(call_default_factory=True)
+        else:
+            value = getattr(model, name)
+        node = _model_class(info.annotation)
+        if node is None:
+            yield path, info, value
+        else:
+            yield from walk(value if value is not None else node, f"{path}.")
+
+
+def _model_class(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (through ``X | None``), or None for a plain value."""
+    if get_origin(annotation) in (Union, UnionType):
+        args = [a for a in get_args(annotation) if a is not NoneType]
+        annotation = args[0] if len(args) == 1 else None
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+# -- reading and merging -----------------------------------------------------------------------
+def _read(file: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{file}: no such configuration file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{file}: cannot read it: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{file}: not valid TOML: {exc}") from None
+
+
+def _parse_set(item: str) -> tuple[str, Any]:
+    path, sep, text = item.partition("=")
+    if not sep or not path.strip():
+        raise UserError(f"--set-config takes PATH=VALUE (e.g. guard.threads=4), not {item!r}")
+    try:
+        value = tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text.strip()  # a bare word: llm.model=qwen2.5-coder
+    return path.strip(), value
+
+
+def _tree(dotted: dict[str, Any]) -> dict[str, Any]:
+    """{"guard.threads": 4} -> {"guard": {"threads": 4}}."""
+    out: dict[str, Any] = {}
+    for path, value in dotted.items():
+        *parents, leaf = path.split(".")
+        node = out
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return out
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _leaves(tree: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"
+
+
+def _one_line(exc: ValidationError, file: Path | None, flags: Flags, sources: dict[str, Source]) -> str:
+    """The first problem, naming where it came from: the flag, else the file, and the dotted field."""
+    error = exc.errors()[0]
+    dotted = ".".join(str(p) for p in error["loc"])
+    message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+    if not dotted:
+        return message
+    given = [p for p in sources if dotted == p or dotted.startswith(p + ".") or p.startswith(dotted + ".")]
+    origin = sources.get(given[0]) if given else None
+    if origin == "flag":
+        flag = next((name for name, (path, _) in flags.items() if path in given), f"--set-config {given[0]}")
+        return f"bad option {flag}: {message}"
+    if origin == "file" and file is not None:
+        return f"{file}: {dotted}: {message}"
+    return f"bad configuration {dotted}: {message}"

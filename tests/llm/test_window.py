@@ -1,0 +1,68 @@
+"""The context window probe against a local server playing vLLM and Ollama."""
+
+from __future__ import annotations
+
+import time
+
+from kernelkiln.cli.settings import load_settings, with_endpoint_window
+from kernelkiln.llm.config import LLMConfig
+from kernelkiln.llm.window import Window, probe_context_window
+from kernelkiln.testing.llm import LoopbackServer
+
+
+def _llm(server: LoopbackServer, model: str = "qwen") -> LLMConfig:
+    return LLMConfig(model=model, base_url=server.base_url)
+
+
+def test_vllm_reports_max_model_len_per_model():
+    routes = {"GET /v1/models": {"object": "list", "data": [{"id": "other", "max_model_len": 8192},
+                                                            {"id": "qwen", "max_model_len": 32768}]}}
+    with LoopbackServer([], routes) as server:
+        assert probe_context_window(_llm(server)) == Window(32768, f"max_model_len at {server.base_url}/models")
+        assert server.requests[0].headers["authorization"].startswith("Bearer ")
+
+
+def test_ollama_reports_the_context_length_on_its_native_api():
+    routes = {"GET /v1/models": {"object": "list", "data": [{"id": "qwen", "owned_by": "library"}]},
+              "POST /api/show": {"model_info": {"general.architecture": "qwen2", "qwen2.context_length": 40960}}}
+    with LoopbackServer([], routes) as server:
+        window = probe_context_window(_llm(server))
+        assert window == Window(40960, f"qwen2.context_length at {server.root_url}/api/show")
+        assert server.requests[1].body["model"] == "qwen"
+
+
+def test_ollamas_num_ctx_wins_over_what_the_model_was_trained_for():
+    routes = {"POST /api/show": {"parameters": "stop \"<|im_end|>\"\nnum_ctx                        8192",
+                                 "model_info": {"qwen2.context_length": 40960}}}
+    with LoopbackServer([], routes) as server:
+        assert probe_context_window(_llm(server)).tokens == 8192
+
+
+def test_an_endpoint_that_does_not_say_or_is_not_there_is_none_quickly():
+    with LoopbackServer([]) as server:
+        assert probe_context_window(_llm(server)) is None  # 404s
+    started = time.monotonic()
+    assert probe_context_window(LLMConfig(model="m", base_url="http://127.0.0.1:9/v1")) is None
+    assert probe_context_window(LLMConfig(model="m")) is None  # a hosted API: not asked
+    assert probe_context_window(LLMConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:9")) is None
+    assert time.monotonic() - started < 5
+
+
+def test_a_run_probes_once_unless_the_user_set_the_window_and_says_which_it_uses():
+    said = []
+    routes = {"GET /v1/models": {"data": [{"id": "qwen", "max_model_len": 32768}]}}
+    with LoopbackServer([], routes) as server:
+        flags = {"--policy": ("policy", "llm"), "--model": ("llm.model", "qwen"),
+                 "--base-url": ("llm.base_url", server.base_url)}
+        probed = with_endpoint_window(load_settings(None, flags), said.append)
+        assert probed.config.llm.context_window == 32768 and probed.source("llm.context_window") == "endpoint"
+        assert said == [f"kiln: context window 32768 tokens (max_model_len at {server.base_url}/models)"]
+        chosen = {**flags, "--context-window": ("llm.context_window", 4096)}
+        kept = with_endpoint_window(load_settings(None, chosen), said.append)
+        assert kept.config.llm.context_window == 4096 and len(server.requests) == 1 and len(said) == 1
+        tuner = with_endpoint_window(load_settings(None, {**flags, "--policy": ("policy", "tuner")}), said.append)
+        assert tuner.source("llm.context_window") == "default" and len(server.requests) == 1  # no llm: not asked
+    gone = {**flags, "--base-url": ("llm.base_url", "http://127.0.0.1:9/v1")}
+    fallback = with_endpoint_window(load_settings(None, gone), said.append)
+    assert fallback.config.llm.context_window == 128_000
+    assert said[-1] == "kiln: context window 128000 tokens (the default: http://127.0.0.1:9/v1 does not say)"
