@@ -1,6 +1,6 @@
 """Prompt tokens per call over a 30-turn scripted llm run: active (budgeted) vs passive context.
 
-    python benchmarks/context_tokens.py [--json] [--turns 30] [--window 8192]
+    python benchmarks/context_tokens.py [--json] [--turns 30] [--window 8192] [--protocol tools|text]
 
 The same scripted model plays both runs on the tiny softmax task: every turn it submits
 a fresh variant of the seed (with an adoption record for every experience it was
@@ -30,12 +30,12 @@ SEED = (CANDIDATES / "softmax_knobs.py").read_text()
 GENERATION = 1024
 
 
-def run(mode: str, turns: int, window: int, tmp: Path) -> list[int]:
-    client = scripted_player(SEED, turns)
+def run(mode: str, turns: int, window: int, tmp: Path, protocol: str = "tools") -> list[int]:
+    client = scripted_player(SEED, turns, protocol=protocol)
     memory = Memory(open_store(f"sqlite:///{tmp / (mode + '.db')}"))
     config = OptimizeConfig(policy="llm", budget=turns + 1, guard=fast_config(), context={"mode": mode},
                             llm={"model": "scripted", "base_url": "http://127.0.0.1:9/v1", "context_window": window,
-                                 "max_output_tokens": GENERATION})
+                                 "max_output_tokens": GENERATION, "reply_protocol": protocol})
     result = Optimizer(memory, tmp, client=client).start([TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config,
                                                          tmp / mode)
     with memory.store.read() as conn:
@@ -48,12 +48,13 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--window", type=int, default=8192)
+    parser.add_argument("--protocol", choices=("tools", "text"), default="tools")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        active = run("active", args.turns, args.window, Path(tmp))
-        passive = run("passive", args.turns, args.window, Path(tmp))
+        active = run("active", args.turns, args.window, Path(tmp), args.protocol)
+        passive = run("passive", args.turns, args.window, Path(tmp), args.protocol)
     limit = args.window - GENERATION
-    out = {"turns": args.turns, "window": args.window, "prompt_limit": limit,
+    out = {"turns": args.turns, "window": args.window, "protocol": args.protocol, "prompt_limit": limit,
            "active_per_call": active, "passive_per_call": passive,
            "active_max": max(active), "passive_max": max(passive),
            "active_total": sum(active), "passive_total": sum(passive),

@@ -13,6 +13,7 @@ would in a real run while the prompts are assembled actively or passively.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -79,11 +80,13 @@ def merged(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 _EXPERIENCE_ID = re.compile(r"\be-[0-9a-f]{16}\b")
 
 
-def scripted_player(seed_code: str, turns: int, salt: int = 0) -> ScriptedClient:
+def scripted_player(seed_code: str, turns: int, salt: int = 0,
+                    protocol: Literal["tools", "text"] = "tools") -> ScriptedClient:
     """A scripted model that submits ``turns`` variants of ``seed_code``, adopting the first experience shown.
 
     Variants cycle through one knob's options and carry a distinct comment, so no two are
-    the same code; each reply records an adoption decision for every experience id in the prompt.
+    the same code; each reply records an adoption decision for every experience id in the prompt,
+    as a ``submit_candidate`` call or, with ``protocol="text"``, in the text reply protocol.
     """
     from kernelkiln.testing.llm import ScriptedClient  # only the context study loads the test double
 
@@ -96,9 +99,14 @@ def scripted_player(seed_code: str, turns: int, salt: int = 0) -> ScriptedClient
             if knobs:
                 knob = knobs[(number + salt) % len(knobs)]
                 code = K.apply(seed_code, {knob.name: knob.options[(number + salt) % len(knob.options)]})
+            code = f"{code}\n# variant {number}\n"
+            if protocol == "text":
+                adoptions = {"adopted": ids[:1], "not_adopted": [{"id": i, "why": "scripted"} for i in ids[1:]]}
+                return {"text": f"Turn {number}: trying a variant.\n\n```python\n{code}```\n\n"
+                                f"Summary: variant {number}\n\n```json\n{json.dumps(adoptions)}\n```\n"}
             return {"text": f"Turn {number}: trying a variant.", "tool_calls": [{
                 "name": "submit_candidate", "arguments": {
-                    "code": f"{code}\n# variant {number}\n", "summary": f"variant {number}",
+                    "code": code, "summary": f"variant {number}",
                     "adoptions": [{"experience_id": i, "adopted": n == 0, "why": "scripted"}
                                   for n, i in enumerate(ids)]}}]}
         return submit

@@ -50,12 +50,23 @@ Examples:
   kiln optimize examples --agents 2 --budget 20      # a suite, easy tasks first
   kiln optimize row_softmax --policy llm --model qwen2.5-coder --base-url http://localhost:8000/v1
   kiln optimize row_softmax --config kiln.toml       # settings from a file; flags given override it
+  kiln optimize row_softmax --policy llm --model M --base-url URL --record session/
+  kiln optimize row_softmax --policy replay --replay session/   # the same run again, no network
   kiln optimize --resume r-3f9c0a1b2c3d4e5f          # continue an interrupted run
 
 Results: a table per task, DIR/<task>/best.py (a standalone candidate `kiln eval` accepts)
 and DIR/run.json (the same figures; --json prints it). Ctrl-C stops cleanly; the run
 resumes with --resume RUN_ID, losing only the evaluations that were in flight.
+
+\b
+Exit codes:
+  0    every task evaluated candidates
+  2    bad input, or an endpoint that cannot be used (unreachable, unknown model, refused key): one line
+  3    a task evaluated nothing (e.g. the model never gave a usable candidate): one line per task says why
+  130  interrupted (Ctrl-C or SIGTERM); resume with --resume RUN_ID
 """
+
+NOTHING_EVALUATED = 3
 
 
 def register(app: typer.Typer) -> None:
@@ -67,7 +78,8 @@ def optimize(
     config_file: Path = CONFIG_OPTION,
     set_config: list[str] = SET_CONFIG_OPTION,
     policy: str = typer.Option(None, "--policy",
-                               help=f"tuner (offline knob search) or llm {default_note('policy')}."),
+                               help="tuner (offline knob search), llm, or replay (a recorded session, offline: "
+                                    f"--replay DIR) {default_note('policy')}."),
     agents: int = typer.Option(None, "--agents", help=f"Agents per task, each with its own strategy lens, 1-8 "
                                                       f"{default_note('agents')}."),
     budget: int = typer.Option(None, "--budget",
@@ -85,6 +97,17 @@ def optimize(
                                        help="The model's context window, for prompt budgeting (default: what the "
                                             "endpoint reports, as vLLM and Ollama do, else "
                                             f"{default_of('llm.context_window')})."),
+    reply_protocol: str = typer.Option(None, "--reply-protocol", metavar="auto|tools|text",
+                                       help="How the model hands in candidates: tools (function calling), text "
+                                            "(a python block, a Summary line and a JSON block; for servers "
+                                            "without tool calling) or auto (tools, then text for the rest of the "
+                                            f"run if the endpoint refuses them) {default_note('llm.reply_protocol')}."),
+    record: str = typer.Option(None, "--record", metavar="DIR",
+                               help="Save every exchange with the model (request, reply, usage, latency) under DIR, "
+                                    "one JSON-lines file per task and agent; no API key is written."),
+    replay: str = typer.Option(None, "--replay", metavar="DIR",
+                               help="With --policy replay: answer from the session recorded in DIR, offline, "
+                                    "and stop with exit code 2 when the prompts diverge from it."),
     context: str = typer.Option(None, "--context", help="active (budgeted layers) or passive (accumulate "
                                                         f"everything; for ablations) {default_note('context.mode')}."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Stop starting turns after this many tokens."),
@@ -124,11 +147,13 @@ def optimize(
         "--model": ("llm.model", model), "--base-url": ("llm.base_url", base_url),
         "--provider": ("llm.provider", provider), "--api-key-env": ("llm.api_key_env", api_key_env),
         "--context-window": ("llm.context_window", context_window), "--context": ("context.mode", context),
+        "--reply-protocol": ("llm.reply_protocol", reply_protocol),
         "--max-tokens": ("max_tokens", max_tokens), "--max-wall": ("max_wall_s", max_wall),
         "--store": ("store.url", store), "--threads": ("guard.threads", threads),
         "--platform": ("platform", platform), "--lock-clocks": ("guard.lock_clocks_mhz", lock_clocks),
         "--confirm-budget": ("confirm_time_budget_s", confirm), "--time-budget": ("guard.time_budget_s", time_budget),
-        "--isolation": ("guard.isolation", isolation),
+        "--isolation": ("guard.isolation", isolation), "--record": ("record", record),
+        "--replay": ("replay", replay),
     }, set_config)
     store_config = settings.config.store
     memory = Memory(open_store(config=store_config))
@@ -154,6 +179,11 @@ def optimize(
     finally:
         observer.close()
     _report(result, as_json)
+    empty = {name: t["reason"] for name, t in result["tasks"].items() if t["status"] == "no candidate"}
+    for name, why in empty.items():
+        print(f"kiln: {name}: nothing was evaluated: {why}", file=sys.stderr)
+    if empty:
+        raise typer.Exit(NOTHING_EVALUATED)
 
 
 def with_progress(work, on_interrupt: str):

@@ -89,10 +89,17 @@ def with_endpoint_window(settings: Settings, say: Callable[[str], None] | None =
     default stands. ``say`` (default: stderr) hears which window is used.
     """
     llm = settings.config.llm
-    if settings.config.policy != "llm" or llm is None or not llm.base_url \
-            or settings.source("llm.context_window") != "default":
+    if settings.config.policy != "llm" or llm is None:
         return settings
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    source = settings.source("llm.context_window")
+    if source != "default":
+        where = "--context-window" if source == "flag" else f"{settings.file}" if source == "file" else source
+        say(f"kiln: context window {llm.context_window} tokens (set by {where})")
+        return settings
+    if not llm.base_url:
+        say(f"kiln: context window {llm.context_window} tokens (the default for a hosted {llm.provider} model)")
+        return settings
     window = probe_context_window(llm)
     if window is None:
         say(f"kiln: context window {llm.context_window} tokens (the default: {llm.base_url} does not say)")

@@ -63,10 +63,14 @@ class ContextBuilder:
         self._passive: dict[tuple[str, str], PassiveMemory] = {}
         self._lock = threading.Lock()
 
-    def build(self, turn: Turn, *, window: int, generation: int, tools_tokens: int = 0) -> Prompt:
-        """The prompt for ``turn`` within a ``window``-token model that keeps ``generation`` tokens for its reply."""
+    def build(self, turn: Turn, *, window: int, generation: int, tools_tokens: int = 0,
+              protocol: str = "tools") -> Prompt:
+        """The prompt for ``turn`` within a ``window``-token model that keeps ``generation`` tokens for its reply.
+
+        ``protocol``: how the reply hands in the candidate, "tools" (submit_candidate) or "text".
+        """
         c, passive = self.config, self.config.mode == "passive"
-        system = render("system", platform=turn.platform, summary_chars=SUMMARY_CHARS)
+        system = render("system", platform=turn.platform, summary_chars=SUMMARY_CHARS, protocol=protocol)
         system_tokens = self.estimator.estimate(system) + tools_tokens
         hot = [(name, (piece,)) for name, piece in hot_pieces(
             turn, max_diagnostics=10**9 if passive else c.max_diagnostics,

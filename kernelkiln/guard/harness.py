@@ -77,7 +77,7 @@ class Harness:
 
     def __init__(self, conn: Connection, init: dict[str, Any]):
         self.conn = conn
-        self.task: Task = load_task(init["task_path"], init["overrides"])
+        self.task: Task = load_task(init["task_path"], init["overrides"], infer_family=False)  # the parent did
         self.model_seed = int(init["model_seed"])
         self.cls = self.task.module.Model
         self.platform = get_platform(init.get("platform", "cpu"))

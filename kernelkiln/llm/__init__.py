@@ -5,7 +5,7 @@ the SDK clients it chooses between, so no client module imports another's packag
 """
 
 from kernelkiln.llm.anthropic_client import AnthropicClient
-from kernelkiln.llm.client import ChatClient, LLMError, resolve_api_key
+from kernelkiln.llm.client import ChatClient, LLMError, ToolsRejected, resolve_api_key
 from kernelkiln.llm.config import LLMConfig
 from kernelkiln.llm.messages import Completion, Message, ToolCall, ToolSpec
 from kernelkiln.llm.openai_client import OpenAIClient
@@ -37,6 +37,7 @@ __all__ = [
     "OpenAIClient",
     "ToolCall",
     "ToolSpec",
+    "ToolsRejected",
     "make_client",
     "resolve_api_key",
 ]

@@ -1,4 +1,9 @@
-"""A chat client for the Anthropic messages API."""
+"""A chat client for the Anthropic messages API.
+
+Extended thinking: ``thinking`` blocks become ``Completion.reasoning`` (never parsed), and the
+blocks themselves (``thinking`` with its signature, ``redacted_thinking``) travel back before the
+tool calls they preceded, which the API requires when thinking is on and tools are used.
+"""
 
 from __future__ import annotations
 
@@ -46,12 +51,16 @@ class AnthropicClient(SDKClient):
             request["temperature"] = self.config.temperature
         if tools:
             request["tools"] = [to_anthropic_tool(t) for t in tools]
-        response, attempts, seconds = self._with_retries(lambda: self._client.messages.create(**request))
+        response, attempts, seconds = self._with_retries(lambda: self._client.messages.create(**request),
+                                                         tools_sent=bool(tools))
         with reading_reply(self.endpoint):
             return self._completion(response, seconds, attempts)
 
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
         text = "".join(block.text for block in response.content if block.type == "text")
+        thinking = tuple(_thinking_block(block) for block in response.content
+                         if block.type in ("thinking", "redacted_thinking"))
+        reasoning = "\n\n".join(b["thinking"] for b in thinking if b.get("thinking"))
         calls = tuple(
             ToolCall(id=block.id, name=block.name, arguments=parse_arguments(block.input))
             for block in response.content
@@ -68,6 +77,8 @@ class AnthropicClient(SDKClient):
         stop = response.stop_reason or ""
         return Completion(
             text=text,
+            reasoning=reasoning,
+            thinking=thinking,
             tool_calls=calls,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
@@ -102,11 +113,17 @@ def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[s
 def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}]
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = [dict(b) for b in message.thinking] if message.tool_calls else []
     if message.content or not message.tool_calls:  # the API rejects empty text blocks beside tool calls
         blocks.append({"type": "text", "text": message.content})
     blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls]
     return blocks
+
+
+def _thinking_block(block: Any) -> dict[str, Any]:
+    """A thinking block as the API wants it sent back (every field, the signature included)."""
+    fields = ("thinking", "signature") if block.type == "thinking" else ("data",)
+    return {"type": block.type, **{f: getattr(block, f, "") or "" for f in fields}}
 
 
 def to_anthropic_tool(tool: ToolSpec) -> dict[str, Any]:

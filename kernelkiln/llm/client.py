@@ -24,6 +24,17 @@ class LLMError(UserError):
         super().__init__(" ".join(message.split()))
 
 
+class ToolsRejected(LLMError):
+    """The endpoint refused the request's ``tools`` (HTTP 400/422 naming tools): it takes text replies only.
+
+    ``detail`` is the server's reason on one line, e.g. "400 Bad Request: ... does not support tools".
+    """
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
 @contextmanager
 def reading_reply(endpoint: str) -> Iterator[None]:
     """Turns a reply that lacks the API's shape (a missing field, a wrong type) into a one-line LLMError."""

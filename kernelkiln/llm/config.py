@@ -52,6 +52,14 @@ class LLMConfig(BaseModel):
         description="The model's context window in tokens, for prompt budgeting. Unless set, a run reads it from "
         "the endpoint where it says (vLLM's max_model_len, Ollama's context length) and falls back to this.",
     )
+    reply_protocol: Literal["auto", "tools", "text"] = Field(
+        default="auto",
+        description="How the model hands in a candidate. 'tools': a submit_candidate tool call (function "
+        "calling; diagnostic tools on offer). 'text': a reply with one ```python block, a 'Summary:' line and a "
+        "```json adoption block, for servers without tool calling (no tools are sent). 'auto': tools, switching "
+        "to text for the rest of the run when the endpoint rejects tools (HTTP 400/422 naming them) or the "
+        "model answers in text twice in a row.",
+    )
     price_prompt_per_mtok: float = Field(
         default=0.0, ge=0, description="USD per million prompt (input) tokens, for cost accounting."
     )

@@ -1,6 +1,8 @@
 """The provider-neutral records of a chat: messages, tool specs, tool calls and completions.
 
-Frozen pydantic models that round-trip through JSON and tolerate unknown fields.
+Frozen pydantic models that round-trip through JSON and tolerate unknown fields. A reasoning
+model's reasoning (``reasoning_content``, Anthropic thinking blocks, inline ``<think>``) is kept
+in ``Completion.reasoning``, apart from ``text``: nothing is ever parsed out of it.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class Message(_Record):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None  # role "tool": the ToolCall.id this answers
     name: str | None = None  # role "tool": the tool's name (some endpoints want it)
+    # assistant: Anthropic thinking blocks as received; the API wants them back before their tool calls
+    thinking: tuple[dict[str, Any], ...] = ()
 
 
 class Completion(_Record):
@@ -77,14 +81,16 @@ class Completion(_Record):
     finish_reason: str = ""
     seconds: float = 0.0  # wall time of the call, retries and their waits included
     attempts: int = 1  # HTTP tries it took (1 when the first succeeded)
+    reasoning: str = ""  # the model's separate reasoning; its tokens are in completion_tokens
+    thinking: tuple[dict[str, Any], ...] = ()  # Anthropic's signed thinking blocks, verbatim
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     def as_message(self) -> Message:
-        """The assistant message to append to the conversation."""
-        return Message(role="assistant", content=self.text, tool_calls=self.tool_calls)
+        """The assistant message to append to the conversation (its reasoning is not sent back)."""
+        return Message(role="assistant", content=self.text, tool_calls=self.tool_calls, thinking=self.thinking)
 
 
 def estimate_prompt_tokens(messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
@@ -94,9 +100,21 @@ def estimate_prompt_tokens(messages: Sequence[Message], tools: Sequence[ToolSpec
     return estimate_tokens("".join(parts))
 
 
-def estimate_completion_tokens(text: str, tool_calls: Sequence[ToolCall] = ()) -> int:
-    """About one token per four characters of a reply and its tool calls."""
-    return estimate_tokens(text + "".join(_call_text(c) for c in tool_calls))
+def estimate_completion_tokens(text: str, tool_calls: Sequence[ToolCall] = (), reasoning: str = "") -> int:
+    """About one token per four characters of a reply, its tool calls and its reasoning."""
+    return estimate_tokens(reasoning + text + "".join(_call_text(c) for c in tool_calls))
+
+
+def split_think(text: str) -> tuple[str, str]:
+    """(reasoning, answer) of a reply that carries its reasoning inline as ``<think>…</think>``.
+
+    Servers without a reasoning parser do so; some chat templates open the ``<think>`` in the
+    prompt, so a reply may hold only the closing tag. Any other reply is all answer.
+    """
+    if "</think>" not in text or ("<think>" in text and not text.lstrip().startswith("<think>")):
+        return "", text
+    head, _, tail = text.partition("</think>")
+    return head.strip().removeprefix("<think>").strip(), tail.lstrip()
 
 
 def estimate_tokens(text: str) -> int:

@@ -1,4 +1,10 @@
-"""A chat client for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, SGLang, Ollama, …)."""
+"""A chat client for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, SGLang, Ollama, …).
+
+Reasoning models' reasoning arrives as ``message.reasoning_content`` (DeepSeek, vLLM and SGLang
+reasoning parsers), ``message.reasoning`` (newer vLLM, OpenRouter) or inline ``<think>…</think>``
+(servers without a parser); it goes to ``Completion.reasoning`` and is never sent back, as
+DeepSeek's API requires.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from kernelkiln.llm.messages import (
     estimate_completion_tokens,
     estimate_prompt_tokens,
     parse_arguments,
+    split_think,
 )
 from kernelkiln.llm.sdk_client import SDKClient
 
@@ -52,7 +59,8 @@ class OpenAIClient(SDKClient):
         if tools:
             request["tools"] = [to_openai_tool(t) for t in tools]
             request["tool_choice"] = "auto"
-        response, attempts, seconds = self._with_retries(lambda: self._client.chat.completions.create(**request))
+        response, attempts, seconds = self._with_retries(lambda: self._client.chat.completions.create(**request),
+                                                         tools_sent=bool(tools))
         with reading_reply(self.endpoint):
             return self._completion(response, messages, tools, seconds, attempts)
 
@@ -63,15 +71,19 @@ class OpenAIClient(SDKClient):
             raise LLMError(f"llm endpoint {self.endpoint} returned no choices for model {self.config.model}")
         choice = response.choices[0]
         text = choice.message.content or ""
+        reasoning = _reasoning(choice.message)
+        if not reasoning:
+            reasoning, text = split_think(text)
         calls = tuple(from_openai_tool_call(c) for c in choice.message.tool_calls or () if getattr(c, "function", None))
         usage = response.usage
         if usage is not None:
             prompt_tokens, completion_tokens = usage.prompt_tokens or 0, usage.completion_tokens or 0
         else:  # some servers omit usage; an estimate keeps budgets meaningful
             prompt_tokens = estimate_prompt_tokens(messages, tools)
-            completion_tokens = estimate_completion_tokens(text, calls)
+            completion_tokens = estimate_completion_tokens(text, calls, reasoning)
         return Completion(
             text=text,
+            reasoning=reasoning,
             tool_calls=calls,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
@@ -81,6 +93,15 @@ class OpenAIClient(SDKClient):
             seconds=seconds,
             attempts=attempts,
         )
+
+
+def _reasoning(message: Any) -> str:
+    """The reply's separate reasoning: fields the SDK does not model, read as its extras."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
 
 
 def to_openai_message(message: Message) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The retry loop both clients share: exponential backoff with full jitter, honouring Retry-After.
 
 Retried: connection errors, timeouts, 408, 409, 429 and 5xx. Any other 4xx, and a reply the SDK
-cannot read, fails at once.
+cannot read, fails at once; a 400 or 422 naming tools, on a request that offered some, is a
+``ToolsRejected`` (the endpoint serves the model without function calling).
 The SDKs' own retries are switched off (``max_retries=0``) so this is the only loop.
 """
 
@@ -11,18 +12,23 @@ import email.utils
 import http
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kernelkiln.llm.client import LLMError
+from kernelkiln.llm.client import LLMError, ToolsRejected
 from kernelkiln.llm.config import LLMConfig
 
 T = TypeVar("T")
 
 RETRYABLE_4XX = frozenset({408, 409, 429})
 DETAIL_CHARS = 200
+TOOLS_REJECTED_STATUSES = frozenset({400, 422})
+# vLLM: '"auto" tool choice requires --enable-auto-tool-choice'; Ollama: 'm does not support tools';
+# llama.cpp: 'tools param requires --jinja flag'; others name `functions` or `tool_choice`.
+_NAMES_TOOLS = re.compile(r"tool|function", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,11 @@ class Failure:
     what: str  # e.g. "503 Service Unavailable" or "timed out after 120 s"
     retryable: bool
     retry_after_s: float | None = None  # what the server asked for, if anything
+    status: int | None = field(default=None, compare=False)  # the HTTP status, when there was one
+
+    def rejects_tools(self) -> bool:
+        """Whether this is an endpoint refusing the ``tools`` parameter (as servers without tool calling do)."""
+        return self.status in TOOLS_REJECTED_STATUSES and bool(_NAMES_TOOLS.search(self.what))
 
 
 def is_retryable_status(status: int) -> bool:
@@ -82,7 +93,7 @@ def status_failure(
         what = str(status)
     if detail:
         what += f": {one_line(detail, secrets)}"
-    return Failure(what, is_retryable_status(status), retry_after_s(headers))
+    return Failure(what, is_retryable_status(status), retry_after_s(headers), status)
 
 
 def classify_sdk_error(exc: BaseException, sdk: Any, timeout_s: float, secrets: tuple[str, ...] = ()) -> Failure | None:
@@ -116,11 +127,13 @@ def call_with_retries(
     endpoint: str,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    tools_sent: bool = False,
 ) -> tuple[T, int]:
     """``call()``'s result and the tries it took; LLMError when it fails for good.
 
     ``classify`` maps an exception to a Failure, or to None for exceptions that are not
-    the endpoint's fault (those propagate unchanged).
+    the endpoint's fault (those propagate unchanged). ``tools_sent``: the request offered
+    tools, so a refusal naming them is a ``ToolsRejected``.
     """
     rng = rng or random.Random()
     tries = config.max_retries + 1
@@ -133,6 +146,9 @@ def call_with_retries(
                 raise
             # from None: the SDK's exception carries the request, which has no place in a one-line error
             if not failure.retryable:
+                if tools_sent and failure.rejects_tools():
+                    raise ToolsRejected(f"llm endpoint {endpoint} rejected tool calls: {failure.what}",
+                                        failure.what) from None
                 raise LLMError(f"llm endpoint {endpoint} failed: {failure.what}") from None
             if attempt == tries:
                 noun = "try" if tries == 1 else "tries"

@@ -28,8 +28,11 @@ class SDKClient:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.config.model!r}, endpoint={self.endpoint!r})"
 
-    def _with_retries(self, create: Callable[[], Any]) -> tuple[Any, int, float]:
-        """``create()``'s response, the tries it took, and the seconds they took (waits included)."""
+    def _with_retries(self, create: Callable[[], Any], tools_sent: bool = False) -> tuple[Any, int, float]:
+        """``create()``'s response, the tries it took, and the seconds they took (waits included).
+
+        ``tools_sent``: the request offered tools (a refusal naming them raises ToolsRejected).
+        """
         started = time.monotonic()
         response, attempts = call_with_retries(
             create,
@@ -38,5 +41,6 @@ class SDKClient:
             endpoint=self.endpoint,
             sleep=self._sleep,
             rng=self._rng,
+            tools_sent=tools_sent,
         )
         return response, attempts, time.monotonic() - started

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.policy.lens import Lens
-from kernelkiln.policy.turn import Objective, Policy, Snapshot, code_hash
+from kernelkiln.policy.turn import GaveUp, Objective, Policy, Snapshot, code_hash
 from kernelkiln.store.records import Attempt
 
 
@@ -51,20 +51,40 @@ class TaskState:
     incumbent: Attempt | None = None
     used: int = 0  # evaluations taken (reserved or done)
     evaluated: set[str] = field(default_factory=set)
+    gave_up: list[GaveUp] = field(default_factory=list)  # turns whose model calls gave no candidate
     lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0  # reservations whose turn has not ended
+
+    def __post_init__(self) -> None:
+        self._ended = threading.Condition(self.lock)
 
     def take(self) -> bool:
-        """Reserve one evaluation of the budget."""
-        with self.lock:
-            if self.used >= self.budget:
-                return False
+        """Reserve one evaluation of the budget; False once the budget is spent.
+
+        While the budget is full but another agent's turn is still in flight, this waits:
+        that turn may end without an evaluation and give its reservation back.
+        """
+        with self._ended:
+            while self.used >= self.budget:
+                if self.in_flight == 0:
+                    return False
+                self._ended.wait()
             self.used += 1
+            self.in_flight += 1
             return True
 
     def give_back(self) -> None:
         """Return a reservation that was not evaluated."""
-        with self.lock:
+        with self._ended:
             self.used -= 1
+            self.in_flight -= 1
+            self._ended.notify_all()
+
+    def evaluated_one(self) -> None:
+        """A reservation's turn ended with an evaluation: it keeps its place in the budget."""
+        with self._ended:
+            self.in_flight -= 1
+            self._ended.notify_all()
 
 
 

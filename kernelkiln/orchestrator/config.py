@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,7 +18,7 @@ from kernelkiln.llm.config import LLMConfig
 from kernelkiln.memory.config import MemoryConfig
 from kernelkiln.store.config import StoreConfig
 
-PolicyName = Literal["tuner", "llm"]
+PolicyName = Literal["tuner", "llm", "replay"]
 
 SEARCH_TIME_BUDGET_S = 8.0
 
@@ -43,7 +44,9 @@ class OptimizeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     policy: PolicyName = Field("tuner", description="tuner: offline knob search of the seed candidate (no network); "
-                                                    "llm: a model writes whole candidates (needs `llm`).")
+                                                    "llm: a model writes whole candidates (needs `llm`); replay: "
+                                                    "the llm policy answered offline by a recorded session "
+                                                    "(needs `replay`).")
     agents: int = Field(1, ge=1, le=8, description="Agents per task, each with a different eligible strategy lens.")
     budget: int = Field(30, ge=1, description="Evaluations per task, shared by its agents (DESIGN's turn budget).")
     max_tokens: int | None = Field(None, ge=1, description="Stop starting new turns once the run's prompt plus "
@@ -69,6 +72,11 @@ class OptimizeConfig(BaseModel):
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Experience values, rules, board.")
     context: ContextConfig = Field(default_factory=ContextConfig, description="What an agent is shown each turn.")
     llm: LLMConfig | None = Field(None, description="The model endpoint (llm policy only).")
+    record: str | None = Field(None, description="A directory where every exchange with the model is saved "
+                                                 "(request, reply, usage, latency), one JSON-lines stream per task "
+                                                 "and agent, for `--policy replay` (llm and replay policies).")
+    replay: str | None = Field(None, description="The recorded session (a `record` directory) the replay policy "
+                                                 "answers from; its model settings replace `llm`.")
     store: StoreConfig = Field(default_factory=StoreConfig, exclude=True,
                                description="Where memory lives; not kept with a run (a run is resumed from its store).")
 
@@ -100,6 +108,18 @@ class OptimizeConfig(BaseModel):
     def _llm_needs_endpoint(self) -> OptimizeConfig:
         if self.policy == "llm" and self.llm is None:
             raise ValueError("the llm policy needs a model: --model NAME (and --base-url URL for a local server)")
+        return self
+
+    @model_validator(mode="after")
+    def _sessions_follow_the_policy(self) -> OptimizeConfig:
+        if self.policy == "replay" and not self.replay:
+            raise ValueError("the replay policy needs a recorded session: --replay DIR (made with --record DIR)")
+        if self.replay and self.policy != "replay":
+            raise ValueError("--replay DIR is read by the replay policy: add --policy replay")
+        if self.record and self.policy == "tuner":
+            raise ValueError("--record saves the model's exchanges: the tuner calls no model (use --policy llm)")
+        if self.record and self.replay and Path(self.record).resolve() == Path(self.replay).resolve():
+            raise ValueError("--record and --replay name the same directory: record the replay elsewhere")
         return self
 
     @model_validator(mode="after")

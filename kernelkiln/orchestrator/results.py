@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelkiln.atomic import write_atomic
-from kernelkiln.store.records import Attempt, Confirmation
+from kernelkiln.store.records import Attempt, Confirmation, NoCandidate
 
 VERDICTS = ("KEEP", "ACCEPT", "REVERT", "REJECT")
 
@@ -31,22 +31,30 @@ def confirmation_of(best: Attempt | None, confirmation: Confirmation | None) -> 
     return confirmation
 
 
-def task_summary(attempts: list[Attempt], best_path: Path | None,
-                 confirmation: Confirmation | None = None) -> dict[str, Any]:
-    """One task's figures (the run.json entry)."""
+def task_summary(attempts: list[Attempt], best_path: Path | None, confirmation: Confirmation | None = None,
+                 no_candidate: NoCandidate | None = None) -> dict[str, Any]:
+    """One task's figures (the run.json entry).
+
+    Tokens and cost count every model call, those of turns that gave no candidate too;
+    ``status`` is "no candidate" when nothing was evaluated, ``reason`` then says why.
+    """
     best, seed = incumbent(attempts), seed_attempt(attempts)
     counts = Counter(a.verdict for a in attempts)
     confirmation = confirmation_of(best, confirmation)
+    spent = no_candidate or NoCandidate()
     return {
+        "status": "evaluated" if attempts else "no candidate",
+        "reason": "" if attempts else "; ".join(spent.reasons) or "no agent proposed a candidate",
         "best_speedup": best.speedup if best else None,  # as the search measured it
         "confirmed_speedup": confirmation.speedup if confirmation else None,
         "confirmation": confirmation.model_dump(mode="json") if confirmation else None,
         "seed_speedup": seed.speedup if seed else None,
         "attempts": len(attempts),
         "verdicts": {v: counts.get(v, 0) for v in VERDICTS},
-        "prompt_tokens": sum(a.tokens_in for a in attempts),
-        "completion_tokens": sum(a.tokens_out for a in attempts),
-        "cost_usd": round(sum(a.case.cost_usd for a in attempts), 6),
+        "turns_without_candidate": spent.turns,
+        "prompt_tokens": sum(a.tokens_in for a in attempts) + spent.prompt_tokens,
+        "completion_tokens": sum(a.tokens_out for a in attempts) + spent.completion_tokens,
+        "cost_usd": round(sum(a.case.cost_usd for a in attempts) + spent.cost_usd, 6),
         "best_summary": best.summary if best else None,
         "best_attempt": best.id if best else None,
         "best": str(best_path) if best_path is not None and best is not None else None,
@@ -59,10 +67,12 @@ def safe_name(task_id: str) -> str:
 
 
 def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, list[Attempt]],
-                  confirmed: dict[str, Confirmation | None] | None = None) -> dict[str, Any]:
+                  confirmed: dict[str, Confirmation | None] | None = None,
+                  no_candidate: dict[str, NoCandidate] | None = None) -> dict[str, Any]:
     """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object.
 
-    ``confirmed``: each task's confirmation record (see ``orchestrator.confirm``), when it has one.
+    ``confirmed``: each task's confirmation record (see ``orchestrator.confirm``), when it has one;
+    ``no_candidate``: the turns of each task that gave no candidate.
     """
     tasks = {}
     for task_id, attempts in by_task.items():
@@ -71,7 +81,7 @@ def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, li
         if best is not None:
             write_atomic(path, best.code)
         tasks[task_id] = task_summary(attempts, path.resolve() if best is not None else None,
-                                      (confirmed or {}).get(task_id))
+                                      (confirmed or {}).get(task_id), (no_candidate or {}).get(task_id))
     result = {
         "run_id": run_id,
         "status": status,

@@ -25,7 +25,7 @@ from kernelkiln.orchestrator.results import write_outputs
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.policy.lens import assign_lenses
-from kernelkiln.store.records import Attempt, Confirmation, Run, RunState, RunStatus, RunTask
+from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Run, RunState, RunStatus, RunTask
 from kernelkiln.task import Task, load_task
 
 
@@ -102,8 +102,10 @@ class Optimizer:
         finished = list(run.state.finished)
         confirmed = dict(run.state.confirmed)
         stored = self._attempts(run.id)
-        control.tokens = sum(a.tokens_in + a.tokens_out for a in stored)
+        control.tokens = sum(a.tokens_in + a.tokens_out for a in stored) + sum(
+            n.prompt_tokens + n.completion_tokens for n in run.state.no_candidate.values())
         status = "stopped"
+        runner: TaskRunner | None = None
         try:
             for task in tasks:
                 task_id = task_id_of(task)
@@ -119,16 +121,18 @@ class Optimizer:
                     self.observer.confirming(task_id, config.confirm_time_budget_s)
                 confirmed[task_id] = confirm(task, runner.state.incumbent, config, control.device)
                 finished.append(task_id)
-                run = self._save(run, status="running", finished=finished, confirmed=confirmed)
+                run = self._save(run, status="running", finished=finished, confirmed=confirmed,
+                                 no_candidate=_no_candidate(run, runner, control))
                 self.observer.task_finished(task_id, runner.state.incumbent)
+                runner = None  # its work is saved
             else:
                 status = "stopped" if control.stop.is_set() else "done"  # stopped: a token or time budget
         except KeyboardInterrupt:
-            run = self._save(run, status="interrupted", finished=finished)
+            run = self._save(run, status="interrupted", finished=finished, no_candidate=_no_candidate(run, runner))
             raise Interrupted(self._outputs(run)) from None
         except BaseException:
             if run.state.status == "running":
-                run = self._save(run, status="failed", finished=finished)
+                run = self._save(run, status="failed", finished=finished, no_candidate=_no_candidate(run, runner))
             raise
         run = self._save(run, status=status, finished=finished)
         return self._outputs(run)
@@ -170,10 +174,13 @@ class Optimizer:
             return self.store.attempts.for_run(conn, run_id)
 
     def _save(self, run: Run, *, status: RunStatus, finished: list[str],
-              confirmed: dict[str, Confirmation | None] | None = None) -> Run:
+              confirmed: dict[str, Confirmation | None] | None = None,
+              no_candidate: dict[str, NoCandidate] | None = None) -> Run:
         update: dict[str, Any] = {"status": status, "finished": list(finished)}
         if confirmed is not None:
             update["confirmed"] = dict(confirmed)
+        if no_candidate is not None:
+            update["no_candidate"] = no_candidate
         run = run.model_copy(update={"state": run.state.model_copy(update=update)})
         with self.store.write() as conn:
             self.store.runs.update(conn, run)
@@ -184,4 +191,24 @@ class Optimizer:
         by_task: dict[str, list[Attempt]] = {t.id: [] for t in run.state.tasks}
         for attempt in attempts:
             by_task.setdefault(attempt.task_id, []).append(attempt)
-        return write_outputs(Path(run.state.out), run.id, run.state.status, by_task, run.state.confirmed)
+        return write_outputs(Path(run.state.out), run.id, run.state.status, by_task, run.state.confirmed,
+                             run.state.no_candidate)
+
+
+def _no_candidate(run: Run, runner: TaskRunner | None, control: RunControl | None = None) -> dict[str, NoCandidate]:
+    """The run's record of turns without a candidate, with those of ``runner``'s task added.
+
+    A task that ends with nothing evaluated always has an entry, saying why.
+    """
+    recorded = dict(run.state.no_candidate)
+    if runner is None:
+        return recorded
+    task_id = runner.state.task_id
+    now = runner.no_candidate()
+    if now is not None:
+        recorded[task_id] = recorded[task_id].plus(now) if task_id in recorded else now
+    if control is not None and runner.state.used == 0 and task_id not in recorded:
+        why = ("the run's token or time budget ran out before any candidate" if control.stop.is_set()
+               else "no agent proposed a candidate")
+        recorded[task_id] = NoCandidate(reasons=[why])
+    return recorded

@@ -24,9 +24,9 @@ from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, claim, leaderboard, settle
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
-from kernelkiln.policy.turn import Proposal, Turn, code_hash
+from kernelkiln.policy.turn import GaveUp, Proposal, Turn, code_hash
 from kernelkiln.stats import geomean
-from kernelkiln.store.records import Adoption, Attempt, Measurement, TaskRecord, new_id
+from kernelkiln.store.records import Adoption, Attempt, Measurement, NoCandidate, TaskRecord, new_id
 from kernelkiln.task import Task
 from kernelkiln.task import knobs as K
 
@@ -121,6 +121,9 @@ class TaskRunner:
         while self.control.may_start() and not agent.exhausted:
             if not self.state.take():
                 return
+            if not self.control.may_start():  # stopped while this agent waited for a slot
+                self.state.give_back()
+                return
             try:
                 done = self._turn(agent, session)
             except BaseException as exc:  # noqa: BLE001 - reported by run() in the main thread
@@ -129,7 +132,9 @@ class TaskRunner:
                     self.errors.append(exc)
                     self.control.stop.set()
                 return
-            if not done:
+            if done:
+                self.state.evaluated_one()
+            else:
                 self.state.give_back()
                 if self.control.abort.is_set():
                     return
@@ -138,8 +143,12 @@ class TaskRunner:
         """One proposal, judged and stored; False when nothing was evaluated."""
         turn = self.turn_for(agent)
         proposal = agent.policy.propose(turn)
-        if proposal is None:
+        if proposal is None or isinstance(proposal, GaveUp):
             agent.exhausted = True
+            if proposal is not None:  # its model calls are counted all the same
+                self.control.spend(proposal.prompt_tokens, proposal.completion_tokens)
+                with self.state.lock:
+                    self.state.gave_up.append(proposal)
             return False
         self.control.spend(proposal.prompt_tokens, proposal.completion_tokens)
         if not claim(self.state, proposal.code):
@@ -229,6 +238,17 @@ class TaskRunner:
             code=proposal.code, verdict=verdict.verdict, error_class=verdict.stage if not verdict.correct else None,
             time_ms=time_ms, speedup=verdict.speedup if verdict.correct else None, measurements=measurements,
             tokens_in=proposal.prompt_tokens, tokens_out=proposal.completion_tokens)
+
+    def no_candidate(self) -> NoCandidate | None:
+        """The turns whose model calls gave no candidate, with their cost and the agents' reasons."""
+        with self.state.lock:
+            gave_up = list(self.state.gave_up)
+        if not gave_up:
+            return None
+        return NoCandidate(turns=len(gave_up), prompt_tokens=sum(g.prompt_tokens for g in gave_up),
+                           completion_tokens=sum(g.completion_tokens for g in gave_up),
+                           cost_usd=sum(g.cost_usd for g in gave_up),
+                           reasons=list(dict.fromkeys(g.reason for g in gave_up)))
 
     # -- the end of the task -------------------------------------------------------------
     def finish(self) -> None:

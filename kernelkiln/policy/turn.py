@@ -85,6 +85,21 @@ class Proposal:
     cost_usd: float = 0.0
 
 
+@dataclass(frozen=True)
+class GaveUp:
+    """A turn that ended without a candidate: why, and what its model calls cost (counted all the same).
+
+    The agent stops working on the task, as when ``propose`` returns None; ``reason`` is one
+    line for the user, e.g. "the model answered 3 times without calling submit_candidate".
+    """
+
+    reason: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: tuple[tuple[int, int], ...] = ()  # (prompt, completion) tokens of each model call
+
+
 def code_hash(code: str) -> str:
     """Identity of a candidate's source, blind to trailing whitespace."""
     text = "\n".join(line.rstrip() for line in code.strip().splitlines())
@@ -96,8 +111,8 @@ class Policy(Protocol):
 
     name: str
 
-    def propose(self, turn: Turn) -> Proposal | None:
-        """The next candidate, or None when this policy has nothing left to try."""
+    def propose(self, turn: Turn) -> Proposal | GaveUp | None:
+        """The next candidate; GaveUp when this turn's model calls gave none; None when nothing is left to try."""
 
     def observe(self, attempt: Attempt) -> None:
         """Learn from an evaluated attempt of this agent (also used to replay a run)."""

@@ -14,7 +14,7 @@ from kernelkiln.memory.rules import priority
 from kernelkiln.orchestrator.results import VERDICTS, incumbent, task_summary
 from kernelkiln.report.sources import bench_sol, read_run_json, sibling_store_url
 from kernelkiln.stats import geomean
-from kernelkiln.store.records import Attempt, Confirmation, Run
+from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Run
 from kernelkiln.store.store import Store, open_store
 
 
@@ -231,7 +231,8 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
     by_task: dict[str, list[Attempt]] = {t.id: [] for t in run.state.tasks}
     for attempt in attempts:
         by_task.setdefault(attempt.task_id, []).append(attempt)
-    tasks = tuple(task_report(task_id, found, run.state.confirmed.get(task_id)) for task_id, found in by_task.items())
+    tasks = tuple(task_report(task_id, found, run.state.confirmed.get(task_id), run.state.no_candidate.get(task_id))
+                  for task_id, found in by_task.items())
     finished = max((a.created_at for a in attempts), default=None)
     growth, before = memory_growth(run.created_at, attempts, experiences)
     return RunReport(
@@ -247,9 +248,10 @@ def _failure(confirmation: dict[str, Any] | None) -> str:
     return f"{confirmation.get('verdict', 'REJECT')}: {confirmation.get('reason', '')}"
 
 
-def task_report(task_id: str, attempts: list[Attempt], confirmation: Confirmation | None = None) -> TaskReport:
+def task_report(task_id: str, attempts: list[Attempt], confirmation: Confirmation | None = None,
+                no_candidate: NoCandidate | None = None) -> TaskReport:
     """One task's figures (as run.json has them), its attempts as points and the path to its best."""
-    s = task_summary(attempts, None, confirmation)
+    s = task_summary(attempts, None, confirmation, no_candidate)
     points = tuple(
         Point(index=i, id=a.id, agent=a.agent or "—", lens=a.lens, verdict=a.verdict,
               speedup=a.speedup if a.correct else None, objective=a.case.objective,

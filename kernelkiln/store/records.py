@@ -57,6 +57,23 @@ class Confirmation(Record):
     workloads: dict[str, float | None] = Field(default_factory=dict)
 
 
+class NoCandidate(Record):
+    """A task's model calls that gave no candidate: what they cost, and why each agent gave up."""
+
+    turns: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    reasons: list[str] = Field(default_factory=list)
+
+    def plus(self, other: NoCandidate) -> NoCandidate:
+        """Both counts together (a resumed task's earlier and later turns)."""
+        return NoCandidate(turns=self.turns + other.turns, prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                           completion_tokens=self.completion_tokens + other.completion_tokens,
+                           cost_usd=self.cost_usd + other.cost_usd,
+                           reasons=list(dict.fromkeys(self.reasons + other.reasons)))
+
+
 class RunState(Record):
     """Where a run stands (changes as it goes); the configuration it runs under is ``Run.config``."""
 
@@ -65,6 +82,7 @@ class RunState(Record):
     tasks: list[RunTask] = Field(default_factory=list)
     finished: list[str] = Field(default_factory=list)  # ids of the tasks done
     confirmed: dict[str, Confirmation | None] = Field(default_factory=dict)  # by task id
+    no_candidate: dict[str, NoCandidate] = Field(default_factory=dict)  # by task id, when a turn gave none
 
 
 class Run(Record):

@@ -11,6 +11,7 @@ from typing import Any
 
 from kernelkiln.errors import UserError
 from kernelkiln.task.model import Task, Tolerance, Workload
+from kernelkiln.task.reference_calls import inferred_family
 
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 _KILN_KEYS = {
@@ -125,8 +126,12 @@ def exec_module(path: Path, source: str, name: str, before_exec: Callable[[dict]
     return module
 
 
-def load_task(path: str | Path, overrides: dict[str, Any] | None = None) -> Task:
-    """Load a task file; ``overrides`` (from ``--set``) replace module-level size variables."""
+def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_family: bool = True) -> Task:
+    """Load a task file; ``overrides`` (from ``--set``) replace module-level size variables.
+
+    Without ``KILN["op_family"]``, the family is inferred from the reference's calls
+    (kernelkiln.task.reference_calls) unless ``infer_family`` is False (a guard worker).
+    """
     path = Path(path)
     overrides = dict(overrides or {})
     if not path.is_file():
@@ -176,6 +181,8 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None) -> Task
         robustness=robustness,
     )
     _probe(task)
+    if task.op_family is None and infer_family:
+        task.op_family = inferred_family(task)
     return task
 
 

@@ -8,6 +8,11 @@ or a callable ``(messages, tools) -> reply``. The server also plays ``{"status":
 ``{"status": 429, "retry_after": 0}`` (an error reply), ``{"delay_s": x, ...}`` (answer late) and
 ``{"body": ...}`` (answer 200 with this body: a str verbatim, anything else as JSON). To the
 scripted client, a ``{"status": ...}`` entry is an LLMError, as a real client raises once retries are spent.
+
+Kinds of endpoint: a reply dict's ``"reasoning"`` is a reasoning model's (``reasoning_content`` on the
+OpenAI wire, a signed ``thinking`` block on Anthropic's); ``text_reply(...)`` is what a model without
+tool calling writes in the text protocol; ``LoopbackServer(..., reject_tools=True)`` answers every
+request that offers tools with HTTP 400 as vLLM does without ``--enable-auto-tool-choice``.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from kernelkiln.llm.client import LLMError
+from kernelkiln.llm.client import LLMError, ToolsRejected
 from kernelkiln.llm.config import LLMConfig
 from kernelkiln.llm.messages import (
     Completion,
@@ -74,16 +79,29 @@ def to_completion(
         for c in spec.get("tool_calls", ())
     )
     text = spec.get("text", "")
+    reasoning = spec.get("reasoning", "")
     prompt = spec.get("prompt_tokens")
     completion = spec.get("completion_tokens")
     return Completion(
         text=text,
+        reasoning=reasoning,
         tool_calls=calls,
         prompt_tokens=estimate_prompt_tokens(messages, tools) if prompt is None else prompt,
-        completion_tokens=estimate_completion_tokens(text, calls) if completion is None else completion,
+        completion_tokens=estimate_completion_tokens(text, calls, reasoning) if completion is None else completion,
         model=spec.get("model", model),
         finish_reason=spec.get("finish_reason", "tool_calls" if calls else "stop"),
     )
+
+
+TOOLS_REJECTED = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+
+
+def text_reply(code: str, summary: str = "text protocol candidate", adopted: Sequence[str] = (),
+               not_adopted: Sequence[str] = (), prose: str = "Here is my candidate.") -> str:
+    """A complete text-protocol reply: prose, one python block, a Summary line and the adoption JSON."""
+    adoptions = {"adopted": list(adopted), "not_adopted": [{"id": i, "why": "does not apply"} for i in not_adopted]}
+    return (f"{prose}\n\n```python\n{code.strip()}\n```\n\nSummary: {summary}\n\n"
+            f"```json\n{json.dumps(adoptions)}\n```\n")
 
 
 class ScriptedClient:
@@ -114,7 +132,10 @@ class ScriptedClient:
         if (
             isinstance(reply, dict) and "status" in reply
         ):  # the endpoint failing for good, as the real clients report it
-            raise LLMError(f"llm endpoint scripted failed: {status_failure(int(reply['status'])).what}")
+            failure = status_failure(int(reply["status"]), detail=reply.get("message", ""))
+            if tools and failure.rejects_tools():
+                raise ToolsRejected(f"llm endpoint scripted rejected tool calls: {failure.what}", failure.what)
+            raise LLMError(f"llm endpoint scripted failed: {failure.what}")
         model = self.config.model if self.config else "scripted"
         completion = to_completion(reply, messages, tools, model=model, ids=self._ids)
         if self.config and not completion.cost_usd:
@@ -137,12 +158,15 @@ class LoopbackServer:
 
     ``base_url`` (…/v1) is for the OpenAI SDK; ``root_url`` is for the Anthropic SDK, which adds /v1 itself.
     ``routes`` answers other requests with fixed JSON, by "METHOD PATH" (e.g. "GET /v1/models").
-    Every request is kept in ``.requests``.
+    ``reject_tools``: answer a request that offers tools with HTTP 400 (this message when a str),
+    spending no script entry. Every request is kept in ``.requests``.
     """
 
-    def __init__(self, script: Iterable[Reply | dict[str, Any]], routes: dict[str, Any] | None = None) -> None:
+    def __init__(self, script: Iterable[Reply | dict[str, Any]], routes: dict[str, Any] | None = None,
+                 reject_tools: bool | str = False) -> None:
         self._script = deque(script)
         self.routes = dict(routes or {})
+        self.reject_tools = TOOLS_REJECTED if reject_tools is True else reject_tools
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -184,6 +208,8 @@ class LoopbackServer:
             self.requests.append(RecordedRequest(path, {k.lower(): v for k, v in headers.items()}, body))
             if f"{method} {path}" in self.routes:
                 return 200, {}, self.routes[f"{method} {path}"]
+            if wire and self.reject_tools and body.get("tools"):
+                return 400, {}, _error_body(wire, "invalid_request_error", self.reject_tools)
             entry = self._script.popleft() if self._script and wire else None
             served = len(self.requests)
         if not wire:
@@ -268,7 +294,7 @@ def _from_anthropic(body: dict[str, Any]) -> tuple[list[Message], list[ToolSpec]
     messages = [Message(role="system", content=_text(body["system"]))] if body.get("system") else []
     for turn in body.get("messages", []):
         blocks = turn["content"] if isinstance(turn["content"], list) else [{"type": "text", "text": turn["content"]}]
-        texts, calls = [], []
+        texts, calls, thinking = [], [], []
         for block in blocks:
             if block["type"] == "tool_result":
                 content = _text(block.get("content"))
@@ -277,8 +303,11 @@ def _from_anthropic(body: dict[str, Any]) -> tuple[list[Message], list[ToolSpec]
                 calls.append(ToolCall(id=block["id"], name=block["name"], arguments=parse_arguments(block["input"])))
             elif block["type"] == "text":
                 texts.append(block["text"])
+            elif block["type"] == "thinking":
+                thinking.append(block)
         if texts or calls:
-            messages.append(Message(role=turn["role"], content="".join(texts), tool_calls=tuple(calls)))
+            messages.append(Message(role=turn["role"], content="".join(texts), tool_calls=tuple(calls),
+                                    thinking=tuple(thinking)))
     tools = [
         ToolSpec(name=t["name"], description=t.get("description", ""), parameters=t.get("input_schema") or {})
         for t in body.get("tools") or ()
@@ -292,6 +321,8 @@ def _wire_arguments(call: ToolCall) -> str:
 
 def _to_openai(c: Completion, number: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": c.text or (None if c.tool_calls else "")}
+    if c.reasoning:
+        message["reasoning_content"] = c.reasoning
     if c.tool_calls:
         message["tool_calls"] = [
             {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": _wire_arguments(t)}}
@@ -315,7 +346,9 @@ _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool
 
 
 def _to_anthropic(c: Completion, number: int) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": c.text}] if c.text else []
+    content: list[dict[str, Any]] = [{"type": "thinking", "thinking": c.reasoning, "signature": f"sig-{number}"}
+                                     ] if c.reasoning else []
+    content += [{"type": "text", "text": c.text}] if c.text else []
     content += [{"type": "tool_use", "id": t.id, "name": t.name, "input": t.arguments} for t in c.tool_calls]
     return {
         "id": f"msg_{number}",

@@ -1,4 +1,7 @@
-"""The llm policy: submit_candidate, adoption records, re-asks, diagnostic tools and token accounting."""
+"""The llm policy in the tools protocol: submit_candidate, adoption records, re-asks, diagnostic tools and tokens.
+
+The text protocol and auto's switch are in test_reply_protocol.py.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from kernelkiln.agents import llm as llm_module
 from kernelkiln.agents.llm import DIAGNOSTICS, SUBMIT, LLMPolicy
 from kernelkiln.guard import diagnose
 from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.policy.turn import code_hash
+from kernelkiln.policy.turn import GaveUp, code_hash
 from kernelkiln.store.records import SUMMARY_CHARS
 from kernelkiln.testing.llm import LoopbackServer, ScriptedClient
 from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
@@ -20,7 +23,7 @@ CANDIDATE = SEED_CODE.replace("def forward", "# vectorized\n    def forward")
 
 
 def config(**fields) -> OptimizeConfig:
-    llm = fields.pop("llm", {"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    llm = fields.pop("llm", {"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": "tools"})
     return OptimizeConfig(policy="llm", llm=llm, **fields)
 
 
@@ -160,16 +163,28 @@ def test_the_conversation_keeps_the_failed_reply_before_the_reask():
     assert messages[2].content == "thinking out loud"
 
 
-def test_after_reasks_failures_propose_returns_none():
-    llm, client = policy(["no tool", "still no tool", "nope"], reasks=2)
-    assert llm.propose(later_turn()) is None
+def test_after_reasks_failures_propose_gives_up_counting_every_call():
+    script = [{"text": t, "prompt_tokens": 100, "completion_tokens": 10} for t in ("no tool", "still no tool", "nope")]
+    llm, client = policy(script, reasks=2)
+    gave_up = llm.propose(later_turn())
+    assert isinstance(gave_up, GaveUp)
     assert len(client.calls) == 3
+    assert (gave_up.prompt_tokens, gave_up.completion_tokens, gave_up.calls) == (300, 30, ((100, 10),) * 3)
+    assert gave_up.reason == ("the model answered 3 times without calling submit_candidate; this endpoint may not "
+                              "support tool calls: try --reply-protocol text")
 
 
 def test_with_zero_reasks_one_bad_reply_gives_up():
     llm, client = policy(["no tool"], reasks=0)
-    assert llm.propose(later_turn()) is None
+    assert "answered once without calling submit_candidate" in llm.propose(later_turn()).reason
     assert len(client.calls) == 1
+
+
+def test_incomplete_submits_give_up_naming_what_they_lacked():
+    llm, _ = policy([submit(summary=" ")] * 2, reasks=1)
+    gave_up = llm.propose(later_turn())
+    assert "no complete submit_candidate call in 2 replies" in gave_up.reason
+    assert "`summary` is missing" in gave_up.reason and len(gave_up.calls) == 2
 
 
 def test_a_submit_missing_an_adoption_record_is_asked_again_naming_the_id():
@@ -301,7 +316,7 @@ def test_a_callable_reply_sees_the_conversation_so_far():
 
 def test_diagnostic_calls_without_diagnose_are_bounded_by_the_reasks():
     llm, client = policy([diagnostic()] * 10, reasks=2, tool_calls=4)
-    assert llm.propose(later_turn()) is None
+    assert isinstance(llm.propose(later_turn()), GaveUp)
     assert len(client.calls) <= 3 + 4
 
 
@@ -313,7 +328,7 @@ def test_end_to_end_through_the_loopback_server_with_a_diagnostic_then_a_submit(
     script = [diagnostic("run_checks", call_id="call_1"),
               submit(summary="checked then submitted", prompt_tokens=900, completion_tokens=60)]
     with LoopbackServer(script) as server:
-        cfg = config(llm={"model": "m", "base_url": server.base_url, "max_retries": 0})
+        cfg = config(llm={"model": "m", "base_url": server.base_url, "max_retries": 0, "reply_protocol": "tools"})
         llm = LLMPolicy(cfg, "a1")
         proposal = llm.propose(later_turn(diagnose=lambda tool, code: asked.append(tool) or "PASS: all good"))
     assert proposal is not None and proposal.summary == "checked then submitted"
@@ -329,3 +344,32 @@ def test_end_to_end_through_the_loopback_server_with_a_diagnostic_then_a_submit(
     assistant = next(m for m in second["messages"] if m["role"] == "assistant")
     assert assistant["tool_calls"][0]["id"] == "call_1"
     assert proposal.case.calls[1] == (900, 60)
+
+
+# -- the model's context window ------------------------------------------------------------------
+def test_a_prompt_that_cannot_fit_the_window_is_never_sent():
+    llm, client = policy([submit()], llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": "tools",
+                                          "context_window": 1500, "max_output_tokens": 1024})
+    gave_up = llm.propose(later_turn())
+    assert isinstance(gave_up, GaveUp) and client.calls == [] and gave_up.calls == ()
+    assert "window of 1500" in gave_up.reason and "--context-window" in gave_up.reason
+
+
+def test_a_conversation_that_outgrows_the_window_stops_before_it_is_sent():
+    window, generation = 4000, 1024
+    first = llm_module.LLMPolicy(config(llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "context_window": window,
+                                             "max_output_tokens": generation, "reply_protocol": "tools"}),
+                                 "a1", client=ScriptedClient([]))
+    prompt = first._open(later_turn(), "tools", llm_module._Spent())
+    sent = first.estimator.estimate("".join(m.content for m in prompt.messages))
+    # Each useless reply is long prose: a few re-asks push the conversation past the window.
+    chatter = {"text": "x" * (4 * (window - generation - sent) // 2), "prompt_tokens": 10, "completion_tokens": 10}
+    llm, client = policy([chatter] * 10, reasks=8, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1",
+                                                          "context_window": window, "max_output_tokens": generation,
+                                                          "reply_protocol": "tools"})
+    gave_up = llm.propose(later_turn())
+    assert isinstance(gave_up, GaveUp) and "the conversation, after" in gave_up.reason
+    assert 1 <= len(client.calls) < 9  # stopped for the window, not for the re-asks
+    for messages, tools in client.calls:
+        text = "".join(m.content for m in messages) + "".join(t.model_dump_json() for t in tools)
+        assert llm.estimator.estimate(text) + generation <= window

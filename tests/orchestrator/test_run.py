@@ -168,6 +168,22 @@ def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
     assert result["tasks"]["tiny_softmax"]["prompt_tokens"] == stored[1].tokens_in
 
 
+def test_a_task_whose_model_never_submits_says_why_and_counts_every_call(memory, tmp_path):
+    plain = TaskSpec(str(TASKS / "tiny_relu.py"), {})  # no seed: nothing to evaluate unless the model writes it
+    client = ScriptedClient([{"text": "I would vectorize it.", "prompt_tokens": 500, "completion_tokens": 20}] * 3)
+    cfg = config(policy="llm", budget=2, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1",
+                                             "reply_protocol": "tools"})
+    result = Optimizer(memory, tmp_path, client=client).start([plain], cfg, tmp_path / "out")
+    task = result["tasks"]["tiny_relu"]
+    assert (task["status"], task["attempts"], task["turns_without_candidate"]) == ("no candidate", 0, 1)
+    assert "submit_candidate" in task["reason"]
+    assert (task["prompt_tokens"], task["completion_tokens"]) == (1500, 60) == (result["prompt_tokens"],
+                                                                                result["completion_tokens"])
+    with memory.store.read() as conn:
+        stored = memory.store.runs.get(conn, result["run_id"]).state.no_candidate["tiny_relu"]
+    assert (stored.turns, stored.prompt_tokens) == (1, 1500)  # a resumed run or a report finds it
+
+
 def test_a_suite_runs_easy_tasks_first_by_level_then_by_work():
     from types import SimpleNamespace
 
