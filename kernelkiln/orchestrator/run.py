@@ -20,7 +20,7 @@ from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.confirm import confirm, confirmable
 from kernelkiln.orchestrator.observer import Observer
-from kernelkiln.orchestrator.policies import make_policy
+from kernelkiln.orchestrator.policies import RunPolicies
 from kernelkiln.orchestrator.results import write_outputs
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
 from kernelkiln.platforms import get_platform
@@ -105,6 +105,7 @@ class Optimizer:
         control.tokens = sum(a.tokens_in + a.tokens_out for a in stored) + sum(
             n.prompt_tokens + n.completion_tokens for n in run.state.no_candidate.values())
         status = "stopped"
+        policies = RunPolicies(config, self.client)  # one per run: its llm agents share one reply protocol
         runner: TaskRunner | None = None
         try:
             for task in tasks:
@@ -113,7 +114,8 @@ class Optimizer:
                     continue
                 if not control.may_start():
                     break
-                runner = self._runner(task, run, config, control, [a for a in stored if a.task_id == task_id])
+                runner = self._runner(task, run, config, control, policies,
+                                      [a for a in stored if a.task_id == task_id])
                 self.observer.task_started(task_id, config.budget, runner.state.used, [a.name for a in runner.agents])
                 runner.run()
                 runner.finish()
@@ -137,14 +139,14 @@ class Optimizer:
         run = self._save(run, status=status, finished=finished)
         return self._outputs(run)
 
-    def _runner(self, task: Task, run: Run, config: OptimizeConfig, control: RunControl,
+    def _runner(self, task: Task, run: Run, config: OptimizeConfig, control: RunControl, policies: RunPolicies,
                 stored: list[Attempt]) -> TaskRunner:
         task_id = task_id_of(task)
         seed = task.seed_for(config.platform)
         seed_code = seed.read_text() if seed else ""
         state = TaskState(task_id=task_id, budget=config.budget)
         agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
-                             policy=make_policy(config, f"a{i + 1}", task_id, self.client))
+                             policy=policies.make(f"a{i + 1}", task_id))
                   for i, lens in enumerate(assign_lenses(task.op_family, config.agents))]
         self._replay(run.id, task_id, state, agents, stored, config)
         return TaskRunner(task, state, agents, self.memory, control, run.id, self.observer)

@@ -8,7 +8,7 @@ from kernelkiln.agents.llm import SUBMIT, LLMPolicy
 from kernelkiln.agents.protocol import ReplyProtocol
 from kernelkiln.llm import LLMError, ToolsRejected
 from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.orchestrator.policies import make_policy, run_protocol
+from kernelkiln.orchestrator.policies import RunPolicies
 from kernelkiln.policy.turn import GaveUp, Proposal
 from kernelkiln.testing.llm import ScriptedClient, text_reply
 from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
@@ -157,12 +157,11 @@ def test_the_switch_is_shared_and_said_once_for_the_whole_run():
     assert len(said) == 1
 
 
-def test_make_policy_hands_every_policy_of_a_run_one_switch():
-    cfg, other = config(), config()
-    a1 = make_policy(cfg, "a1", "t1", ScriptedClient([]))
-    a2 = make_policy(cfg, "a2", "t2", ScriptedClient([]))
-    assert a1.protocol is a2.protocol is run_protocol(cfg)
-    assert run_protocol(other) is not a1.protocol
+def test_every_policy_of_a_run_shares_one_switch_and_another_run_has_its_own():
+    run, other = RunPolicies(config(), ScriptedClient([])), RunPolicies(config(), ScriptedClient([]))
+    a1, a2 = run.make("a1", "t1"), run.make("a2", "t2")
+    assert a1.protocol is a2.protocol is run.protocol
+    assert other.make("a1", "t1").protocol is not a1.protocol
 
 
 def test_the_default_switch_says_it_on_stderr_in_one_line(capsys):
