@@ -248,25 +248,25 @@ class _Spent:
             self.text += notes.strip() + "\n"
 
     def gave_up(self, mode: Mode, reason: str = "") -> GaveUp:
-        """The turn's end without a candidate: a reason that says what to do, and everything it cost."""
+        """The turn's end without a candidate, and everything it cost; ``reason`` (default: what the
+        replies lacked) says what to do."""
+        return GaveUp(reason=" ".join((reason or self._lacked(mode)).split())[:400], prompt_tokens=self.prompt,
+                      completion_tokens=self.completion, cost_usd=self.cost, calls=tuple(self.calls))
+
+    def _lacked(self, mode: Mode) -> str:
         n = len(self.calls)
         times = "once" if n == 1 else f"{n} times"
-        if reason:
-            pass
-        elif mode == "text":
+        if mode == "text":
             parts = dict.fromkeys(p.part for problems in self.text_problems for p in problems)
             last = "; ".join(p.text for p in self.text_problems[-1]) if self.text_problems else ""
-            reason = (f"the model answered {times} in text without a usable {' / '.join(parts) or 'reply'}"
-                      f" (last: {last})")
-        elif self.submit_problems:
+            return (f"the model answered {times} in text without a usable {' / '.join(parts) or 'reply'}"
+                    f" (last: {last})")
+        if self.submit_problems:
             replies = "1 reply" if n == 1 else f"{n} replies"
-            reason = (f"the model gave no complete submit_candidate call in {replies} "
-                      f"(last: {'; '.join(self.submit_problems)})")
-        else:
-            reason = (f"the model answered {times} without calling submit_candidate; this endpoint may not "
-                      "support tool calls: try --reply-protocol text")
-        return GaveUp(reason=" ".join(reason.split())[:400], prompt_tokens=self.prompt,
-                      completion_tokens=self.completion, cost_usd=self.cost, calls=tuple(self.calls))
+            return (f"the model gave no complete submit_candidate call in {replies} "
+                    f"(last: {'; '.join(self.submit_problems)})")
+        return (f"the model answered {times} without calling submit_candidate; this endpoint may not "
+                "support tool calls: try --reply-protocol text")
 
 
 def _problems(submit: ToolCall, shown: tuple[str, ...]) -> list[str]:

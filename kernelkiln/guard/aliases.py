@@ -21,6 +21,7 @@ from torch.overrides import get_overridable_functions
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelkiln.task.model import BINDING
+from kernelkiln.task.reference_calls import call_name
 
 _REVERSED = frozenset({"matmul", "add", "sub", "mul", "truediv", "pow"})
 
@@ -55,10 +56,7 @@ def spelling(name: str) -> str:
 
 def op_name(func: object) -> str:
     """The normalized name of a torch function, ATen op or property (named by its descriptor)."""
-    name = getattr(func, "__name__", None) or repr(func)
-    if name == "__get__":  # a property such as Tensor.shape or Tensor.T
-        name = getattr(getattr(func, "__self__", None), "__name__", None) or name
-    return spelling(name)
+    return spelling(call_name(func))
 
 
 class _AtenRecorder(TorchDispatchMode):

@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from kernelkiln.task.model import Task, Workload
 
 
+def call_name(func: object) -> str:
+    """The name of a torch function, ATen op or property (a property is named by its descriptor)."""
+    name = getattr(func, "__name__", None) or repr(func)
+    if name == "__get__":  # a property such as Tensor.shape or Tensor.T
+        name = getattr(getattr(func, "__self__", None), "__name__", None) or name
+    return name
+
+
 def _recorder() -> Any:
     from torch.overrides import TorchFunctionMode
 
@@ -33,10 +41,7 @@ def _recorder() -> Any:
             self.names: list[str] = []
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            name = getattr(func, "__name__", "")
-            if name == "__get__":  # a property (Tensor.shape, Tensor.T): named by its descriptor
-                name = getattr(getattr(func, "__self__", None), "__name__", name)
-            self.names.append(name)
+            self.names.append(call_name(func))
             return func(*args, **(kwargs or {}))
 
     return Calls()
