@@ -22,6 +22,7 @@ RANK = {
     "isolation": 1, "task": 1, "llm": 1, "store": 1,
     "native": 2,
     "platforms": 3,
+    "lowering": 3.5,
     "guard": 4, "memory": 4,
     "policy": 5,
     "context": 6,

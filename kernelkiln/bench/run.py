@@ -15,11 +15,13 @@ from typing import Any
 
 from kernelkiln.bench.baseline import compile_ratio
 from kernelkiln.bench.metrics import TaskFigures, summarize
+from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.results import incumbent
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec, order_tasks
+from kernelkiln.orchestrator.seeds import NoSeed, starting_code
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.platforms.host import default_threads
@@ -85,6 +87,18 @@ class Bench:
         """Every repeat's figures, their means at the top level, written to DIR/bench.json too."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         tasks = order_tasks([load_task(p) for p in paths])
+        skipped, kept = {}, []
+        for task in tasks:
+            try:
+                starting_code(task, config)
+                kept.append(task)
+            except NoSeed as exc:  # the tuner without a seed for it: the figures cover the others
+                skipped[task_id_of(task)] = str(exc).removeprefix(f"{task.path}: ")
+                self.progress(f"{task.name}: skipped: {skipped[task_id_of(task)]}")
+        tasks = kept
+        if not tasks:
+            raise UserError(f"no task of the suite can be optimized with the {config.policy} policy: "
+                            + next(iter(skipped.values()), "the suite is empty"))
         threads = config.guard.threads or default_threads()
         ratios, notes = {}, {}
         for task in tasks:
@@ -109,7 +123,8 @@ class Bench:
             runs.append({"run_id": result["run_id"], "status": result["status"], "store": url,
                          "out": str((self.out_dir / f"repeat-{k + 1}").resolve()), **summarize(figures)})
         top = {key: _mean([r[key] for r in runs]) for key in runs[0] if key not in ("run_id", "status", "store", "out")}
-        out = {**top, "repeats": runs, "compile_notes": {k: v for k, v in notes.items() if v},
+        out = {**top, "tasks_run": len(tasks), "skipped": skipped, "repeats": runs,
+               "compile_notes": {k: v for k, v in notes.items() if v},
                "peaks": peaks.source, "budget": config.budget, "agents": config.agents, "policy": config.policy}
         (self.out_dir / "bench.json").write_text(json.dumps(out, indent=2) + "\n")
         return out

@@ -35,6 +35,7 @@ def _register() -> None:
     from kernelkiln.cli import memory as memory_cmd
     from kernelkiln.cli import optimize as optimize_cmd
     from kernelkiln.cli import report as report_cmd
+    from kernelkiln.cli import seed as seed_cmd
     from kernelkiln.cli import tasks as tasks_cmd
 
     ablate_cmd.register(app)
@@ -44,6 +45,7 @@ def _register() -> None:
     machine_cmd.register(app)
     optimize_cmd.register(app)
     report_cmd.register(app)
+    seed_cmd.register(app)
     tasks_cmd.register(app)
     memory_cmd.register(app)
 

@@ -12,12 +12,13 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelkiln.errors import UserError
+from kernelkiln.cli.sizing import SET_HELP, shrink_option, task_overrides
 from kernelkiln.guard.config import GuardConfig
 
 if TYPE_CHECKING:
     from kernelkiln.guard.verdict import Verdict
 from kernelkiln.platforms import get_platform
-from kernelkiln.task import Task, bundled_suites, load_task, parse_overrides
+from kernelkiln.task import Task, bundled_suites, load_task
 
 
 def resolve_task_path(name: str) -> Path:
@@ -41,6 +42,14 @@ def read_source(path: Path | None, task: Task, what: str, platform: str = "cpu")
     """The candidate file's text; without a path, the task's seed for ``platform``."""
     if path is None:
         path = task.seed_for(platform)
+        if path is None and platform == "cpu" and what == "candidate":
+            from kernelkiln.lowering import Unsupported, generate  # imports torch
+
+            try:
+                return generate(task).source
+            except Unsupported as exc:
+                raise UserError(f"{task.path}: no candidate given, no KILN['seed'], and kernelkiln cannot "
+                                f"generate one: {exc}") from None
         if path is None:
             raise UserError(f"{task.path}: no {what} given and the task declares no KILN['seed'] for {platform}")
     try:
@@ -145,9 +154,10 @@ def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
         task: str = typer.Argument(..., help="A KernelBench-format task file, or a bundled task name (`kiln tasks`)."),
-        candidate: Path = typer.Argument(None, help="Python file defining ModelNew (default: the task's seed candidate)."),
+        candidate: Path = typer.Argument(None, help="Python file defining ModelNew (default: the task's seed candidate, else the one `kiln seed` generates)."),
         incumbent: Path = typer.Option(None, "--incumbent", help="Judge against this candidate instead of the reference."),
-        overrides: list[str] = typer.Option([], "--set", help="Override a module-level size variable: --set dim=4096 (repeatable)."),
+        overrides: list[str] = typer.Option([], "--set", help=SET_HELP),
+        shrink: float = shrink_option(),
         threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads for reference and candidate alike (default: all cores but one, kept for the guard)."),
         time_budget: float = typer.Option(None, "--time-budget", min=0.1, help="Seconds the timing stage may take (default 20); it stops earlier once the speedup is precise."),
         platform: str = typer.Option("cpu", "--platform", help="Where the candidate runs and is timed: cpu or cuda (needs a visible NVIDIA GPU)."),
@@ -159,13 +169,14 @@ def register(app: typer.Typer) -> None:
 
         The verdict is REJECT (failed gate/build/check, with the reason), KEEP (faster beyond the measured noise), ACCEPT (within the noise band) or REVERT (slower). Exit code 0 whenever a verdict was reached, 2 for unusable input.
 
-        Examples: `kiln eval row_softmax` (a bundled task and its seed candidate); `kiln eval task.py new.py --set batch_size=64 --json`; `kiln eval task.py new.py --incumbent best.py`.
+        Examples: `kiln eval row_softmax` (a bundled task and its seed candidate); `kiln eval task.py new.py --set batch_size=64 --json`; `kiln eval level2/19_ConvTranspose2d_GELU_GroupNorm.py new.py --shrink 8`; `kiln eval task.py new.py --incumbent best.py`.
         """
         # Imported here: registering commands must not load torch (`kiln --help` stays fast).
         from kernelkiln.guard.session import GuardSession
 
         get_platform(platform)  # one clear line when this machine lacks it
-        loaded = load_task(resolve_task_path(task), parse_overrides(overrides))
+        path = resolve_task_path(task)
+        loaded = load_task(path, task_overrides([path], overrides, shrink)[0])
         source = read_source(candidate, loaded, "candidate", platform)
         inc_source = read_source(incumbent, loaded, "incumbent") if incumbent else None
         err = Console(stderr=True)
@@ -176,7 +187,7 @@ def register(app: typer.Typer) -> None:
         if platform != "cpu":
             settings["platform"] = platform
         with GuardSession(loaded, GuardConfig(**settings)) as session:
-            with err.status(f"evaluating {candidate or loaded.seed_for(platform)} on {loaded.name} "
+            with err.status(f"evaluating {candidate or loaded.seed_for(platform) or 'the generated seed'} on {loaded.name} "
                             f"({len(loaded.workloads)} workload(s))…", spinner="dots") if not as_json else contextlib.nullcontext():
                 verdict = session.evaluate(source, inc_source)
         if as_json:

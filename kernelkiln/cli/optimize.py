@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from kernelkiln.cli.eval import resolve_task_path, wide_console
+from kernelkiln.cli.sizing import SET_HELP, shrink_option, task_overrides
 from kernelkiln.cli.settings import (
     CONFIG_OPTION,
     SET_CONFIG_OPTION,
@@ -34,7 +35,7 @@ from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.results import VERDICTS
 from kernelkiln.speedup import fmt_x
 from kernelkiln.store import open_store
-from kernelkiln.task import bundled_suites, load_suite, parse_overrides
+from kernelkiln.task import bundled_suites, load_suite
 
 HELP = """Optimize a task or a suite: agents propose candidates, the guard judges each one,
 memory learns from every verdict.
@@ -48,6 +49,7 @@ model write whole candidates (any OpenAI-compatible server, or Anthropic).
 Examples:
   kiln optimize row_softmax                          # tuner, 1 agent, 30 evaluations
   kiln optimize examples --agents 2 --budget 20      # a suite, easy tasks first
+  kiln optimize KernelBench/ --policy llm --shrink 8  # sizes / 8, on a CPU
   kiln optimize row_softmax --policy llm --model qwen2.5-coder --base-url http://localhost:8000/v1
   kiln optimize row_softmax --config kiln.toml       # settings from a file; flags given override it
   kiln optimize row_softmax --policy llm --model M --base-url URL --record session/
@@ -114,7 +116,13 @@ def optimize(
     max_wall: float = typer.Option(None, "--max-wall", metavar="SECONDS", help="Stop starting turns after this."),
     store: str = typer.Option(None, "--store", metavar="URL",
                               help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir)."),
-    overrides: list[str] = typer.Option([], "--set", metavar="NAME=VALUE", help="Override a size variable."),
+    overrides: list[str] = typer.Option([], "--set", metavar="NAME=VALUE", help=SET_HELP),
+    shrink: float = shrink_option(),
+    seed_file: Path = typer.Option(None, "--seed", metavar="FILE",
+                                   help="Start from this candidate (one task). Default: the task's KILN seed, else "
+                                        "the candidate `kiln seed` generates from the reference's operations."),
+    no_seed: bool = typer.Option(False, "--no-seed", help="llm policy: write the first candidate from scratch "
+                                                          "instead of starting from a seed."),
     threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
     platform: str = typer.Option(None, "--platform", help="Where candidates run and are timed: cpu or cuda (needs a "
                                                           f"visible NVIDIA GPU) {default_note('platform')}."),
@@ -153,7 +161,8 @@ def optimize(
         "--platform": ("platform", platform), "--lock-clocks": ("guard.lock_clocks_mhz", lock_clocks),
         "--confirm-budget": ("confirm_time_budget_s", confirm), "--time-budget": ("guard.time_budget_s", time_budget),
         "--isolation": ("guard.isolation", isolation), "--record": ("record", record),
-        "--replay": ("replay", replay),
+        "--replay": ("replay", replay), "--seed": ("seed_file", str(seed_file) if seed_file else None),
+        "--no-seed": ("start_from_seed", False if no_seed else None),
     }, set_config)
     store_config = settings.config.store
     memory = Memory(open_store(config=store_config))
@@ -161,14 +170,16 @@ def optimize(
     optimizer = Optimizer(memory, Path("kiln-runs"), observer)
     try:
         if resume:
-            if target:
-                raise UserError("--resume continues a stored run: give no TASK|SUITE with it")
+            if target or overrides or shrink is not None:
+                raise UserError("--resume continues a stored run at its own sizes: give no TASK|SUITE, --set or "
+                                "--shrink with it")
             result = optimizer.resume(resume)
         else:
             if not target:
                 raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
             config = with_endpoint_window(settings).config
-            specs = [TaskSpec(str(p), parse_overrides(overrides)) for p in _task_paths(target)]
+            paths = _task_paths(target)
+            specs = [TaskSpec(str(p), o) for p, o in zip(paths, task_overrides(paths, overrides, shrink))]
             result = optimizer.start(specs, config, out)
     except Interrupted as stop:
         observer.close()
@@ -272,6 +283,9 @@ class _Lines(Observer):
         self.done: dict[str, int] = {}
         self.budget: dict[str, int] = {}
 
+    def seeded(self, task_id, origin) -> None:
+        print(f"{task_id}: starting from {origin}", file=sys.stderr, flush=True)
+
     def task_started(self, task_id, budget, done, agents) -> None:
         self.done[task_id], self.budget[task_id] = done, budget
         print(f"{task_id}: {len(agents)} agent(s), {budget - done} evaluations to go", file=sys.stderr, flush=True)
@@ -295,6 +309,9 @@ class _Bars(Observer):
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("{task.fields[note]}"), console=console)
         self.ids: dict[str, Any] = {}
+
+    def seeded(self, task_id, origin) -> None:
+        self.progress.console.print(f"{task_id}: starting from {origin}", style="dim")
 
     def task_started(self, task_id, budget, done, agents) -> None:
         if not self.ids:

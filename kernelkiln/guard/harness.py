@@ -79,7 +79,7 @@ class Harness:
         self.conn = conn
         self.task: Task = load_task(init["task_path"], init["overrides"], infer_family=False)  # the parent did
         self.model_seed = int(init["model_seed"])
-        self.cls = self.task.module.Model
+        self.cls: type | None = None  # None: the reference, each workload's own Model (its module's sizes)
         self.platform = get_platform(init.get("platform", "cpu"))
         self.device = self.platform.device
         self.interpret = os.environ.get("TRITON_INTERPRET") == "1"  # read before any candidate code runs

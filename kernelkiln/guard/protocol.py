@@ -27,7 +27,8 @@ class ProtocolError(Exception):
 def _pack(obj: Any, blobs: list[bytes]) -> Any:
     if isinstance(obj, torch.Tensor):
         t = obj.detach().cpu().contiguous()
-        blobs.append(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        # reshape first: a 0-dim tensor (a loss) has no byte view; the shape travels separately
+        blobs.append(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
         return {"__tensor__": len(blobs) - 1, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
     if isinstance(obj, dict):
         return {str(k): _pack(v, blobs) for k, v in obj.items()}

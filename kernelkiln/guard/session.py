@@ -84,6 +84,31 @@ def _raised(reply: dict) -> str:
     return f"{reply.get('error')}{where}"
 
 
+def _references(task: Task, seed: int) -> tuple[dict[int, Any], set[str]]:
+    """The parent's reference model per workload, each run once, and the ops the first one calls.
+
+    A reference that cannot be built or run at a workload's sizes is the task's fault: one line.
+    """
+    import torch
+
+    models: dict[int, Any] = {}
+    recorded: set[str] = set()
+    for i, workload in enumerate(task.workloads):
+        try:
+            models[i] = task.make_model(workload, seed)
+            with task.bound(workload), torch.no_grad():  # the lock: other sessions' threads share torch's RNG
+                inputs = task.make_inputs(workload, 0)
+                if i == 0:
+                    recorded = record(models[i], inputs)
+                else:
+                    models[i](*inputs)
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the reference's own code, at these sizes
+            raise task.reference_failure(workload, exc) from None
+    return models, recorded
+
+
 class _Reject(Exception):
     def __init__(self, stage: Stage, reason: str, diagnostics: list[dict] | None = None):
         super().__init__(reason)
@@ -100,6 +125,8 @@ class GuardSession:
         self.task = task
         self.config = config or GuardConfig()
         self.platform = get_platform(self.config.platform)  # a one-line UserError when this machine lacks it
+        self.model_seed = secrets.randbits(31)
+        self.ref_models, recorded = _references(task, self.model_seed)  # before the clocks lock: it may fail
         self._clocks = self.config.lock_clocks_mhz
         if self._clocks is not None:
             _lock_clocks(self.platform, self._clocks)
@@ -108,10 +135,6 @@ class GuardSession:
         self.placement = placement.plan(self.threads)
         self.observe = observe
         self.peaks = self.platform.peaks(self.threads)  # for speed-of-light bounds
-        self.model_seed = secrets.randbits(31)
-        self.ref_models = {i: task.make_model(w, self.model_seed) for i, w in enumerate(task.workloads)}
-        with task.bound(task.workloads[0]):  # other sessions' threads share the task module
-            recorded = record(self.ref_models[0], task.make_inputs(task.workloads[0], 0))
         self.forbidden = (forbidden_ops(recorded, task.forbidden_ops, task.allowed_ops)
                           if self.config.forbid_reference_ops else frozenset())
         self._ref: Worker | None = None

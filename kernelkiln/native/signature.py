@@ -132,7 +132,7 @@ def tensor_pointer(value: Any, dtypes: tuple[torch.dtype, ...], device: str, whe
         expected = " or ".join(str(d).removeprefix("torch.") for d in dtypes)
         raise TypeError(f"{where}: expected dtype {expected}, "
                         f"got {str(value.dtype).removeprefix('torch.')}")
-    if value.device.type != device:
+    if (not value.is_cpu) if device == "cpu" else value.device.type != device:  # is_cpu: no device object
         if device == "cuda":
             raise TypeError(f"{where}: expected a CUDA tensor (CUDA kernels take device pointers), "
                             f"got device {value.device}; move it with .cuda()")

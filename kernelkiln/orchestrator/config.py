@@ -57,6 +57,12 @@ class OptimizeConfig(BaseModel):
                                               "drafts: it abandons local tuning and changes strategy.")
     platform: Literal["cpu", "cuda"] = Field("cpu", description="Where candidates run and are timed; the task's seed "
                                                                 "for this platform starts the search.")
+    seed_file: str | None = Field(None, description="A candidate file every agent starts from, instead of the task's "
+                                                    "KILN seed or the generated one (--seed FILE; one task per run).")
+    start_from_seed: bool = Field(True, description="Agents start from a seed: seed_file, else the task's KILN seed "
+                                                    "for the platform, else (cpu) the candidate `kiln seed` generates "
+                                                    "from the reference's operations. False (--no-seed): llm agents "
+                                                    "write their first candidate from scratch.")
     seed: int = Field(0, ge=0, description="Seed of the tuner's random moves (drafting jumps, untried settings): "
                                            "benchmark repeats use 0, 1, 2, … for independent trajectories.")
     tool_calls: int = Field(4, ge=0, description="Diagnostic tool calls (checks, profile, vectorization report) an "
@@ -120,6 +126,14 @@ class OptimizeConfig(BaseModel):
             raise ValueError("--record saves the model's exchanges: the tuner calls no model (use --policy llm)")
         if self.record and self.replay and Path(self.record).resolve() == Path(self.replay).resolve():
             raise ValueError("--record and --replay name the same directory: record the replay elsewhere")
+        return self
+
+    @model_validator(mode="after")
+    def _tuner_needs_a_seed(self) -> OptimizeConfig:
+        if self.policy == "tuner" and not self.start_from_seed:
+            raise ValueError("--no-seed: the tuner searches a seed candidate's knobs and needs one (use --policy llm)")
+        if self.seed_file and not self.start_from_seed:
+            raise ValueError("--seed FILE and --no-seed contradict each other: give one")
         return self
 
     @model_validator(mode="after")

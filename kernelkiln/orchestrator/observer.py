@@ -9,6 +9,9 @@ from kernelkiln.store.records import Attempt
 class Observer:
     """Progress callbacks; the default ignores them. Called from agent threads."""
 
+    def seeded(self, task_id: str, origin: str) -> None:
+        """What the task's agents start from: a seed file, the generated candidate, or nothing."""
+
     def task_started(self, task_id: str, budget: int, done: int, agents: list[str]) -> None:
         """Work on a task begins (``done`` evaluations were made before a resume)."""
 

@@ -22,6 +22,7 @@ from kernelkiln.orchestrator.confirm import confirm, confirmable
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.policies import RunPolicies
 from kernelkiln.orchestrator.results import write_outputs
+from kernelkiln.orchestrator.seeds import starting_code
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.policy.lens import assign_lenses
@@ -68,11 +69,9 @@ class Optimizer:
         """A new run over ``specs``; returns run.json's object."""
         get_platform(config.platform)  # one clear line, before tasks load, when this machine lacks it
         tasks = order_tasks([load_task(Path(s.path), s.overrides) for s in specs])
-        if config.policy == "tuner":
-            for task in tasks:
-                if task.seed_for(config.platform) is None:
-                    raise UserError(f"{task.path}: the tuner needs a {config.platform} seed candidate that declares "
-                                    "KNOBS (KILN['seed']); use --policy llm to write candidates from scratch")
+        if config.seed_file and len(tasks) > 1:
+            raise UserError(f"--seed FILE starts one task; this run has {len(tasks)}")
+        starts = {task_id_of(t): starting_code(t, config) for t in tasks}  # refuses, before the run exists
         run = Run(config=config.model_dump(mode="json"))
         out = out_dir or self.out_root / run.id
         run = run.model_copy(update={"state": RunState(
@@ -80,7 +79,7 @@ class Optimizer:
             tasks=[RunTask(path=str(t.path), overrides=t.overrides, id=task_id_of(t)) for t in tasks])})
         with self.store.write() as conn:
             self.store.runs.add(conn, run)
-        return self._execute(run, tasks, config)
+        return self._execute(run, tasks, config, starts)
 
     def resume(self, run_id: str) -> dict[str, Any]:
         """Continue ``run_id`` where it stopped."""
@@ -93,10 +92,11 @@ class Optimizer:
         config = OptimizeConfig.stored(run.config)
         get_platform(config.platform)  # a resumed run may land on a machine without its device
         tasks = [load_task(Path(t.path), t.overrides) for t in run.state.tasks]
-        return self._execute(run, tasks, config)
+        return self._execute(run, tasks, config, {task_id_of(t): starting_code(t, config) for t in tasks})
 
     # -- the run -----------------------------------------------------------------------
-    def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig) -> dict[str, Any]:
+    def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig,
+                 starts: dict[str, tuple[str, str]]) -> dict[str, Any]:
         self.memory = self.memory.configured(config.memory)
         control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None)
         finished = list(run.state.finished)
@@ -115,7 +115,8 @@ class Optimizer:
                 if not control.may_start():
                     break
                 runner = self._runner(task, run, config, control, policies,
-                                      [a for a in stored if a.task_id == task_id])
+                                      [a for a in stored if a.task_id == task_id], starts[task_id][0])
+                self.observer.seeded(task_id, starts[task_id][1])
                 self.observer.task_started(task_id, config.budget, runner.state.used, [a.name for a in runner.agents])
                 runner.run()
                 runner.finish()
@@ -140,10 +141,8 @@ class Optimizer:
         return self._outputs(run)
 
     def _runner(self, task: Task, run: Run, config: OptimizeConfig, control: RunControl, policies: RunPolicies,
-                stored: list[Attempt]) -> TaskRunner:
+                stored: list[Attempt], seed_code: str) -> TaskRunner:
         task_id = task_id_of(task)
-        seed = task.seed_for(config.platform)
-        seed_code = seed.read_text() if seed else ""
         state = TaskState(task_id=task_id, budget=config.budget)
         agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
                              policy=policies.make(f"a{i + 1}", task_id))

@@ -28,3 +28,25 @@ def last_level_cache_bytes() -> int:
 def default_threads() -> int:
     """All cores but one: the guard's parent needs a core of its own to time fairly."""
     return max(1, (os.cpu_count() or 1) - 1)
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (Linux /proc/cpuinfo; empty elsewhere): detected, never assumed."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith(("flags", "Features")):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def simd_floats() -> int:
+    """float32 lanes of the widest vector unit worth targeting by default: 8 with AVX (or AVX-512), else 4.
+
+    AVX-512 machines get 8 too: compilers prefer 256-bit vectors there (clock offsets), and a
+    tuner can still try 16.
+    """
+    flags = cpu_flags()
+    return 8 if {"avx", "avx2", "avx512f"} & flags else 4

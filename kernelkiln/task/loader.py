@@ -12,6 +12,7 @@ from typing import Any
 from kernelkiln.errors import UserError
 from kernelkiln.task.model import Task, Tolerance, Workload
 from kernelkiln.task.reference_calls import inferred_family
+from kernelkiln.task.sizes import execute, key, size_vars
 
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 _KILN_KEYS = {
@@ -35,20 +36,6 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
     return out
 
 
-def _size_vars(tree: ast.Module, namespace: dict[str, Any]) -> dict[str, Any]:
-    """Module-level names assigned a plain scalar: the knobs ``--set`` may change."""
-    names: dict[str, Any] = {}
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AnnAssign) else [])
-        for target in targets:
-            if isinstance(target, ast.Name) and not target.id.startswith("_") and target.id != "KILN":
-                value = namespace.get(target.id)
-                if isinstance(value, (int, float, bool, str)):
-                    names[target.id] = value
-    return names
-
-
 def _metric(value: Any, sizes: dict[str, Any], what: str, where: str) -> float | None:
     if value is None:
         return None
@@ -62,7 +49,12 @@ def _metric(value: Any, sizes: dict[str, Any], what: str, where: str) -> float |
     raise UserError(f"{where}: KILN[{what!r}] must be a number or a function of the size variables")
 
 
-def _workloads(meta: dict, size_vars: dict[str, Any], overrides: dict[str, Any], where: str) -> list[Workload]:
+def _workloads(meta: dict, task: Task, tree: ast.Module, where: str) -> list[Workload]:
+    """One per KILN workload (default: one at the file's own sizes), each run in its own module.
+
+    A workload's sizes are read back from its module, so derived size variables show the
+    values computed from the ones set.
+    """
     specs = meta.get("workloads") or [{}]
     if not isinstance(specs, list) or not all(isinstance(s, dict) for s in specs):
         raise UserError(f"{where}: KILN['workloads'] must be a list of dicts of size variables")
@@ -70,10 +62,15 @@ def _workloads(meta: dict, size_vars: dict[str, Any], overrides: dict[str, Any],
     for i, spec in enumerate(specs):
         spec = dict(spec)
         name = str(spec.pop("name", f"w{i}"))
-        unknown = set(spec) - set(size_vars)
+        unknown = set(spec) - set(task.size_vars)
         if unknown:
             raise UserError(f"{where}: workload {name!r} sets unknown size variable(s): {', '.join(sorted(unknown))}")
-        sizes = {**size_vars, **spec, **overrides}
+        sets = {**spec, **task.overrides}
+        label = ", ".join(f"{k}={v}" for k, v in sets.items())
+        module = task.module if sets == task.overrides else execute(
+            task.path, tree, task.module.__name__, sets, f"{where}: workload {name} ({label})")
+        sizes = {k: module.__dict__.get(k) for k in task.size_vars}
+        task.modules.setdefault(key(sizes), module)
         workloads.append(Workload(
             name=name,
             sizes=sizes,
@@ -126,6 +123,16 @@ def exec_module(path: Path, source: str, name: str, before_exec: Callable[[dict]
     return module
 
 
+def read_task_source(path: Path) -> str:
+    """The task file's text; a missing or unreadable file is one line."""
+    if not path.is_file():
+        raise UserError(f"task file not found: {path}")
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read task file {path}: {exc}") from None
+
+
 def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_family: bool = True) -> Task:
     """Load a task file; ``overrides`` (from ``--set``) replace module-level size variables.
 
@@ -134,43 +141,44 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_f
     """
     path = Path(path)
     overrides = dict(overrides or {})
-    if not path.is_file():
-        raise UserError(f"task file not found: {path}")
-    try:
-        source = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read task file {path}: {exc}") from None
+    source = read_task_source(path)
     name = path.stem
-    module = exec_module(path, source, f"kiln_task_{name}")
-    missing = [n for n in _REQUIRED if not hasattr(module, n)]
+    pristine = exec_module(path, source, f"kiln_task_{name}")
+    missing = [n for n in _REQUIRED if not hasattr(pristine, n)]
     if missing:
         raise UserError(f"{path}: not a KernelBench task: missing {', '.join(missing)}")
-    size_vars = _size_vars(ast.parse(source), module.__dict__)
-    unknown = set(overrides) - set(size_vars)
+    tree = ast.parse(source)
+    defaults = size_vars(tree, pristine.__dict__)
+    unknown = set(overrides) - set(defaults)
     if unknown:
-        known = ", ".join(sorted(size_vars)) or "none"
+        known = ", ".join(sorted(defaults)) or "none"
         raise UserError(f"{path}: --set {sorted(unknown)[0]}: no such module-level size variable (known: {known})")
-    meta = getattr(module, "KILN", {}) or {}
+    # A stored run's overrides come back from JSON with lists for tuples: give them the file's own kind.
+    overrides = {k: type(defaults[k])(v) if isinstance(v, (list, tuple)) and isinstance(defaults[k], (list, tuple))
+                 else v for k, v in overrides.items()}
+    meta = getattr(pristine, "KILN", {}) or {}
     if not isinstance(meta, dict):
         raise UserError(f"{path}: KILN must be a dict")
     extra = set(meta) - _KILN_KEYS
     if extra:
         raise UserError(f"{path}: unknown KILN key(s): {', '.join(sorted(extra))} (known: {', '.join(sorted(_KILN_KEYS))})")
-    level = meta.get("level", 1)
+    level = meta.get("level", _folder_level(path))
     if not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= 4:
         raise UserError(f"{path}: KILN['level'] must be 1, 2, 3 or 4 (KernelBench's levels), got {level!r}")
     robustness = meta.get("robustness", True)
     if not isinstance(robustness, bool):
         raise UserError(f"{path}: KILN['robustness'] must be True or False, got {robustness!r}")
     seeds = _seeds(meta.get("seed"), path)
+    module = execute(path, tree, pristine.__name__, overrides, f"{path}: --set {_shown(overrides)}") \
+        if overrides else pristine
     task = Task(
         name=name,
         path=path.resolve(),
         source=source,
         module=module,
         overrides=overrides,
-        size_vars=size_vars,
-        workloads=_workloads(meta, size_vars, overrides, str(path)),
+        size_vars=defaults,
+        workloads=[],
         op_family=meta.get("op_family"),
         tolerances=_tolerances(meta.get("tolerance"), str(path)),
         forbidden_ops=_ops(meta.get("forbidden_ops"), "forbidden_ops", str(path)),
@@ -180,10 +188,21 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_f
         level=level,
         robustness=robustness,
     )
+    task.workloads = _workloads(meta, task, tree, str(path))
     _probe(task)
     if task.op_family is None and infer_family:
         task.op_family = inferred_family(task)
     return task
+
+
+def _shown(sizes: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v!r}" for k, v in sizes.items())
+
+
+def _folder_level(path: Path) -> int:
+    """KernelBench's layout: a file in level1/, level2/ or level3/ has that level; else 1."""
+    parent = path.resolve().parent.name
+    return int(parent[-1]) if parent in ("level1", "level2", "level3") else 1
 
 
 def _seeds(raw: Any, path: Path) -> dict[str, Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import threading
 import types
@@ -9,6 +10,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from kernelkiln.errors import UserError
+from kernelkiln.task.sizes import execute, first_line
+from kernelkiln.task.sizes import key as sizes_key
 
 if TYPE_CHECKING:
     import torch
@@ -75,7 +80,7 @@ class Task:
     name: str
     path: Path
     source: str
-    module: types.ModuleType
+    module: types.ModuleType  # run at the task's own sizes, --set applied; see module_for
     overrides: dict[str, Any]
     size_vars: dict[str, Any]
     workloads: list[Workload]
@@ -87,6 +92,7 @@ class Task:
     seeds: dict[str, Path] = field(default_factory=dict)  # seed candidate per platform
     level: int = 1  # KernelBench's: 1 single op, 2 fusion, 3 block; a suite runs easier levels first
     robustness: bool = True  # KILN["robustness"]: False when inputs must come from get_inputs' own domain
+    modules: dict[str, types.ModuleType] = field(default_factory=dict, repr=False, compare=False)  # by sizes
 
     def seed_for(self, platform: str) -> Path | None:
         """The seed candidate for ``platform`` (None when the task has none for it)."""
@@ -99,23 +105,26 @@ class Task:
         atol, rtol = DEFAULT_TOLERANCES.get(key, (0.0, 0.0))
         return Tolerance(atol, rtol)
 
-    @contextlib.contextmanager
-    def bound(self, workload: Workload) -> Iterator[None]:
-        """Set the module's size variables to this workload's values for the duration.
+    def module_for(self, workload: Workload) -> types.ModuleType:
+        """The task module run at ``workload``'s sizes (made once, then cached): its derived values follow them."""
+        with BINDING:
+            module = self.modules.get(sizes_key(workload.sizes))
+            if module is None:
+                where = f"{self.path}: workload {workload.name} ({workload.label()})"
+                module = execute(self.path, ast.parse(self.source), self.module.__name__, workload.sizes, where)
+                self.modules[sizes_key(workload.sizes)] = module
+            return module
 
-        Holds a process-wide lock: the module's globals and torch's global RNG (which
-        ``get_inputs`` draws from) are shared by every thread, and the agents of one run
-        generate inputs and reference outputs in parallel threads.
+    @contextlib.contextmanager
+    def bound(self, workload: Workload) -> Iterator[types.ModuleType]:
+        """Hold the binding lock and give the module at this workload's sizes.
+
+        The lock is process-wide: torch's global RNG (which ``get_inputs`` draws from) is
+        shared by every thread, and the agents of one run generate inputs and reference
+        outputs in parallel threads.
         """
         with BINDING:
-            saved = {k: getattr(self.module, k) for k in self.size_vars}
-            try:
-                for k, v in workload.sizes.items():
-                    setattr(self.module, k, v)
-                yield
-            finally:
-                for k, v in saved.items():
-                    setattr(self.module, k, v)
+            yield self.module_for(workload)
 
     def make_inputs(self, workload: Workload, seed: int, wide: bool = False) -> list[Any]:
         """The workload's inputs, generated deterministically from ``seed``.
@@ -125,25 +134,30 @@ class Task:
         """
         import torch  # here, not at the top: `kiln --help` should not wait for torch
 
-        with self.bound(workload):
+        with self.bound(workload) as module:
             torch.manual_seed(seed)
-            inputs = list(self.module.get_inputs())
+            inputs = list(module.get_inputs())
         return [_widen(x, seed, j) for j, x in enumerate(inputs)] if wide else inputs
 
     def init_inputs(self, workload: Workload) -> list[Any]:
-        with self.bound(workload):
-            return list(self.module.get_init_inputs())
+        with self.bound(workload) as module:
+            return list(module.get_init_inputs())
 
     def make_model(self, workload: Workload, seed: int, cls: type | None = None) -> torch.nn.Module:
-        """Construct ``cls`` (default: the reference ``Model``) the way KernelBench does: seeded init."""
+        """Construct ``cls`` (default: the reference ``Model`` of the workload's module) the way KernelBench
+        does: seeded init."""
         import torch
 
-        cls = cls or self.module.Model
-        with self.bound(workload):
-            args = list(self.module.get_init_inputs())
+        with self.bound(workload) as module:
+            args = list(module.get_init_inputs())
             torch.manual_seed(seed)
-            model = cls(*args)
+            model = (cls or module.Model)(*args)
         return model.eval()
+
+    def reference_failure(self, workload: Workload, exc: BaseException) -> UserError:
+        """The one-line error for a reference that cannot be built or run at ``workload``'s sizes."""
+        return UserError(f"{self.path}: workload {workload.name} ({workload.label()}): the reference fails at "
+                         f"these sizes: {type(exc).__name__}: {first_line(exc)}")
 
     def summary(self) -> dict[str, Any]:
         return {

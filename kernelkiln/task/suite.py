@@ -18,13 +18,18 @@ class Suite:
     path: Path
 
     def task_paths(self) -> list[Path]:
-        """Task files in the folder: ``*.py`` not starting with ``_``, sorted by name."""
-        return sorted(p for p in self.path.glob("*.py") if not p.name.startswith("_"))
+        """Task files: ``*.py`` not starting with ``_`` in the folder, then in its level1/, level2/ and
+        level3/ subfolders (KernelBench's layout), each sorted by name."""
+        paths = []
+        for folder in (self.path, *(self.path / f"level{n}" for n in (1, 2, 3))):
+            paths += sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+        return paths
 
 
 def bundled_suites() -> dict[str, Suite]:
     """Suites shipped with kernelkiln, by name."""
-    return {"examples": Suite("examples", _PACKAGE / "examples"), "cpu": Suite("cpu", _PACKAGE / "suites" / "cpu")}
+    return {"examples": Suite("examples", _PACKAGE / "examples"), "cpu": Suite("cpu", _PACKAGE / "suites" / "cpu"),
+            "kb-cpu": Suite("kb-cpu", _PACKAGE / "suites" / "kb_cpu")}
 
 
 def load_suite(name_or_path: str | Path) -> Suite:

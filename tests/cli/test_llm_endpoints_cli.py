@@ -12,7 +12,7 @@ import pytest
 from kernelkiln.testing.llm import LoopbackServer
 from kernelkiln.testing.tasks import TASKS
 
-PLAIN = str(TASKS / "tiny_relu.py")  # no seed: every candidate must come from the model
+PLAIN = str(TASKS / "tiny_relu.py")  # with --no-seed: every candidate must come from the model
 KEY = "sk-test-0123456789abcdef"
 
 
@@ -21,7 +21,7 @@ def optimize(tmp_path, base_url: str, *extra: str) -> subprocess.CompletedProces
     env.pop("OPENAI_BASE_URL", None)
     args = ["optimize", PLAIN, "--policy", "llm", "--model", "m", "--base-url", base_url, "--budget", "2",
             "--store", str(tmp_path / "kiln.db"), "--out", str(tmp_path / "out"), "--threads", "1",
-            "--time-budget", "0.3", "--confirm-budget", "0", "--set-config", "llm.max_retries=0", *extra]
+            "--time-budget", "0.3", "--confirm-budget", "0", "--set-config", "llm.max_retries=0", "--no-seed", *extra]
     return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=240,
                           env=env, check=False)
 

@@ -22,7 +22,7 @@ def optimize(tmp_path, base_url: str, *extra: str) -> subprocess.CompletedProces
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     args = ["optimize", PLAIN, "--policy", "llm", "--model", "m", "--base-url", base_url, "--budget", "2",
             "--store", str(tmp_path / "kiln.db"), "--out", str(tmp_path / "out"), "--threads", "1",
-            "--time-budget", "0.3", "--confirm-budget", "0", "--set-config", "llm.max_retries=0", "--json", *extra]
+            "--time-budget", "0.3", "--confirm-budget", "0", "--set-config", "llm.max_retries=0", "--no-seed", "--json", *extra]
     return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=240,
                           env=env, check=False)
 

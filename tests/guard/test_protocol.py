@@ -49,3 +49,12 @@ def test_oversized_messages_are_refused():
     a.send_bytes(b"x" * 1000)
     with pytest.raises(protocol.ProtocolError, match="oversized"):
         protocol.recv(b, max_bytes=100)
+
+
+def test_a_zero_dim_tensor_such_as_a_loss_round_trips():
+    a, b = Pipe()
+    loss = torch.tensor(0.625)
+    protocol.send(a, {"out": [loss, torch.tensor(3, dtype=torch.int64)]})
+    got = protocol.recv(b)["out"]
+    assert got[0].shape == () and got[0].item() == 0.625
+    assert got[1].shape == () and got[1].item() == 3

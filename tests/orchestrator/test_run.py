@@ -127,8 +127,9 @@ def test_resume_of_an_unknown_run_is_a_one_line_error(memory, tmp_path):
         Optimizer(memory, tmp_path).resume("r-missing")
 
 
-def test_the_tuner_needs_a_seed_candidate(memory, tmp_path):
-    with pytest.raises(UserError, match="needs a cpu seed candidate"):
+def test_the_tuner_without_a_seed_names_the_operations_kernelkiln_cannot_lower(memory, tmp_path):
+    with pytest.raises(UserError, match=r"needs a seed candidate that declares KNOBS, and kernelkiln cannot generate "
+                                        r"one: no lowering yet for aten\.\w*mm"):
         Optimizer(memory, tmp_path).start([TaskSpec(str(TASKS / "tiny_linear.py"), {})], config(), tmp_path)
 
 
@@ -169,10 +170,10 @@ def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
 
 
 def test_a_task_whose_model_never_submits_says_why_and_counts_every_call(memory, tmp_path):
-    plain = TaskSpec(str(TASKS / "tiny_relu.py"), {})  # no seed: nothing to evaluate unless the model writes it
+    plain = TaskSpec(str(TASKS / "tiny_relu.py"), {})  # --no-seed: nothing to evaluate unless the model writes it
     client = ScriptedClient([{"text": "I would vectorize it.", "prompt_tokens": 500, "completion_tokens": 20}] * 3)
-    cfg = config(policy="llm", budget=2, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1",
-                                             "reply_protocol": "tools"})
+    cfg = config(policy="llm", budget=2, start_from_seed=False,
+                 llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": "tools"})
     result = Optimizer(memory, tmp_path, client=client).start([plain], cfg, tmp_path / "out")
     task = result["tasks"]["tiny_relu"]
     assert (task["status"], task["attempts"], task["turns_without_candidate"]) == ("no candidate", 0, 1)

@@ -51,7 +51,7 @@ def test_a_kernelbench_file_loads_unmodified_and_set_shrinks_it(tmp_path):
     assert workload.sizes == {"N": 32}
     a, b = task.make_inputs(workload, seed=1)
     assert a.shape == (32, 32) and b.shape == (32, 32)
-    assert task.module.N == 2048  # overrides apply only while bound
+    assert task.module.N == 32  # the module at the task's own sizes, --set applied
 
 
 def test_inputs_are_deterministic_per_seed(tmp_path):

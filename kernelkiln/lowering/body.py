@@ -1,0 +1,137 @@
+"""A loop body: the statements that compute nodes at an index, each value computed once."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from kernelkiln.lowering.graph import Concat, Constant, Gather, Index, Node, Pointwise, View, linear
+from kernelkiln.lowering.pointwise import BOOLEAN, literal, render
+
+
+class NotFusable(Exception):
+    """A kernel read a reduction of its own group at another row: the group must split."""
+
+    def __init__(self, node: Node):
+        super().__init__("not fusable")
+        self.node = node
+
+
+def _promote(*ctypes: str) -> str:
+    for t in ("double", "float", "int64_t", "int32_t", "uint8_t"):
+        if t in ctypes:
+            return t
+    return "float"
+
+
+class Body:
+    """Statements appended in order; ``value`` returns a C expression for a node at an index.
+
+    ``buffers`` names every stored node's array; ``scalars`` holds the reductions this
+    kernel computed for the current row (the kept dimensions of ``row`` index them).
+    """
+
+    def __init__(self, buffers: dict[int, str], scalars: dict[int, str] | None = None,
+                 row: dict[int, str] | None = None, indent: str = "", names: Iterator[int] | None = None):
+        self.buffers = buffers
+        self.scalars = scalars or {}
+        self.row = row or {}
+        self.lines: list[str] = []
+        self.memo: dict[tuple[int, Index], str] = {}
+        self.indent = indent
+        self.names = names if names is not None else itertools.count(1)  # shared by a kernel's bodies: one C scope
+
+    def temp(self, ctype: str, expr: str) -> str:
+        name = f"v{next(self.names)}"
+        self.lines.append(f"{self.indent}const {ctype} {name} = {expr};")
+        return name
+
+    def value(self, node: Node, idx: Index) -> str:
+        key = (id(node), idx)
+        if key not in self.memo:
+            self.memo[key] = self._compute(node, idx)
+        return self.memo[key]
+
+    def value_of(self, node: Node, idx: Index) -> str:
+        """``node`` computed at ``idx`` (not read from its own buffer: this is the loop that writes it)."""
+        return self._expr(node, idx)
+
+    def load(self, node: Node, idx: Index) -> str:
+        return f"{self.buffers[id(node)]}[{linear(idx, node.shape)}]"
+
+    def _compute(self, node: Node, idx: Index) -> str:
+        if id(node) in self.scalars:
+            if any(idx[k] != var for k, var in self.row.items()):
+                raise NotFusable(node)  # another row's value: not computed in this iteration
+            return self.scalars[id(node)]
+        if isinstance(node, Constant):
+            return literal(node.value, node.ctype)
+        if id(node) in self.buffers:
+            return self.temp(node.ctype, self.load(node, idx))
+        return self._expr(node, idx)
+
+    def _expr(self, node: Node, idx: Index) -> str:
+        if isinstance(node, Constant):
+            return literal(node.value, node.ctype)
+        if isinstance(node, View):
+            if node.kind == "reshape" and id(node.base) in self.buffers and id(node.base) not in self.scalars:
+                # a reshape keeps the linear order of contiguous data: index the base's buffer directly
+                return self.temp(node.ctype, f"{self.buffers[id(node.base)]}[{linear(idx, node.shape)}]")
+            return self.value(node.base, tuple(node.where(idx)))
+        if isinstance(node, Gather):
+            position = self.value(node.index, idx)
+            return self.value(node.base, idx[:node.dim] + (position,) + idx[node.dim + 1:])
+        if isinstance(node, Pointwise):
+            return self._pointwise(node, idx)
+        if isinstance(node, Concat):
+            return self._concat(node, idx)
+        raise NotFusable(node)  # a stored kind without a buffer: computed by its own kernel first
+
+    def _pointwise(self, node: Pointwise, idx: Index) -> str:
+        compute = self._compute_type(node)
+        values = []
+        for position, a in enumerate(node.args):
+            own = node.op == "cast" or (node.op == "where" and position == 0)
+            c = _constant(a)
+            values.append(self.value(a, idx) if c is None else literal(c.value, a.ctype if own else compute))
+        if node.op == "cast":
+            cast = values
+        elif node.op == "where":
+            cast = [values[0]] + [_cast(v, a, compute) for v, a in zip(values[1:], node.args[1:], strict=True)]
+        else:
+            cast = [_cast(v, a, compute) for v, a in zip(values, node.args, strict=True)]
+        return self.temp(node.ctype, render(node.op, cast, compute, node.params))
+
+    def _concat(self, node: Concat, idx: Index) -> str:
+        """Each part in its own branch: a part is read only inside its range of ``dim``."""
+        name = f"v{next(self.names)}"
+        self.lines.append(f"{self.indent}{node.ctype} {name};")
+        offset, d = 0, node.dim
+        for k, part in enumerate(node.parts):
+            size = part.shape[d]
+            test = "else" if k == len(node.parts) - 1 else f"{'if' if k == 0 else 'else if'} ({idx[d]} < {offset + size})"
+            self.lines.append(f"{self.indent}{test} {{")
+            branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
+            branch.memo = dict(self.memo)
+            shifted = idx[:d] + ((idx[d] if offset == 0 else f"({idx[d]}) - {offset}"),) + idx[d + 1:]
+            value = branch.value(part, shifted)
+            self.lines += branch.lines + [f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
+            offset += size
+        return name
+
+    @staticmethod
+    def _compute_type(node: Pointwise) -> str:
+        if node.op not in BOOLEAN:
+            return node.ctype
+        tensors = [a.ctype for a in node.args if _constant(a) is None]
+        return _promote(*tensors) if tensors else "float"
+
+
+def _constant(node: Node) -> Constant | None:
+    while isinstance(node, View):
+        node = node.base
+    return node if isinstance(node, Constant) else None
+
+
+def _cast(value: str, arg: Node, want: str) -> str:
+    return value if arg.ctype == want or _constant(arg) is not None else f"(({want}){value})"

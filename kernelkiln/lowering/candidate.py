@@ -1,0 +1,158 @@
+"""The generated candidate: a standalone file with the C source, its KNOBS and a ModelNew.
+
+ModelNew builds the reference's own ``Model`` first, from the same arguments and the
+same seeded random state, so its parameters and buffers are the reference's; forward
+passes them and the inputs to the C function generated for the inputs' shapes.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from kernelkiln.lowering.graph import Unsupported
+from kernelkiln.task.model import Task
+
+# One vocabulary for every generated kernel: siblings share names and values, so a setting
+# learned on one task (``set ACC=4``) applies to the next.
+FLAG_SETS = [["-O3", "-march=native", "-ffast-math"], ["-O3", "-march=native"], ["-O2", "-march=native"],
+             ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math"]]
+VOCABULARY = {"ACC": [1, 2, 4, 8], "UNROLL": [1, 2, 4, 8], "VEC": [0, 4, 8, 16], "TILE": [64, 256, 1024, 4096]}
+DEFAULTS = {"ACC": 1, "UNROLL": 1, "VEC": 0, "TILE": 256}  # VEC's default: the CPU's (platforms.host.simd_floats)
+_DTYPES = {"float": "torch.float32", "double": "torch.float64", "int64_t": "torch.int64", "int32_t": "torch.int32",
+           "uint8_t": "torch.bool"}
+_DROP = {"get_inputs", "get_init_inputs", "KILN"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One workload's function: its name, C signature and what the candidate passes it."""
+
+    name: str
+    signature: str
+    input_shapes: tuple[tuple[int, ...], ...]  # forward's inputs: the dispatch key
+    params: tuple[str, ...]  # parameter and buffer names, in the function's order
+    param_shapes: tuple[tuple[int, ...], ...]  # as traced: ModelNew refuses a Model built otherwise
+    outputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, C type)
+    temps: tuple[tuple[int, int, str], ...]  # (position, numel, C type)
+    single: bool
+
+
+def thread_options(cap: int) -> list[int]:
+    options = [t for t in (1, 2, 4, 8, 16, 32, 64, 128) if t <= cap]
+    return options + ([cap] if cap not in options else [])
+
+
+def reference_code(task: Task) -> str:
+    """The task file's Model (and helpers) for their ``__init__``: every other method, forward included, is left out.
+
+    The candidate must not call the reference's ops (the gate refuses that); it needs
+    the classes only to create the same parameters the same way.
+    """
+    tree = ast.parse(task.source)
+    keep = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _DROP:
+            continue
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in _DROP for t in node.targets):
+            continue
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the module docstring
+        if isinstance(node, ast.ClassDef):
+            body = [n for n in node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    or n.name == "__init__"]
+            node = ast.ClassDef(node.name, node.bases, node.keywords, body or [ast.Pass()], node.decorator_list,
+                                type_params=getattr(node, "type_params", []))
+            keep.append(ast.unparse(ast.fix_missing_locations(node)))
+            continue
+        keep.append(ast.get_source_segment(task.source, node, padded=False) or ast.unparse(node))
+        if isinstance(node, ast.Assign):  # --set values, so derived sizes after it follow them
+            names = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            keep += [f"{n} = {task.overrides[n]!r}" for n in names if n in task.overrides]
+    if not any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body):
+        raise Unsupported("the reference's Model is not a class defined in the task file")
+    return "\n\n".join(keep)
+
+
+def render(task: Task, c_source: str, entries: list[Entry], knobs: list[str], threads: int, summary: str,
+           vector: int) -> str:
+    """The candidate's Python source; ``vector`` is VEC's starting value (the CPU's float lanes)."""
+    if '"""' in c_source:
+        raise Unsupported("generated C contains a triple quote")
+    values = {"THREADS": threads, **{k: DEFAULTS[k] for k in knobs}, "FLAGS": FLAG_SETS[0]}
+    if "VEC" in values:
+        values["VEC"] = vector
+    options = {"THREADS": thread_options(threads), **{k: VOCABULARY[k] for k in knobs}, "FLAGS": FLAG_SETS}
+    assignments = "\n".join(f"{name} = {value!r}" for name, value in values.items())
+    declared = ",\n".join(f"    {name!r}: {opts!r}" for name, opts in options.items())
+    defines = "".join(f', f"-D{k}={{{k}}}"' for k in knobs)
+    functions = ",\n".join(f"    {e.name!r}: {e.signature!r}" for e in entries)
+    table = ",\n".join(
+        f"    {e.input_shapes!r}: ({e.name!r}, {e.params!r}, {e.param_shapes!r}, "
+        f"({', '.join(f'({s!r}, {_DTYPES[t]})' for s, t in e.outputs)},), "
+        f"({', '.join(f'({n}, {_DTYPES[t]})' for _, n, t in e.temps)}{',' if e.temps else ''}), {e.single!r})"
+        for e in entries)
+    return f'''"""Generated by `kiln seed` from {task.name}'s reference: {summary}.
+
+One C function per workload shape (every size a constant), OpenMP threads across rows.
+Knobs (module-level constants a tuner may rewrite): THREADS (capped at the guard's
+threads), {", ".join(knobs + ["FLAGS"])}; the same names and values in every generated kernel.
+"""
+
+import torch
+import torch.nn as nn
+from kernelkiln import native
+
+# -- the reference, unchanged: ModelNew builds it for its parameters --------------------
+{reference_code(task)}
+
+# -- the generated kernels ------------------------------------------------------------
+SOURCE = r"""
+{c_source}"""
+
+{assignments}
+KNOBS = {{
+{declared},
+}}
+
+lib = native.load(SOURCE, {{
+{functions},
+}}, flags=[*FLAGS, "-fopenmp"{defines}])
+
+FUNCTIONS = {{{", ".join(f"{e.name!r}: lib.{e.name}" for e in entries)}}}
+# input shapes -> (function, parameters, their shapes, outputs (shape, dtype), scratch (elements, dtype), one output)
+WORKLOADS = {{
+{table},
+}}
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.reference = Model(*args, **kwargs)  # the same parameters: built first, from the same seed
+        self.ready = {{}}
+
+    def prepare(self, key):
+        if key not in WORKLOADS:
+            raise ValueError(f"this candidate was generated for input shapes {{list(WORKLOADS)}}, not {{key}}")
+        name, params, shapes, outputs, temps, single = WORKLOADS[key]
+        state = dict(self.reference.named_parameters())
+        state.update(self.reference.named_buffers())
+        fixed = [state[p].detach().contiguous() for p in params]
+        for p, t, shape in zip(params, fixed, shapes):
+            if tuple(t.shape) != shape:  # the kernel's sizes are constants: never read past a tensor
+                raise ValueError(f"parameter {{p}} has shape {{tuple(t.shape)}}, the kernel was generated for {{shape}}")
+        scratch = [torch.empty(n, dtype=dtype) for n, dtype in temps]
+        self.ready[key] = (FUNCTIONS[name], fixed, outputs, scratch, single)
+
+    def forward(self, *inputs):
+        key = tuple(tuple(x.shape) for x in inputs)
+        if key not in self.ready:
+            self.prepare(key)
+        function, fixed, outputs, scratch, single = self.ready[key]
+        outs = [torch.empty(*shape, dtype=dtype) if shape else torch.empty((), dtype=dtype) for shape, dtype in outputs]
+        function(*fixed, *[x.contiguous() for x in inputs], *outs, *scratch, min(THREADS, torch.get_num_threads()))
+        return outs[0] if single else tuple(outs)
+'''

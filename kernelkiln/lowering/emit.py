@@ -1,0 +1,238 @@
+"""Kernels → C: one function per workload, every size a constant, OpenMP across rows.
+
+The tuning knobs are C macros the candidate passes as ``-D`` flags: ``ACC`` independent
+accumulators per reduction, ``UNROLL`` of the innermost loops, ``VEC`` a simd length
+(0: the compiler's choice), ``TILE`` the block of columns or elements one thread takes;
+the thread count is an argument (the ``THREADS`` knob capped at the guard's threads).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from kernelkiln.lowering.body import Body
+from kernelkiln.lowering.graph import FLOATS, Graph, Node, Reduce, linear
+from kernelkiln.lowering.loops import INIT, OMP, PARALLEL_MIN, Writer, combine, decompose, open_loops, parallel, var
+from kernelkiln.lowering.others import column, scan, window
+from kernelkiln.lowering.pointwise import literal
+from kernelkiln.lowering.schedule import Kernel, Plan, needs_buffer
+
+
+def _scaled(r: Reduce, value: str) -> str:
+    return value if r.scale == 1.0 else f"{value} * {literal(r.scale, r.ctype)}"
+
+
+class FunctionEmitter:
+    """The C function computing one workload's plan."""
+
+    def __init__(self, graph: Graph, plan: Plan, name: str):
+        self.graph, self.plan, self.name = graph, plan, name
+        self.stored = needs_buffer(plan, graph.outputs)
+        # a reduction a row group keeps in a register needs no scratch buffer
+        self.temps = [(k, t) for k, t in enumerate(plan.temps) if id(t) in self.stored or not isinstance(t, Reduce)]
+        self.w = Writer()
+        self.names = itertools.count(1)
+
+    def signature_types(self) -> list[str]:
+        types = [f"const {i.ctype}*" for i in self.graph.inputs]
+        types += [f"{o.ctype}*" for o in self.plan.outputs] + [f"{t.ctype}*" for _, t in self.temps]
+        return types + ["int"]
+
+    def emit(self) -> str:
+        params = [f"const {i.ctype}* restrict in{i.position}" for i in self.graph.inputs]
+        params += [f"{o.ctype}* restrict out{k}" for k, o in enumerate(self.plan.outputs)]
+        params += [f"{t.ctype}* restrict tmp{k}" for k, t in self.temps]
+        for kernel in self.plan.kernels:
+            self.w(f"/* {kernel.kind} over {list(kernel.shape)} */")
+            self.w.open("")
+            getattr(self, f"_{kernel.kind}")(kernel)
+            self.w.close()
+        body = "\n".join(self.w.lines)
+        return f"void {self.name}({', '.join(params + ['int nt'])}) {{\n{body}\n}}\n"
+
+    def _body(self, scalars=None, row=None) -> Body:
+        return Body(self.plan.buffers, scalars, row, names=self.names)
+
+    # -- row groups ------------------------------------------------------------------------
+    def _row(self, k: Kernel) -> None:
+        w, shape = self.w, k.shape
+        if not shape:
+            self._scalar_row(k)
+            return
+        outer = [d for d in range(len(shape)) if d not in k.dims]
+        inner = [d for d in range(len(shape)) if d in k.dims]
+        rows = math.prod(shape[d] for d in outer)
+        if not k.reductions:
+            self._pointwise(k, outer, inner[-1])
+            return
+        if rows == 1:
+            self._whole(k, inner)
+            return
+        pragma = parallel(math.prod(shape))
+        if pragma:
+            w(pragma)
+        w.open(f"for (int64_t o = 0; o < {rows}; ++o)")
+        decompose(w, shape, outer, "o")
+        row = {d: var(shape, d) for d in outer if shape[d] != 1}
+        scalars: dict[int, str] = {}
+        for n, r in enumerate(k.reductions):
+            self._reduce_row(r, shape, inner, scalars, row, f"r{n}")
+        for out in k.writes:
+            self._write(out, shape, inner, scalars, row)
+        w.close()
+
+    def _reduce_row(self, r: Reduce, shape, inner: list[int], scalars: dict, row: dict, name: str) -> None:
+        w = self.w
+        live = [d for d in inner if shape[d] != 1]
+        if r.op in ("argmax", "argmin"):
+            self._arg_reduce(r, shape, live, scalars, row, name)
+            return
+        acc = r.ctype
+        if not live:
+            body = self._body(scalars, row)
+            v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
+            w.body(body)
+            w(f"const {acc} {name} = {_scaled(r, f'({acc}){v}')};")
+        else:
+            w("#if ACC > 1")
+            w(f"{acc} {name}_l[ACC];")
+            w(f"for (int a = 0; a < ACC; ++a) {name}_l[a] = {INIT[r.op]};")
+            open_loops(w, shape, live[:-1])
+            last = live[-1]
+            w.open(f"for (int64_t j = 0; j < {shape[last]}; j += ACC)")
+            w("KILN_UNROLL")
+            w.open(f"for (int a = 0; a < ACC && j + a < {shape[last]}; ++a)")
+            w(f"const int64_t i{last} = j + a;")
+            body = self._body(scalars, row)
+            v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
+            w.body(body)
+            w(f"{name}_l[a] = {combine(r.op, f'{name}_l[a]', f'({acc}){v}')};")
+            w.close()
+            w.close()
+            for _ in live[:-1]:
+                w.close()
+            w(f"{acc} {name}_c = {name}_l[0];")
+            w(f"for (int a = 1; a < ACC; ++a) {name}_c = {combine(r.op, f'{name}_c', f'{name}_l[a]')};")
+            w(f"const {acc} {name} = {_scaled(r, f'{name}_c')};")
+            w("#else")
+            w(f"{acc} {name}_a = {INIT[r.op]};")
+            open_loops(w, shape, live, f"KILN_SIMD_REDUCE({OMP[r.op]}, {name}_a)")
+            body = self._body(scalars, row)
+            v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
+            w.body(body)
+            w(f"{name}_a = {combine(r.op, f'{name}_a', f'({acc}){v}')};")
+            for _ in live:
+                w.close()
+            w(f"const {acc} {name} = {_scaled(r, f'{name}_a')};")
+            w("#endif")
+        scalars[id(r)] = name
+        if id(r) in self.stored:
+            idx = tuple("0" if d in inner else var(shape, d) for d in range(len(shape)))
+            w(f"{self.plan.buffers[id(r)]}[{linear(idx, r.shape)}] = {name};")
+
+    def _arg_reduce(self, r: Reduce, shape, live: list[int], scalars: dict, row: dict, name: str) -> None:
+        w = self.w
+        vt = r.arg.ctype if r.arg.ctype in FLOATS else "double"
+        w(f"{vt} {name}_v = {INIT[r.op]}; int64_t {name} = 0;")
+        if r.arg.ctype not in FLOATS:
+            w(f"{name}_v = {'-' if r.op == 'argmax' else ''}INFINITY;")
+        open_loops(w, shape, live)
+        body = self._body(scalars, row)
+        v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
+        w.body(body)
+        position = " + ".join(f"i{d}*{math.prod(shape[e] for e in live if e > d)}" for d in live) or "0"
+        better = ">" if r.op == "argmax" else "<"
+        w(f"if (({vt}){v} {better} {name}_v || ({v} != {v} && {name}_v == {name}_v)) "
+          f"{{ {name}_v = ({vt}){v}; {name} = {position}; }}")
+        for _ in live:
+            w.close()
+        scalars[id(r)] = name
+        if id(r) in self.stored:
+            idx = tuple("0" if d in live or shape[d] == 1 else var(shape, d) for d in range(len(shape)))
+            w(f"{self.plan.buffers[id(r)]}[{linear(idx, r.shape)}] = {name};")
+
+    def _write(self, out: Node, shape, inner: list[int], scalars: dict, row: dict, threads: str | None = None) -> None:
+        """``out`` over the ``inner`` dims; ``threads``: a parallel-for pragma for the outermost loop."""
+        w = self.w
+        live = [d for d in inner if shape[d] != 1]
+        if threads and len(live) == 1:  # one loop takes one pragma: threads and simd lanes together
+            opened = open_loops(w, shape, live, threads.replace("parallel for", "parallel for simd", 1))
+        else:
+            if threads and live:
+                w(threads)
+            opened = open_loops(w, shape, live, "KILN_LOOP")
+        body = self._body(scalars, row)
+        idx = tuple(var(shape, d) for d in range(len(shape)))
+        v = body.value_of(out, idx)
+        w.body(body)
+        w(f"{self.plan.buffers[id(out)]}[{linear(idx, shape)}] = {v};")
+        for _ in range(opened):
+            w.close()
+
+    def _whole(self, k: Kernel, inner: list[int]) -> None:
+        """Reductions of everything to one value: threads split the outermost reduced dim."""
+        w, shape = self.w, k.shape
+        live = [d for d in inner if shape[d] != 1]
+        scalars: dict[int, str] = {}
+        for n, r in enumerate(k.reductions):
+            name = f"r{n}"
+            if r.op in OMP and live and math.prod(shape) >= PARALLEL_MIN:
+                acc = r.ctype
+                w(f"{acc} {name}_a = {INIT[r.op]};")
+                w(f"#pragma omp parallel for num_threads(nt) schedule(static) reduction({OMP[r.op]}:{name}_a)")
+                w.open(f"for (int64_t i{live[0]} = 0; i{live[0]} < {shape[live[0]]}; ++i{live[0]})")
+                opened = open_loops(w, shape, live[1:], f"KILN_SIMD_REDUCE({OMP[r.op]}, {name}_a)")
+                body = self._body(scalars, {})
+                v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
+                w.body(body)
+                w(f"{name}_a = {combine(r.op, f'{name}_a', f'({acc}){v}')};")
+                for _ in range(opened + 1):
+                    w.close()
+                w(f"const {acc} {name} = {_scaled(r, f'{name}_a')};")
+                scalars[id(r)] = name
+                if id(r) in self.stored:
+                    w(f"{self.plan.buffers[id(r)]}[0] = {name};")
+            else:
+                self._reduce_row(r, shape, inner, scalars, {}, name)
+        for out in k.writes:
+            self._write(out, shape, inner, scalars, {}, parallel(math.prod(shape)))
+
+    def _scalar_row(self, k: Kernel) -> None:
+        scalars: dict[int, str] = {}
+        for n, r in enumerate(k.reductions):
+            self._reduce_row(r, (), [], scalars, {}, f"r{n}")
+        for out in k.writes:
+            self._write(out, (), [], scalars, {})
+
+    def _pointwise(self, k: Kernel, outer: list[int], last: int) -> None:
+        """Writes only: threads take blocks of TILE elements of the innermost dim."""
+        w, shape = self.w, k.shape
+        rows = math.prod(shape[d] for d in outer)
+        n = shape[last]
+        w(f"const int64_t nb = ({n} + TILE - 1) / TILE;")
+        pragma = parallel(math.prod(shape))
+        if pragma:
+            w(pragma)
+        w.open(f"for (int64_t ob = 0; ob < {rows} * nb; ++ob)")
+        w("const int64_t o = ob / nb, b = (ob % nb) * TILE, e = KILN_MIN(b + TILE, (int64_t)" + str(n) + ");")
+        decompose(w, shape, outer, "o")
+        for out in k.writes:
+            w("KILN_LOOP")
+            w.open(f"for (int64_t i{last} = b; i{last} < e; ++i{last})")
+            body = self._body()
+            idx = tuple(var(shape, d) if d != last else f"i{last}" for d in range(len(shape)))
+            v = body.value_of(out, idx)
+            w.body(body)
+            w(f"{self.plan.buffers[id(out)]}[{linear(idx, shape)}] = {v};")
+            w.close()
+        w.close()
+
+    def _column(self, k: Kernel) -> None:
+        column(self.w, self.plan.buffers, k)
+
+    def _scan(self, k: Kernel) -> None:
+        scan(self.w, self.plan.buffers, k)
+
+    def _window(self, k: Kernel) -> None:
+        window(self.w, self.plan.buffers, k)

@@ -1,0 +1,184 @@
+"""The lowering's graph: tensors as nodes with static shapes, read by index.
+
+Every node can be read at a multi-index (one C expression per dimension). Inputs,
+reductions, scans and windows are stored in buffers; pointwise nodes and views are
+computed where they are read, so a chain of them costs one pass over memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Index = tuple[str, ...]
+CTYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t", "bool": "uint8_t", "uint8": "uint8_t"}
+FLOATS = ("float", "double")
+
+
+class Unsupported(Exception):
+    """An operation, dtype or pattern the lowering cannot express (yet); ``str()`` is one line."""
+
+
+@dataclass(eq=False)
+class Node:
+    """A tensor of static ``shape`` whose elements have C type ``ctype``."""
+
+    shape: tuple[int, ...]
+    ctype: str
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def inputs(self) -> tuple[Node, ...]:
+        return ()
+
+
+@dataclass(eq=False)
+class Input(Node):
+    """The ``position``-th tensor the kernel is given (a parameter, buffer or forward input)."""
+
+    position: int = 0
+    name: str = ""
+
+
+@dataclass(eq=False)
+class Constant(Node):
+    """One value broadcast to ``shape``."""
+
+    value: float | int | bool = 0
+
+
+@dataclass(eq=False)
+class Pointwise(Node):
+    """``op`` applied element by element; ``args`` broadcast to ``shape`` (numpy rules)."""
+
+    op: str = ""
+    args: tuple[Node, ...] = ()
+    params: tuple = ()  # the op's scalar parameters (alpha, bounds, approximation, ...)
+
+    def inputs(self) -> tuple[Node, ...]:
+        return self.args
+
+
+@dataclass(eq=False)
+class View(Node):
+    """``base`` read through an index map: ``where(index)`` gives the base's index."""
+
+    base: Node | None = None
+    where: Callable[[Index], Index] = field(default=lambda idx: idx)
+    kind: str = "view"  # reshape views of contiguous data keep the linear order
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.base,)
+
+
+@dataclass(eq=False)
+class Gather(Node):
+    """``base`` read at ``index``'s value along ``dim`` (torch.gather)."""
+
+    base: Node | None = None
+    index: Node | None = None
+    dim: int = 0
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.base, self.index)
+
+
+@dataclass(eq=False)
+class Concat(Node):
+    """``parts`` joined along ``dim`` (torch.cat)."""
+
+    parts: tuple[Node, ...] = ()
+    dim: int = 0
+
+    def inputs(self) -> tuple[Node, ...]:
+        return self.parts
+
+
+@dataclass(eq=False)
+class Reduce(Node):
+    """``arg`` reduced over ``dims`` by ``op`` (sum, prod, max, min, argmax, argmin); keeps the dims as 1."""
+
+    op: str = "sum"
+    arg: Node | None = None
+    dims: tuple[int, ...] = ()
+    scale: float = 1.0  # the result is multiplied by it: a mean is a sum scaled by 1/count
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.arg,)
+
+
+@dataclass(eq=False)
+class Scan(Node):
+    """Running ``op`` (sum, prod) of ``arg`` along ``dim``."""
+
+    op: str = "sum"
+    arg: Node | None = None
+    dim: int = 0
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.arg,)
+
+
+@dataclass(eq=False)
+class Window(Node):
+    """Pooling over the trailing ``len(kernel)`` dims of ``arg``: max or avg, PyTorch's rules."""
+
+    op: str = "max"
+    arg: Node | None = None
+    kernel: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    padding: tuple[int, ...] = ()
+    dilation: tuple[int, ...] = ()
+    count_include_pad: bool = True
+    divisor: int | None = None
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.arg,)
+
+
+STORED = (Input, Reduce, Scan, Window)
+
+
+@dataclass
+class Graph:
+    """One workload's computation: its inputs in call order and its outputs."""
+
+    inputs: list[Input]
+    outputs: list[Node]
+    ops: list[str]  # the ATen ops traced, for messages
+
+
+def topological(outputs: list[Node]) -> list[Node]:
+    """Every node the outputs depend on, each after its inputs."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(n, False) for n in reversed(outputs)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((n, False) for n in reversed(node.inputs()) if id(n) not in seen)
+    return order
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+def linear(index: Index, shape: tuple[int, ...]) -> str:
+    """The C expression of ``index``'s offset in a contiguous tensor of ``shape``."""
+    terms = [f"({i})" if stride == 1 else f"({i})*{stride}"
+             for i, size, stride in zip(index, shape, contiguous_strides(shape), strict=True) if size != 1]
+    return " + ".join(terms) or "0"

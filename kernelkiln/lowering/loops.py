@@ -1,0 +1,100 @@
+"""Shared pieces of the C emitters: the header of knob macros, loops, indices, accumulators."""
+
+from __future__ import annotations
+
+from kernelkiln.lowering.body import Body
+
+PARALLEL_MIN = 1 << 15  # elements below which a loop runs on one thread: forking costs more
+INIT = {"sum": "0", "prod": "1", "max": "-INFINITY", "min": "INFINITY", "argmax": "-INFINITY", "argmin": "INFINITY"}
+OMP = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
+HEADER = r"""#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#ifndef ACC
+#define ACC 1
+#endif
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+#ifndef VEC
+#define VEC 0
+#endif
+#ifndef TILE
+#define TILE 256
+#endif
+#define KILN_STR(x) #x
+#define KILN_PRAGMA(x) _Pragma(KILN_STR(x))
+#if VEC > 0
+#define KILN_SIMD KILN_PRAGMA(omp simd simdlen(VEC))
+#define KILN_SIMD_REDUCE(op, v) KILN_PRAGMA(omp simd simdlen(VEC) reduction(op:v))
+#else
+#define KILN_SIMD KILN_PRAGMA(omp simd)
+#define KILN_SIMD_REDUCE(op, v) KILN_PRAGMA(omp simd reduction(op:v))
+#endif
+#define KILN_UNROLL KILN_PRAGMA(GCC unroll UNROLL)
+/* GCC takes either omp simd or its own unroll on a loop, not both: UNROLL > 1 trades the simd length for unrolling */
+#if UNROLL > 1
+#define KILN_LOOP KILN_PRAGMA(GCC ivdep) KILN_PRAGMA(GCC unroll UNROLL)
+#else
+#define KILN_LOOP KILN_SIMD
+#endif
+#define KILN_MIN(a, b) ((a) < (b) ? (a) : (b))
+"""
+
+
+def combine(op: str, acc: str, v: str) -> str:
+    return {"sum": f"{acc} + {v}", "prod": f"{acc} * {v}", "max": f"({v} > {acc} || {v} != {v} ? {v} : {acc})",
+            "min": f"({v} < {acc} || {v} != {v} ? {v} : {acc})"}[op]
+
+
+class Writer:
+    """Lines with indentation."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+
+    def __call__(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def open(self, text: str) -> None:
+        self(text + " {")
+        self.depth += 1
+
+    def close(self, text: str = "}") -> None:
+        self.depth -= 1
+        self(text)
+
+    def body(self, body: Body) -> None:
+        for line in body.lines:
+            self(line)
+
+
+def var(shape: tuple[int, ...], k: int) -> str:
+    return "0" if shape[k] == 1 else f"i{k}"
+
+
+def decompose(w: Writer, shape: tuple[int, ...], dims: list[int], flat: str) -> None:
+    """Declare ``i{k}`` for ``dims`` (outer to inner) from the flat index ``flat``."""
+    live = [k for k in dims if shape[k] != 1]
+    inner = 1
+    for k in reversed(live):
+        expr = flat if inner == 1 else f"{flat} / {inner}"
+        w(f"const int64_t i{k} = {expr if k == live[0] else f'({expr}) % {shape[k]}'};")
+        inner *= shape[k]
+
+
+def open_loops(w: Writer, shape: tuple[int, ...], dims: list[int], innermost: str | None = None) -> int:
+    """Open a loop per dim of ``dims`` with size > 1; ``innermost`` pragma(s) on the last. Returns loops opened."""
+    live = [k for k in dims if shape[k] != 1]
+    for position, k in enumerate(live):
+        if position == len(live) - 1 and innermost:
+            w(innermost)
+        w.open(f"for (int64_t i{k} = 0; i{k} < {shape[k]}; ++i{k})")
+    return len(live)
+
+
+def parallel(work: int, extra: str = "") -> str | None:
+    return f"#pragma omp parallel for num_threads(nt) schedule(static){extra}" if work >= PARALLEL_MIN else None
+
+

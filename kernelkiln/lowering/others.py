@@ -1,0 +1,183 @@
+"""Loop nests of their own: column reductions, scans and pooling windows."""
+
+from __future__ import annotations
+
+import math
+
+from kernelkiln.lowering.body import Body
+from kernelkiln.lowering.graph import FLOATS, Reduce, Scan, Window, linear
+from kernelkiln.lowering.loops import INIT, Writer, combine, decompose, open_loops, parallel, var
+from kernelkiln.lowering.pointwise import literal
+from kernelkiln.lowering.schedule import Kernel
+
+
+def _blocks(w: Writer, shape: tuple[int, ...], outer: list[int], first: int) -> None:
+    """One parallel loop over (outer row, block of TILE indices of dim ``first``); declares b, e and i{outer}."""
+    rows = math.prod(shape[d] for d in outer)
+    w(f"const int64_t nb = ({shape[first]} + TILE - 1) / TILE;")
+    pragma = parallel(math.prod(shape))
+    if pragma:
+        w(pragma)
+    w.open(f"for (int64_t ob = 0; ob < {rows} * nb; ++ob)")
+    w(f"const int64_t o = ob / nb, b = (ob % nb) * TILE, e = KILN_MIN(b + TILE, (int64_t){shape[first]});")
+    decompose(w, shape, outer, "o")
+
+
+def _slot(shape: tuple[int, ...], first: int, rest: list[int]) -> str:
+    """The accumulator index of (i{first} - b, rest...) in a TILE × prod(rest) block."""
+    width = math.prod(shape[d] for d in rest)
+    inner = linear(tuple(var(shape, d) for d in rest), tuple(shape[d] for d in rest)) if rest else "0"
+    return f"(i{first} - b) * {width} + {inner}"
+
+
+def _block_loops(w: Writer, shape: tuple[int, ...], first: int, rest: list[int]) -> int:
+    if not any(shape[d] != 1 for d in rest):
+        w("KILN_LOOP")
+    w.open(f"for (int64_t i{first} = b; i{first} < e; ++i{first})")
+    return 1 + open_loops(w, shape, rest, "KILN_LOOP")
+
+
+def column(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
+    """A reduction whose innermost dims are kept: accumulate a block of output columns per thread."""
+    r: Reduce = k.node
+    shape, dims = r.arg.shape, set(r.dims)
+    tail: list[int] = []
+    for d in reversed(range(len(shape))):
+        if d in dims:
+            break
+        tail.insert(0, d)
+    outer = [d for d in range(len(shape)) if d not in dims and d not in tail]
+    first, rest = tail[0], tail[1:]
+    width = math.prod(shape[d] for d in rest)
+    arg = r.op in ("argmax", "argmin")
+    vt = r.arg.ctype if (arg and r.arg.ctype in FLOATS) else ("double" if arg else r.ctype)
+    _blocks(w, shape, outer, first)
+    w(f"{vt}* restrict acc = ({vt}*)malloc(sizeof({vt}) * TILE * {width});")
+    if arg:
+        w(f"int64_t* pos = (int64_t*)calloc(TILE * {width}, sizeof(int64_t));")
+    w(f"for (int64_t t = 0; t < TILE * {width}; ++t) acc[t] = {INIT[r.op]};")
+    reduced = [d for d in range(len(shape)) if d in dims]
+    opened = open_loops(w, shape, reduced)
+    opened += _block_loops(w, shape, first, rest)
+    body = Body(buffers)
+    v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
+    w.body(body)
+    slot = _slot(shape, first, rest)
+    if arg:
+        live = [d for d in reduced if shape[d] != 1]
+        position = " + ".join(f"i{d}*{math.prod(shape[e] for e in live if e > d)}" for d in live) or "0"
+        better = ">" if r.op == "argmax" else "<"
+        w(f"if (({vt}){v} {better} acc[{slot}]) {{ acc[{slot}] = ({vt}){v}; pos[{slot}] = {position}; }}")
+    else:
+        w(f"acc[{slot}] = {combine(r.op, f'acc[{slot}]', f'({vt}){v}')};")
+    for _ in range(opened):
+        w.close()
+    opened = _block_loops(w, shape, first, rest)
+    idx = tuple("0" if d in dims else var(shape, d) if d != first else f"i{first}" for d in range(len(shape)))
+    scale = "" if r.scale == 1.0 else f" * {literal(r.scale, r.ctype)}"
+    w(f"{buffers[id(r)]}[{linear(idx, r.shape)}] = {'pos' if arg else 'acc'}[{slot}]{scale};")
+    for _ in range(opened):
+        w.close()
+    w("free(acc);" + (" free(pos);" if arg else ""))
+    w.close()
+
+
+def scan(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
+    """A running sum or product along one dim; float sums accumulate in double, as torch's CPU kernel does."""
+    s: Scan = k.node
+    shape, d = s.shape, s.dim
+    acc_type = "double" if s.ctype in FLOATS else s.ctype
+    outer = list(range(d))
+    tail = list(range(d + 1, len(shape)))
+    init = "0" if s.op == "sum" else "1"
+    step = "+" if s.op == "sum" else "*"
+    idx = tuple(var(shape, e) if e != d else f"i{d}" for e in range(len(shape)))
+    live_tail = [e for e in tail if shape[e] != 1]
+    if not live_tail:
+        rows = math.prod(shape[e] for e in outer + tail)
+        pragma = parallel(math.prod(shape))
+        if pragma:
+            w(pragma)
+        w.open(f"for (int64_t o = 0; o < {rows}; ++o)")
+        decompose(w, shape, outer, "o")
+        w(f"{acc_type} acc = {init};")
+        w.open(f"for (int64_t i{d} = 0; i{d} < {shape[d]}; ++i{d})")
+        body = Body(buffers)
+        v = body.value(s.arg, idx)
+        w.body(body)
+        w(f"acc = acc {step} ({acc_type}){v};")
+        w(f"{buffers[id(s)]}[{linear(idx, shape)}] = ({s.ctype})acc;")
+        w.close()
+        w.close()
+        return
+    first, rest = live_tail[0], live_tail[1:]
+    width = math.prod(shape[e] for e in rest)
+    _blocks(w, shape, outer, first)
+    w(f"{acc_type}* restrict acc = ({acc_type}*)malloc(sizeof({acc_type}) * TILE * {width});")
+    w(f"for (int64_t t = 0; t < TILE * {width}; ++t) acc[t] = {init};")
+    w.open(f"for (int64_t i{d} = 0; i{d} < {shape[d]}; ++i{d})")
+    opened = _block_loops(w, shape, first, rest)
+    body = Body(buffers)
+    full = tuple(f"i{e}" if e in (d, first) else var(shape, e) for e in range(len(shape)))
+    v = body.value(s.arg, full)
+    w.body(body)
+    slot = _slot(shape, first, rest)
+    w(f"acc[{slot}] = acc[{slot}] {step} ({acc_type}){v};")
+    w(f"{buffers[id(s)]}[{linear(full, shape)}] = ({s.ctype})acc[{slot}];")
+    for _ in range(opened + 1):
+        w.close()
+    w("free(acc);")
+    w.close()
+
+
+def window(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
+    """Max or average pooling over the trailing dims, with PyTorch's padding and divisor rules."""
+    p: Window = k.node
+    out, src = p.shape, p.arg.shape
+    rank = len(p.kernel)
+    lead = len(out) - rank
+    spatial = list(range(lead, len(out)))
+    head = [d for d in range(len(out)) if d != len(out) - 1]
+    rows = math.prod(out[d] for d in head)
+    pragma = parallel(math.prod(out) * math.prod(p.kernel))
+    if pragma:
+        w(pragma)
+    w.open(f"for (int64_t o = 0; o < {rows}; ++o)")
+    decompose(w, out, head, "o")
+    last = len(out) - 1
+    w.open(f"for (int64_t i{last} = 0; i{last} < {out[last]}; ++i{last})")
+    acc = "double" if p.ctype == "double" else "float"
+    w(f"{acc} acc = {'-INFINITY' if p.op == 'max' else '0'};")
+    for j, d in enumerate(spatial):
+        size, kk, st, pad = src[d], p.kernel[j], p.stride[j], p.padding[j]
+        o = f"i{d}" if out[d] != 1 else "0"
+        w(f"const int64_t s{j} = ({o}) * {st} - {pad};")
+        if p.op == "avg":
+            w(f"const int64_t e{j} = KILN_MIN(s{j} + {kk}, (int64_t){size + pad});")
+            w(f"const int64_t n{j} = e{j} - s{j};")
+            w(f"const int64_t lo{j} = s{j} < 0 ? 0 : s{j}, hi{j} = KILN_MIN(e{j}, (int64_t){size});")
+    for j, d in enumerate(spatial):
+        w.open(f"for (int64_t k{j} = 0; k{j} < {p.kernel[j]}; ++k{j})")
+        w(f"const int64_t x{j} = s{j} + k{j} * {p.dilation[j]};")
+        w(f"if (x{j} < 0 || x{j} >= {src[d]}) continue;")
+    body = Body(buffers)
+    idx = tuple((f"x{d - lead}" if d >= lead else var(out, d)) for d in range(len(src)))
+    v = body.value(p.arg, idx)
+    w.body(body)
+    w(f"acc = {combine('max', 'acc', f'({acc}){v}')};" if p.op == "max" else f"acc += ({acc}){v};")
+    for _ in spatial:
+        w.close()
+    target = f"{buffers[id(p)]}[{linear(tuple(var(out, d) if d != last else f'i{last}' for d in range(len(out))), out)}]"
+    if p.op == "max":
+        w(f"{target} = acc;")
+    else:
+        if p.divisor:
+            divide = str(int(p.divisor))
+        elif p.count_include_pad:
+            divide = " * ".join(f"n{j}" for j in range(rank))
+        else:
+            divide = " * ".join(f"(hi{j} - lo{j})" for j in range(rank))
+        w(f"{target} = acc / ({acc})({divide});")
+    w.close()
+    w.close()
+

@@ -1,0 +1,130 @@
+"""Which nodes are stored, and which of them one loop nest computes together.
+
+A *row group* is one parallel loop over the kept dimensions of an iteration shape: for
+each row it runs the group's reductions in order (each a scalar for that row) and then
+writes the group's outputs over the reduced dimensions, so softmax, the normalizations
+and their elementwise prologues and epilogues read their row once from memory and keep
+it in cache. A reduction over a dimension that is not the innermost (a *column*
+reduction), a scan and a pooling window each get a loop nest of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernelkiln.lowering.graph import Constant, Graph, Input, Node, Pointwise, Reduce, Scan, View, Window, topological
+
+
+@dataclass
+class Kernel:
+    """One loop nest: ``kind`` row (reductions then writes over ``shape``), column, scan or window."""
+
+    kind: str
+    shape: tuple[int, ...]
+    dims: tuple[int, ...] = ()  # row: the reduced (inner) dims
+    reductions: list[Reduce] = field(default_factory=list)
+    writes: list[Node] = field(default_factory=list)
+    node: Node | None = None  # column, scan, window: the node it computes
+
+
+@dataclass
+class Plan:
+    """The kernels in order, every stored node's buffer, and the output buffers' sources."""
+
+    kernels: list[Kernel]
+    buffers: dict[int, str]  # id(node) -> C array name
+    temps: list[Node]  # scratch buffers, in tmpK order
+    outputs: list[Node]  # per output: the node stored in its buffer (its reshape base, maybe)
+
+
+def _rowable(node: Reduce) -> bool:
+    shape = node.arg.shape
+    return not shape or (len(shape) - 1) in node.dims or all(shape[k] == 1 for k in range(max(node.dims) + 1, len(shape)))
+
+
+def _reads(node: Node, stored: set[int]) -> set[int]:
+    """Stored nodes ``node``'s own computation reads (through pointwise nodes and views)."""
+    found: set[int] = set()
+    stack = list(node.inputs())
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if id(n) in stored:
+            found.add(id(n))
+        else:
+            stack.extend(n.inputs())
+    return found
+
+
+def plan(graph: Graph, solo: set[int]) -> Plan:
+    """Kernels for ``graph``; ``solo`` nodes neither join nor take others into a group."""
+    buffers: dict[int, str] = {id(i): f"in{i.position}" for i in graph.inputs}
+    targets: list[Node] = []
+    for k, out in enumerate(graph.outputs):
+        target = out
+        while isinstance(target, View) and target.kind == "reshape" and not isinstance(target.base, (Input, Constant)) \
+                and id(target.base) not in buffers:
+            target = target.base
+        if isinstance(target, (Input, Constant, View)) or id(target) in buffers:
+            target = Pointwise(out.shape, out.ctype, op="identity", args=(out,))  # a fresh copy
+        buffers[id(target)] = f"out{k}"
+        targets.append(target)
+    order = topological(targets)
+    temps: list[Node] = []
+    for n in order:
+        if isinstance(n, (Reduce, Scan, Window)) and id(n) not in buffers:
+            buffers[id(n)] = f"tmp{len(temps)}"
+            temps.append(n)
+    stored = set(buffers)
+    kernels: list[Kernel] = []
+    current: Kernel | None = None
+    for n in order:
+        if id(n) not in stored or isinstance(n, Input):
+            continue
+        reads = _reads(n, stored)
+        if current is not None and id(n) not in solo and _joins(current, n, reads, solo):
+            (current.reductions if isinstance(n, Reduce) else current.writes).append(n)
+            continue
+        current = None
+        if isinstance(n, Reduce) and _rowable(n):
+            current = Kernel("row", n.arg.shape, n.dims, reductions=[n])
+        elif isinstance(n, Reduce):
+            kernels.append(Kernel("column", n.arg.shape, n.dims, node=n))
+            continue
+        elif isinstance(n, (Scan, Window)):
+            kernels.append(Kernel("scan" if isinstance(n, Scan) else "window", n.shape, node=n))
+            continue
+        else:
+            current = Kernel("row", n.shape, (len(n.shape) - 1,) if n.shape else (), writes=[n])
+        kernels.append(current)
+        if id(n) in solo:
+            current = None
+    return Plan(kernels, buffers, temps, targets)
+
+
+def _joins(group: Kernel, n: Node, reads: set[int], solo: set[int]) -> bool:
+    if any(id(m) in solo for m in group.reductions + group.writes):
+        return False
+    if any(id(w) in reads for w in group.writes):
+        return False  # a written value is complete only after the whole loop
+    if isinstance(n, Reduce):
+        return not group.writes and _rowable(n) and n.arg.shape == group.shape and n.dims == group.dims
+    return n.shape == group.shape
+
+
+def needs_buffer(plan: Plan, graph_outputs: list[Node]) -> set[int]:
+    """Reductions whose value is read outside their own row group (or is an output): they are stored."""
+    stored = set(plan.buffers)
+    readers: dict[int, set[int]] = {}
+    for kernel in plan.kernels:
+        members = kernel.reductions + kernel.writes + ([kernel.node] if kernel.node is not None else [])
+        mine = {id(m) for m in members}
+        for m in members:
+            for r in _reads(m, stored):
+                if r not in mine:
+                    readers.setdefault(r, set()).add(id(m))
+    outputs = {id(o) for o in plan.outputs}
+    return {r for r in stored if r in readers or r in outputs}

@@ -1,0 +1,153 @@
+"""Trace a task's reference, at one workload's real inputs, into the lowering's graph.
+
+``make_fx`` records the ATen operations the reference runs (functionalized, so in-place
+updates become values, with ATen's core decompositions); each becomes graph nodes
+through ``aten.HANDLERS``. Parameters and buffers become inputs, named so the candidate
+can pass the module's own tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernelkiln.lowering import aten_composite, aten_ops  # noqa: F401  (they register the handlers)
+from kernelkiln.lowering.aten import HANDLERS, Unusable, ctype_of, node
+from kernelkiln.lowering.graph import Graph, Input, Node, Unsupported
+from kernelkiln.task.model import Task, Workload
+
+_PLUMBING = frozenset({"getitem", "output", "placeholder"})
+
+
+@dataclass(frozen=True)
+class Traced:
+    """One workload's graph and what the candidate passes for each of its inputs."""
+
+    graph: Graph
+    tensors: list[str]  # per graph input: "param:NAME" (a parameter or buffer) or "input:K" (forward's k-th)
+    input_shapes: list[tuple[int, ...]]
+    input_dtypes: list[str]
+    output_shapes: list[tuple[int, ...]]
+    single: bool  # forward returns one tensor, not a tuple
+
+
+def op_name(target: Any) -> str:
+    """``aten.add.Tensor`` as ``add``; ``aten.relu_.default`` as ``relu_``."""
+    text = str(target)
+    if text.startswith("<built-in function"):
+        return text.split()[-1].rstrip(">")
+    parts = text.split(".")
+    return parts[1] if parts[0] in ("aten", "prims") and len(parts) > 1 else parts[0]
+
+
+def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
+    """The reference's graph at ``workload`` (raises ``Unsupported`` naming what does not lower)."""
+    from torch._decomp import core_aten_decompositions
+    from torch.func import functional_call, functionalize
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    model = task.make_model(workload, seed)
+    inputs = task.make_inputs(workload, seed)
+    for x in inputs:
+        if not isinstance(x, torch.Tensor):
+            raise Unsupported(f"forward takes a {type(x).__name__}, not only tensors")
+    named = dict(model.named_parameters())
+    named.update(model.named_buffers())
+    names = list(named)
+
+    def run(*flat):
+        state = dict(zip(names, flat[:len(names)], strict=True))
+        return functional_call(model, state, tuple(flat[len(names):]))
+
+    flat = [t.detach() for t in named.values()] + [x.detach() for x in inputs]
+    try:
+        with torch.no_grad():
+            gm = make_fx(functionalize(run, remove="mutations_and_views"),
+                         decomposition_table=core_aten_decompositions())(*flat)
+    except Unsupported:
+        raise
+    except Exception as exc:
+        raise Unsupported(f"tracing the reference failed: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+    tensors = [f"param:{n}" for n in names] + [f"input:{k}" for k in range(len(inputs))]
+    return _translate(gm, tensors, flat)
+
+
+def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    missing = sorted({op_name(n.target) for n in calls if _handler_name(n) not in HANDLERS and op_name(n.target) not in _PLUMBING})
+    if missing:
+        raise Unsupported("no lowering yet for " + ", ".join(f"aten.{m}" for m in missing))
+    env: dict[Any, Any] = {}
+    inputs: list[Input] = []
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for k, (ph, t) in enumerate(zip(placeholders, flat, strict=True)):
+        inputs.append(Input(tuple(int(s) for s in t.shape), ctype_of(t.dtype), position=k, name=tensors[k]))
+        env[ph] = inputs[-1]
+    outputs: list[Node] = []
+    single = True
+    for fx in gm.graph.nodes:
+        if fx.op == "call_function":
+            env[fx] = _call(fx, env, placeholders)
+        elif fx.op == "output":
+            result = fx.args[0]
+            items = result if isinstance(result, (tuple, list)) else [result]
+            for item in items:
+                outputs.append(node(env[item]))
+            single = not isinstance(result, (tuple, list))
+    ops = [op_name(n.target) for n in calls if op_name(n.target) not in _PLUMBING]
+    graph = Graph(inputs=inputs, outputs=outputs, ops=ops)
+    return Traced(graph, tensors, [i.shape for i in inputs], [str(t.dtype).removeprefix("torch.") for t in flat],
+                  [o.shape for o in outputs], single)
+
+
+def _handler_name(fx: Any) -> str:
+    """The handler of an op: in-place ``relu_`` is ``relu``, functionalized ``view_copy`` is ``view``."""
+    name = op_name(fx.target)
+    if name.endswith("_") and not name.startswith("_"):
+        return name[:-1]
+    if name.endswith("_copy") and name not in HANDLERS and name[:-5] in HANDLERS:
+        return name[:-5]
+    return name
+
+
+def _call(fx: Any, env: dict, placeholders: list) -> Any:
+    name = op_name(fx.target)
+
+    def value(a: Any) -> Any:
+        if isinstance(a, (list, tuple)):
+            return type(a)(value(x) for x in a)
+        return env[a] if hasattr(a, "op") and a in env else a
+
+    args = [value(a) for a in fx.args]
+    kwargs = {k: value(v) for k, v in fx.kwargs.items()}
+    if name == "getitem":
+        return args[0][args[1]]
+    unusable = next((a for a in [*args, *kwargs.values()] if isinstance(a, Unusable)), None)
+    if unusable is not None:
+        return unusable  # refused only if an output depends on it
+    meta = fx.meta.get("val")
+    if meta is None:
+        raise Unsupported(f"aten.{name} has no traced value")
+    if name.endswith("_") and not name.startswith("_"):  # in place: the target now holds the result
+        target = fx.args[0]
+        if target in placeholders:
+            if name == "copy_":  # an input or buffer written back (running statistics): no output reads it
+                return env[target]
+            raise Unsupported(f"the reference updates its input in place (aten.{name})")
+        result = HANDLERS[_handler_name(fx)](args, kwargs, meta)
+        env[target] = result
+        return result
+    result = HANDLERS[_handler_name(fx)](args, kwargs, meta)
+    pairs = zip(result, meta, strict=False) if isinstance(meta, (tuple, list)) and isinstance(result, tuple) else [
+        (result, meta)]
+    for lowered, traced in pairs:
+        if isinstance(lowered, Node) and hasattr(traced, "shape"):
+            if tuple(lowered.shape) != tuple(int(s) for s in traced.shape):
+                raise Unsupported(f"aten.{name}: lowered shape {lowered.shape} differs from traced "
+                                  f"{tuple(traced.shape)}")
+    return result
+
+
+__all__ = ["Traced", "Unusable", "op_name", "trace"]

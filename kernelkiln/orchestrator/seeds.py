@@ -1,0 +1,52 @@
+"""The code a task's agents start from: the user's file, the task's seed, or one generated from its reference."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kernelkiln.errors import UserError
+from kernelkiln.lowering import Unsupported, generate
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.task.model import Task
+
+_GENERATED: dict[tuple, str | Unsupported] = {}
+
+
+class NoSeed(UserError):
+    """The tuner has nothing to start a task from (a bench skips such a task and says so)."""
+
+
+def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
+    """(code, where it came from) for ``task``; "" when llm agents write from scratch.
+
+    Order: ``--seed FILE``, the task's KILN seed for the platform, then (cpu) the candidate
+    generated from the reference's operations. The tuner needs one and says why there is none.
+    """
+    if not config.start_from_seed:
+        return "", "none (--no-seed)"
+    if config.seed_file:
+        path = Path(config.seed_file)
+        try:
+            return path.read_text(), str(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"cannot read --seed {path}: {exc}") from None
+    path = task.seed_for(config.platform)
+    if path is not None:
+        return path.read_text(), str(path)
+    why = f"kernelkiln generates seeds for the cpu platform only, not {config.platform}"
+    if config.platform == "cpu":
+        key = (str(task.path), json.dumps(task.overrides, sort_keys=True, default=repr), config.guard.threads)
+        if key not in _GENERATED:  # a bench or a resume asks again: trace and lower once per process
+            try:
+                _GENERATED[key] = generate(task, threads=config.guard.threads).source
+            except Unsupported as exc:
+                _GENERATED[key] = exc
+        generated = _GENERATED[key]
+        if isinstance(generated, str):
+            return generated, "generated from the reference"
+        why = f"kernelkiln cannot generate one: {generated}"
+    if config.policy == "tuner":
+        raise NoSeed(f"{task.path}: the tuner needs a seed candidate that declares KNOBS, and {why}; "
+                        "give one with --seed FILE, or use --policy llm")
+    return "", f"none ({why})"

@@ -1,0 +1,1 @@
+"""Task files (data: loaded by path, never imported as modules)."""

@@ -1,0 +1,188 @@
+"""``--shrink K``: a task's size variables divided by about K, as concrete ``--set`` overrides.
+
+Only root sizes (assigned literals) are changed; derived ones follow them (kernelkiln.task.sizes).
+Kernel sizes, strides, paddings, group and head counts, class counts, axes and floats are kept;
+a shrunk count stays a multiple of the group/head counts its original was a multiple of, and
+no smaller than the task's kernel sizes. The result is checked by building the reference and
+running it once per workload; when that fails, the sizes that are not batch/channel-like are
+shrunk less, down to not at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelkiln.errors import UserError
+from kernelkiln.task.loader import exec_module, load_task, read_task_source
+from kernelkiln.task.sizes import execute, roots, size_vars
+
+_SMALL = 8  # ints up to this are kept: axes (dim = 1), small counts, tiny batches
+# Words a name's parts start with (``num_groups`` -> num, groups); matched per part, so ``head_dim`` is a size.
+_KEEP = ("kernel", "stride", "pad", "dilation", "group", "heads", "nhead", "eps", "classes", "axis", "axes",
+         "factor", "scale", "scaling", "layers", "experts", "topk", "bins", "window", "pool", "patch", "block",
+         "chunk")
+_DIVISORS = ("group", "heads", "nhead")  # what channel/embedding counts must stay multiples of
+_TILES = ("pool", "patch", "window", "block", "chunk")  # what spatial sizes must stay multiples of
+_KERNELS = ("kernel", "window", "pool", "patch")  # a spatial size must not drop below these
+_UNBOUNDED = ("batch", "channel", "feature", "hidden", "embed", "embd", "model", "ff")  # floor 1, not the kernel
+_SPATIAL = ("height", "width", "depth", "length", "len", "seq", "time", "frames", "image", "resolution")
+_EXACT = {"eps"}  # whole parts only: ``steps`` is a size
+_SPATIAL_NAMES = {"h", "w", "d", "l", "t", "hw"}  # a name that is one of these, whole
+
+
+@dataclass(frozen=True)
+class Change:
+    """One size variable --shrink changed."""
+
+    name: str
+    before: Any
+    after: Any
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    """What --shrink chose: the overrides to load the task with (explicit --set values included)."""
+
+    overrides: dict[str, Any]
+    changes: tuple[Change, ...]
+    spatial_k: float | None = None  # set when the sizes not batch/channel-like had to be shrunk less than K
+
+    def line(self, k: float, task: str | None = None) -> str:
+        """``--shrink 8: batch_size 128→16, dim 16384→2048`` (without the ``kiln:`` prefix)."""
+        done = ", ".join(f"{c.name} {c.before}→{c.after}" for c in self.changes) or "no size variable to shrink"
+        less = ""
+        if self.spatial_k is not None:
+            rest = "kept" if self.spatial_k == 1 else f"divided by only {self.spatial_k:.3g}"
+            less = f" (spatial and other sizes {rest}: at {k:g} the reference fails)"
+        return f"--shrink {k:g}: {task + ': ' if task else ''}{done}{less}"
+
+
+def _has(name: str, words: tuple[str, ...]) -> bool:
+    """Whether a part of ``name`` starts with one of ``words``; ``n_head``/``num_head`` count as heads."""
+    low = name.lower()
+    if "heads" in words and re.search(r"(^|_)(n|num)_head($|_)", low):
+        return True
+    if words is _SPATIAL and low in _SPATIAL_NAMES:
+        return True
+    parts = [p for p in re.split(r"[_\d]+", low) if p]
+    return any(p == w if w in _EXACT else p.startswith(w) for p in parts for w in words)
+
+
+def _kept(name: str) -> bool:
+    return _has(name, _KEEP)
+
+
+def _ints(value: Any) -> list[int]:
+    items = value if isinstance(value, (tuple, list)) else [value]
+    return [x for x in items if isinstance(x, int) and not isinstance(x, bool)]
+
+
+def _scaled(value: int, factor: float, floor: int, multiple: int) -> int:
+    if value <= _SMALL or factor == 1:
+        return value
+    new = max(min(floor, value), round(value / factor), 1)
+    if multiple > 1:
+        new = max(multiple, round(new / multiple) * multiple)
+    return new
+
+
+def _one(x: Any, factor: float, floor: int, dividing: list[int]) -> Any:
+    if not isinstance(x, int) or isinstance(x, bool):
+        return x
+    return _scaled(x, factor, floor, math.lcm(*[d for d in dividing if x % d == 0] or [1]))
+
+
+def _plan(base: dict[str, Any], shrinkable: set[str], k: float, spatial_k: float) -> dict[str, Any]:
+    """New values for the shrinkable names: ``k`` for batch/channel-like names, ``spatial_k`` for the rest."""
+    kept = {n: v for n, v in base.items() if n not in shrinkable or _kept(n)}
+
+    def values(words: tuple[str, ...]) -> list[int]:
+        return [x for n, v in kept.items() if _has(n, words) for x in _ints(v) if x > 1]
+    divisors, tiles, kernel = values(_DIVISORS), values(_TILES), max(values(_KERNELS), default=1)
+    out: dict[str, Any] = {}
+    for name, value in base.items():
+        if name in kept or isinstance(value, bool) or not isinstance(value, (int, tuple, list)):
+            continue  # floats (probabilities, eps, scales), strings and flags keep their meaning
+        factor, floor = (k, 1) if _has(name, _UNBOUNDED) else (spatial_k, kernel)
+        dividing = [] if _has(name, ("batch",)) else tiles if _has(name, _SPATIAL) else divisors
+        if isinstance(value, (tuple, list)):  # element-wise
+            new = type(value)(_one(x, factor, floor, dividing) for x in value)
+        else:
+            new = _one(value, factor, floor, dividing)
+        if new != value:
+            out[name] = new
+    return out
+
+
+def _failure(path: Path, overrides: dict[str, Any]) -> str | None:
+    """Why the reference cannot be built or run at ``overrides`` (None: it runs)."""
+    import torch
+
+    with warnings.catch_warnings():  # the task's own warnings come again when it is loaded for the command
+        warnings.simplefilter("ignore")
+        try:
+            task = load_task(path, overrides, infer_family=False)
+        except UserError as exc:
+            return str(exc)
+        for workload in task.workloads:
+            try:
+                model = task.make_model(workload, seed=0)
+                with torch.no_grad():
+                    model(*task.make_inputs(workload, seed=0))
+            except UserError as exc:
+                return str(exc)
+            except Exception as exc:  # noqa: BLE001 - the reference's own code, at the shrunk sizes
+                return str(task.reference_failure(workload, exc))
+    return None
+
+
+def shrink(path: str | Path, k: float, explicit: dict[str, Any] | None = None) -> Shrunk:
+    """The overrides that divide ``path``'s sizes by about ``k``; ``explicit`` (--set) values win and are kept.
+
+    Raises a one-line UserError when even the most cautious choice does not run the reference.
+    """
+    path = Path(path)
+    explicit = dict(explicit or {})
+    if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+        raise UserError(f"--shrink takes a positive number (e.g. --shrink 8 divides sizes by about 8), not {k!r}")
+    source = read_task_source(path)
+    module = exec_module(path, source, f"kiln_task_{path.stem}")  # a syntax error is one line here
+    tree = ast.parse(source)
+    known = size_vars(tree, module.__dict__)
+    unknown = sorted(set(explicit) - set(known))
+    if unknown:
+        raise UserError(f"{path}: --set {unknown[0]}: no such module-level size variable "
+                        f"(known: {', '.join(sorted(known)) or 'none'})")
+    if explicit:
+        module = execute(path, tree, module.__name__, explicit, f"{path}: --set")
+    base = {n: module.__dict__.get(n) for n in known}
+    shrinkable = (roots(tree) & set(known)) - set(explicit)
+    first: str | None = None
+    spatial_k = k
+    while True:
+        plan = _plan(base, shrinkable, k, spatial_k)
+        overrides = {**plan, **explicit}
+        why = _failure(path, overrides) if plan else None
+        if why is None:
+            return Shrunk(overrides, tuple(Change(n, base[n], v) for n, v in plan.items()),
+                          spatial_k if spatial_k != k else None)
+        first = first or why
+        if spatial_k <= 1:
+            break
+        spatial_k = max(1.0, spatial_k / 2) if k > 1 else 1.0
+    shown = ", ".join(f"{n}={v}" for n, v in _plan(base, shrinkable, k, k).items())
+    raise UserError(f"{path}: --shrink {k:g} ({shown}): {_tail(first, path)}; choose sizes with --set NAME=VALUE")
+
+
+def _tail(message: str, path: Path) -> str:
+    """``message`` without a leading path, which the caller already names."""
+    for prefix in (f"{path.resolve()}: ", f"{path}: "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message

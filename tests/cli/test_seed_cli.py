@@ -1,0 +1,83 @@
+"""`kiln seed` as a user runs it: the generated candidate, its summary, --check, --json, and what it refuses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelkiln.cli import seed as seed_cli
+from kernelkiln.testing.cli import command_app, kiln
+from kernelkiln.testing.tasks import TASKS
+
+RELU = str(TASKS / "tiny_relu.py")  # no KILN seed, elementwise: kernelkiln lowers it
+
+
+@pytest.fixture
+def app():
+    return command_app(seed_cli.register)
+
+
+@pytest.fixture
+def small_matmul(tmp_path):
+    """plain_matmul at a size whose reference traces in no time."""
+    text = (TASKS / "plain_matmul.py").read_text()
+    assert "N = 2048" in text
+    path = tmp_path / "small_matmul.py"
+    path.write_text(text.replace("N = 2048", "N = 16"))
+    return path
+
+
+def test_seed_with_out_and_check_writes_a_knobbed_candidate_the_guard_judges_correct(tmp_path):
+    out = tmp_path / "relu_seed.py"
+    done = kiln("seed", RELU, "--out", str(out), "--check", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    source = out.read_text()
+    assert "KNOBS = {" in source and "class ModelNew" in source
+    assert done.stdout == ""  # the source went to the file
+    line = done.stderr.strip()
+    assert len(line.splitlines()) == 1, done.stderr
+    assert line.startswith("kiln: seed for tiny_relu: ") and "loop nest(s)" in line and "knobs " in line
+    assert "the guard judges it correct" in line and f"written to {out}" in line
+
+
+def test_seed_without_out_writes_the_source_to_stdout_and_the_summary_to_stderr(app):
+    done = CliRunner().invoke(app, ["seed", RELU, "--threads", "1"], catch_exceptions=False)
+    assert done.exit_code == 0, done.stderr
+    assert "KNOBS = {" in done.stdout and "class ModelNew" in done.stdout and "kiln: seed" not in done.stdout
+    assert done.stderr.startswith("kiln: seed for tiny_relu: ")
+    assert "judges" not in done.stderr and "written to" not in done.stderr  # no --check, no --out
+
+
+def test_seed_json_prints_the_summary_with_the_source_when_there_is_no_out(app):
+    done = CliRunner().invoke(app, ["seed", RELU, "--threads", "1", "--json"], catch_exceptions=False)
+    assert done.exit_code == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert set(out) == {"task", "kernels", "kinds", "knobs", "ops", "source"}  # no check, no out asked for
+    assert out["task"] == "tiny_relu" and out["kernels"] >= 1 and len(out["kinds"]) >= 1
+    assert "THREADS" in out["knobs"] and "relu" in " ".join(out["ops"])
+    assert "KNOBS = {" in out["source"] and "class ModelNew" in out["source"]
+
+
+def test_seed_json_with_out_names_the_file_instead_of_printing_the_source(app, tmp_path):
+    path = tmp_path / "seed.py"
+    done = CliRunner().invoke(app, ["seed", RELU, "--threads", "1", "--json", "--out", str(path)],
+                              catch_exceptions=False)
+    assert done.exit_code == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["out"] == str(path) and "source" not in out and "class ModelNew" in path.read_text()
+
+
+def test_seed_of_a_matmul_is_one_line_naming_the_operation_and_exit_2(small_matmul):
+    done = kiln("seed", str(small_matmul), "--threads", "1")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == f"kiln: error: {small_matmul}: cannot generate a seed: no lowering yet for aten.mm"
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_seed_help_teaches_check_out_and_an_example():
+    done = kiln("seed", "--help")
+    assert done.returncode == 0, done.stderr
+    for word in ("--check", "--out", "--json", "--threads", "Examples", "kiln seed"):
+        assert word in done.stdout, word

@@ -1,0 +1,99 @@
+"""A generated candidate as the rest of kernelkiln sees it: per-workload dispatch, refusals, the gate, the guard."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelkiln.guard import GuardSession, gate
+from kernelkiln.guard.reference_ops import forbidden_ops, record
+from kernelkiln.lowering import Unsupported, generate
+from kernelkiln.testing.guard import fast_config
+from kernelkiln.testing.lowering import mismatch, run_candidate, write_task
+
+S2 = {"B": 37, "N": 203}
+R2 = "[torch.randn(B, N)]"
+TWO = {"workloads": [{"name": "wide", "B": 37, "N": 203}, {"name": "narrow", "B": 8, "N": 129}]}
+
+
+def test_each_kiln_workload_gets_its_own_correct_kernel(tmp_path):
+    task = write_task(tmp_path, "task", "torch.softmax(x, dim=1) * self.w", S2, R2, init="[N]", args="n",
+                      init_body="self.w = nn.Parameter(torch.randn(n))", kiln=TWO)
+    generated = generate(task)
+    namespace = run_candidate(generated.source)
+    assert sorted(namespace["WORKLOADS"]) == [((8, 129),), ((37, 203),)]
+    for workload in task.workloads:
+        assert mismatch(task, generated.source, workload, namespace=namespace) is None, workload.name
+
+
+def test_the_candidate_refuses_an_input_shape_it_was_not_generated_for(tmp_path):
+    task = write_task(tmp_path, "task", "torch.relu(x) + 1", S2, R2, kiln=TWO)
+    namespace = run_candidate(generate(task).source)
+    model = task.make_model(task.workloads[0], 0, namespace["ModelNew"])
+    with pytest.raises(ValueError, match="generated for input shapes") as raised:
+        model(torch.randn(5, 7))
+    message = str(raised.value)
+    assert "(37, 203)" in message and "(8, 129)" in message and "(5, 7)" in message
+
+
+def _unsupported(tmp_path, forward: str, inputs: str = R2, **options) -> str:
+    task = write_task(tmp_path, "task", forward, S2, inputs, **options)
+    with pytest.raises(Unsupported) as raised:
+        generate(task)
+    message = str(raised.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_matmul_reference_is_refused_naming_aten_mm(tmp_path):
+    assert "aten.mm" in _unsupported(tmp_path, "torch.matmul(x, x.t())")
+
+
+def test_a_linear_layer_is_refused_naming_aten_addmm(tmp_path):
+    assert "aten.addmm" in _unsupported(tmp_path, "self.fc(x)", init="[N]", args="n",
+                                        init_body="self.fc = nn.Linear(n, 5)")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_half_precision_input_is_refused_naming_its_dtype(tmp_path, dtype):
+    assert dtype in _unsupported(tmp_path, "torch.relu(x)", f"[torch.randn(B, N).to(torch.{dtype})]")
+
+
+def _forbidden(task) -> frozenset[str]:
+    """The ops the guard forbids a candidate for ``task`` (the reference's own, as GuardSession computes them)."""
+    w = task.workloads[0]
+    return forbidden_ops(record(task.make_model(w, 0), task.make_inputs(w, 0)), task.forbidden_ops,
+                         task.allowed_ops)
+
+
+@pytest.mark.parametrize("forward", ["torch.softmax(x, dim=1)", "self.ln(x)"], ids=["softmax", "layer_norm_module"])
+def test_the_generated_source_passes_the_guard_s_static_gate(tmp_path, forward):
+    task = write_task(tmp_path, "task", forward, S2, R2, init="[N]", args="n", init_body="self.ln = nn.LayerNorm(n)")
+    source = generate(task).source
+    forbidden = _forbidden(task)
+    assert "softmax" in forbidden or "layer_norm" in forbidden  # the gate is checking something
+    assert gate.check(source, forbidden, "cpu") == []
+    # The same file calling the reference's op in forward is refused: the gate is not blind to it.
+    cheat = source.replace("        key = tuple(", "        torch.softmax(inputs[0], dim=1)\n"
+                                               "        torch.layer_norm(inputs[0], (inputs[0].shape[1],))\n"
+                                               "        key = tuple(", 1)
+    assert cheat != source and gate.check(cheat, forbidden, "cpu")
+
+
+@pytest.mark.slow
+def test_the_guard_judges_a_generated_layer_norm_candidate_correct(tmp_path):
+    task = write_task(tmp_path, "task", "F.gelu(self.ln(x))", S2, R2, init="[N]", args="n",
+                      init_body="self.ln = nn.LayerNorm(n)\nwith torch.no_grad():\n    self.ln.weight.normal_()")
+    config = fast_config()
+    source = generate(task, threads=config.threads).source
+    with GuardSession(task, config) as guard:
+        verdict = guard.evaluate(source, timed=False)  # correctness only: timing here is noise
+    assert verdict.verdict != "REJECT", verdict.reason
+    assert verdict.correct, verdict.reason
+
+
+# -- known bugs ----------------------------------------------------------------------------
+def test_a_reference_whose_init_reads_a_size_variable_follows_the_overridden_size(tmp_path):
+    task = write_task(tmp_path, "task", "x * self.w", S2, R2, overrides={"N": 64},
+                      init_body="self.w = nn.Parameter(torch.arange(N, dtype=torch.float32) / N)")
+    assert mismatch(task, generate(task).source) is None
