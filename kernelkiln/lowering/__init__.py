@@ -72,7 +72,8 @@ def generate(task: Task, threads: int | None = None) -> Generated:
         functions.append(code)
         entries.append(Entry(
             name=f"kiln_w{k}", signature=f"void({', '.join(emitter.signature_types())})", input_shapes=inputs,
-            params=params, param_shapes=param_shapes, outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
+            params=params, param_shapes=param_shapes,
+            outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
             temps=tuple((j, t.numel, t.ctype) for j, t in emitter.temps), single=traced.single))
     knobs = ["ACC"] if reduces else []
     knobs += ["UNROLL", "VEC"]

@@ -72,7 +72,8 @@ def _pow(args, kwargs, meta):
 @handles("gelu")
 def _gelu(args, kwargs, meta):
     shape, ctype = _out(meta)
-    return pointwise("gelu", [args[0]], ctype, (kwargs.get("approximate", args[1] if len(args) > 1 else "none"),), shape)
+    approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
+    return pointwise("gelu", [args[0]], ctype, (approximate,), shape)
 
 
 @handles("elu")
@@ -86,7 +87,8 @@ def _elu(args, kwargs, meta):
 @handles("leaky_relu")
 def _leaky_relu(args, kwargs, meta):
     shape, ctype = _out(meta)
-    return pointwise("leaky_relu", [args[0]], ctype, (args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01),),
+    slope = args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01)
+    return pointwise("leaky_relu", [args[0]], ctype, (slope,),
                      shape)
 
 

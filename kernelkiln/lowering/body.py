@@ -109,7 +109,8 @@ class Body:
         offset, d = 0, node.dim
         for k, part in enumerate(node.parts):
             size = part.shape[d]
-            test = "else" if k == len(node.parts) - 1 else f"{'if' if k == 0 else 'else if'} ({idx[d]} < {offset + size})"
+            keyword = "if" if k == 0 else "else if"
+            test = "else" if k == len(node.parts) - 1 else f"{keyword} ({idx[d]} < {offset + size})"
             self.lines.append(f"{self.indent}{test} {{")
             branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
             branch.memo = dict(self.memo)

@@ -143,7 +143,8 @@ class ModelNew(nn.Module):
         fixed = [state[p].detach().contiguous() for p in params]
         for p, t, shape in zip(params, fixed, shapes):
             if tuple(t.shape) != shape:  # the kernel's sizes are constants: never read past a tensor
-                raise ValueError(f"parameter {{p}} has shape {{tuple(t.shape)}}, the kernel was generated for {{shape}}")
+                raise ValueError(f"parameter {{p}} has shape {{tuple(t.shape)}}; the kernel was generated "
+                                 f"for {{shape}}")
         scratch = [torch.empty(n, dtype=dtype) for n, dtype in temps]
         self.ready[key] = (FUNCTIONS[name], fixed, outputs, scratch, single)
 

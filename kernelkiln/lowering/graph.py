@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 Index = tuple[str, ...]
-CTYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t", "bool": "uint8_t", "uint8": "uint8_t"}
+CTYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t", "bool": "uint8_t",
+          "uint8": "uint8_t"}
 FLOATS = ("float", "double")
 
 

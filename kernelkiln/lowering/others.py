@@ -167,7 +167,8 @@ def window(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     w(f"acc = {combine('max', 'acc', f'({acc}){v}')};" if p.op == "max" else f"acc += ({acc}){v};")
     for _ in spatial:
         w.close()
-    target = f"{buffers[id(p)]}[{linear(tuple(var(out, d) if d != last else f'i{last}' for d in range(len(out))), out)}]"
+    where = tuple(var(out, d) if d != last else f"i{last}" for d in range(len(out)))
+    target = f"{buffers[id(p)]}[{linear(where, out)}]"
     if p.op == "max":
         w(f"{target} = acc;")
     else:

@@ -39,7 +39,8 @@ class Plan:
 
 def _rowable(node: Reduce) -> bool:
     shape = node.arg.shape
-    return not shape or (len(shape) - 1) in node.dims or all(shape[k] == 1 for k in range(max(node.dims) + 1, len(shape)))
+    after = range(max(node.dims) + 1, len(shape)) if node.dims else ()
+    return not shape or (len(shape) - 1) in node.dims or all(shape[k] == 1 for k in after)
 
 
 def _reads(node: Node, stored: set[int]) -> set[int]:

@@ -76,7 +76,11 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
 
 def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    missing = sorted({op_name(n.target) for n in calls if _handler_name(n) not in HANDLERS and op_name(n.target) not in _PLUMBING})
+    if any(n.op == "get_attr" for n in gm.graph.nodes):
+        raise Unsupported("the reference keeps a tensor that is neither a parameter nor a buffer "
+                          "(register it with register_buffer)")
+    missing = sorted({op_name(n.target) for n in calls
+                      if _handler_name(n) not in HANDLERS and op_name(n.target) not in _PLUMBING})
     if missing:
         raise Unsupported("no lowering yet for " + ", ".join(f"aten.{m}" for m in missing))
     env: dict[Any, Any] = {}
@@ -92,10 +96,11 @@ def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
             env[fx] = _call(fx, env, placeholders)
         elif fx.op == "output":
             result = fx.args[0]
-            items = result if isinstance(result, (tuple, list)) else [result]
-            for item in items:
-                outputs.append(node(env[item]))
             single = not isinstance(result, (tuple, list))
+            for item in [result] if single else result:
+                if item not in env:
+                    raise Unsupported(f"forward returns a {type(item).__name__}, not only tensors")
+                outputs.append(node(env[item]))
     ops = [op_name(n.target) for n in calls if op_name(n.target) not in _PLUMBING]
     graph = Graph(inputs=inputs, outputs=outputs, ops=ops)
     return Traced(graph, tensors, [i.shape for i in inputs], [str(t.dtype).removeprefix("torch.") for t in flat],
