@@ -7,11 +7,16 @@ narrow the list); plumbing (allocation, shape queries, views) is always allowed.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from kernelkiln.errors import UserError
 from kernelkiln.guard.aliases import canonical_ops, op_name, spelling
+
+if TYPE_CHECKING:
+    from kernelkiln.task.model import Task
 
 # Ops that move or describe data without computing the task's result.
 PLUMBING = frozenset({
@@ -90,3 +95,26 @@ def record(module: torch.nn.Module, inputs: list) -> set[str]:
     with torch.no_grad(), recorder:
         module(*inputs)
     return recorder.names
+
+
+def reference_models(task: Task, seed: int) -> tuple[dict[int, Any], set[str]]:
+    """The parent's reference model per workload, each run once, and the ops the first one calls.
+
+    A reference that cannot be built or run at a workload's sizes is the task's fault: one line.
+    """
+    models: dict[int, Any] = {}
+    recorded: set[str] = set()
+    for i, workload in enumerate(task.workloads):
+        try:
+            models[i] = task.make_model(workload, seed)
+            with task.bound(workload), torch.no_grad():  # the lock: other sessions' threads share torch's RNG
+                inputs = task.make_inputs(workload, 0)
+                if i == 0:
+                    recorded = record(models[i], inputs)
+                else:
+                    models[i](*inputs)
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the reference's own code, at these sizes
+            raise task.reference_failure(workload, exc) from None
+    return models, recorded

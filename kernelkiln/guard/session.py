@@ -16,7 +16,7 @@ from kernelkiln.guard import gate, placement, sandbox
 from kernelkiln.guard.check import WorkloadCases, judge_trials, make_cases, summarize
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.device import DeviceLock
-from kernelkiln.guard.reference_ops import forbidden_ops, record
+from kernelkiln.guard.reference_ops import forbidden_ops, reference_models
 from kernelkiln.guard.scoring import decide, noise_margin, workload_result
 from kernelkiln.guard.timing import Series, Timer, TimingReject
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
@@ -84,31 +84,6 @@ def _raised(reply: dict) -> str:
     return f"{reply.get('error')}{where}"
 
 
-def _references(task: Task, seed: int) -> tuple[dict[int, Any], set[str]]:
-    """The parent's reference model per workload, each run once, and the ops the first one calls.
-
-    A reference that cannot be built or run at a workload's sizes is the task's fault: one line.
-    """
-    import torch
-
-    models: dict[int, Any] = {}
-    recorded: set[str] = set()
-    for i, workload in enumerate(task.workloads):
-        try:
-            models[i] = task.make_model(workload, seed)
-            with task.bound(workload), torch.no_grad():  # the lock: other sessions' threads share torch's RNG
-                inputs = task.make_inputs(workload, 0)
-                if i == 0:
-                    recorded = record(models[i], inputs)
-                else:
-                    models[i](*inputs)
-        except UserError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the reference's own code, at these sizes
-            raise task.reference_failure(workload, exc) from None
-    return models, recorded
-
-
 class _Reject(Exception):
     def __init__(self, stage: Stage, reason: str, diagnostics: list[dict] | None = None):
         super().__init__(reason)
@@ -126,7 +101,7 @@ class GuardSession:
         self.config = config or GuardConfig()
         self.platform = get_platform(self.config.platform)  # a one-line UserError when this machine lacks it
         self.model_seed = secrets.randbits(31)
-        self.ref_models, recorded = _references(task, self.model_seed)  # before the clocks lock: it may fail
+        self.ref_models, recorded = reference_models(task, self.model_seed)  # before the clocks lock: it may fail
         self._clocks = self.config.lock_clocks_mhz
         if self._clocks is not None:
             _lock_clocks(self.platform, self._clocks)
