@@ -39,13 +39,6 @@ def ctype_of(dtype: Any) -> str:
     return CTYPES[name]
 
 
-def promote(*ctypes: str) -> str:
-    for t in ("double", "float", "int64_t", "int32_t", "uint8_t"):
-        if t in ctypes:
-            return t
-    return "float"
-
-
 def node(value: Any, ctype: str = "float") -> Node:
     """A graph node for a tensor node or a Python number (a constant)."""
     if isinstance(value, Node):

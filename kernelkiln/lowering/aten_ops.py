@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelkiln.lowering import views as V
-from kernelkiln.lowering.aten import ctype_of, handles, node, pointwise, promote, reduce
+from kernelkiln.lowering.aten import ctype_of, handles, node, pointwise, reduce
 from kernelkiln.lowering.graph import Concat, Constant, Gather, Node, Unsupported
 
 _UNARY = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
@@ -19,21 +19,11 @@ def _out(meta: Any) -> tuple[tuple[int, ...], str]:
     return tuple(int(s) for s in meta.shape), ctype_of(meta.dtype)
 
 
-def _compute_type(args: list[Any], out_ctype: str, op: str) -> str:
-    """Comparisons compare in their arguments' promoted type; everything else computes in its result's."""
-    if op not in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not"):
-        return out_ctype
-    tensors = [a.ctype for a in args if isinstance(a, Node) and not isinstance(a, Constant)]
-    if any(isinstance(a, float) for a in args):
-        tensors.append("float")
-    return promote(*tensors) if tensors else "float"
-
-
 def _pointwise(op: str):
     def handler(args: list[Any], kwargs: dict, meta: Any) -> Node:
         shape, ctype = _out(meta)
-        return pointwise(op, list(args[:2] if op in _BINARY else args[:1]), _compute_type(args, ctype, op),
-                         shape=shape)
+        # a comparison's compare type is its arguments' (Body._compute_type); its node is bool
+        return pointwise(op, list(args[:2] if op in _BINARY else args[:1]), ctype, shape=shape)
     return handler
 
 

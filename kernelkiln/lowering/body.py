@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from kernelkiln.lowering.graph import Concat, Constant, Gather, Index, Node, Pointwise, View, linear
+from kernelkiln.lowering.graph import Concat, Constant, Gather, Index, Node, Pointwise, View, linear, promote
 from kernelkiln.lowering.pointwise import BOOLEAN, literal, render
 
 
@@ -15,13 +15,6 @@ class NotFusable(Exception):
     def __init__(self, node: Node):
         super().__init__("not fusable")
         self.node = node
-
-
-def _promote(*ctypes: str) -> str:
-    for t in ("double", "float", "int64_t", "int32_t", "uint8_t"):
-        if t in ctypes:
-            return t
-    return "float"
 
 
 class Body:
@@ -125,7 +118,9 @@ class Body:
         if node.op not in BOOLEAN:
             return node.ctype
         tensors = [a.ctype for a in node.args if _constant(a) is None]
-        return _promote(*tensors) if tensors else "float"
+        if any(isinstance(c.value, float) for a in node.args if (c := _constant(a)) is not None):
+            tensors.append("float")  # an integer tensor compared with 0.5 compares as float, as in torch
+        return promote(*tensors)
 
 
 def _constant(node: Node) -> Constant | None:

@@ -13,7 +13,18 @@ import math
 
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.graph import FLOATS, Graph, Node, Reduce, linear
-from kernelkiln.lowering.loops import INIT, OMP, PARALLEL_MIN, Writer, combine, decompose, open_loops, parallel, var
+from kernelkiln.lowering.loops import (
+    INIT,
+    OMP,
+    PARALLEL_MIN,
+    Writer,
+    combine,
+    decompose,
+    flat_position,
+    open_loops,
+    parallel,
+    var,
+)
 from kernelkiln.lowering.others import column, scan, window
 from kernelkiln.lowering.pointwise import literal
 from kernelkiln.lowering.schedule import Kernel, Plan, needs_buffer
@@ -54,6 +65,13 @@ class FunctionEmitter:
     def _body(self, scalars=None, row=None) -> Body:
         return Body(self.plan.buffers, scalars, row, names=self.names)
 
+    def _arg_at(self, r: Reduce, shape: tuple[int, ...], scalars: dict, row: dict) -> str:
+        """Emit the statements of ``r``'s argument at the loops' index; its value's C expression."""
+        body = self._body(scalars, row)
+        v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
+        self.w.body(body)
+        return v
+
     # -- row groups ------------------------------------------------------------------------
     def _row(self, k: Kernel) -> None:
         w, shape = self.w, k.shape
@@ -90,9 +108,7 @@ class FunctionEmitter:
             return
         acc = r.ctype
         if not live:
-            body = self._body(scalars, row)
-            v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
-            w.body(body)
+            v = self._arg_at(r, shape, scalars, row)
             w(f"const {acc} {name} = {_scaled(r, f'({acc}){v}')};")
         else:
             w("#if ACC > 1")
@@ -104,9 +120,7 @@ class FunctionEmitter:
             w("KILN_UNROLL")
             w.open(f"for (int a = 0; a < ACC && j + a < {shape[last]}; ++a)")
             w(f"const int64_t i{last} = j + a;")
-            body = self._body(scalars, row)
-            v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
-            w.body(body)
+            v = self._arg_at(r, shape, scalars, row)
             w(f"{name}_l[a] = {combine(r.op, f'{name}_l[a]', f'({acc}){v}')};")
             w.close()
             w.close()
@@ -118,9 +132,7 @@ class FunctionEmitter:
             w("#else")
             w(f"{acc} {name}_a = {INIT[r.op]};")
             open_loops(w, shape, live, f"KILN_SIMD_REDUCE({OMP[r.op]}, {name}_a)")
-            body = self._body(scalars, row)
-            v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
-            w.body(body)
+            v = self._arg_at(r, shape, scalars, row)
             w(f"{name}_a = {combine(r.op, f'{name}_a', f'({acc}){v}')};")
             for _ in live:
                 w.close()
@@ -138,10 +150,8 @@ class FunctionEmitter:
         if r.arg.ctype not in FLOATS:
             w(f"{name}_v = {'-' if r.op == 'argmax' else ''}INFINITY;")
         open_loops(w, shape, live)
-        body = self._body(scalars, row)
-        v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
-        w.body(body)
-        position = " + ".join(f"i{d}*{math.prod(shape[e] for e in live if e > d)}" for d in live) or "0"
+        v = self._arg_at(r, shape, scalars, row)
+        position = flat_position(shape, live)
         better = ">" if r.op == "argmax" else "<"
         w(f"if (({vt}){v} {better} {name}_v || ({v} != {v} && {name}_v == {name}_v)) "
           f"{{ {name}_v = ({vt}){v}; {name} = {position}; }}")
@@ -183,9 +193,7 @@ class FunctionEmitter:
                 w(f"#pragma omp parallel for num_threads(nt) schedule(static) reduction({OMP[r.op]}:{name}_a)")
                 w.open(f"for (int64_t i{live[0]} = 0; i{live[0]} < {shape[live[0]]}; ++i{live[0]})")
                 opened = open_loops(w, shape, live[1:], f"KILN_SIMD_REDUCE({OMP[r.op]}, {name}_a)")
-                body = self._body(scalars, {})
-                v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
-                w.body(body)
+                v = self._arg_at(r, shape, scalars, {})
                 w(f"{name}_a = {combine(r.op, f'{name}_a', f'({acc}){v}')};")
                 for _ in range(opened + 1):
                     w.close()

@@ -17,6 +17,14 @@ CTYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": 
 FLOATS = ("float", "double")
 
 
+def promote(*ctypes: str) -> str:
+    """The widest of ``ctypes`` in torch's order (double, float, int64, int32, bool); float when none."""
+    for t in ("double", "float", "int64_t", "int32_t", "uint8_t"):
+        if t in ctypes:
+            return t
+    return "float"
+
+
 class Unsupported(Exception):
     """An operation, dtype or pattern the lowering cannot express (yet); ``str()`` is one line."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from kernelkiln.lowering.body import Body
 
 PARALLEL_MIN = 1 << 15  # elements below which a loop runs on one thread: forking costs more
@@ -92,6 +94,11 @@ def open_loops(w: Writer, shape: tuple[int, ...], dims: list[int], innermost: st
             w(innermost)
         w.open(f"for (int64_t i{k} = 0; i{k} < {shape[k]}; ++i{k})")
     return len(live)
+
+
+def flat_position(shape: tuple[int, ...], live: list[int]) -> str:
+    """The position among the reduced ``live`` dims (row-major), as argmax/argmin report it."""
+    return " + ".join(f"i{d}*{math.prod(shape[e] for e in live if e > d)}" for d in live) or "0"
 
 
 def parallel(work: int, extra: str = "") -> str | None:

@@ -6,7 +6,7 @@ import math
 
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.graph import FLOATS, Reduce, Scan, Window, linear
-from kernelkiln.lowering.loops import INIT, Writer, combine, decompose, open_loops, parallel, var
+from kernelkiln.lowering.loops import INIT, Writer, combine, decompose, flat_position, open_loops, parallel, var
 from kernelkiln.lowering.pointwise import literal
 from kernelkiln.lowering.schedule import Kernel
 
@@ -64,8 +64,7 @@ def column(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     w.body(body)
     slot = _slot(shape, first, rest)
     if arg:
-        live = [d for d in reduced if shape[d] != 1]
-        position = " + ".join(f"i{d}*{math.prod(shape[e] for e in live if e > d)}" for d in live) or "0"
+        position = flat_position(shape, [d for d in reduced if shape[d] != 1])
         better = ">" if r.op == "argmax" else "<"
         w(f"if (({vt}){v} {better} acc[{slot}]) {{ acc[{slot}] = ({vt}){v}; pos[{slot}] = {position}; }}")
     else:

@@ -197,3 +197,8 @@ def test_max_or_min_values_over_dim_0_keep_the_other_dims(tmp_path, forward):
 def test_argmax_argmin_and_prod_over_dim_0_lower(tmp_path, forward, inputs):
     task = write_task(tmp_path, "task", forward, S3, inputs)
     assert mismatch(task, generate(task).source) is None
+
+
+def test_an_integer_tensor_compared_with_a_fraction_compares_as_float(tmp_path):
+    task = write_task(tmp_path, "task", "torch.where(x > 0.5, x * 2, x - 1)", S2, "[torch.randint(-2, 3, (B, N))]")
+    assert mismatch(task, generate(task).source) is None
