@@ -2,21 +2,25 @@
 
 trace (ATen ops at the task's real inputs) → graph (pointwise nodes, views, reductions,
 scans, windows) → plan (row groups fuse reductions with their elementwise neighbours)
-→ one C function per workload → the candidate file. A family the lowering lacks
-(matmul, conv) is refused naming its operations; adding one is a handler in
-``aten_*`` plus a kernel kind in ``schedule`` and an emitter.
+→ one C function per workload → the candidate file. Products and convolutions are
+GEMM kernels with fused epilogues (``gemm``); a convolution's function holds both of
+its forms (implicit GEMM and direct) behind the CONV knob. A family the lowering lacks
+is refused naming its operations; adding one is a handler in ``aten_*`` plus a kernel
+kind in ``schedule`` and an emitter.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelkiln.lowering.aten_matmul import conv_mode
 from kernelkiln.lowering.body import NotFusable
 from kernelkiln.lowering.candidate import Entry, render
 from kernelkiln.lowering.emit import FunctionEmitter
+from kernelkiln.lowering.gemm import GEMM_HEADER, GEMM_KNOBS
 from kernelkiln.lowering.graph import Unsupported
 from kernelkiln.lowering.loops import HEADER
-from kernelkiln.lowering.schedule import plan
+from kernelkiln.lowering.schedule import Plan, plan
 from kernelkiln.lowering.trace import Traced, trace
 from kernelkiln.platforms.host import default_threads, simd_floats
 from kernelkiln.task.model import Task
@@ -35,17 +39,45 @@ class Generated:
     fused: int  # kernels per workload after fusion (the first workload's)
 
 
-def _function(traced: Traced, name: str):
+def _scheduled(traced: Traced, name: str, temp_prefix: str = "tmp") -> tuple[Plan, FunctionEmitter, str]:
+    """The plan, its emitter and the function body; a group that cannot fuse is split and planned again."""
     solo: set[int] = set()
     while True:
-        p = plan(traced.graph, solo)
+        p = plan(traced.graph, solo, temp_prefix)
         emitter = FunctionEmitter(traced.graph, p, name)
         try:
-            return p, emitter, emitter.emit()
+            return p, emitter, emitter.body()
         except NotFusable as exc:
             if id(exc.node) in solo:
                 raise Unsupported(f"could not schedule a {type(exc.node).__name__.lower()}") from None
             solo.add(id(exc.node))
+
+
+def _function(task: Task, workload, name: str):
+    """(traced, plan, emitter, temps, C function, kernels) of one workload; a convolution's holds both CONV forms."""
+    traced = trace(task, workload)
+    p, emitter, body = _scheduled(traced, name)
+    params, temps = emitter.params(temps=False) + emitter.temp_params(), list(emitter.temps)
+    if "convolution" in traced.graph.ops:
+        token = conv_mode.set("direct")
+        try:
+            direct = trace(task, workload)
+        finally:
+            conv_mode.reset(token)
+        dp, demitter, dbody = _scheduled(direct, name, "dtmp")
+        params += demitter.temp_params()
+        temps += demitter.temps
+        body = f"#ifdef CONV_direct\n{dbody}\n#else\n{body}\n#endif"
+        kernels = p.kernels + dp.kernels
+    else:
+        kernels = p.kernels
+    code = f"void {name}({', '.join(params + ['int nt'])}) {{\n{body}\n}}\n"
+    return traced, p, emitter, temps, code, kernels
+
+
+def _types(emitter: FunctionEmitter, temps: list) -> list[str]:
+    types = emitter.signature_types()[:len(emitter.graph.inputs) + len(emitter.plan.outputs)]
+    return types + [f"{t.ctype}*" for _, t in temps] + ["int"]
 
 
 def generate(task: Task, threads: int | None = None) -> Generated:
@@ -53,12 +85,11 @@ def generate(task: Task, threads: int | None = None) -> Generated:
     entries, functions, kinds, ops, fused, reduces = [], [], [], [], None, False
     seen: dict[tuple, str] = {}
     for k, workload in enumerate(task.workloads):
-        traced = trace(task, workload)
+        traced, p, emitter, temps, code, kernels = _function(task, workload, f"kiln_w{k}")
         params = tuple(t.removeprefix("param:") for t in traced.tensors if t.startswith("param:"))
         inputs = tuple(s for s, t in zip(traced.input_shapes, traced.tensors, strict=True) if t.startswith("input:"))
         param_shapes = tuple(s for s, t in zip(traced.input_shapes, traced.tensors, strict=True)
                              if t.startswith("param:"))
-        p, emitter, code = _function(traced, f"kiln_w{k}")
         if inputs in seen:
             if seen[inputs] != code.replace(f"kiln_w{k}(", "kiln_w("):
                 raise Unsupported(f"workloads {workload.name} and an earlier one have the same input shapes "
@@ -66,21 +97,26 @@ def generate(task: Task, threads: int | None = None) -> Generated:
             continue
         seen[inputs] = code.replace(f"kiln_w{k}(", "kiln_w(")
         fused = fused if fused is not None else len(p.kernels)
-        kinds += [kernel.kind for kernel in p.kernels]
-        reduces = reduces or any(kernel.reductions for kernel in p.kernels)
+        kinds += [kernel.kind for kernel in kernels]
+        reduces = reduces or any(kernel.reductions for kernel in kernels)
         ops += traced.graph.ops
         functions.append(code)
         entries.append(Entry(
-            name=f"kiln_w{k}", signature=f"void({', '.join(emitter.signature_types())})", input_shapes=inputs,
+            name=f"kiln_w{k}", signature=f"void({', '.join(_types(emitter, temps))})", input_shapes=inputs,
             params=params, param_shapes=param_shapes,
             outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
-            temps=tuple((j, t.numel, t.ctype) for j, t in emitter.temps), single=traced.single))
+            temps=tuple((j, t.numel, t.ctype) for j, t in temps), single=traced.single))
     knobs = ["ACC"] if reduces else []
     knobs += ["UNROLL", "VEC"]
     if {"row", "column", "scan"} & set(kinds):
         knobs.append("TILE")
+    if "gemm" in kinds:
+        knobs += GEMM_KNOBS
+    if "convolution" in ops:
+        knobs.append("CONV")
     unique_kinds = tuple(dict.fromkeys(kinds))
     summary = ", ".join(dict.fromkeys(ops)) or "no operations"
     cap = threads or default_threads()
-    source = render(task, HEADER + "\n" + "\n".join(functions), entries, knobs, cap, summary, simd_floats())
+    header = HEADER + (GEMM_HEADER if "gemm" in kinds else "")
+    source = render(task, header + "\n" + "\n".join(functions), entries, knobs, cap, summary, simd_floats())
     return Generated(source, unique_kinds, tuple(["THREADS", *knobs, "FLAGS"]), tuple(dict.fromkeys(ops)), fused or 0)

@@ -292,3 +292,17 @@ def _values_indices(op: str, arg_op: str):
 
 handles("max")(_values_indices("max", "argmax"))
 handles("min")(_values_indices("min", "argmin"))
+
+
+def _truth(op: str):
+    """any (the largest truth value over the dims is 1) and all (the smallest is)."""
+    def handler(args, kwargs, meta):
+        dims, keep = _dims_keep(args, kwargs)
+        x = node(args[0])
+        truth = pointwise("where", [pointwise("ne", [x, 0], x.ctype), 1.0, 0.0], "float")
+        return pointwise("gt", [reduce(op, truth, dims, keep), 0.5], "float")
+    return handler
+
+
+handles("any")(_truth("max"))
+handles("all")(_truth("min"))

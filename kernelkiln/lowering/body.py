@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from kernelkiln.lowering.graph import Concat, Constant, Gather, Index, Node, Pointwise, View, linear, promote
+from kernelkiln.lowering.graph import Concat, Constant, Gather, Index, Node, Patches, Pointwise, View, linear, promote
 from kernelkiln.lowering.pointwise import BOOLEAN, literal, render
 
 
@@ -78,6 +78,8 @@ class Body:
             return self._pointwise(node, idx)
         if isinstance(node, Concat):
             return self._concat(node, idx)
+        if isinstance(node, Patches):
+            return self._patches(node, idx)
         raise NotFusable(node)  # a stored kind without a buffer: computed by its own kernel first
 
     def _pointwise(self, node: Pointwise, idx: Index) -> str:
@@ -111,6 +113,25 @@ class Body:
             value = branch.value(part, shifted)
             self.lines += branch.lines + [f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
             offset += size
+        return name
+
+    def _patches(self, node: Patches, idx: Index) -> str:
+        """The input element under kernel tap (kh, kw) at output (oh, ow); 0 in the padding."""
+        n, c, kh, kw, oh, ow = idx
+        (sh, sw), (ph, pw), (dh, dw) = node.stride, node.padding, node.dilation
+        height, width = node.base.shape[2:]
+        y = self.temp("int64_t", f"({oh}) * {sh} - {ph} + ({kh}) * {dh}")
+        x = self.temp("int64_t", f"({ow}) * {sw} - {pw} + ({kw}) * {dw}")
+        at = (n, c, y, x)
+        if ph == pw == 0:  # every tap lies inside the input
+            return self.value(node.base, at)
+        name = f"v{next(self.names)}"
+        self.lines.append(f"{self.indent}{node.ctype} {name} = 0;")
+        self.lines.append(f"{self.indent}if ({y} >= 0 && {y} < {height} && {x} >= 0 && {x} < {width}) {{")
+        branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
+        branch.memo = dict(self.memo)
+        value = branch.value(node.base, at)
+        self.lines += branch.lines + [f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
         return name
 
     @staticmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from kernelkiln.lowering.gemm import gemm_vocabulary
 from kernelkiln.lowering.graph import Unsupported
 from kernelkiln.task.model import Task
 
@@ -17,8 +18,11 @@ from kernelkiln.task.model import Task
 # learned on one task (``set ACC=4``) applies to the next.
 FLAG_SETS = [["-O3", "-march=native", "-ffast-math"], ["-O3", "-march=native"], ["-O2", "-march=native"],
              ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math"]]
-VOCABULARY = {"ACC": [1, 2, 4, 8], "UNROLL": [1, 2, 4, 8], "VEC": [0, 4, 8, 16], "TILE": [64, 256, 1024, 4096]}
-DEFAULTS = {"ACC": 1, "UNROLL": 1, "VEC": 0, "TILE": 256}  # VEC's default: the CPU's (platforms.host.simd_floats)
+_GEMM_OPTIONS, _GEMM_DEFAULTS = gemm_vocabulary()  # register tiles follow the CPU's vector registers
+VOCABULARY = {"ACC": [1, 2, 4, 8], "UNROLL": [1, 2, 4, 8], "VEC": [0, 4, 8, 16], "TILE": [64, 256, 1024, 4096],
+              **_GEMM_OPTIONS, "CONV": ["gemm", "direct"]}
+# VEC's default: the CPU's (platforms.host.simd_floats)
+DEFAULTS = {"ACC": 1, "UNROLL": 1, "VEC": 0, "TILE": 256, **_GEMM_DEFAULTS, "CONV": "gemm"}
 _DTYPES = {"float": "torch.float32", "double": "torch.float64", "int64_t": "torch.int64", "int32_t": "torch.int32",
            "uint8_t": "torch.bool"}
 _DROP = {"get_inputs", "get_init_inputs", "KILN"}
@@ -87,7 +91,8 @@ def render(task: Task, c_source: str, entries: list[Entry], knobs: list[str], th
     options = {"THREADS": thread_options(threads), **{k: VOCABULARY[k] for k in knobs}, "FLAGS": FLAG_SETS}
     assignments = "\n".join(f"{name} = {value!r}" for name, value in values.items())
     declared = ",\n".join(f"    {name!r}: {opts!r}" for name, opts in options.items())
-    defines = "".join(f', f"-D{k}={{{k}}}"' for k in knobs)
+    # a word-valued knob is a macro of its own (CONV="direct": -DCONV_direct), a number a value
+    defines = "".join(f', f"-D{k}_{{{k}}}"' if isinstance(DEFAULTS[k], str) else f', f"-D{k}={{{k}}}"' for k in knobs)
     functions = ",\n".join(f"    {e.name!r}: {e.signature!r}" for e in entries)
     table = ",\n".join(
         f"    {e.input_shapes!r}: ({e.name!r}, {e.params!r}, {e.param_shapes!r}, "

@@ -12,6 +12,7 @@ import itertools
 import math
 
 from kernelkiln.lowering.body import Body
+from kernelkiln.lowering.gemm import emit_gemm
 from kernelkiln.lowering.graph import FLOATS, Graph, Node, Reduce, linear
 from kernelkiln.lowering.loops import (
     INIT,
@@ -51,16 +52,28 @@ class FunctionEmitter:
         return types + ["int"]
 
     def emit(self) -> str:
+        return f"void {self.name}({', '.join(self.params() + ['int nt'])}) {{\n{self.body()}\n}}\n"
+
+    def params(self, temps: bool = True) -> list[str]:
+        """The C parameters: inputs, outputs and (with ``temps``) scratch buffers."""
         params = [f"const {i.ctype}* restrict in{i.position}" for i in self.graph.inputs]
         params += [f"{o.ctype}* restrict out{k}" for k, o in enumerate(self.plan.outputs)]
-        params += [f"{t.ctype}* restrict tmp{k}" for k, t in self.temps]
-        for kernel in self.plan.kernels:
+        return params + (self.temp_params() if temps else [])
+
+    def temp_params(self) -> list[str]:
+        return [f"{t.ctype}* restrict {self.plan.buffers[id(t)]}" for _, t in self.temps]
+
+    def body(self) -> str:
+        """The statements computing every kernel of the plan, in order."""
+        for n, kernel in enumerate(self.plan.kernels):
             self.w(f"/* {kernel.kind} over {list(kernel.shape)} */")
             self.w.open("")
-            getattr(self, f"_{kernel.kind}")(kernel)
+            if kernel.kind == "gemm":
+                emit_gemm(self.w, self.plan.buffers, kernel.node, kernel.writes, self.names, f"{self.name}_g{n}")
+            else:
+                getattr(self, f"_{kernel.kind}")(kernel)
             self.w.close()
-        body = "\n".join(self.w.lines)
-        return f"void {self.name}({', '.join(params + ['int nt'])}) {{\n{body}\n}}\n"
+        return "\n".join(self.w.lines)
 
     def _body(self, scalars=None, row=None) -> Body:
         return Body(self.plan.buffers, scalars, row, names=self.names)

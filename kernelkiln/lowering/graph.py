@@ -148,7 +148,31 @@ class Window(Node):
         return (self.arg,)
 
 
-STORED = (Input, Reduce, Scan, Window)
+@dataclass(eq=False)
+class Matmul(Node):
+    """``a @ b`` over the last two dims, the leading (batch) dims equal: float32, computed by the GEMM kernel."""
+
+    a: Node | None = None  # (..., M, K)
+    b: Node | None = None  # (..., K, N)
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.a, self.b)
+
+
+@dataclass(eq=False)
+class Patches(Node):
+    """What a 2-d convolution reads: ``base`` (N, C, H, W) as (N, C, KH, KW, OH, OW), zero in the padding."""
+
+    base: Node | None = None
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.base,)
+
+
+STORED = (Input, Reduce, Scan, Window, Matmul)
 
 
 @dataclass

@@ -5,26 +5,40 @@ each row it runs the group's reductions in order (each a scalar for that row) an
 writes the group's outputs over the reduced dimensions, so softmax, the normalizations
 and their elementwise prologues and epilogues read their row once from memory and keep
 it in cache. A reduction over a dimension that is not the innermost (a *column*
-reduction), a scan and a pooling window each get a loop nest of their own.
+reduction), a scan and a pooling window each get a loop nest of their own. A matrix
+product is a *gemm* kernel; the writes that read it only at their own index (through
+elementwise ops: bias, activation, scaling) join it as its epilogue.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernelkiln.lowering.graph import Constant, Graph, Input, Node, Pointwise, Reduce, Scan, View, Window, topological
+from kernelkiln.lowering.graph import (
+    Constant,
+    Graph,
+    Input,
+    Matmul,
+    Node,
+    Pointwise,
+    Reduce,
+    Scan,
+    View,
+    Window,
+    topological,
+)
 
 
 @dataclass
 class Kernel:
-    """One loop nest: ``kind`` row (reductions then writes over ``shape``), column, scan or window."""
+    """One loop nest: ``kind`` row (reductions then writes over ``shape``), column, scan, window or gemm."""
 
     kind: str
     shape: tuple[int, ...]
     dims: tuple[int, ...] = ()  # row: the reduced (inner) dims
     reductions: list[Reduce] = field(default_factory=list)
     writes: list[Node] = field(default_factory=list)
-    node: Node | None = None  # column, scan, window: the node it computes
+    node: Node | None = None  # column, scan, window, gemm: the node it computes
 
 
 @dataclass
@@ -60,7 +74,47 @@ def _reads(node: Node, stored: set[int]) -> set[int]:
     return found
 
 
-def plan(graph: Graph, solo: set[int]) -> Plan:
+def _epilogue(n: Node, mm: Matmul) -> bool:
+    """``n`` reads ``mm`` only at its own linear position: through elementwise ops of ``n``'s shape and
+    reshapes of ``mm`` (a convolution's product is read as (N, C, H, W))."""
+    if not isinstance(n, Pointwise) or n.numel != mm.numel:
+        return False
+    stack, seen = [n], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or x is mm:
+            continue
+        seen.add(id(x))
+        if not _depends(x, mm):
+            continue
+        if isinstance(x, Pointwise) and x.shape == n.shape:
+            stack.extend(x.args)
+        elif isinstance(x, View) and x.kind == "reshape" and x.numel == mm.numel and _reshapes_of(x, mm):
+            continue
+        else:
+            return False
+    return True
+
+
+def _reshapes_of(x: Node, mm: Matmul) -> bool:
+    while isinstance(x, View) and x.kind == "reshape":
+        x = x.base
+    return x is mm
+
+
+def _depends(node: Node, target: Node) -> bool:
+    stack, seen = [node], set()
+    while stack:
+        x = stack.pop()
+        if x is target:
+            return True
+        if id(x) not in seen:
+            seen.add(id(x))
+            stack.extend(x.inputs())
+    return False
+
+
+def plan(graph: Graph, solo: set[int], temp_prefix: str = "tmp") -> Plan:
     """Kernels for ``graph``; ``solo`` nodes neither join nor take others into a group."""
     buffers: dict[int, str] = {id(i): f"in{i.position}" for i in graph.inputs}
     targets: list[Node] = []
@@ -76,8 +130,8 @@ def plan(graph: Graph, solo: set[int]) -> Plan:
     order = topological(targets)
     temps: list[Node] = []
     for n in order:
-        if isinstance(n, (Reduce, Scan, Window)) and id(n) not in buffers:
-            buffers[id(n)] = f"tmp{len(temps)}"
+        if isinstance(n, (Reduce, Scan, Window, Matmul)) and id(n) not in buffers:
+            buffers[id(n)] = f"{temp_prefix}{len(temps)}"
             temps.append(n)
     stored = set(buffers)
     kernels: list[Kernel] = []
@@ -86,6 +140,11 @@ def plan(graph: Graph, solo: set[int]) -> Plan:
         if id(n) not in stored or isinstance(n, Input):
             continue
         reads = _reads(n, stored)
+        if current is not None and current.kind == "gemm":
+            if id(n) not in solo and _epilogue(n, current.node) and not any(id(w) in reads for w in current.writes):
+                current.writes.append(n)
+                continue
+            current = None
         if current is not None and id(n) not in solo and _joins(current, n, reads, solo):
             (current.reductions if isinstance(n, Reduce) else current.writes).append(n)
             continue
@@ -94,6 +153,10 @@ def plan(graph: Graph, solo: set[int]) -> Plan:
             current = Kernel("row", n.arg.shape, n.dims, reductions=[n])
         elif isinstance(n, Reduce):
             kernels.append(Kernel("column", n.arg.shape, n.dims, node=n))
+            continue
+        elif isinstance(n, Matmul):
+            current = Kernel("gemm", n.shape, node=n)
+            kernels.append(current)
             continue
         elif isinstance(n, (Scan, Window)):
             kernels.append(Kernel("scan" if isinstance(n, Scan) else "window", n.shape, node=n))

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from kernelkiln.lowering import aten_composite, aten_ops  # noqa: F401  (they register the handlers)
+from kernelkiln.lowering import aten_composite, aten_matmul, aten_ops  # noqa: F401  (they register the handlers)
 from kernelkiln.lowering.aten import HANDLERS, Unusable, ctype_of, node
 from kernelkiln.lowering.graph import Graph, Input, Node, Unsupported
 from kernelkiln.task.model import Task, Workload
@@ -77,8 +77,9 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
 def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     if any(n.op == "get_attr" for n in gm.graph.nodes):
-        raise Unsupported("the reference keeps a tensor that is neither a parameter nor a buffer "
-                          "(register it with register_buffer)")
+        raise Unsupported("the reference uses a constant tensor that is neither a parameter nor a buffer "
+                          "(an attribute, or a mask made while tracing such as is_causal=True): register it "
+                          "with register_buffer")
     missing = sorted({op_name(n.target) for n in calls
                       if _handler_name(n) not in HANDLERS and op_name(n.target) not in _PLUMBING})
     if missing:

@@ -20,13 +20,8 @@ def app():
 
 
 @pytest.fixture
-def small_matmul(tmp_path):
-    """plain_matmul at a size whose reference traces in no time."""
-    text = (TASKS / "plain_matmul.py").read_text()
-    assert "N = 2048" in text
-    path = tmp_path / "small_matmul.py"
-    path.write_text(text.replace("N = 2048", "N = 16"))
-    return path
+def unlowerable():
+    return TASKS / "tiny_sort.py"  # kernelkiln cannot lower aten.sort
 
 
 def test_seed_with_out_and_check_writes_a_knobbed_candidate_the_guard_judges_correct(tmp_path):
@@ -69,10 +64,10 @@ def test_seed_json_with_out_names_the_file_instead_of_printing_the_source(app, t
     assert out["out"] == str(path) and "source" not in out and "class ModelNew" in path.read_text()
 
 
-def test_seed_of_a_matmul_is_one_line_naming_the_operation_and_exit_2(small_matmul):
-    done = kiln("seed", str(small_matmul), "--threads", "1")
+def test_seed_of_an_unlowerable_task_is_one_line_naming_the_operation_and_exit_2(unlowerable):
+    done = kiln("seed", str(unlowerable), "--threads", "1")
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip() == f"kiln: error: {small_matmul}: cannot generate a seed: no lowering yet for aten.mm"
+    assert done.stderr.strip() == f"kiln: error: {unlowerable}: cannot generate a seed: no lowering yet for aten.sort"
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 

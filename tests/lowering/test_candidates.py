@@ -45,13 +45,8 @@ def _unsupported(tmp_path, forward: str, inputs: str = R2, **options) -> str:
     return message
 
 
-def test_a_matmul_reference_is_refused_naming_aten_mm(tmp_path):
-    assert "aten.mm" in _unsupported(tmp_path, "torch.matmul(x, x.t())")
-
-
-def test_a_linear_layer_is_refused_naming_aten_addmm(tmp_path):
-    assert "aten.addmm" in _unsupported(tmp_path, "self.fc(x)", init="[N]", args="n",
-                                        init_body="self.fc = nn.Linear(n, 5)")
+def test_an_op_without_a_lowering_is_refused_naming_it(tmp_path):
+    assert "aten.bitwise_not" in _unsupported(tmp_path, "torch.bitwise_not(x)", "[torch.randint(0, 9, (B, N))]")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

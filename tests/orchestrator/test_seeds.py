@@ -35,12 +35,8 @@ def relu():
 
 
 @pytest.fixture
-def matmul(tmp_path):
-    """plain_matmul at a size whose reference traces in no time: kernelkiln cannot lower aten.mm."""
-    text = (TASKS / "plain_matmul.py").read_text()
-    assert "N = 2048" in text
-    (tmp_path / "small_matmul.py").write_text(text.replace("N = 2048", "N = 16"))
-    return load_task(tmp_path / "small_matmul.py")
+def unlowerable():
+    return load_task(TASKS / "tiny_sort.py")  # no KILN seed, and kernelkiln cannot lower aten.sort
 
 
 @pytest.fixture
@@ -70,15 +66,15 @@ def test_a_seed_file_beats_the_generated_candidate_too(relu, own_seed):
     assert starting_code(relu, config(seed_file=str(own_seed))) == (own_seed.read_text(), str(own_seed))
 
 
-def test_the_tuner_without_any_seed_says_the_lowering_cannot_generate_one(matmul):
+def test_the_tuner_without_any_seed_says_the_lowering_cannot_generate_one(unlowerable):
     with pytest.raises(UserError, match=r"the tuner needs a seed candidate that declares KNOBS, and kernelkiln cannot "
-                                        r"generate one: no lowering yet for aten\.mm; give one with --seed FILE"):
-        starting_code(matmul, config())
+                                        r"generate one: no lowering yet for aten\.sort; give one with --seed FILE"):
+        starting_code(unlowerable, config())
 
 
-def test_the_llm_policy_writes_from_scratch_when_no_seed_can_be_had(matmul):
-    code, origin = starting_code(matmul, config(policy="llm", llm=LLM))
-    assert code == "" and "no lowering yet for aten.mm" in origin
+def test_the_llm_policy_writes_from_scratch_when_no_seed_can_be_had(unlowerable):
+    code, origin = starting_code(unlowerable, config(policy="llm", llm=LLM))
+    assert code == "" and "no lowering yet for aten.sort" in origin
 
 
 def test_no_seed_with_the_llm_policy_starts_from_nothing_even_when_a_seed_exists(softmax):

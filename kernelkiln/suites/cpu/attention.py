@@ -45,5 +45,4 @@ KILN = {
         batch * heads * (4.0 * seq * seq * head_dim + 6.0 * seq * seq),
     # q, k, v read, output written
     "bytes": lambda batch, heads, seq, head_dim, **_: 16.0 * batch * heads * seq * head_dim,
-    "seed": "seeds/attention.py",
 }

@@ -37,5 +37,4 @@ KILN = {
     ],
     "flops": lambda M, K, N, **_: 2.0 * M * K * N,
     "bytes": lambda M, K, N, **_: 4.0 * (M * K + K * N + M * N),
-    "seed": "seeds/matmul.py",
 }

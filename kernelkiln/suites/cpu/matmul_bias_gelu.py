@@ -42,5 +42,4 @@ KILN = {
     # x, W and b read, y written
     "bytes": lambda batch_size, in_features, out_features, **_:
         4.0 * (batch_size * in_features + out_features * in_features + out_features + batch_size * out_features),
-    "seed": "seeds/matmul_bias_gelu.py",
 }

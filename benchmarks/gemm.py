@@ -1,0 +1,96 @@
+"""The generated GEMM kernel against torch.matmul, side by side in one run, as ratios.
+
+    python benchmarks/gemm.py [--json] [--rounds R] [--threads T]
+
+For each shape (square 256, 512, 1024, a rectangular and a skinny one) and each thread
+count (1 and the guard's default, or T), the candidate `kiln seed` generates for
+``torch.matmul(A, B)`` (its default knobs: the GEMM micro-kernel the CPU's features
+choose) and torch.matmul (MKL/oneDNN on x86) are timed in alternation, R rounds of a
+fixed number of calls each; a round's ratio is torch's time over kernelkiln's (above 1:
+kernelkiln faster). Reported: the median ratio over rounds and its interquartile range,
+and the largest difference from torch's result relative to the result's scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from kernelkiln.lowering import generate  # noqa: E402
+from kernelkiln.lowering.gemm import gemm_vocabulary  # noqa: E402
+from kernelkiln.platforms.host import cpu_flags, default_threads  # noqa: E402
+from kernelkiln.testing.lowering import run_candidate, write_task  # noqa: E402
+
+SHAPES = [("square 256", 256, 256, 256), ("square 512", 512, 512, 512), ("square 1024", 1024, 1024, 1024),
+          ("rectangular 1536x768 @ 768x512", 1536, 768, 512), ("skinny 4096x1024 @ 1024x32", 4096, 1024, 32)]
+
+
+def _timed(fn, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def measure(m: int, k: int, n: int, threads: int, rounds: int, directory: Path) -> dict:
+    task = write_task(directory, f"mm_{m}_{k}_{n}", "torch.matmul(A, B)", {"M": m, "K": k, "N": n},
+                      "[torch.randn(M, K), torch.randn(K, N)]", signature="A, B")
+    generated = generate(task, threads=threads)
+    model = run_candidate(generated.source)["ModelNew"]()
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    torch.set_num_threads(threads)
+    with torch.no_grad():
+        want, got = torch.matmul(a, b), model(a, b)
+        error = ((got - want).abs().max() / want.abs().max()).item()
+        calls = max(1, int(0.05 / max(_timed(lambda: torch.matmul(a, b), 3), 1e-6)))  # ~50 ms per side per round
+        ratios, t_torch, t_kiln = [], [], []
+        for _ in range(rounds):
+            tt = _timed(lambda: torch.matmul(a, b), calls)
+            tk = _timed(lambda: model(a, b), calls)
+            t_torch.append(tt)
+            t_kiln.append(tk)
+            ratios.append(tt / tk)
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return {"m": m, "k": k, "n": n, "threads": threads, "kinds": list(generated.kinds),
+            "ratio": round(statistics.median(ratios), 3), "iqr": [round(q[0], 3), round(q[2], 3)],
+            "torch_ms": round(statistics.median(t_torch) * 1e3, 3),
+            "kiln_ms": round(statistics.median(t_kiln) * 1e3, 3),
+            "gflops_kiln": round(2 * m * n * k / statistics.median(t_kiln) / 1e9, 1), "rel_error": error}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds per shape (default 15)")
+    parser.add_argument("--threads", type=int, default=None, help="the second thread count (default: the guard's)")
+    args = parser.parse_args()
+    options, defaults = gemm_vocabulary()
+    simd = sorted({"avx512f", "avx2", "fma", "avx"} & cpu_flags())
+    counts = sorted({1, args.threads or default_threads()})
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for threads in counts:
+            for label, m, k, n in SHAPES:
+                row = {"shape": label, **measure(m, k, n, threads, args.rounds, Path(tmp))}
+                rows.append(row)
+                print(f"{label:34s} threads {threads}: {row['ratio']:.2f}x torch (IQR {row['iqr'][0]:.2f}-"
+                      f"{row['iqr'][1]:.2f}; {row['kiln_ms']:.2f} ms vs {row['torch_ms']:.2f} ms, "
+                      f"{row['gflops_kiln']} GFLOP/s, rel. error {row['rel_error']:.1e})", file=sys.stderr)
+    out = {"cpu_features": simd, "micro_kernel": {k: defaults[k] for k in ("MR", "NR")}, "blocking":
+           {k: defaults[k] for k in ("MC", "KC", "NC")}, "thread_counts": counts, "rounds": args.rounds,
+           "torch": torch.__version__, "results": rows}
+    if args.json:
+        print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""The GEMM kernel: packed panels, a register-blocked micro-kernel, and a fused epilogue.
+
+BLIS's loop nest: for each NC-wide block of columns and KC-deep block of the shared
+dimension, the threads pack B's block into NR-wide slivers; for each block of MC rows
+they pack A's rows into MR-tall slivers (both read through the graph, so a transposed,
+broadcast or elementwise operand is packed where it is read) and share out B's
+slivers; the micro-kernel keeps an MR×NR tile of C in vector registers over KC steps
+of FMAs. After the last KC block, the writes that read the product at their own
+position (bias, activations, scaling, also through a reshape: the epilogue) run on
+the tile just finished, while it is in L1.
+
+The micro-kernel's vector width follows the compiler's target: 16 floats when the CPU
+has AVX-512 and NR is a multiple of 16, 8 with AVX, else 4; the knob options follow the
+CPU's features (``gemm_vocabulary``), detected, never assumed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from kernelkiln.lowering.body import Body
+from kernelkiln.lowering.graph import Matmul, Node, Patches, Pointwise, View, contiguous_strides, linear
+from kernelkiln.lowering.loops import Writer, decompose
+from kernelkiln.platforms.host import cpu_flags
+
+GEMM_HEADER = r"""#include <immintrin.h>
+#include <omp.h>
+#include <string.h>
+#ifndef MR
+#define MR 6
+#endif
+#ifndef NR
+#define NR 16
+#endif
+#ifndef MC
+#define MC 96
+#endif
+#ifndef KC
+#define KC 256
+#endif
+#ifndef NC
+#define NC 4096
+#endif
+#if defined(__AVX512F__) && NR % 16 == 0
+#define KILN_VW 16
+#define KILN_FMA(a, b, c) ((kiln_vf)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#define KILN_BCAST(p) ((kiln_vf)_mm512_set1_ps(*(p)))
+#elif defined(__AVX__) && NR % 8 == 0
+#define KILN_VW 8
+#define KILN_BCAST(p) ((kiln_vf)_mm256_broadcast_ss(p))
+#ifdef __FMA__
+#define KILN_FMA(a, b, c) ((kiln_vf)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#endif
+#else
+#define KILN_VW 4
+#endif
+#ifndef KILN_BCAST
+#define KILN_BCAST(p) ((kiln_vf){0} + *(p))
+#endif
+#ifndef KILN_FMA
+#define KILN_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+#if NR % KILN_VW != 0
+#error "NR must be a multiple of the vector width"
+#endif
+#define KILN_NV (NR / KILN_VW)
+#define KILN_MCP ((MC + MR - 1) / MR * MR)
+#define KILN_NCP ((NC + NR - 1) / NR * NR)
+typedef float kiln_vf __attribute__((vector_size(KILN_VW * 4)));
+typedef float kiln_vfu __attribute__((vector_size(KILN_VW * 4), aligned(4)));
+
+/* C[MR x NR] (row stride ldc) = (add ? C : 0) + A sliver (kc x MR) . B sliver (kc x NR) */
+static inline void kiln_micro(int64_t kc, const float* restrict a, const float* restrict b, float* restrict c,
+                              int64_t ldc, int add) {
+    kiln_vf acc[MR][KILN_NV];
+    KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)
+        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = (kiln_vf){0};
+    for (int64_t p = 0; p < kc; ++p) {
+        kiln_vf bv[KILN_NV];
+        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)
+            bv[j] = *(const kiln_vf*)(b + p * NR + j * KILN_VW);
+        KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i) {
+            const kiln_vf av = KILN_BCAST(a + p * MR + i);
+            KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = KILN_FMA(av, bv[j], acc[i][j]);
+        }
+    }
+    KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)
+        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) {
+            kiln_vfu* dst = (kiln_vfu*)(c + i * ldc + j * KILN_VW);
+            *dst = add ? *dst + acc[i][j] : acc[i][j];
+        }
+}
+
+/* A grow-only scratch buffer, 64-byte aligned, kept across calls (no page faults per call). */
+static float* kiln_grow(float** slot, size_t* have, size_t need) {
+    if (need > *have) {
+        free(*slot);
+        *slot = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+        *have = *slot ? need : 0;
+    }
+    return *slot;
+}
+"""
+
+GEMM_MIN = 1 << 15  # multiply-adds below which a product is a plain reduction loop: packing costs more
+GEMM_KNOBS = ("MR", "NR", "MC", "KC", "NC")
+
+
+def gemm_vocabulary() -> tuple[dict[str, list[int]], dict[str, int]]:
+    """(options, defaults) of the GEMM knobs for this CPU: register tiles that fit its vector registers."""
+    flags = cpu_flags()
+    if "avx512f" in flags:
+        tiles, defaults = {"MR": [4, 6, 8, 12, 14], "NR": [16, 32, 48]}, {"MR": 12, "NR": 32}
+    elif "avx" in flags:
+        tiles, defaults = {"MR": [4, 6, 8], "NR": [8, 16, 24]}, {"MR": 6, "NR": 16}
+    else:
+        tiles, defaults = {"MR": [4, 6, 8], "NR": [4, 8, 12]}, {"MR": 6, "NR": 8}
+    options = {**tiles, "MC": [48, 96, 144, 192, 288], "KC": [128, 256, 384, 512], "NC": [512, 1024, 4096, 8192]}
+    return options, {**defaults, "MC": 96, "KC": 256, "NC": 4096}
+
+
+def emit_gemm(w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node], names, tag: str) -> None:
+    """The loop nest computing ``mm`` into its buffer and ``writes`` (its epilogue) tile by tile."""
+    *batch, m, n = mm.shape
+    k = mm.a.shape[-1]
+    nb = math.prod(batch)
+    c = buffers[id(mm)]
+    w(f"static float* {tag}_bs; static size_t {tag}_bh; static float* {tag}_as; static size_t {tag}_ah;")
+    w(f"float* bp = kiln_grow(&{tag}_bs, &{tag}_bh, (size_t)KC * KILN_NCP);")
+    w(f"float* ap = kiln_grow(&{tag}_as, &{tag}_ah, (size_t)KC * KILN_MCP);")
+    w("if (!bp || !ap) abort();")
+    w("#pragma omp parallel num_threads(nt)")
+    w.open("")
+    w.open(f"for (int64_t bt = 0; bt < {nb}; ++bt)")
+    decompose(w, mm.shape, list(range(len(batch))), "bt")
+    lead = tuple("0" if s == 1 else f"i{d}" for d, s in enumerate(batch))
+    w(f"float* restrict cb = {c} + bt * {m * n};")
+    w.open(f"for (int64_t jc = 0; jc < {n}; jc += NC)")
+    w(f"const int64_t nc = KILN_MIN((int64_t)NC, {n} - jc), ns = (nc + NR - 1) / NR;")
+    w.open(f"for (int64_t pc = 0; pc < {k}; pc += KC)")
+    w(f"const int64_t kc = KILN_MIN((int64_t)KC, {k} - pc);")
+    # B's block in NR-wide slivers bp[js][p][r], then per block of MC rows A's MR-tall slivers ap[is][p][r],
+    # packed just before the block is used (it stays in L2); each read along its contiguous dim.
+    _pack(w, buffers, names, mm.b, (*lead, "pc + p", "j"), "js", "ns", "NR", "j = jc + js * NR + r",
+          "j < jc + nc", "bp[(js * kc + p) * NR + r]")
+    w.open(f"for (int64_t ib = 0; ib < {m}; ib += KILN_MCP)")  # blocks of MC rows rounded up to MR
+    w(f"const int64_t ie = KILN_MIN(ib + KILN_MCP, (int64_t){m});")
+    _pack(w, buffers, names, mm.a, (*lead, "i", "pc + p"), "is", "(ie - ib + MR - 1) / MR", "MR",
+          "i = ib + is * MR + r", "i < ie", "ap[(is * kc + p) * MR + r]")
+    # the threads share out B's slivers; one stays in L1 across the block's A slivers
+    w("#pragma omp for schedule(static)")
+    w.open("for (int64_t js = 0; js < ns; ++js)")
+    w("const int64_t tj = jc + js * NR, nr = KILN_MIN((int64_t)NR, jc + nc - tj);")
+    w.open("for (int64_t ti = ib; ti < ie; ti += MR)")
+    w("const int64_t mr = KILN_MIN((int64_t)MR, ie - ti);")
+    w.open("if (mr == MR && nr == NR)")
+    w(f"kiln_micro(kc, ap + (ti - ib) * kc, bp + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0);")
+    w.close("} else {")
+    w.depth += 1
+    w("float tile[MR * NR] __attribute__((aligned(64)));")
+    w("kiln_micro(kc, ap + (ti - ib) * kc, bp + js * kc * NR, tile, NR, 0);")
+    w.open("for (int64_t i = 0; i < mr; ++i)")
+    w.open("for (int64_t j = 0; j < nr; ++j)")
+    w(f"float* dst = cb + (ti + i) * {n} + tj + j;")
+    w("*dst = (pc > 0 ? *dst : 0.0f) + tile[i * NR + j];")
+    w.close()
+    w.close()
+    w.close()
+    if writes:
+        w.open(f"if (pc + kc == {k})")
+        w.open("for (int64_t i = ti; i < ti + mr; ++i)")
+        w("KILN_LOOP")
+        w.open("for (int64_t j = tj; j < tj + nr; ++j)")
+        body = Body(buffers, names=names)
+        idx = (*lead, "i", "j")
+        at = {shape: _unflatten(body, linear(idx, mm.shape), shape) if shape != mm.shape else idx
+              for shape in dict.fromkeys(out.shape for out in writes)}
+        values = [body.value_of(out, at[out.shape]) for out in writes]
+        w.body(body)
+        for out, v in zip(writes, values, strict=True):
+            w(f"{buffers[id(out)]}[{linear(at[out.shape], out.shape)}] = {v};")
+        w.close()
+        w.close()
+        w.close()
+    w.close()  # ti
+    w.close()  # js
+    w.close()  # ib
+    w.close()  # pc
+    w.close()  # jc
+    w.close()  # bt
+    w.close()  # parallel
+
+
+def _unflatten(body: Body, flat: str, shape: tuple[int, ...]) -> tuple[str, ...]:
+    """The index in ``shape`` of the linear position ``flat`` (an epilogue that reads the product reshaped)."""
+    position = body.temp("int64_t", flat)
+    strides = contiguous_strides(shape)
+    return tuple("0" if size == 1 else f"({position} / {stride}) % {size}" if stride > 1 else f"{position} % {size}"
+                 for size, stride in zip(shape, strides, strict=True))
+
+
+def _pack(w: Writer, buffers: dict[int, str], names, node: Node, idx: tuple[str, ...], sliver: str, count: str,
+          width: str, position: str, inside: str, target: str) -> None:
+    """Pack ``node`` at ``idx`` into slivers ``width`` wide; 0 past the edge (``inside`` false)."""
+    along_p = _contiguous(node, idx) == idx[-1 if width == "MR" else -2]
+    w("#pragma omp for schedule(static)")
+    w.open(f"for (int64_t {sliver} = 0; {sliver} < {count}; ++{sliver})")
+    loops = ["for (int r = 0; r < " + width + "; ++r)", "for (int64_t p = 0; p < kc; ++p)"]
+    for loop in loops if along_p else loops[::-1]:
+        w.open(loop)
+    w(f"const int64_t {position};")
+    w("float v = 0.0f;")
+    w.open(f"if ({inside})")
+    body = Body(buffers, names=names)
+    value = body.value(node, idx)
+    w.body(body)
+    w(f"v = (float){value};")
+    w.close()
+    w(f"{target} = v;")
+    for _ in loops:
+        w.close()
+    w.close()
+
+
+def _contiguous(node: Node, idx: tuple[str, ...]) -> str | None:
+    """Which of ``idx``'s last two entries steps through the data read with the smaller stride (None: unknown).
+
+    The operand's index map (views, reshapes, broadcasts) is followed down to the array
+    read, and its offset evaluated at unit steps of either entry.
+    """
+    at: tuple[str, ...] = tuple(idx[:-2]) + ("ROW", "COL")
+    while True:
+        if isinstance(node, View):
+            at, node = tuple(node.where(at)), node.base
+        elif isinstance(node, Pointwise) and node.args:
+            node = max(node.args, key=lambda a: a.numel)  # the operand that is not a broadcast constant
+        elif isinstance(node, Patches):  # the output column walks the input's rows
+            return idx[-1] if "COL" in at[-1] and "ROW" not in at[-1] else None
+        else:
+            break
+    if len(at) != len(node.shape):
+        return None
+    offset = linear(at, node.shape)
+    try:
+        steps = [_offset(offset, 1, 0) - _offset(offset, 0, 0), _offset(offset, 0, 1) - _offset(offset, 0, 0)]
+    except (SyntaxError, ZeroDivisionError, NameError, TypeError):
+        return None
+    if abs(steps[0]) == abs(steps[1]):
+        return None
+    return idx[-2] if abs(steps[0]) < abs(steps[1]) else idx[-1]
+
+
+def _offset(expr: str, row: int, col: int) -> int:
+    # the index maps' C integer arithmetic on non-negative values is Python's (// for /); other loop variables at 0
+    text = re.sub(r"\b(?!ROW\b|COL\b)[A-Za-z_]\w*", "0", expr.replace("/", "//"))
+    return int(eval(text, {"__builtins__": {}}, {"ROW": row, "COL": col}))  # noqa: S307  (our own index maps)

@@ -1,0 +1,163 @@
+"""Products and convolutions: the GEMM kernel, its epilogue, its knobs, and the small-product fallbacks.
+
+Sizes are odd so every sliver and block has a tail; the knob sweep's task has K past the
+smallest KC and N past the smallest NC, so the accumulating and multi-block paths run.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelkiln.lowering import Unsupported, generate
+from kernelkiln.lowering import gemm as G
+from kernelkiln.lowering import views as V
+from kernelkiln.lowering.graph import Input
+from kernelkiln.native import BuildError
+from kernelkiln.task import knobs as K
+from kernelkiln.testing.lowering import mismatch, write_task
+
+PAIR = "[torch.randn(M, K), torch.randn(K, N)]"
+S = {"M": 67, "K": 129, "N": 45}
+
+
+def case(name: str, kinds: tuple[str, ...], forward: str, sizes: dict, inputs: str, **options):
+    return pytest.param(kinds, dict(forward=forward, sizes=sizes, inputs=inputs, **options), id=name)
+
+
+PRODUCTS = [
+    case("square", ("gemm",), "torch.matmul(A, B)", {"M": 96, "K": 96, "N": 96}, PAIR, signature="A, B"),
+    case("rectangular_odd", ("gemm",), "torch.matmul(A, B)", S, PAIR, signature="A, B"),
+    case("transposed_a", ("gemm",), "torch.matmul(A.T, B)", S, "[torch.randn(K, M), torch.randn(K, N)]",
+         signature="A, B"),
+    case("transposed_b", ("gemm",), "torch.matmul(A, B.T)", S, "[torch.randn(M, K), torch.randn(N, K)]",
+         signature="A, B"),
+    case("batched", ("gemm",), "torch.bmm(A, B)", {"b": 3, **S}, "[torch.randn(b, M, K), torch.randn(b, K, N)]",
+         signature="A, B"),
+    case("batch_broadcast_against_a_matrix", ("gemm",), "torch.matmul(A, B)", {"b": 3, **S},
+         "[torch.randn(b, M, K), torch.randn(K, N)]", signature="A, B"),
+    case("addmm_with_beta_and_alpha", ("gemm",), "torch.addmm(C, A, B, beta=0.5, alpha=2.0)", S,
+         "[torch.randn(M, N), torch.randn(M, K), torch.randn(K, N)]", signature="C, A, B"),
+    case("baddbmm", ("gemm",), "torch.baddbmm(C, A, B)", {"b": 2, **S},
+         "[torch.randn(b, M, N), torch.randn(b, M, K), torch.randn(b, K, N)]", signature="C, A, B"),
+    case("linear_on_a_3d_input", ("gemm",), "self.fc(x)", {"B": 3, "T": 23, "I": 129}, "[torch.randn(B, T, I)]",
+         init_body="self.fc = nn.Linear(129, 45)"),
+    case("matrix_vector", ("row",), "torch.matmul(A, B)", {"M": 67, "K": 129}, "[torch.randn(M, K), torch.randn(K, 1)]",
+         signature="A, B"),
+    case("vector_matrix", ("column",), "torch.matmul(A, B)", {"K": 129, "N": 45},
+         "[torch.randn(1, K), torch.randn(K, N)]", signature="A, B"),
+    case("float64_is_a_reduction", ("row",), "torch.matmul(A, B)", S, "[torch.randn(M, K).double(), "
+         "torch.randn(K, N).double()]", signature="A, B"),
+    case("conv2d_padding_stride_dilation", ("gemm", "row"), "self.c(x)", {"B": 2}, "[torch.randn(B, 5, 19, 17)]",
+         init_body="self.c = nn.Conv2d(5, 12, 3, stride=2, padding=2, dilation=2)"),
+    case("conv2d_groups_no_bias", ("gemm", "row"), "self.c(x)", {"B": 2}, "[torch.randn(B, 6, 15, 13)]",
+         init_body="self.c = nn.Conv2d(6, 24, (3, 5), padding=(1, 2), groups=3, bias=False)"),
+    case("conv1d", ("gemm", "row"), "self.c(x)", {"B": 3}, "[torch.randn(B, 7, 101)]",
+         init_body="self.c = nn.Conv1d(7, 16, 5, padding=1)"),
+    case("sdpa", ("gemm", "row"), "F.scaled_dot_product_attention(q, k, v)", {"b": 2, "h": 3, "s": 37, "d": 24},
+         "[torch.randn(b, h, s, d), torch.randn(b, h, s, d), torch.randn(b, h, s, d)]", signature="q, k, v"),
+    case("sdpa_with_a_mask_buffer", ("gemm", "row"), "F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)",
+         {"b": 2, "h": 3, "s": 37, "d": 24},
+         "[torch.randn(b, h, s, d), torch.randn(b, h, s, d), torch.randn(b, h, s, d)]", signature="q, k, v",
+         init_body="self.register_buffer('mask', torch.ones(37, 37, dtype=torch.bool).tril())"),
+]
+
+
+@pytest.mark.parametrize(("kinds", "spec"), PRODUCTS)
+def test_a_product_matches_the_reference_on_fresh_inputs(tmp_path, kinds, spec):
+    task = write_task(tmp_path, "task", **spec)
+    generated = generate(task)
+    assert set(kinds) <= set(generated.kinds)
+    assert mismatch(task, generated.source) is None
+
+
+def test_a_linear_layer_s_bias_and_gelu_run_as_the_gemm_s_epilogue(tmp_path):
+    task = write_task(tmp_path, "task", "F.gelu(self.fc(x))", {"B": 64, "I": 100}, "[torch.randn(B, I)]",
+                      init_body="self.fc = nn.Linear(100, 72)")
+    generated = generate(task)
+    assert generated.kinds == ("gemm",) and generated.fused == 1  # one loop nest: no pass over C afterwards
+    assert mismatch(task, generated.source) is None
+
+
+def test_a_write_that_reads_the_product_transposed_is_not_fused_and_stays_correct(tmp_path):
+    # y + y.T reads another tile's element: fused into the GEMM it would read C before it is final
+    task = write_task(tmp_path, "task", "y = torch.matmul(A, B)\nreturn y + y.T", {"M": 70, "K": 90},
+                      "[torch.randn(M, K), torch.randn(K, M)]", signature="A, B")
+    generated = generate(task)
+    assert generated.fused == 2
+    assert mismatch(task, generated.source) is None
+
+
+def test_a_reduction_of_the_product_reads_it_after_the_gemm(tmp_path):
+    task = write_task(tmp_path, "task", "torch.sigmoid(self.fc(x)).sum(dim=1, keepdim=True)", {"B": 64, "I": 100},
+                      "[torch.randn(B, I)]", init_body="self.fc = nn.Linear(100, 72)")
+    generated = generate(task)
+    assert generated.kinds == ("gemm", "row")
+    assert mismatch(task, generated.source) is None
+
+
+@pytest.mark.parametrize("forward", ["torch.any(x > 1.5, dim=1)", "torch.all(x > -2.0, dim=1)"],
+                         ids=["any", "all"])
+def test_any_and_all_give_the_reference_s_booleans(tmp_path, forward):
+    task = write_task(tmp_path, "task", forward, {"B": 37, "N": 203}, "[torch.randn(B, N)]")
+    assert mismatch(task, generate(task).source) is None
+
+
+def test_a_transposed_convolution_is_refused_naming_it(tmp_path):
+    task = write_task(tmp_path, "task", "self.c(x)", {"B": 2}, "[torch.randn(B, 4, 9, 9)]",
+                      init_body="self.c = nn.ConvTranspose2d(4, 6, 3)")
+    with pytest.raises(Unsupported, match="transposed convolution"):
+        generate(task)
+
+
+def test_packing_reads_each_operand_along_its_contiguous_dim():
+    x = Input((8, 16), "float")
+    assert G._contiguous(x, ("i", "p")) == "p"  # A (M, K) row-major: along K
+    assert G._contiguous(V.transpose(x, 0, 1), ("p", "j")) == "p"  # B = x.T: along K too
+    assert G._contiguous(Input((16, 8), "float"), ("p", "j")) == "j"  # B (K, N) row-major: along N
+    x3 = Input((4, 8, 16), "float")
+    assert G._contiguous(V.reshape(V.transpose(x3, 1, 2), (4, 16, 8)), ("b", "p", "j")) == "p"
+
+
+def test_register_tiles_follow_the_cpu_s_vector_registers(monkeypatch):
+    monkeypatch.setattr(G, "cpu_flags", lambda: frozenset({"avx", "avx2", "fma", "avx512f"}))
+    options, defaults = G.gemm_vocabulary()
+    assert all(n % 16 == 0 for n in options["NR"]) and defaults["NR"] == 32  # zmm: 16 floats
+    monkeypatch.setattr(G, "cpu_flags", lambda: frozenset({"avx", "avx2", "fma"}))
+    options, defaults = G.gemm_vocabulary()
+    assert all(n % 8 == 0 for n in options["NR"]) and (defaults["MR"], defaults["NR"]) == (6, 16)
+    monkeypatch.setattr(G, "cpu_flags", lambda: frozenset({"neon"}))
+    assert G.gemm_vocabulary()[1]["NR"] % 4 == 0
+
+
+# K = 16*3*3 = 144 > the smallest KC, N = OH*OW = 576 > the smallest NC, M = 13 rows: every path has a tail.
+CONV = {"forward": "torch.relu(self.c(x))", "sizes": {"B": 2}, "inputs": "[torch.randn(B, 16, 24, 24)]",
+        "init_body": "self.c = nn.Conv2d(16, 13, 3, padding=1)"}
+GEMM_SWEEP = ["MR", "NR", "MC", "KC", "NC", "CONV", "THREADS"]
+
+
+@pytest.fixture(scope="module")
+def conv(tmp_path_factory):
+    task = write_task(tmp_path_factory.mktemp("gemm_knobs"), "conv", **CONV)
+    return task, generate(task, threads=2)
+
+
+@pytest.mark.parametrize("name", GEMM_SWEEP)
+def test_every_option_of_a_gemm_knob_still_gives_a_correct_kernel(conv, name):
+    task, g = conv
+    knob = {k.name: k for k in K.read_knobs(g.source)}[name]
+    assert len(knob.options) > 1
+    failures = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # the parallel packing and the shared-out tiles run on two threads
+    try:
+        for option in knob.options:
+            try:
+                why = mismatch(task, K.apply(g.source, {name: option}), seeds=(1,))
+            except BuildError as exc:
+                why = f"does not build: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if why:
+                failures.append(f"{name}={K.show(option)}: {why}")
+    finally:
+        torch.set_num_threads(threads)
+    assert not failures
