@@ -4,14 +4,14 @@
 
 For every task of SUITE (default: kb-cpu): generate the candidate from the reference's
 operations and judge it with the guard (gate, build, check on every workload, robustness
-trials included; no timing). A task whose reference kernelkiln cannot lower yet
-(matmul, conv and their fusions) is counted apart, with the operations named.
+trials included; no timing). A task whose reference kernelkiln cannot lower
+is counted apart, with the operations named.
 
-coverage:      correct / lowerable tasks (the memory-bound families)
+coverage:      correct / lowerable tasks
 correct:       tasks whose generated seed the guard judged correct
 wrong:         tasks whose seed was generated but judged wrong (each is a lowering bug)
 unsupported:   tasks refused, with the reason
-kinds:         loop-nest kinds per task (row, column, scan, window) and the loop nests' count
+kinds:         loop-nest kinds per task (row, column, scan, window, gemm) and the loop nests' count
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ For every study and repeat k, each arm optimizes the chosen tasks in order (easy
 with the same budget and the same random seed k, on a fresh store. A run's figures are
 the geometric means over its tasks of the final best speedup over torch eager and of the
 anytime speedup (the best-so-far speedup averaged over the budget's evaluations, which
-rewards reaching a good kernel early); the context study's are prompt tokens. Across the
+rewards reaching a good kernel early); the context study's are prompt tokens. A speed study
+also reports the evaluations each run needed to reach 95% of the best any of its runs found
+on a task (the budget + 1 where it never did), a geometric mean over the tasks. Across the
 K repeats each arm gets a geometric mean and a 95% interval, and the second arm a paired
 ratio to the first. Finished runs are kept in DIR/runs.jsonl under a key of everything
 that decides them, so an interrupted ablation picks up where it stopped.
@@ -36,8 +38,19 @@ from kernelkiln.store import open_store
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import Task
 
-SPEED_FIGURES = ("speedup", "anytime")
+SPEED_FIGURES = ("speedup", "anytime", "evals_to_95")
+TARGET = 0.95  # evals_to_95: the share of a task's best (over the study's runs) a run must reach
 TOKEN_FIGURES = ("prompt_tokens", "max_prompt_tokens")
+
+
+def incumbent(attempts: list[Attempt], budget: int) -> list[float]:
+    """The incumbent's speedup after each of the first ``budget`` evaluations (0 before the first KEEP)."""
+    best, curve = 0.0, []
+    for a in attempts[:budget]:
+        if a.verdict == "KEEP" and a.speedup:
+            best = a.speedup
+        curve.append(best)
+    return curve
 
 
 def anytime(attempts: list[Attempt], budget: int) -> float | None:
@@ -45,14 +58,23 @@ def anytime(attempts: list[Attempt], budget: int) -> float | None:
 
     A search that ended early (its space exhausted) keeps its best for the evaluations it did not need.
     """
-    best, curve = 0.0, []
-    for a in attempts[:budget]:
-        if a.verdict == "KEEP" and a.speedup:
-            best = a.speedup
-        curve.append(best)
-    curve += [best] * (budget - len(curve))
+    curve = incumbent(attempts, budget)
+    curve += [curve[-1] if curve else 0.0] * (budget - len(curve))
     mean = sum(curve) / budget
     return mean if mean > 0 else None
+
+
+def evals_to(curves: dict[str, list[float]], targets: dict[str, float], budget: int) -> float | None:
+    """Evaluations until each task's incumbent reached its target (budget + 1 if never), geometric mean over tasks.
+
+    ``curves``: a run's incumbent by task (see ``incumbent``); tasks without a positive target are left out.
+    """
+    counts = []
+    for name, target in targets.items():
+        curve = curves.get(name)
+        if target > 0 and curve is not None:
+            counts.append(next((i + 1 for i, best in enumerate(curve) if best >= target), budget + 1))
+    return geomean(counts)
 
 
 def run_figures(per_task: dict[str, list[Attempt]], budget: int,
@@ -67,6 +89,7 @@ def run_figures(per_task: dict[str, list[Attempt]], budget: int,
         calls = [c[0] for a in attempts for c in a.case.calls]
         best = (confirmed or {}).get(name) or (keeps[-1].speedup if keeps else None)
         tasks[name] = {"best_speedup": best, "anytime": anytime(attempts, budget),
+                       "incumbent": incumbent(attempts, budget),
                        "evaluations": len(attempts), "prompt_tokens": sum(calls),
                        "max_prompt_tokens": max(calls, default=0)}
     rows = tasks.values()
@@ -167,10 +190,12 @@ class Ablation:
             figures = SPEED_FIGURES if study.metric == "speedup" else TOKEN_FIGURES
             per_arm = {arm.label: {k: done[keys[(study.name, arm.label, k)]] for k in range(repeat)}
                        for arm in study.arms}
+            if study.metric == "speedup":
+                per_arm = self._with_evals_to_target(per_arm)
             arms = []
             for arm in study.arms:
                 runs = per_arm[arm.label]
-                row = {"arm": arm.label, "runs": [runs[k] for k in range(repeat)]}
+                row = {"arm": arm.label, "runs": [done[keys[(study.name, arm.label, k)]] for k in range(repeat)]}
                 for name in figures:
                     interval = geometric_interval([runs[k][name] for k in range(repeat)])
                     row[name] = interval.as_dict() if interval else None
@@ -183,3 +208,15 @@ class Ablation:
             out["studies"][study.name] = {"question": study.question, "metric": study.metric, "arms": arms,
                                           "ratio": ratio, "ratio_of": f"{study.arms[1].label} / {study.arms[0].label}"}
         return out
+
+    def _with_evals_to_target(self, per_arm: dict[str, dict[int, dict]]) -> dict[str, dict[int, dict]]:
+        """Each run's figures with ``evals_to_95``: the target is TARGET x the best of any run of the study, by task."""
+        runs = [run for by_repeat in per_arm.values() for run in by_repeat.values()]
+        best: dict[str, float] = {}
+        for run in runs:
+            for name, task in run["tasks"].items():
+                best[name] = max(best.get(name, 0.0), max(task.get("incumbent") or [0.0]))
+        targets = {name: TARGET * b for name, b in best.items()}
+        return {label: {k: {**run, "evals_to_95": evals_to(
+            {n: t["incumbent"] for n, t in run["tasks"].items() if "incumbent" in t}, targets, self.base.budget)}
+            for k, run in by_repeat.items()} for label, by_repeat in per_arm.items()}

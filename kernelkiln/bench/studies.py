@@ -63,6 +63,9 @@ def studies(agents: int) -> dict[str, Study]:
               (Arm("ATU"), Arm("uniform", {"memory": {"value": {"credit": "uniform"}}}))),
         Study("rules", "resident rules vs none (a rules budget of 0 tokens)", "speedup",
               (Arm("rules on"), Arm("rules off", {"memory": {"rules": {"budget_tokens": 0}}}))),
+        Study("search", "the tuner's knob search: Optuna's TPE sampler vs enumerating single-knob moves, then "
+              "random settings", "speedup",
+              (Arm("enumerate", {"search": "enumerate"}), Arm("tpe", {"search": "tpe"}))),
         Study("context", "active (layered, budgeted) vs passive (accumulated) prompts, scripted llm", "tokens",
               (Arm("active", {**scripted, "context": {"mode": "active"}}),
                Arm("passive", {**scripted, "context": {"mode": "passive"}}))),

@@ -30,13 +30,16 @@ Studies (all by default; pick some with --study):
   agents   one agent vs --agents agents sharing the board (same evaluations per task)
   credit   adoption-traced credit (ATU) vs the same reward for every retrieved experience
   rules    resident rules vs none
+  search   the tuner's knob search: enumerate (single-knob moves, then random) vs tpe (Optuna)
   context  active vs passive prompts, in tokens (a scripted model plays the llm; no network)
 
-Speed studies report the final best speedup over torch eager and the anytime speedup
-(best-so-far averaged over the budget: reaching a good kernel early counts), each a
-geometric mean over the tasks, then over repeats with a 95% interval, and the second arm
-over the first, paired by repeat. Arms with the same settings run once. Finished runs
-are kept in DIR/runs.jsonl: run the same command again to continue an interrupted one.
+Speed studies report the final best speedup over torch eager, the anytime speedup
+(best-so-far averaged over the budget: reaching a good kernel early counts) and the
+evaluations to 95% of the best any run of the study found (budget + 1 when not reached;
+fewer is better), each a geometric mean over the tasks, then over repeats with a 95%
+interval, and the second arm over the first, paired by repeat. Arms with the same settings
+run once. Finished runs are kept in DIR/runs.jsonl: run the same command again to continue
+an interrupted one.
 Cost: about (arms) x repeats x tasks x budget evaluations of --time-budget seconds each.
 
 \b
@@ -56,8 +59,8 @@ def register(app: typer.Typer) -> None:
 
 def ablate(
     suite: str = typer.Argument(..., help="A bundled suite (`kiln tasks`) or a folder of task files."),
-    study: list[str] = typer.Option([], "--study", metavar="NAME", help="memory, agents, credit, rules or context "
-                                                                        "(repeatable; default: all)."),
+    study: list[str] = typer.Option([], "--study", metavar="NAME", help="memory, agents, credit, rules, search or "
+                                                                        "context (repeatable; default: all)."),
     tasks: str = typer.Option(None, "--tasks", metavar="A,B,...", help="Only these tasks of the suite, by name."),
     config_file: Path = CONFIG_OPTION,
     set_config: list[str] = SET_CONFIG_OPTION,
@@ -111,15 +114,17 @@ def ablate(
 def _ci(cell: dict | None, unit: str) -> str:
     if cell is None:
         return "-"
-    fmt = (lambda v: f"{v:.3g}x") if unit == "x" else (lambda v: f"{v:,.0f}")
+    fmt = {"x": lambda v: f"{v:.3g}x", "n": lambda v: f"{v:.1f}"}.get(unit, lambda v: f"{v:,.0f}")
     if cell["ci95"] is None:
         return fmt(cell["mean"])
     low, high = cell["ci95"]
     return f"{fmt(cell['mean'])} [{fmt(low)}, {fmt(high)}]"
 
 
-_COLUMNS = {"speedup": (("final speedup", "speedup"), ("anytime speedup", "anytime")),
-            "tokens": (("prompt tokens per run", "prompt_tokens"), ("largest prompt", "max_prompt_tokens"))}
+# (title, figure, unit of an arm's figure: x a speedup, n a count of evaluations, "" tokens)
+_COLUMNS = {"speedup": (("final speedup", "speedup", "x"), ("anytime speedup", "anytime", "x"),
+                        ("evaluations to 95%", "evals_to_95", "n")),
+            "tokens": (("prompt tokens per run", "prompt_tokens", ""), ("largest prompt", "max_prompt_tokens", ""))}
 
 
 def _table(result: dict, console: Console) -> None:
@@ -132,12 +137,11 @@ def _table(result: dict, console: Console) -> None:
         table = Table()
         table.add_column("study")
         table.add_column("arm", no_wrap=True)
-        for title, _ in columns:
+        for title, _, _ in columns:
             table.add_column(title, justify="right", no_wrap=True)
-        unit = "x" if metric == "speedup" else ""
         for name, s in rows.items():
             for arm in s["arms"]:
-                table.add_row(name, arm["arm"], *(_ci(arm.get(key), unit) for _, key in columns))
-            table.add_row("", s["ratio_of"], *(_ci(s["ratio"].get(key), "x") for _, key in columns), style="bold",
+                table.add_row(name, arm["arm"], *(_ci(arm.get(key), unit) for _, key, unit in columns))
+            table.add_row("", s["ratio_of"], *(_ci(s["ratio"].get(key), "x") for _, key, _ in columns), style="bold",
                           end_section=True)
         console.print(table)

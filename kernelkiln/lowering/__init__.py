@@ -11,6 +11,7 @@ kind in ``schedule`` and an emitter.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kernelkiln.lowering.aten_matmul import conv_mode
@@ -90,12 +91,13 @@ def generate(task: Task, threads: int | None = None) -> Generated:
         inputs = tuple(s for s, t in zip(traced.input_shapes, traced.tensors, strict=True) if t.startswith("input:"))
         param_shapes = tuple(s for s, t in zip(traced.input_shapes, traced.tensors, strict=True)
                              if t.startswith("param:"))
+        same = re.sub(rf"\bkiln_w{k}(?=[(_])", "kiln_w", code)  # the function's own names aside
         if inputs in seen:
-            if seen[inputs] != code.replace(f"kiln_w{k}(", "kiln_w("):
+            if seen[inputs] != same:
                 raise Unsupported(f"workloads {workload.name} and an earlier one have the same input shapes "
                                   "but different computations")
             continue
-        seen[inputs] = code.replace(f"kiln_w{k}(", "kiln_w(")
+        seen[inputs] = same
         fused = fused if fused is not None else len(p.kernels)
         kinds += [kernel.kind for kernel in kernels]
         reduces = reduces or any(kernel.reductions for kernel in kernels)

@@ -31,7 +31,7 @@ class RunPolicies:
         """A fresh policy for ``agent`` on ``task_id``."""
         config = self.config
         if config.policy == "tuner":
-            return Tuner(agent, rng_seed=f"{task_id}:{config.seed}")
+            return Tuner(agent, rng_seed=f"{task_id}:{config.seed}", search=config.search)
         if config.policy == "replay":
             from kernelkiln.agents.replay import ReplayPolicy
             from kernelkiln.llm.replay import ReplayClient

@@ -135,7 +135,7 @@ class Case(Record):
     orchestrator adds what the guard found and what the attempt cost.
     """
 
-    move: str = ""  # how the policy made it: seed, neighbour, experience, rule, draft, llm
+    move: str = ""  # how the policy made it: seed, rule, experience, draft, sampled, neighbour, random, llm
     knobs: dict[str, Any] | None = None  # a tuner candidate's knob settings (None: not a knob candidate)
     changed: dict[str, Any] = Field(default_factory=dict)  # the settings changed from its parent
     calls: list[tuple[int, int]] = Field(default_factory=list)  # (prompt, completion) tokens of each model call

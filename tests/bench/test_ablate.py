@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kernelkiln.bench.ablate import Ablation, anytime
+from kernelkiln.bench.ablate import Ablation, anytime, evals_to, incumbent
 from kernelkiln.bench.studies import merged, scripted_player, studies
 from kernelkiln.llm.messages import Message
 from kernelkiln.orchestrator.config import OptimizeConfig
@@ -27,6 +27,22 @@ def test_anytime_speedup_averages_the_incumbent_over_the_budget():
     assert anytime(made, 4) == pytest.approx((0 + 2 + 2 + 4) / 4)
     assert anytime(made[:2], 4) == pytest.approx((0 + 2 + 2 + 2) / 4)  # an exhausted search keeps its best
     assert anytime([attempt("REJECT")], 2) is None
+
+
+def test_evaluations_to_the_target_count_until_the_incumbent_reaches_it_and_budget_plus_one_if_never():
+    made = [attempt("REJECT"), attempt("KEEP", 2.0), attempt("REVERT", 1.0), attempt("KEEP", 4.0)]
+    assert incumbent(made, 4) == [0.0, 2.0, 2.0, 4.0]
+    curves = {"a": incumbent(made, 4), "b": [1.0, 1.0]}
+    assert evals_to(curves, {"a": 3.8, "b": 0.95}, budget=4) == pytest.approx((4 * 1) ** 0.5)
+    assert evals_to(curves, {"a": 5.0}, budget=4) == pytest.approx(5)  # never reached: the budget + 1
+    assert evals_to(curves, {"a": 0.0, "c": 1.0}, budget=4) is None  # no target, no curve: left out
+
+
+def test_the_search_study_compares_tpe_with_the_enumerate_search_as_its_reference(tmp_path):
+    study = studies(2)["search"]
+    assert study.metric == "speedup" and [a.label for a in study.arms] == ["enumerate", "tpe"]
+    ablation = Ablation(tmp_path, OptimizeConfig(guard=fast_config(), budget=3))
+    assert [ablation.config(study, arm, k=0).search for arm in study.arms] == ["enumerate", "tpe"]
 
 
 def test_a_patch_merges_nested_settings_and_leaves_the_rest():
@@ -64,6 +80,7 @@ def test_an_ablation_runs_shared_arms_once_and_reports_intervals_and_paired_rati
     assert all(run["correct"] == 2 and run["evaluations"] == 4 for run in on["runs"] + off["runs"])
     assert on["speedup"]["k"] == 2 and len(on["speedup"]["ci95"]) == 2
     assert memory["ratio"]["speedup"]["k"] == 2 and memory["ratio_of"] == "memory off / memory on"
+    assert 1 <= on["evals_to_95"]["mean"] <= 3 and memory["ratio"]["evals_to_95"]["k"] == 2
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 6
     lines.clear()
     assert ablation.run(chosen, two_tasks, repeat=2) == out  # every run is reused from runs.jsonl

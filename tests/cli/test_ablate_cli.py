@@ -11,14 +11,14 @@ from kernelkiln.testing.tasks import tiny_suite
 def test_help_teaches_the_studies_and_the_interval():
     done = kiln("ablate", "--help")
     assert done.returncode == 0
-    for word in ("memory", "agents", "credit", "rules", "context", "95%", "--repeat", "runs.jsonl"):
+    for word in ("memory", "agents", "credit", "rules", "search", "context", "95%", "--repeat", "runs.jsonl"):
         assert word in done.stdout
 
 
 def test_an_unknown_study_is_one_line_and_exit_2():
     done = kiln("ablate", "cpu", "--study", "luck")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        "kiln: error: unknown study 'luck' (known: memory, agents, credit, rules, context)"]
+        "kiln: error: unknown study 'luck' (known: memory, agents, credit, rules, search, context)"]
 
 
 def test_an_unknown_task_is_one_line_naming_the_suites_tasks():
@@ -58,9 +58,10 @@ def test_the_table_shows_speed_and_token_studies_each_with_its_own_columns():
     from kernelkiln.cli.ablate import _table
 
     cell = {"mean": 1.5, "ci95": [1.2, 1.9], "k": 3}
-    speed = {"metric": "speedup", "arms": [{"arm": "memory on", "speedup": cell, "anytime": cell},
+    evals = {"mean": 12.25, "ci95": [10.0, 15.0], "k": 3}
+    speed = {"metric": "speedup", "arms": [{"arm": "memory on", "speedup": cell, "anytime": cell, "evals_to_95": evals},
                                            {"arm": "memory off", "speedup": cell, "anytime": None}],
-             "ratio": {"speedup": cell, "anytime": None}, "ratio_of": "memory off / memory on"}
+             "ratio": {"speedup": cell, "anytime": None, "evals_to_95": cell}, "ratio_of": "memory off / memory on"}
     tokens = {"metric": "tokens", "arms": [{"arm": "active", "prompt_tokens": {"mean": 1234.0, "ci95": None, "k": 1},
                                             "max_prompt_tokens": cell}],
               "ratio": {"prompt_tokens": cell, "max_prompt_tokens": cell}, "ratio_of": "passive / active"}
@@ -68,4 +69,5 @@ def test_the_table_shows_speed_and_token_studies_each_with_its_own_columns():
     _table({"tasks": ["a", "b"], "budget": 10, "repeat": 3, "studies": {"memory": speed, "context": tokens}}, console)
     text = console.export_text()
     assert "1.5x [1.2x, 1.9x]" in text and "memory off / memory on" in text and "final speedup" in text
+    assert "evaluations to 95%" in text and "12.2 [10.0, 15.0]" in text
     assert "prompt tokens per run" in text and "1,234" in text and "passive / active" in text

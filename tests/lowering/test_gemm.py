@@ -161,3 +161,12 @@ def test_every_option_of_a_gemm_knob_still_gives_a_correct_kernel(conv, name):
     finally:
         torch.set_num_threads(threads)
     assert not failures
+
+
+def test_two_workloads_of_the_same_shapes_share_one_gemm_function(tmp_path):
+    same = {"M": 67, "K": 129, "N": 45}
+    task = write_task(tmp_path, "task", "torch.matmul(A, B)", same, PAIR, signature="A, B",
+                      kiln={"workloads": [{"name": "a", **same}, {"name": "b", **same}]})
+    generated = generate(task)  # the GEMM's scratch buffers are named per function: not a difference
+    assert generated.source.count("void kiln_w") == 1
+    assert mismatch(task, generated.source) is None
