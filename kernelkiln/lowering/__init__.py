@@ -58,7 +58,7 @@ def _function(task: Task, workload, name: str):
     """(traced, plan, emitter, temps, C function, kernels) of one workload; a convolution's holds both CONV forms."""
     traced = trace(task, workload)
     p, emitter, body = _scheduled(traced, name)
-    params, temps = emitter.params(temps=False) + emitter.temp_params(), list(emitter.temps)
+    params, temps = emitter.params(), list(emitter.temps)
     if "convolution" in traced.graph.ops:
         token = conv_mode.set("direct")
         try:
@@ -74,11 +74,6 @@ def _function(task: Task, workload, name: str):
         kernels = p.kernels
     code = f"void {name}({', '.join(params + ['int nt'])}) {{\n{body}\n}}\n"
     return traced, p, emitter, temps, code, kernels
-
-
-def _types(emitter: FunctionEmitter, temps: list) -> list[str]:
-    types = emitter.signature_types()[:len(emitter.graph.inputs) + len(emitter.plan.outputs)]
-    return types + [f"{t.ctype}*" for _, t in temps] + ["int"]
 
 
 def generate(task: Task, threads: int | None = None) -> Generated:
@@ -104,7 +99,7 @@ def generate(task: Task, threads: int | None = None) -> Generated:
         ops += traced.graph.ops
         functions.append(code)
         entries.append(Entry(
-            name=f"kiln_w{k}", signature=f"void({', '.join(_types(emitter, temps))})", input_shapes=inputs,
+            name=f"kiln_w{k}", signature=f"void({', '.join(emitter.signature_types(temps))})", input_shapes=inputs,
             params=params, param_shapes=param_shapes,
             outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
             temps=tuple((j, t.numel, t.ctype) for j, t in temps), single=traced.single))

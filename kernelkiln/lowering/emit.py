@@ -46,19 +46,17 @@ class FunctionEmitter:
         self.w = Writer()
         self.names = itertools.count(1)
 
-    def signature_types(self) -> list[str]:
+    def signature_types(self, temps: list[tuple[int, Node]]) -> list[str]:
+        """The C function's argument types for ``temps`` (this plan's scratch buffers, maybe with another's)."""
         types = [f"const {i.ctype}*" for i in self.graph.inputs]
-        types += [f"{o.ctype}*" for o in self.plan.outputs] + [f"{t.ctype}*" for _, t in self.temps]
+        types += [f"{o.ctype}*" for o in self.plan.outputs] + [f"{t.ctype}*" for _, t in temps]
         return types + ["int"]
 
-    def emit(self) -> str:
-        return f"void {self.name}({', '.join(self.params() + ['int nt'])}) {{\n{self.body()}\n}}\n"
-
-    def params(self, temps: bool = True) -> list[str]:
-        """The C parameters: inputs, outputs and (with ``temps``) scratch buffers."""
+    def params(self) -> list[str]:
+        """The C parameters: inputs, outputs and scratch buffers."""
         params = [f"const {i.ctype}* restrict in{i.position}" for i in self.graph.inputs]
         params += [f"{o.ctype}* restrict out{k}" for k, o in enumerate(self.plan.outputs)]
-        return params + (self.temp_params() if temps else [])
+        return params + self.temp_params()
 
     def temp_params(self) -> list[str]:
         return [f"{t.ctype}* restrict {self.plan.buffers[id(t)]}" for _, t in self.temps]
