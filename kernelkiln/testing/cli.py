@@ -21,9 +21,14 @@ def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120,
                  sig: int | None = None) -> tuple[int, str]:
     """Run ``kiln ARGS``, press Ctrl-C (SIGINT to its process group) once stderr shows a line starting with
     ``line_prefix`` — or send ``sig`` to the kiln process alone, as ``kill PID`` does; its exit code and all
-    it wrote to stderr."""
+    it wrote to stderr.
+
+    The child starts with SIGINT at its default, as a terminal's foreground job does: a test runner started in
+    the background of a non-interactive shell (as CI may be) ignores SIGINT, an ignored signal is inherited
+    across exec, and Python whose SIGINT is ignored at start-up never raises KeyboardInterrupt."""
     proc = subprocess.Popen([sys.executable, "-m", "kernelkiln", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_sigint_default)
     seen = []
     for line in proc.stderr:
         seen.append(line)
@@ -34,6 +39,10 @@ def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120,
                 os.kill(proc.pid, sig)
             break
     return proc.wait(timeout=timeout), "".join(seen) + proc.communicate(timeout=timeout)[1]
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def command_app(register) -> typer.Typer:
