@@ -174,12 +174,12 @@ def emit_gemm(w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node]
         w.open("for (int64_t j = tj; j < tj + nr; ++j)")
         body = Body(buffers, names=names)
         idx = (*lead, "i", "j")
-        at = {shape: _unflatten(body, linear(idx, mm.shape), shape) if shape != mm.shape else idx
-              for shape in dict.fromkeys(out.shape for out in writes)}
+        at = {shape: _reshaped(body, idx, mm.shape, shape) for shape in dict.fromkeys(out.shape for out in writes)}
+        _read_in_place(body, writes, mm, at, f"{c}[{linear(idx, mm.shape)}]")
         values = [body.value_of(out, at[out.shape]) for out in writes]
         w.body(body)
-        for out, v in zip(writes, values, strict=True):
-            w(f"{buffers[id(out)]}[{linear(at[out.shape], out.shape)}] = {v};")
+        for out, v in zip(writes, values, strict=True):  # a reshape keeps the linear order: C's position
+            w(f"{buffers[id(out)]}[{linear(idx, mm.shape)}] = {v};")
         w.close()
         w.close()
         w.close()
@@ -190,6 +190,36 @@ def emit_gemm(w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node]
     w.close()  # jc
     w.close()  # bt
     w.close()  # parallel
+
+
+def _read_in_place(body: Body, writes: list[Node], mm: Matmul, at: dict[tuple[int, ...], tuple[str, ...]],
+                   element: str) -> None:
+    """Where the epilogue reads the product reshaped at a write's own position, that is C's ``element``
+    at the tile's: no index is flattened and unflattened again per element."""
+    seen: set[int] = set()
+    stack: list[Node] = list(writes)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, View) and node.base is mm and node.kind == "reshape" and node.shape in at:
+            body.memo[(id(node), at[node.shape])] = body.temp(mm.ctype, element)
+        elif node in writes or id(node) not in body.buffers:
+            stack.extend(node.inputs())
+
+
+def _reshaped(body: Body, idx: tuple[str, ...], product: tuple[int, ...], shape: tuple[int, ...]) -> tuple[str, ...]:
+    """The index in ``shape`` (the product reshaped) of the product's element at ``idx``. Where ``shape``'s
+    trailing dims hold exactly the product's columns (a convolution's (OH, OW)), the row and the column are
+    unflattened apart, so what reads only the row (a per-channel bias) does not change along a tile's row."""
+    if shape == product:
+        return idx
+    for k in range(len(shape) + 1):
+        if math.prod(shape[k:]) == product[-1]:
+            return (_unflatten(body, linear(idx[:-1], product[:-1]), shape[:k])
+                    + _unflatten(body, idx[-1], shape[k:]))
+    return _unflatten(body, linear(idx, product), shape)
 
 
 def _unflatten(body: Body, flat: str, shape: tuple[int, ...]) -> tuple[str, ...]:
@@ -203,6 +233,10 @@ def _unflatten(body: Body, flat: str, shape: tuple[int, ...]) -> tuple[str, ...]
 def _pack(w: Writer, buffers: dict[int, str], names, node: Node, idx: tuple[str, ...], sliver: str, count: str,
           width: str, position: str, inside: str, target: str) -> None:
     """Pack ``node`` at ``idx`` into slivers ``width`` wide; 0 past the edge (``inside`` false)."""
+    patches = _patches_at(node, idx) if width == "NR" else None
+    if patches is not None:
+        _pack_patches(w, buffers, names, *patches)
+        return
     along_p = _contiguous(node, idx) == idx[-1 if width == "MR" else -2]
     w("#pragma omp for schedule(static)")
     w.open(f"for (int64_t {sliver} = 0; {sliver} < {count}; ++{sliver})")
@@ -220,6 +254,80 @@ def _pack(w: Writer, buffers: dict[int, str], names, node: Node, idx: tuple[str,
     w(f"{target} = v;")
     for _ in loops:
         w.close()
+    w.close()
+
+
+def _patches_at(node: Node, idx: tuple[str, ...]) -> tuple[Patches, tuple[str, ...]] | None:
+    """The ``Patches`` that B's ``node`` reads at ``idx`` through views, and its index there, when the tap
+    (c, kh, kw) follows from the packed row ``p`` alone and the output position (oh, ow) from the column ``j``."""
+    at = tuple(idx)
+    while isinstance(node, View):
+        at, node = tuple(node.where(at)), node.base
+    if not isinstance(node, Patches):
+        return None
+    uses_p = [re.search(r"\bp\b", e) is not None for e in at]
+    uses_j = [re.search(r"\bj\b", e) is not None for e in at]
+    if uses_p[0] or uses_j[0] or any(uses_j[1:4]) or any(uses_p[4:]):
+        return None
+    return node, at
+
+
+def _pack_patches(w: Writer, buffers: dict[int, str], names, patches: Patches, at: tuple[str, ...]) -> None:
+    """B's slivers of a convolution's patches (implicit im2col), without dividing an index per element.
+
+    Each thread tabulates the KC block's taps (channel, row and column offset) once; each sliver's columns
+    get their output row and column once, and split into runs that lie in one output row. A run whose tap
+    falls inside a stored input copies a row segment of it (stride apart); elsewhere (padding, an input
+    computed where it is read, the columns past the last, whose rows are 0) each element is tested
+    against the input's bounds.
+    """
+    n, c, kh, kw, oh, ow = at
+    (sh, sw), (ph, pw), (dh, dw) = patches.stride, patches.padding, patches.dilation
+    height, width = patches.base.shape[2:]
+    w("int64_t tc[KC], ty[KC], tx[KC];")
+    w.open("for (int64_t p = 0; p < kc; ++p)")
+    w(f"tc[p] = {c}; ty[p] = ({kh}) * {dh}; tx[p] = ({kw}) * {dw};")
+    w.close()
+    w("#pragma omp for schedule(static)")
+    w.open("for (int64_t js = 0; js < ns; ++js)")
+    w("int64_t jy[NR], jx[NR];")
+    w.open("for (int r = 0; r < NR; ++r)")
+    w("const int64_t j = jc + js * NR + r;")
+    w(f"jy[r] = j < jc + nc ? ({oh}) * {sh} - {ph} : INT64_MIN / 4;")
+    w(f"jx[r] = ({ow}) * {sw} - {pw};")
+    w.close()
+    # runs of consecutive columns in one output row: in the input, one row's elements sw apart
+    w("int rs[NR + 1], runs = 0;")
+    w("rs[0] = 0;")
+    w.open("for (int r = 1; r < NR; ++r)")
+    w("if (jy[r] != jy[r - 1]) rs[++runs] = r;")
+    w.close()
+    w("rs[++runs] = NR;")
+    w.open("for (int64_t p = 0; p < kc; ++p)")
+    w("float* restrict row = bp + (js * kc + p) * NR;")
+    w.open("for (int q = 0; q < runs; ++q)")
+    w("const int r0 = rs[q], r1 = rs[q + 1];")
+    base = buffers.get(id(patches.base))
+    if base is not None:  # a stored NCHW array: the run is a row of it
+        w("const int64_t y0 = jy[r0] + ty[p], x0 = jx[r0] + tx[p], x1 = jx[r1 - 1] + tx[p];")
+        w.open(f"if (y0 >= 0 && y0 < {height} && x0 >= 0 && x1 < {width})")
+        w(f"const float* restrict src = {base} + {linear((n, 'tc[p]', 'y0', 'x0'), patches.base.shape)};")
+        w(f"for (int r = r0; r < r1; ++r) row[r] = src[(r - r0) * {sw}];")
+        w("continue;")
+        w.close()
+    w.open("for (int r = r0; r < r1; ++r)")
+    w("const int64_t yy = jy[r] + ty[p], xx = jx[r] + tx[p];")
+    w("float v = 0.0f;")
+    w.open(f"if (yy >= 0 && yy < {height} && xx >= 0 && xx < {width})")
+    body = Body(buffers, names=names)
+    value = body.value(patches.base, (n, "tc[p]", "yy", "xx"))
+    w.body(body)
+    w(f"v = (float){value};")
+    w.close()
+    w("row[r] = v;")
+    w.close()
+    w.close()
+    w.close()
     w.close()
 
 

@@ -119,6 +119,17 @@ def test_packing_reads_each_operand_along_its_contiguous_dim():
     assert G._contiguous(V.reshape(V.transpose(x3, 1, 2), (4, 16, 8)), ("b", "p", "j")) == "p"
 
 
+def test_a_convolution_s_patches_are_packed_from_tap_and_position_tables_and_other_operands_are_not():
+    from kernelkiln.lowering.graph import Patches
+    x = Input((2, 3, 9, 9), "float")
+    patches = Patches((2, 3, 3, 3, 7, 7), "float", base=x, stride=(1, 1), padding=(0, 0), dilation=(1, 1))
+    found = G._patches_at(V.reshape(patches, (2, 27, 49)), ("b", "pc + p", "j"))
+    assert found is not None and found[0] is patches
+    # the column must not reach the tap (nor the row the position): a transposed im2col is packed per element
+    assert G._patches_at(V.transpose(V.reshape(patches, (2, 27, 49)), 1, 2), ("b", "pc + p", "j")) is None
+    assert G._patches_at(Input((27, 49), "float"), ("pc + p", "j")) is None
+
+
 def test_register_tiles_follow_the_cpu_s_vector_registers(monkeypatch):
     monkeypatch.setattr(G, "cpu_flags", lambda: frozenset({"avx", "avx2", "fma", "avx512f"}))
     options, defaults = G.gemm_vocabulary()
