@@ -8,6 +8,7 @@ computed where they are read, so a chain of them costs one pass over memory.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -214,4 +215,19 @@ def linear(index: Index, shape: tuple[int, ...]) -> str:
     """The C expression of ``index``'s offset in a contiguous tensor of ``shape``."""
     terms = [f"({i})" if stride == 1 else f"({i})*{stride}"
              for i, size, stride in zip(index, shape, contiguous_strides(shape), strict=True) if size != 1]
-    return " + ".join(terms) or "0"
+    return rejoin(" + ".join(terms) or "0")
+
+
+# (X/c)*c + X%c, an index split by one reshape and joined again by the next (C's / and % make it X for any X)
+_OPERAND = r"(?:[^()]|\((?:[^()]|\([^()]*\))*\))+"
+_REJOIN = re.compile(rf"(?:^|(?<=[(\[])|(?<=\+ )|(?<=, ))"  # a whole term of a sum, not a factor
+                     rf"\(\(({_OPERAND})\)/(\d+)\)\*\2 \+ (\()?\(\1\)%\2(?(3)\))(?=$|[)\],]| [+-])")
+
+
+def rejoin(expr: str) -> str:
+    """``expr`` with every ``((X)/c)*c + (X)%c`` written as ``(X)``: the divisions a vectorizer cannot see past."""
+    while True:
+        joined = _REJOIN.sub(r"(\1)", expr)
+        if joined == expr:
+            return expr
+        expr = joined

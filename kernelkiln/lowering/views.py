@@ -46,6 +46,8 @@ def reshape(base: Node, shape: tuple[int, ...]) -> Node:
     shape = tuple(int(s) for s in shape)
     if math.prod(shape) != base.numel:
         raise Unsupported(f"reshape of {base.shape} to {shape}")
+    while isinstance(base, View) and base.kind == "reshape":  # reshapes keep the linear order: one is enough
+        base = base.base  # (a group norm's (N, G, C/G·H·W) and back is its input, not two index maps per read)
     if shape == base.shape:
         return base
     old = base.shape
