@@ -175,7 +175,6 @@ def emit_gemm(w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node]
         body = Body(buffers, names=names)
         idx = (*lead, "i", "j")
         at = {shape: _reshaped(body, idx, mm.shape, shape) for shape in dict.fromkeys(out.shape for out in writes)}
-        _read_in_place(body, writes, mm, at, f"{c}[{linear(idx, mm.shape)}]")
         values = [body.value_of(out, at[out.shape]) for out in writes]
         w.body(body)
         for out, v in zip(writes, values, strict=True):  # a reshape keeps the linear order: C's position
@@ -192,23 +191,6 @@ def emit_gemm(w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node]
     w.close()  # parallel
 
 
-def _read_in_place(body: Body, writes: list[Node], mm: Matmul, at: dict[tuple[int, ...], tuple[str, ...]],
-                   element: str) -> None:
-    """Where the epilogue reads the product reshaped at a write's own position, that is C's ``element``
-    at the tile's: no index is flattened and unflattened again per element."""
-    seen: set[int] = set()
-    stack: list[Node] = list(writes)
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, View) and node.base is mm and node.kind == "reshape" and node.shape in at:
-            body.memo[(id(node), at[node.shape])] = body.temp(mm.ctype, element)
-        elif node in writes or id(node) not in body.buffers:
-            stack.extend(node.inputs())
-
-
 def _reshaped(body: Body, idx: tuple[str, ...], product: tuple[int, ...], shape: tuple[int, ...]) -> tuple[str, ...]:
     """The index in ``shape`` (the product reshaped) of the product's element at ``idx``. Where ``shape``'s
     trailing dims hold exactly the product's columns (a convolution's (OH, OW)), the row and the column are
@@ -223,11 +205,17 @@ def _reshaped(body: Body, idx: tuple[str, ...], product: tuple[int, ...], shape:
 
 
 def _unflatten(body: Body, flat: str, shape: tuple[int, ...]) -> tuple[str, ...]:
-    """The index in ``shape`` of the linear position ``flat`` (an epilogue that reads the product reshaped)."""
+    """The index in ``shape`` of the linear position ``flat`` (an epilogue that reads the product reshaped).
+
+    Written as ``linear`` rejoins it (``((p)/c)*c + ((p)%c)`` is ``(p)``), and the outermost dim without a
+    modulo (``flat`` is inside ``shape``): read back through a reshape, the product's element is at ``flat``.
+    """
     position = body.temp("int64_t", flat)
     strides = contiguous_strides(shape)
-    return tuple("0" if size == 1 else f"({position} / {stride}) % {size}" if stride > 1 else f"{position} % {size}"
-                 for size, stride in zip(shape, strides, strict=True))
+    outer = next((d for d, size in enumerate(shape) if size != 1), None)
+    return tuple("0" if size == 1 else f"({position})/{stride}" if d == outer else
+                 f"(({position})/{stride})%{size}" if stride > 1 else f"({position})%{size}"
+                 for d, (size, stride) in enumerate(zip(shape, strides, strict=True)))
 
 
 def _pack(w: Writer, buffers: dict[int, str], names, node: Node, idx: tuple[str, ...], sliver: str, count: str,
