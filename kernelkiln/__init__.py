@@ -1,3 +1,7 @@
 """kernelkiln: experience-driven kernel optimization with a hack-resistant guard."""
 
 __version__ = "0.1.0"
+
+from kernelkiln import threadsafe_ast  # noqa: E402 - before any agent thread parses
+
+threadsafe_ast.install()

@@ -18,7 +18,8 @@ DATA = ("testing/hostile", "testing/candidates", "testing/tasks", "suites", "exa
 # cli -> orchestrator -> agents -> context -> policy -> guard | memory -> ... -> errors.
 # A package may import only packages of a lower rank (packages of equal rank never each other).
 RANK = {
-    "errors": 0, "kernelkiln": 0, "stats": 0, "atomic": 0, "speedup": 0,
+    "errors": 0, "kernelkiln": 0, "stats": 0, "atomic": 0, "speedup": 0, "rwlock": 0,
+    "threadsafe_ast": -1,  # below the package root, which installs it before anything parses
     "isolation": 1, "task": 1, "llm": 1, "store": 1,
     "native": 2,
     "platforms": 3,

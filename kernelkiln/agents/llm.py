@@ -59,6 +59,7 @@ class LLMPolicy:
     """Whole-candidate proposals from a chat model."""
 
     name = "llm"
+    layered = True
 
     def __init__(self, config: Any, agent: str, client: ChatClient | None = None,
                  builder: ContextBuilder | None = None, protocol: ReplyProtocol | None = None):

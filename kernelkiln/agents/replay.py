@@ -19,6 +19,7 @@ class ReplayPolicy:
     """``inner`` (an LLMPolicy over ``client``), stopping when its recording ends."""
 
     name = "replay"
+    layered = True
 
     def __init__(self, inner: Policy, client: ReplayClient) -> None:
         self.inner, self.client = inner, client

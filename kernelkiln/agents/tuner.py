@@ -70,6 +70,7 @@ class Tuner:
     """Knob search for one agent on one task; ``observe`` replays a run to rebuild it."""
 
     name = "tuner"
+    layered = False  # it orders knob moves by experiences and resident rules; the rest is prompt text
 
     def __init__(self, agent: str, rng_seed: int | str = 0, search: Search = "tpe"):
         self.agent, self.search = agent, search

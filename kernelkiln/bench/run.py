@@ -102,7 +102,10 @@ class Bench:
         threads = config.guard.threads or default_threads()
         ratios, notes = {}, {}
         for task in tasks:
-            if self.compile_baseline:
+            if self.compile_baseline and config.cluster.address != "local":
+                ratios[task.name], notes[task.name] = None, ("not measured: on a cluster, candidates are timed on "
+                                                             "its devices, not on this machine")
+            elif self.compile_baseline:
                 self.progress(f"{task.name}: timing torch.compile against eager")
                 ratios[task.name], notes[task.name] = compile_ratio(task, threads)
             else:

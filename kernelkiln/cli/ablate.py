@@ -76,6 +76,10 @@ def ablate(
                                        f"that figure (0: the search's own, noisier, figure) "
                                        f"{default_note('confirm_time_budget_s')}."),
     threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
+    cluster: str = typer.Option(None, "--cluster", metavar="local|ray|ray://HOST:PORT",
+                                help="Where candidates are judged: this machine, or one evaluation actor per "
+                                     "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
+                                     f"kernelkiln[ray]) {default_note('cluster.address')}."),
     out: Path = typer.Option(Path("kiln-ablate"), "--out", metavar="DIR", help="Where runs, runs.jsonl and "
                                                                              "ablation.json go."),
     as_json: bool = typer.Option(False, "--json", help="Print ablation.json's object instead of the table."),
@@ -102,6 +106,7 @@ def ablate(
     settings = load_settings(config_file, {
         "--budget": ("budget", budget), "--time-budget": ("guard.time_budget_s", time_budget),
         "--confirm-budget": ("confirm_time_budget_s", confirm), "--threads": ("guard.threads", threads),
+        "--cluster": ("cluster.address", cluster),
     }, set_config, defaults={"budget": ABLATE_BUDGET})
     base = with_endpoint_window(settings).config
     tasks_in_order = order_tasks([load_task(p) for p in paths])

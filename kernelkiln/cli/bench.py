@@ -57,6 +57,10 @@ def bench(
                                   help="When a task ends, judge its best again timing for this long and report "
                                        f"that figure (0: the search's own, noisier, figure) "
                                        f"{default_note('confirm_time_budget_s')}."),
+    cluster: str = typer.Option(None, "--cluster", metavar="local|ray|ray://HOST:PORT",
+                                help="Where candidates are judged: this machine, or one evaluation actor per "
+                                     "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
+                                     f"kernelkiln[ray]) {default_note('cluster.address')}."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json's object instead of the table."),
 ) -> None:
@@ -68,7 +72,8 @@ def bench(
         raise UserError(f"suite {suite} holds no task files")
     settings = load_settings(config_file, {
         "--agents": ("agents", agents), "--budget": ("budget", budget), "--store": ("store.url", store),
-        "--threads": ("guard.threads", threads), "--confirm-budget": ("confirm_time_budget_s", confirm),
+        "--threads": ("guard.threads", threads),
+        "--cluster": ("cluster.address", cluster), "--confirm-budget": ("confirm_time_budget_s", confirm),
     }, set_config)
     config = with_endpoint_window(settings).config
     result = with_progress(lambda observer, progress: Bench(out, config.store.url, observer, not no_compile,

@@ -20,7 +20,6 @@ from rich.progress import (
 from rich.table import Table
 
 from kernelkiln.cli.eval import resolve_task_path, wide_console
-from kernelkiln.cli.sizing import SET_HELP, shrink_option, task_overrides
 from kernelkiln.cli.settings import (
     CONFIG_OPTION,
     SET_CONFIG_OPTION,
@@ -29,6 +28,7 @@ from kernelkiln.cli.settings import (
     load_settings,
     with_endpoint_window,
 )
+from kernelkiln.cli.sizing import SET_HELP, shrink_option, task_overrides
 from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.observer import Observer
@@ -55,6 +55,7 @@ Examples:
   kiln optimize row_softmax --policy llm --model M --base-url URL --record session/
   kiln optimize row_softmax --policy replay --replay session/   # the same run again, no network
   kiln optimize --resume r-3f9c0a1b2c3d4e5f          # continue an interrupted run
+  kiln optimize kb-cpu --cluster ray --store postgresql://kiln@db/kiln --agents 8   # a Ray cluster's devices
 
 Results: a table per task, DIR/<task>/best.py (a standalone candidate `kiln eval` accepts)
 and DIR/run.json (the same figures; --json prints it). Ctrl-C stops cleanly; the run
@@ -126,6 +127,10 @@ def optimize(
     threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
     platform: str = typer.Option(None, "--platform", help="Where candidates run and are timed: cpu or cuda (needs a "
                                                           f"visible NVIDIA GPU) {default_note('platform')}."),
+    cluster: str = typer.Option(None, "--cluster", metavar="local|ray|ray://HOST:PORT",
+                                help="Where candidates are judged: this machine, or one evaluation actor per "
+                                     "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
+                                     f"kernelkiln[ray]) {default_note('cluster.address')}."),
     lock_clocks: int = typer.Option(None, "--lock-clocks", metavar="MHZ",
                                     help="Lock the GPU's clocks at MHZ while timing (nvidia-smi -lgc); refuses to run "
                                          "if locking fails."),
@@ -158,7 +163,8 @@ def optimize(
         "--reply-protocol": ("llm.reply_protocol", reply_protocol),
         "--max-tokens": ("max_tokens", max_tokens), "--max-wall": ("max_wall_s", max_wall),
         "--store": ("store.url", store), "--threads": ("guard.threads", threads),
-        "--platform": ("platform", platform), "--lock-clocks": ("guard.lock_clocks_mhz", lock_clocks),
+        "--platform": ("platform", platform),
+        "--cluster": ("cluster.address", cluster), "--lock-clocks": ("guard.lock_clocks_mhz", lock_clocks),
         "--confirm-budget": ("confirm_time_budget_s", confirm), "--time-budget": ("guard.time_budget_s", time_budget),
         "--isolation": ("guard.isolation", isolation), "--record": ("record", record),
         "--replay": ("replay", replay), "--seed": ("seed_file", str(seed_file) if seed_file else None),
@@ -173,7 +179,7 @@ def optimize(
             if target or overrides or shrink is not None:
                 raise UserError("--resume continues a stored run at its own sizes: give no TASK|SUITE, --set or "
                                 "--shrink with it")
-            result = optimizer.resume(resume)
+            result = optimizer.resume(resume, cluster)
         else:
             if not target:
                 raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
@@ -302,6 +308,10 @@ class _Lines(Observer):
         print(f"{task_id}: judging the best again, timing for {seconds:g} s", file=sys.stderr, flush=True)
 
 
+    def note(self, line) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+
 class _Bars(Observer):
     """A rich progress bar per task on a terminal."""
 
@@ -331,6 +341,9 @@ class _Bars(Observer):
 
     def task_finished(self, task_id, incumbent) -> None:
         self.progress.update(self.ids[task_id], note="done")
+
+    def note(self, line) -> None:
+        self.progress.console.print(line, style="dim", markup=False, highlight=False)
 
     def close(self) -> None:
         if self.ids:

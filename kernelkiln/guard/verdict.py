@@ -88,6 +88,7 @@ class Verdict(BaseModel):
     check: CheckSetup | None = None  # None: never checked (a gate or build reject)
     timing: TimingSetup | None = None  # None: not timed
     seconds: float = 0.0
+    device: str | None = None  # the cluster device that judged it (None: this process)
 
     @classmethod
     def reject(cls, stage: Stage, reason: str, **extra: Any) -> Verdict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from kernelkiln.memory.board import Board
@@ -29,6 +30,7 @@ class Memory:
         self.consolidator = Consolidator(store, self.config.rules, tokens)
         self.callbacks = MemoryCallbacks(store, self.config, self.consolidator)
         self._seeded: set[str] = set()
+        self._seeding = threading.Lock()  # agents read memory at once
 
     def configured(self, config: MemoryConfig) -> Memory:
         """This memory under ``config`` (itself when unchanged): a run brings its own memory settings."""
@@ -55,9 +57,10 @@ class Memory:
 
     def ensure_knowledge(self, platforms: list[str] | None = None) -> None:
         """Seed the platforms' documents (default: all) unless this Memory already did."""
-        for platform in platforms if platforms is not None else knowledge_platforms():
-            if platform not in self._seeded:
-                self.seed_knowledge(platform)
+        with self._seeding:
+            for platform in platforms if platforms is not None else knowledge_platforms():
+                if platform not in self._seeded:
+                    self.seed_knowledge(platform)
 
     def resident_rules(self) -> list[tuple[Rule, Experience]]:
         """The resident rules with the experiences they were distilled from (same id, same Q), highest Q first.

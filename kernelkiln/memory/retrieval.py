@@ -8,6 +8,7 @@ was distilled from (0 when it has none), maxima taken over the pool (w = 0 when 
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -53,6 +54,7 @@ class Retriever:
         # task -> (attempt count, scores): attempts are append-only, so an unchanged count
         # means an unchanged graph, and its scores need not be recomputed on every retrieval.
         self._graphs: OrderedDict[str, tuple[int, dict[str, float]]] = OrderedDict()
+        self._graphs_lock = threading.Lock()  # agents retrieve at once (the run's memory lock is shared)
 
     def retrieve(
         self,
@@ -88,17 +90,18 @@ class Retriever:
         if not sources:
             return {}
         sizes = self.store.attempts.task_sizes(conn, sources)
-        stale = [task for task, n in sizes.items() if self._graphs.get(task, (-1, {}))[0] != n]
-        if stale:
-            by_task: dict[str, list] = {}
-            for node in self.store.attempts.graph_nodes_of_tasks(conn, stale):
-                by_task.setdefault(node.task_id, []).append(node)
-            for task, nodes in by_task.items():
-                self._graphs[task] = (len(nodes), ExperienceGraph(nodes, self.graph_config).scores())
-        scores: dict[str, float] = {}
-        for task in sizes:
-            self._graphs.move_to_end(task)
-            scores.update(self._graphs[task][1])
-        while len(self._graphs) > _GRAPH_CACHE_TASKS:
-            self._graphs.popitem(last=False)
+        with self._graphs_lock:
+            stale = [task for task, n in sizes.items() if self._graphs.get(task, (-1, {}))[0] != n]
+            if stale:
+                by_task: dict[str, list] = {}
+                for node in self.store.attempts.graph_nodes_of_tasks(conn, stale):
+                    by_task.setdefault(node.task_id, []).append(node)
+                for task, nodes in by_task.items():
+                    self._graphs[task] = (len(nodes), ExperienceGraph(nodes, self.graph_config).scores())
+            scores: dict[str, float] = {}
+            for task in sizes:
+                self._graphs.move_to_end(task)
+                scores.update(self._graphs[task][1])
+            while len(self._graphs) > _GRAPH_CACHE_TASKS:
+                self._graphs.popitem(last=False)
         return scores

@@ -9,9 +9,8 @@ build, checks and timing against the reference — in a fresh session that times
 
 from __future__ import annotations
 
-from kernelkiln.guard.device import DeviceLock
-from kernelkiln.guard.session import GuardSession
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.pool import EvaluationPool
 from kernelkiln.store.records import Attempt, Confirmation
 from kernelkiln.task import Task
 
@@ -21,13 +20,13 @@ def confirmable(best: Attempt | None, config: OptimizeConfig) -> bool:
     return best is not None and bool(best.measurements) and bool(config.confirm_time_budget_s)
 
 
-def confirm(task: Task, best: Attempt | None, config: OptimizeConfig, device: DeviceLock) -> Confirmation | None:
+def confirm(task: Task, best: Attempt | None, config: OptimizeConfig, pool: EvaluationPool) -> Confirmation | None:
     """The best's confirmation record, or None when it is not ``confirmable``."""
     if not confirmable(best, config):
         return None
     budget = config.confirm_time_budget_s
     guard = config.guard.model_copy(update={"time_budget_s": budget})
-    with GuardSession(task, guard, device) as session:
+    with pool.evaluator(task, guard) as session:
         verdict = session.evaluate(best.code)
     return Confirmation(attempt_id=best.id, verdict=verdict.verdict, correct=verdict.correct,
                         speedup=verdict.speedup if verdict.correct else None,

@@ -27,5 +27,8 @@ class Observer:
     def task_finished(self, task_id: str, incumbent: Attempt | None) -> None:
         """Work on a task ended."""
 
+    def note(self, line: str) -> None:
+        """A line about the run itself (the cluster it joined, a device that died)."""
+
     def close(self) -> None:
         """The run is over (or interrupted): release the display."""

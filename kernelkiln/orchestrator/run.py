@@ -8,7 +8,9 @@ through the agents' states and policies, so no evaluated attempt is lost or repe
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +23,10 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.confirm import confirm, confirmable
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.policies import RunPolicies
+from kernelkiln.orchestrator.pool import Borrowed, EvaluationPool, open_pool
 from kernelkiln.orchestrator.results import write_outputs
 from kernelkiln.orchestrator.seeds import starting_code
-from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
+from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, concurrently, task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.policy.lens import assign_lenses
 from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Run, RunState, RunStatus, RunTask
@@ -57,9 +60,11 @@ class Optimizer:
     """Starts and resumes runs over one store."""
 
     def __init__(self, memory: Memory, out_root: Path, observer: Observer | None = None,
-                 client: ChatClient | None = None):
-        """``client`` replaces the model endpoint of llm runs (tests, benchmarks with a scripted model)."""
+                 client: ChatClient | None = None, pool: EvaluationPool | None = None):
+        """``client`` replaces the model endpoint of llm runs (tests, benchmarks with a scripted model);
+        ``pool`` the evaluation pool ``cluster`` names (benchmarks with simulated devices; it stays open)."""
         self.client = client
+        self.pool = pool
         self.memory = memory
         self.store = memory.store
         self.out_root = out_root
@@ -77,12 +82,17 @@ class Optimizer:
         run = run.model_copy(update={"state": RunState(
             status="running", out=str(out.resolve()),
             tasks=[RunTask(path=str(t.path), overrides=t.overrides, id=task_id_of(t)) for t in tasks])})
-        with self.store.write() as conn:
-            self.store.runs.add(conn, run)
-        return self._execute(run, tasks, config, starts)
+        pool = self._pool(config, None)  # refuses before the run exists
+        try:
+            with self.store.write() as conn:
+                self.store.runs.add(conn, run)
+        except BaseException:
+            pool.close()
+            raise
+        return self._execute(run, tasks, config, starts, pool)
 
-    def resume(self, run_id: str) -> dict[str, Any]:
-        """Continue ``run_id`` where it stopped."""
+    def resume(self, run_id: str, cluster: str | None = None) -> dict[str, Any]:
+        """Continue ``run_id`` where it stopped; ``cluster``: another address of its cluster (--cluster)."""
         with self.store.read() as conn:
             run = self.store.runs.get(conn, run_id)
         if run is None or not run.state.tasks:
@@ -91,54 +101,72 @@ class Optimizer:
             raise UserError(f"run {run_id} is already finished; its results are in {run.state.out}")
         config = OptimizeConfig.stored(run.config)
         get_platform(config.platform)  # a resumed run may land on a machine without its device
+        if cluster is not None:  # the cluster's head may have moved since the run began
+            config = config.model_copy(update={"cluster": config.cluster.model_copy(update={"address": cluster})})
         tasks = [load_task(Path(t.path), t.overrides) for t in run.state.tasks]
-        return self._execute(run, tasks, config, {task_id_of(t): starting_code(t, config) for t in tasks})
+        starts = {task_id_of(t): starting_code(t, config) for t in tasks}
+        return self._execute(run, tasks, config, starts, self._pool(config, run.state.device))
 
     # -- the run -----------------------------------------------------------------------
-    def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig,
-                 starts: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    def _pool(self, config: OptimizeConfig, device_kind: str | None) -> EvaluationPool:
+        if self.pool is not None:
+            return Borrowed(self.pool)
+        return open_pool(config, self.store.url, device_kind, self.observer.note)
+
+    def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig, starts: dict[str, tuple[str, str]],
+                 pool: EvaluationPool) -> dict[str, Any]:
+        try:
+            return self._execute_on(pool, run, tasks, config, starts)
+        finally:
+            pool.close()
+
+    def _execute_on(self, pool: EvaluationPool, run: Run, tasks: list[Task], config: OptimizeConfig,
+                    starts: dict[str, tuple[str, str]]) -> dict[str, Any]:
         self.memory = self.memory.configured(config.memory)
-        control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None)
-        finished = list(run.state.finished)
-        confirmed = dict(run.state.confirmed)
+        control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None,
+                             pool=pool)
+        book = _Book(self, run if pool.device_kind is None else self._save_state(run, device=pool.device_kind))
         stored = self._attempts(run.id)
         control.tokens = sum(a.tokens_in + a.tokens_out for a in stored) + sum(
             n.prompt_tokens + n.completion_tokens for n in run.state.no_candidate.values())
-        status = "stopped"
         policies = RunPolicies(config, self.client)  # one per run: its llm agents share one reply protocol
-        runner: TaskRunner | None = None
+        todo = [t for t in tasks if task_id_of(t) not in run.state.finished]
+
+        def one(task: Task, leave: Callable[[], None] = lambda: None) -> None:
+            task_id = task_id_of(task)
+            runner = self._runner(task, book.run, config, control, policies,
+                                  [a for a in stored if a.task_id == task_id], starts[task_id][0])
+            book.started(task_id, runner)
+            runner.on_agent_done = leave  # the task's last round leaves devices free: the next task may start
+            self.observer.seeded(task_id, starts[task_id][1])
+            self.observer.task_started(task_id, config.budget, runner.state.used, [a.name for a in runner.agents])
+            runner.run()
+            if control.abort.is_set():  # Ctrl-C while tasks ran at once: the task resumes unfinished
+                return
+            runner.finish()
+            if confirmable(runner.state.incumbent, config):
+                self.observer.confirming(task_id, config.confirm_time_budget_s)
+            book.finished(task_id, confirm(task, runner.state.incumbent, config, pool), runner, control)
+            self.observer.task_finished(task_id, runner.state.incumbent)
+
         try:
-            for task in tasks:
-                task_id = task_id_of(task)
-                if task_id in finished:
-                    continue
-                if not control.may_start():
-                    break
-                runner = self._runner(task, run, config, control, policies,
-                                      [a for a in stored if a.task_id == task_id], starts[task_id][0])
-                self.observer.seeded(task_id, starts[task_id][1])
-                self.observer.task_started(task_id, config.budget, runner.state.used, [a.name for a in runner.agents])
-                runner.run()
-                runner.finish()
-                if confirmable(runner.state.incumbent, config):
-                    self.observer.confirming(task_id, config.confirm_time_budget_s)
-                confirmed[task_id] = confirm(task, runner.state.incumbent, config, control.device)
-                finished.append(task_id)
-                run = self._save(run, status="running", finished=finished, confirmed=confirmed,
-                                 no_candidate=_no_candidate(run, runner, control))
-                self.observer.task_finished(task_id, runner.state.incumbent)
-                runner = None  # its work is saved
+            width = pool.tasks_at_once(config.agents)
+            if width == 1:
+                for task in todo:
+                    if not control.may_start():
+                        break
+                    one(task)
             else:
-                status = "stopped" if control.stop.is_set() else "done"  # stopped: a token or time budget
+                concurrently(one, todo, width, control)
+            status = "stopped" if control.stop.is_set() else "done"  # stopped: a token or time budget
         except KeyboardInterrupt:
-            run = self._save(run, status="interrupted", finished=finished, no_candidate=_no_candidate(run, runner))
+            run = book.save("interrupted")
             raise Interrupted(self._outputs(run)) from None
         except BaseException:
-            if run.state.status == "running":
-                run = self._save(run, status="failed", finished=finished, no_candidate=_no_candidate(run, runner))
+            if book.run.state.status == "running":
+                book.save("failed")
             raise
-        run = self._save(run, status=status, finished=finished)
-        return self._outputs(run)
+        return self._outputs(book.save(status, final=True))
 
     def _runner(self, task: Task, run: Run, config: OptimizeConfig, control: RunControl, policies: RunPolicies,
                 stored: list[Attempt], seed_code: str) -> TaskRunner:
@@ -147,7 +175,8 @@ class Optimizer:
         agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
                              policy=policies.make(f"a{i + 1}", task_id))
                   for i, lens in enumerate(assign_lenses(task.op_family, config.agents))]
-        self._replay(run.id, task_id, state, agents, stored, config)
+        with control.memory_lock.exclusive():  # tasks of a cluster run start while others' agents write
+            self._replay(run.id, task_id, state, agents, stored, config)
         return TaskRunner(task, state, agents, self.memory, control, run.id, self.observer)
 
     def _replay(self, run_id: str, task_id: str, state: TaskState, agents: list[AgentState], stored: list[Attempt],
@@ -174,6 +203,12 @@ class Optimizer:
         with self.store.read() as conn:
             return self.store.attempts.for_run(conn, run_id)
 
+    def _save_state(self, run: Run, **update: Any) -> Run:
+        run = run.model_copy(update={"state": run.state.model_copy(update=update)})
+        with self.store.write() as conn:
+            self.store.runs.update(conn, run)
+        return run
+
     def _save(self, run: Run, *, status: RunStatus, finished: list[str],
               confirmed: dict[str, Confirmation | None] | None = None,
               no_candidate: dict[str, NoCandidate] | None = None) -> Run:
@@ -182,10 +217,7 @@ class Optimizer:
             update["confirmed"] = dict(confirmed)
         if no_candidate is not None:
             update["no_candidate"] = no_candidate
-        run = run.model_copy(update={"state": run.state.model_copy(update=update)})
-        with self.store.write() as conn:
-            self.store.runs.update(conn, run)
-        return run
+        return self._save_state(run, **update)
 
     def _outputs(self, run: Run) -> dict[str, Any]:
         attempts = self._attempts(run.id)
@@ -194,6 +226,42 @@ class Optimizer:
             by_task.setdefault(attempt.task_id, []).append(attempt)
         return write_outputs(Path(run.state.out), run.id, run.state.status, by_task, run.state.confirmed,
                              run.state.no_candidate)
+
+
+class _Book:
+    """The run's record as its tasks finish, which on a cluster they may do at once."""
+
+    def __init__(self, optimizer: Optimizer, run: Run):
+        self.optimizer, self.run = optimizer, run
+        self.active: dict[str, TaskRunner] = {}  # tasks started and not finished
+        self.lock = threading.Lock()
+
+    def started(self, task_id: str, runner: TaskRunner) -> None:
+        with self.lock:
+            self.active[task_id] = runner
+
+    def finished(self, task_id: str, confirmation: Confirmation | None, runner: TaskRunner,
+                 control: RunControl) -> None:
+        with self.lock:
+            state = self.run.state
+            self.run = self.optimizer._save(self.run, status="running", finished=[*state.finished, task_id],
+                                            confirmed={**state.confirmed, task_id: confirmation},
+                                            no_candidate=_no_candidate(self.run, runner, control))
+            self.active.pop(task_id, None)  # its work is saved
+
+    def save(self, status: RunStatus, final: bool = False) -> Run:
+        """The run saved with ``status``; unless ``final``, with the turns of unfinished tasks that gave nothing."""
+        with self.lock:
+            no_candidate = None
+            if not final:
+                run = self.run
+                for runner in self.active.values():
+                    run = run.model_copy(update={"state": run.state.model_copy(
+                        update={"no_candidate": _no_candidate(run, runner)})})
+                no_candidate = run.state.no_candidate
+            self.run = self.optimizer._save(self.run, status=status, finished=self.run.state.finished,
+                                            no_candidate=no_candidate)
+            return self.run
 
 
 def _no_candidate(run: Run, runner: TaskRunner | None, control: RunControl | None = None) -> dict[str, NoCandidate]:

@@ -1,7 +1,8 @@
 """N agents on one task: propose, judge, remember, repeat, until the budget is spent.
 
-Each agent runs in its own thread with its own GuardSession; the sessions share one
-DeviceLock, so candidates build and check in parallel but are timed one at a time.
+Each agent runs in its own thread with its own evaluator from the run's pool: locally a
+GuardSession, all sharing one DeviceLock, so candidates build and check in parallel but are
+timed one at a time; on a cluster, the next free device's actor.
 After each verdict one typed record (``AttemptResult``) goes through the run's callbacks:
 memory's stores the attempt and all it teaches in one transaction before the agent's next
 turn, so an interrupted run loses only evaluations that were still in flight; progress
@@ -12,11 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kernelkiln.guard import diagnose
-from kernelkiln.guard.device import DeviceLock
-from kernelkiln.guard.session import GuardSession
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory import distill
 from kernelkiln.memory.callbacks import AttemptResult, VerdictCallback
@@ -24,7 +24,9 @@ from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, claim, leaderboard, settle
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.orchestrator.pool import EvaluationPool, Evaluator, LocalPool
 from kernelkiln.policy.turn import GaveUp, Proposal, Turn, code_hash
+from kernelkiln.rwlock import ReadWriteLock
 from kernelkiln.stats import geomean
 from kernelkiln.store.records import Adoption, Attempt, Measurement, NoCandidate, TaskRecord, new_id
 from kernelkiln.task import Task
@@ -45,8 +47,8 @@ class RunControl:
     stop: threading.Event = field(default_factory=threading.Event)  # finish in-flight work, start no more
     abort: threading.Event = field(default_factory=threading.Event)  # Ctrl-C: in-flight work is abandoned
     lock: threading.Lock = field(default_factory=threading.Lock)
-    memory_lock: threading.Lock = field(default_factory=threading.Lock)
-    device: DeviceLock = field(default_factory=DeviceLock)
+    memory_lock: ReadWriteLock = field(default_factory=ReadWriteLock)  # agents read shared, verdicts write alone
+    pool: EvaluationPool = field(default_factory=LocalPool)  # where candidates are judged
 
     def spend(self, prompt: int, completion: int) -> None:
         with self.lock:
@@ -58,6 +60,60 @@ class RunControl:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.stop.set()
         return not self.stop.is_set()
+
+
+def concurrently(work: Callable[[Task, Callable[[], None]], None], tasks: list[Task], width: int,
+                 control: RunControl) -> None:
+    """``work(task, leave)`` for ``tasks`` in threads, ``width`` searching at once (a cluster's devices
+    outnumber one task's agents). ``leave()`` frees the task's place once its search is over, so the next
+    task starts while this one's best is confirmed. A failure stops the run from starting more; Ctrl-C
+    here abandons them all."""
+    errors: list[BaseException] = []
+    pending: list[Task] = list(tasks)
+    threads: list[threading.Thread] = []
+    changed = threading.Event()
+    searching = [0]
+    lock = threading.Lock()
+
+    def body(task: Task) -> None:
+        left = [False]
+
+        def leave() -> None:
+            with lock:
+                if not left[0]:
+                    left[0] = True
+                    searching[0] -= 1
+            changed.set()
+
+        try:
+            work(task, leave)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the main thread
+            errors.append(exc)
+            control.stop.set()
+        finally:
+            leave()
+
+    try:
+        while True:
+            threads = [t for t in threads if t.is_alive()]
+            while pending and searching[0] < width and control.may_start():
+                with lock:
+                    searching[0] += 1
+                thread = threading.Thread(target=body, args=(pending.pop(0),), name="kiln-task", daemon=True)
+                thread.start()
+                threads.append(thread)
+            if not threads:
+                break
+            changed.wait(0.2)  # a short wait: Ctrl-C reaches only the main thread, between waits
+            changed.clear()
+    except KeyboardInterrupt:
+        control.abort.set()
+        control.stop.set()
+        for thread in threads:
+            thread.join(_ABORT_JOIN_S)
+        raise
+    if errors:
+        raise errors[0]
 
 
 def task_id_of(task: Task) -> str:
@@ -80,7 +136,8 @@ class TaskRunner:
         # Memory first: what the progress line reports is already stored.
         self.callbacks: list[VerdictCallback] = [memory.callbacks, observer]
         self.errors: list[BaseException] = []
-        self.sessions: dict[str, GuardSession] = {}
+        self.sessions: dict[str, Evaluator] = {}
+        self.on_agent_done: Callable[[], None] = lambda: None  # an agent stopped: a device of the pool may idle
 
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> None:
@@ -93,7 +150,7 @@ class TaskRunner:
         threads: list[threading.Thread] = []
         try:
             for agent in self.agents:
-                self.sessions[agent.name] = GuardSession(self.task, self.config.guard, self.control.device)
+                self.sessions[agent.name] = self.control.pool.evaluator(self.task, self.config.guard)
             threads = [threading.Thread(target=self._agent_loop, args=(a, self.sessions[a.name]),
                                         name=f"kiln-{a.name}", daemon=True) for a in self.agents]
             for thread in threads:
@@ -117,7 +174,13 @@ class TaskRunner:
         for session in self.sessions.values():
             session.close()
 
-    def _agent_loop(self, agent: AgentState, session: GuardSession) -> None:
+    def _agent_loop(self, agent: AgentState, session: Evaluator) -> None:
+        try:
+            self._agent_turns(agent, session)
+        finally:
+            self.on_agent_done()
+
+    def _agent_turns(self, agent: AgentState, session: Evaluator) -> None:
         while self.control.may_start() and not agent.exhausted:
             if not self.state.take():
                 return
@@ -139,7 +202,7 @@ class TaskRunner:
                 if self.control.abort.is_set():
                     return
 
-    def _turn(self, agent: AgentState, session: GuardSession) -> bool:
+    def _turn(self, agent: AgentState, session: Evaluator) -> bool:
         """One proposal, judged and stored; False when nothing was evaluated."""
         turn = self.turn_for(agent)
         proposal = agent.policy.propose(turn)
@@ -169,7 +232,7 @@ class TaskRunner:
         attempt = settle(self._attempt(attempt_id, agent, turn, proposal, verdict), self.state, judged_against)
         result = AttemptResult(attempt=attempt, task=self.record, adoptions=adoptions,
                                parent=self._parent(attempt), incumbent=self.state.incumbent)
-        with self.control.memory_lock:
+        with self.control.memory_lock.exclusive():
             for callback in self.callbacks:
                 callback.after_verdict(result)
         advance(agent, attempt, self.config.r_draft)
@@ -192,15 +255,16 @@ class TaskRunner:
         except K.KnobError:
             names = []
         query = " ".join([self.task.name, self.task.op_family or "", cfg.platform, agent.lens.name, objective, *names])
-        with self.control.memory_lock:
+        layered = agent.policy.layered  # the tuner reads no prompt: it is spared the layers' queries
+        with self.control.memory_lock.shared():
             experiences = self.memory.retrieve(query, platform=cfg.platform, limit=shown.max_experiences) \
                 if shown.max_experiences else []
             graph = self.memory.ranked_attempts(self.state.task_id, shown.max_graph_attempts) \
-                if shown.max_graph_attempts else []
-            board = self.memory.board.read(self.state.task_id)
+                if shown.max_graph_attempts and layered else []
+            board = self.memory.board.read(self.state.task_id) if layered else []
             resident = self.memory.resident_rules()
             knowledge = self.memory.knowledge(query, cfg.platform, limit=shown.max_knowledge) \
-                if shown.max_knowledge else []
+                if shown.max_knowledge and layered else []
         with self.state.lock:
             best = self.state.incumbent.speedup if self.state.incumbent is not None else None
             evaluated = frozenset(self.state.evaluated)
@@ -214,7 +278,7 @@ class TaskRunner:
             leaderboard=leaderboard(self.agents, agent) if objective == "draft" else (), evaluated=evaluated,
             diagnose=self._diagnoser(self.sessions.get(agent.name)))
 
-    def _diagnoser(self, session: GuardSession | None):
+    def _diagnoser(self, session: Evaluator | None):
         """The agent's diagnostic tools, run by its own guard session (None before it has one)."""
         if session is None:
             return None
@@ -227,7 +291,8 @@ class TaskRunner:
             "objective": turn.objective, "code_hash": code_hash(proposal.code), "stage": verdict.stage,
             "reason": verdict.reason, "noise_margin": verdict.noise_margin,
             "speedup_vs_incumbent": verdict.speedup_vs_incumbent,
-            "diagnostics": verdict.diagnostics[:_DIAGNOSTICS_KEPT], "cost_usd": proposal.cost_usd})
+            "diagnostics": verdict.diagnostics[:_DIAGNOSTICS_KEPT], "cost_usd": proposal.cost_usd,
+            "device": verdict.device})
         measurements = [Measurement(workload=w.name, t_ref_ms=w.t_ref_s * 1e3, t_cand_ms=w.t_cand_s * 1e3,
                                     speedup=w.speedup, sol_fraction=w.sol_fraction) for w in verdict.workloads]
         time_ms = geomean(m.t_cand_ms for m in measurements)
@@ -258,5 +323,5 @@ class TaskRunner:
         first = min(correct, key=lambda a: a.created_at) if correct else None
         lesson = distill.best_configuration(best, first, self.task.op_family, self.config.platform) \
             if best is not None else None
-        with self.control.memory_lock:
+        with self.control.memory_lock.exclusive():
             self.memory.callbacks.on_task_end(self.state.task_id, [a.name for a in self.agents], lesson)

@@ -110,6 +110,7 @@ class Policy(Protocol):
     """Proposes candidates for one agent on one task."""
 
     name: str
+    layered: bool  # reads the context's layers (graph, board, knowledge); False: experiences and rules only
 
     def propose(self, turn: Turn) -> Proposal | GaveUp | None:
         """The next candidate; GaveUp when this turn's model calls gave none; None when nothing is left to try."""

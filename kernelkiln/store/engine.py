@@ -13,6 +13,9 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Engine
 
 WRITE_OPTION = "kiln_write"
+# Every agent thread of a run reads memory each turn; on a cluster a driver runs dozens of agents.
+# SQLAlchemy's default pool (5, and 10 more at peaks) made them queue for a connection.
+_POOL = {"pool_size": 32, "max_overflow": 32}
 
 
 def create_store_engine(url: URL, busy_timeout_s: float) -> Engine:
@@ -20,11 +23,11 @@ def create_store_engine(url: URL, busy_timeout_s: float) -> Engine:
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url, busy_timeout_s)
     options = f"-c lock_timeout={int(busy_timeout_s * 1000)}"
-    return sa.create_engine(url, pool_pre_ping=True, connect_args={"options": options})
+    return sa.create_engine(url, pool_pre_ping=True, connect_args={"options": options}, **_POOL)
 
 
 def _sqlite_engine(url: URL, busy_timeout_s: float) -> Engine:
-    engine = sa.create_engine(url, connect_args={"timeout": busy_timeout_s, "check_same_thread": False})
+    engine = sa.create_engine(url, connect_args={"timeout": busy_timeout_s, "check_same_thread": False}, **_POOL)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:

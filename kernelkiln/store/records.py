@@ -83,6 +83,7 @@ class RunState(Record):
     finished: list[str] = Field(default_factory=list)  # ids of the tasks done
     confirmed: dict[str, Confirmation | None] = Field(default_factory=dict)  # by task id
     no_candidate: dict[str, NoCandidate] = Field(default_factory=dict)  # by task id, when a turn gave none
+    device: str | None = None  # on a cluster: the device kind every verdict came from (a resume keeps it)
 
 
 class Run(Record):
@@ -147,6 +148,7 @@ class Case(Record):
     speedup_vs_incumbent: float | None = None
     diagnostics: list[dict[str, Any]] = Field(default_factory=list)
     cost_usd: float = 0.0
+    device: str | None = None  # the cluster device that judged it (None: the run's own machine)
 
 
 class Attempt(Record):

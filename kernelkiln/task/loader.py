@@ -133,11 +133,14 @@ def read_task_source(path: Path) -> str:
         raise UserError(f"cannot read task file {path}: {exc}") from None
 
 
-def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_family: bool = True) -> Task:
+def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_family: bool = True,
+              seeds: bool = True) -> Task:
     """Load a task file; ``overrides`` (from ``--set``) replace module-level size variables.
 
     Without ``KILN["op_family"]``, the family is inferred from the reference's calls
     (kernelkiln.task.reference_calls) unless ``infer_family`` is False (a guard worker).
+    ``seeds=False`` skips KILN["seed"] (the guard, which judges candidates, needs no seed; an
+    evaluation actor gets the task file alone).
     """
     path = Path(path)
     overrides = dict(overrides or {})
@@ -168,7 +171,7 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_f
     robustness = meta.get("robustness", True)
     if not isinstance(robustness, bool):
         raise UserError(f"{path}: KILN['robustness'] must be True or False, got {robustness!r}")
-    seeds = _seeds(meta.get("seed"), path)
+    seed_paths = _seeds(meta.get("seed"), path) if seeds else {}
     module = execute(path, tree, pristine.__name__, overrides, f"{path}: --set {_shown(overrides)}") \
         if overrides else pristine
     task = Task(
@@ -183,8 +186,8 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_f
         tolerances=_tolerances(meta.get("tolerance"), str(path)),
         forbidden_ops=_ops(meta.get("forbidden_ops"), "forbidden_ops", str(path)),
         allowed_ops=_ops(meta.get("allowed_ops"), "allowed_ops", str(path)) or (),
-        seed_path=seeds.get("cpu"),
-        seeds=seeds,
+        seed_path=seed_paths.get("cpu"),
+        seeds=seed_paths,
         level=level,
         robustness=robustness,
     )

@@ -18,7 +18,7 @@ from kernelkiln.memory import callbacks
 from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.rules import Consolidator
 from kernelkiln.orchestrator import run as run_module
-from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.config import ClusterConfig, OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.store import open_store
@@ -30,7 +30,7 @@ BUDGET = 4
 
 # Each boundary: (owner, attribute) whose call is followed by the kill.
 BOUNDARIES = {
-    "evaluated": (GuardSession, "evaluate"),  # judged, nothing stored yet
+    "evaluated": (GuardSession, "evaluate"),  # judged, nothing stored yet (a local run's guard)
     "attempt-written": (Attempts, "add"),  # inside memory's transaction, before the board, stages and lesson
     "rules-rebuilt": (Consolidator, "rebuild"),  # stages closed and values applied, not committed
     "lesson-written": (callbacks, "add_lesson"),  # the last write of the transaction, not committed
@@ -66,10 +66,13 @@ class _PrintRunId(Observer):
 
 
 def main(argv: list[str]) -> None:
+    """``STORE_URL OUT BOUNDARY N [CLUSTER]``: CLUSTER (``ray``) judges on the Ray cluster RAY_ADDRESS names."""
     url, out, boundary, nth = argv[0], Path(argv[1]), argv[2], int(argv[3])
+    cluster = ClusterConfig(address=argv[4]) if len(argv) > 4 else ClusterConfig()
     _kill_after(*BOUNDARIES[boundary], nth)
     store = open_store(url)
-    config = OptimizeConfig(budget=BUDGET, guard=fast_config(time_budget_s=0.3), confirm_time_budget_s=0.3)
+    config = OptimizeConfig(budget=BUDGET, guard=fast_config(time_budget_s=0.3), confirm_time_budget_s=0.3,
+                            cluster=cluster)
     Optimizer(Memory(store), out, _PrintRunId(store)).start([TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config,
                                                             out)
     store.close()
