@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import tempfile
 from collections import OrderedDict
@@ -108,6 +109,7 @@ class EvaluationActor:
         while self.sessions:
             _, session = self.sessions.popitem(last=False)
             session.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _session(self, shipment: TaskShipment, guard: dict[str, Any]) -> GuardSession:
         config = GuardConfig.model_validate(guard)

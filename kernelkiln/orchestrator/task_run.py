@@ -65,9 +65,9 @@ class RunControl:
 def concurrently(work: Callable[[Task, Callable[[], None]], None], tasks: list[Task], width: int,
                  control: RunControl) -> None:
     """``work(task, leave)`` for ``tasks`` in threads, ``width`` searching at once (a cluster's devices
-    outnumber one task's agents). ``leave()`` frees the task's place once its search is over, so the next
-    task starts while this one's best is confirmed. A failure stops the run from starting more; Ctrl-C
-    here abandons them all."""
+    outnumber one task's agents). ``leave()`` frees the task's place once its first agent stops, so the
+    next task starts during this one's last round and its confirmation. A failure stops the run from
+    starting more; Ctrl-C here abandons them all."""
     errors: list[BaseException] = []
     pending: list[Task] = list(tasks)
     threads: list[threading.Thread] = []
