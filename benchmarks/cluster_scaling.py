@@ -100,15 +100,9 @@ class _Timed:
     def close(self) -> None:
         self.inner.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
 
 class _Recorded:
-    """A pool whose evaluators are timed (a run uses it as its own, and leaves it open)."""
+    """A pool whose evaluators are timed (given to the Optimizer, which leaves it open)."""
 
     def __init__(self, pool) -> None:
         self.pool, self.device_kind, self.calls = pool, pool.device_kind, []
@@ -118,9 +112,6 @@ class _Recorded:
 
     def tasks_at_once(self, agents: int) -> int:
         return self.pool.tasks_at_once(agents)
-
-    def close(self) -> None:
-        pass
 
 
 def _pool(backend: str, devices: int, duration: float):

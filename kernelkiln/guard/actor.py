@@ -29,7 +29,6 @@ from kernelkiln import native
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.session import GuardSession
 from kernelkiln.guard.shipment import TaskShipment
-from kernelkiln.guard.verdict import Verdict
 
 _SESSIONS_KEPT = 4  # warm sessions (a reference worker each) per actor, least recently used closed first
 # Variables a node's environment may hold that an evaluation has no business with: model keys,
@@ -125,11 +124,6 @@ class EvaluationActor:
             _, old = self.sessions.popitem(last=False)
             old.close()
         return session
-
-
-def verdict_of(data: dict[str, Any]) -> Verdict:
-    """The Verdict an actor returned."""
-    return Verdict.model_validate(data)
 
 
 def _kind(platform: str, cores: int) -> str:

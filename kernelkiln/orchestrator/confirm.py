@@ -26,8 +26,11 @@ def confirm(task: Task, best: Attempt | None, config: OptimizeConfig, pool: Eval
         return None
     budget = config.confirm_time_budget_s
     guard = config.guard.model_copy(update={"time_budget_s": budget})
-    with pool.evaluator(task, guard) as session:
+    session = pool.evaluator(task, guard)
+    try:
         verdict = session.evaluate(best.code)
+    finally:
+        session.close()
     return Confirmation(attempt_id=best.id, verdict=verdict.verdict, correct=verdict.correct,
                         speedup=verdict.speedup if verdict.correct else None,
                         reason="" if verdict.correct else verdict.reason, time_budget_s=budget,

@@ -33,10 +33,6 @@ class Evaluator(Protocol):
 
     def close(self) -> None: ...
 
-    def __enter__(self) -> Evaluator: ...
-
-    def __exit__(self, *exc: object) -> None: ...
-
 
 class EvaluationPool(Protocol):
     """Opens evaluators; knows how many tasks its devices can keep busy at once."""
@@ -63,22 +59,6 @@ class LocalPool:
 
     def tasks_at_once(self, agents: int) -> int:
         return 1
-
-    def close(self) -> None:
-        pass
-
-
-class Borrowed:
-    """A pool its caller owns (a benchmark's simulated devices): a run uses it and leaves it open."""
-
-    def __init__(self, pool: EvaluationPool):
-        self.pool, self.device_kind = pool, pool.device_kind
-
-    def evaluator(self, task: Task, guard: GuardConfig) -> Evaluator:
-        return self.pool.evaluator(task, guard)
-
-    def tasks_at_once(self, agents: int) -> int:
-        return self.pool.tasks_at_once(agents)
 
     def close(self) -> None:
         pass

@@ -22,7 +22,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from kernelkiln import native
 from kernelkiln.errors import UserError
-from kernelkiln.guard.actor import DeviceInfo, EvaluationActor, secret_names, verdict_of
+from kernelkiln.guard.actor import DeviceInfo, EvaluationActor, secret_names
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.shipment import TaskShipment
 from kernelkiln.guard.verdict import Verdict
@@ -92,7 +92,7 @@ class RemoteEvaluator:
         def work(device: Device) -> dict[str, Any]:
             ref = device.handle.evaluate.remote(self.shipment, self._guard, source, incumbent, timed, time_budget_s)
             return _result(ref)
-        return verdict_of(self.queue.run(work))
+        return Verdict.model_validate(self.queue.run(work))
 
     def native_requests(self, source: str) -> list[native.BuildRequest]:
         """The diagnostic tools' calls, on the next free device."""
@@ -106,12 +106,6 @@ class RemoteEvaluator:
 
     def close(self) -> None:
         pass  # the sessions live in the actors, which the pool closes
-
-    def __enter__(self) -> RemoteEvaluator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _result(ref: Any, timeout: float | None = None) -> Any:

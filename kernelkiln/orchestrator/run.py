@@ -23,7 +23,7 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.confirm import confirm, confirmable
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.policies import RunPolicies
-from kernelkiln.orchestrator.pool import Borrowed, EvaluationPool, open_pool
+from kernelkiln.orchestrator.pool import EvaluationPool, open_pool
 from kernelkiln.orchestrator.results import write_outputs
 from kernelkiln.orchestrator.seeds import starting_code
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, concurrently, task_id_of
@@ -62,7 +62,7 @@ class Optimizer:
     def __init__(self, memory: Memory, out_root: Path, observer: Observer | None = None,
                  client: ChatClient | None = None, pool: EvaluationPool | None = None):
         """``client`` replaces the model endpoint of llm runs (tests, benchmarks with a scripted model);
-        ``pool`` the evaluation pool ``cluster`` names (benchmarks with simulated devices; it stays open)."""
+        ``pool`` the evaluation pool ``cluster`` names (benchmarks with simulated devices; the caller closes it)."""
         self.client = client
         self.pool = pool
         self.memory = memory
@@ -87,7 +87,7 @@ class Optimizer:
             with self.store.write() as conn:
                 self.store.runs.add(conn, run)
         except BaseException:
-            pool.close()
+            self._close(pool)
             raise
         return self._execute(run, tasks, config, starts, pool)
 
@@ -109,16 +109,18 @@ class Optimizer:
 
     # -- the run -----------------------------------------------------------------------
     def _pool(self, config: OptimizeConfig, device_kind: str | None) -> EvaluationPool:
-        if self.pool is not None:
-            return Borrowed(self.pool)
-        return open_pool(config, self.store.url, device_kind, self.observer.note)
+        return self.pool or open_pool(config, self.store.url, device_kind, self.observer.note)
+
+    def _close(self, pool: EvaluationPool) -> None:
+        if pool is not self.pool:  # the caller's own stays open
+            pool.close()
 
     def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig, starts: dict[str, tuple[str, str]],
                  pool: EvaluationPool) -> dict[str, Any]:
         try:
             return self._execute_on(pool, run, tasks, config, starts)
         finally:
-            pool.close()
+            self._close(pool)
 
     def _execute_on(self, pool: EvaluationPool, run: Run, tasks: list[Task], config: OptimizeConfig,
                     starts: dict[str, tuple[str, str]]) -> dict[str, Any]:

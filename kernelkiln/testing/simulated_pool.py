@@ -60,11 +60,13 @@ class SimulatedActor:
     duration_s = 1.0
 
     def __init__(self, platform: str, index: int, cores_per_device: int | None, node: str) -> None:
+        # DeviceInfo's fields, as a dict: guard.actor would load torch in each of these processes.
+        self.info = {"kind": KIND, "node": node, "host": "sim", "index": index, "cores": []}
         self.name = f"sim/{node[:8]}#{index}"
         self.log: list[tuple[float, float]] = []  # (start, end) of each evaluation, time.time()
 
     def describe(self) -> dict:
-        return {"kind": KIND, "node": self.name, "host": "sim", "index": 0, "cores": []}
+        return self.info
 
     def evaluate(self, shipment, guard: dict, code: str, incumbent: str | None = None, timed: bool = True,
                  time_budget_s: float | None = None) -> dict:
@@ -133,10 +135,4 @@ class SimulatedEvaluator:
                                  ended - started)
 
     def close(self) -> None:
-        pass
-
-    def __enter__(self) -> SimulatedEvaluator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
         pass
