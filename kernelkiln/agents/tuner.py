@@ -1,29 +1,29 @@
 """The offline tuner: searches the knobs a seed candidate declares, memory's settings first.
 
 Each turn it proposes one setting of the knobs, as a standalone candidate:
-1. the working code itself, the first time it sees it (the seed is evaluated first);
-2. settings that resident rules record (``set NAME=value`` conditions), highest Q first:
-   they are what memory has proven across tasks; then settings that retrieved experiences
-   record: whole configurations first, then single changes, each group in memory's
-   ranking. This is how memory makes a later task converge faster; each rule or
-   experience applied is recorded as adopted;
-3. when drafting (plateau): the other agents' best settings, else a far jump;
-4. the search (``search``):
-   - ``tpe`` (default): Optuna's multivariate TPE sampler over the knobs (each a categorical
-     of its options' indices), seeded from the agent's seed. Every observed attempt, whatever
-     proposed it, is a trial of the study, valued by the log of its speedup (a failed one
-     below every measured one), so values that measured slow are tried less often. A
-     suggestion already tried is told its value (the median of the values, when another agent
-     of the run evaluated it) and the sampler asked again, a few times, then any untried
-     setting in a seeded random order;
-   - ``enumerate`` (the earlier search, kept for ``kiln ablate --study search``): single-knob
-     moves from the working settings, the lens's knobs first, then any untried setting in a
-     seeded random order.
-Nothing tried (by this agent, or evaluated by the run) is proposed again; None once the space
-is exhausted. The study is the observed attempts, told in order, and every random draw is
-seeded by the agent's seed and how many attempts it has observed, so ``observe``-ing a run's
-attempts (``--resume``) continues the search exactly where it stopped (the study is rebuilt
-each turn: tens of milliseconds for a few dozen attempts).
+1. what memory lends (``Turn.prior``): the best of a stored task that matches this one
+   exactly, which one evaluation confirms; then the best settings of the nearest stored
+   tasks, nearest first;
+2. the working code itself, the first time it sees it (the seed);
+3. settings that resident rules record (``set NAME=value`` conditions), highest Q first; then
+   settings that retrieved experiences record, whole configurations first, then single changes,
+   each group in memory's ranking. Each rule or experience applied is recorded as adopted;
+4. when drafting (plateau): the other agents' best settings, else a far jump;
+5. the search (``search``):
+   - ``tpe`` (default): Optuna's multivariate TPE sampler (``sampler.Study``), told every
+     observed attempt, whatever proposed it, the other agents' (``Turn.peers``, when the board is
+     shared) and what memory lends (an exact match's trials, the neighbours' trials by rank). A suggestion already tried is told its value (the median,
+     when another agent of the run evaluated it) and the sampler asked again, a few times, then
+     any untried setting in a seeded random order;
+   - ``enumerate`` (the earlier search): single-knob moves from the working settings, the lens's
+     knobs first, then untried settings in a seeded random order;
+   - ``random``: best-of-N, the floor every search must beat: the seed, then untried settings
+     uniformly at random; memory and the set-aside rule are not used.
+A knob value *set aside* (every evaluation of it on this task lost, ``loss_evidence`` or more;
+or a trap memory lends) is not proposed while an untried setting without such a value remains.
+Nothing tried (by this agent, by the run, or by an exact match) is proposed again; None once the
+space is exhausted. Every random draw is seeded by the agent's seed and how many attempts it has
+observed, so ``observe``-ing a run's attempts (``--resume``) continues the search where it stopped.
 """
 
 from __future__ import annotations
@@ -32,45 +32,36 @@ import itertools
 import math
 import random
 import statistics
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
+from kernelkiln.agents.sampler import Study
+from kernelkiln.memory.prior import Prior, contest
 from kernelkiln.policy.turn import Choice, Proposal, Turn, code_hash
 from kernelkiln.store.records import Attempt, Case
 from kernelkiln.task import knobs as K
 
-if TYPE_CHECKING:
-    import optuna
-
-Search = Literal["tpe", "enumerate"]
+Search = Literal["tpe", "enumerate", "random"]
 
 _MAX_ENUMERATED = 4096
-_ASKS = 16  # suggestions of tried settings the sampler may make before an untried random one is taken
-_STARTUP = 3  # complete trials (any move's) before TPE models the space instead of sampling at random
+_ASKS = 16  # suggestions of tried or set-aside settings the sampler may make before an untried random one is taken
+_FREE = frozenset({"seed", "reuse", "late"})  # moves the set-aside rule does not hold back
 
 
 @dataclass(frozen=True)
 class _Move:
     settings: K.Settings
-    kind: str  # seed | rule | experience | draft | neighbour | sampled | random
+    kind: str  # reuse | transfer | seed | rule | experience | draft | neighbour | sampled | random | late
     why: str
     source: str | None = None  # the experience it applies
-
-
-def _optuna() -> Any:
-    import optuna  # loaded on the first search, not with the CLI
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna
 
 
 class Tuner:
     """Knob search for one agent on one task; ``observe`` replays a run to rebuild it."""
 
     name = "tuner"
-    layered = False  # it orders knob moves by experiences and resident rules; the rest is prompt text
+    layered = False  # it orders knob moves by memory's prior, experiences and rules; the rest is prompt text
 
     def __init__(self, agent: str, rng_seed: int | str = 0, search: Search = "tpe"):
         self.agent, self.search = agent, search
@@ -87,26 +78,50 @@ class Tuner:
         knobs = K.read_knobs(turn.code)
         base = K.settings_of(knobs)
         self.rng = random.Random(f"{self._seed}:{len(self.tried)}")  # reproducible on resume
-        for move in self._moves(turn, knobs, base):
-            code = self._untried(turn, base, move.settings)
+        prior = turn.prior if self.search != "random" else Prior()
+        known = {K.key(t.settings) for t in prior.known}
+        aside = self.set_aside(prior) if self.search != "random" else frozenset()
+        for move in self._moves(turn, knobs, base, prior, aside):
+            code = self._untried(turn, base, move, known, aside)
             if code is not None:
                 return self._proposal(turn, base, move, code)
         return None
 
-    def _untried(self, turn: Turn, base: K.Settings, settings: K.Settings) -> str | None:
-        """The candidate for ``settings``, or None when this agent or the run has tried it."""
-        # The working code's own settings are the working code itself, as written (the same hash).
-        code = turn.code if K.key(settings) == K.key(base) else K.apply(turn.code, settings)
-        if K.key(settings) in self.tried or code_hash(code) in turn.evaluated:
+    def set_aside(self, prior: Prior) -> frozenset[K.Value]:
+        """Knob values not proposed while the untried rest of the space lasts: this task's losers and memory's traps."""
+        outcomes = [(a.case.knobs, contest(a.verdict, a.case), a.speedup if self._measured(a) else None)
+                    for a in self.tried.values() if a.case.knobs]
+        return K.losing_values(outcomes, prior.loss_evidence) | prior.traps
+
+    def _untried(self, turn: Turn, base: K.Settings, move: _Move, known: set[str],
+                 aside: frozenset[K.Value]) -> str | None:
+        """The candidate for ``move``, or None when it was tried (or is known) or holds a value set aside."""
+        settings = move.settings
+        key = K.key(settings)
+        if key in self.tried or (key in known and move.kind != "reuse"):
             return None
-        return code
+        if move.kind not in _FREE and K.values_of(settings) & aside:
+            return None
+        # The working code's own settings are the working code itself, as written (the same hash).
+        code = turn.code if key == K.key(base) else K.apply(turn.code, settings)
+        return None if code_hash(code) in turn.evaluated else code
 
     # -- moves, best first -------------------------------------------------------------
-    def _moves(self, turn: Turn, knobs: list[K.Knob], base: K.Settings) -> Iterator[_Move]:
+    def _moves(self, turn: Turn, knobs: list[K.Knob], base: K.Settings, prior: Prior,
+               aside: frozenset[K.Value]) -> Iterator[_Move]:
+        options = {k.name: k.options for k in knobs}
+        if prior.reuse is not None and (settings := self._fit(prior.reuse, options, base)) is not None:
+            yield _Move(settings, "reuse", f"the best of {prior.reused_from}, which matches this task exactly")
+        for n in prior.neighbours:
+            if n.best is not None and (settings := self._fit(n.best, options, base, partial=True)) is not None:
+                yield _Move(settings, "transfer", f"the best of {n.task_id} ({n.best_speedup:.2f}x there), "
+                                                  f"a stored task at distance {n.distance:.2f}")
         yield _Move(base, "seed", "evaluate the working code as it is")
         if not knobs:
             return
-        options = {k.name: k.options for k in knobs}
+        if self.search == "random":
+            yield from self._random(options, "random")
+            return
         for rule in turn.rule_sources:
             settings = self._from_experience(rule.conditions, options, base)
             if settings is not None:
@@ -122,10 +137,26 @@ class Tuner:
         if turn.objective == "draft":
             yield from self._drafts(turn, options, base)
         if self.search == "tpe":
-            yield from self._sampled(turn, options, base)
+            yield from self._sampled(turn, options, base, prior, aside)
         else:
             yield from self._neighbours(turn, knobs, base)
-        yield from self._random(options)
+        yield from self._random(options, "random")
+        if aside:  # every untried setting left holds a value set aside: try them now
+            yield from self._random(options, "late")
+
+    @staticmethod
+    def _fit(wanted: K.Settings, options: dict, base: K.Settings, partial: bool = False) -> K.Settings | None:
+        """``base`` with ``wanted``'s values for the knobs both have; None when a value is not an option here
+        (``partial``: such knobs keep the base's value) or nothing would change."""
+        settings = dict(base)
+        for name, value in wanted.items():
+            if name not in options:
+                continue
+            if any(K.same(value, o) for o in options[name]):
+                settings[name] = value
+            elif not partial:
+                return None
+        return None if partial and settings == base else settings
 
     @staticmethod
     def _from_experience(conditions: list[str], options: dict, base: K.Settings) -> K.Settings | None:
@@ -164,64 +195,42 @@ class Tuner:
                 if not K.same(value, base[knob.name]):
                     yield _Move({**base, knob.name: value}, "neighbour", f"{knob.name} → {K.show(value)}")
 
-    def _random(self, options: dict) -> Iterator[_Move]:
+    def _random(self, options: dict, kind: str) -> Iterator[_Move]:
         names = list(options)
+        rng = random.Random(f"{self._seed}:{len(self.tried)}:{kind}")
         combos = list(itertools.islice(itertools.product(*(options[n] for n in names)), _MAX_ENUMERATED))
-        self.rng.shuffle(combos)
+        rng.shuffle(combos)
+        why = "an untried setting" if kind == "random" else "an untried setting (every one left holds a value set aside)"
         for combo in combos:
-            yield _Move(dict(zip(names, combo, strict=True)), "random", "an untried setting")
+            yield _Move(dict(zip(names, combo, strict=True)), kind, why)
         if math.prod(len(o) for o in options.values()) > _MAX_ENUMERATED:
             for _ in range(_MAX_ENUMERATED):  # beyond what is listed, random draws
-                yield _Move({n: self.rng.choice(o) for n, o in options.items()}, "random", "an untried setting")
+                yield _Move({n: rng.choice(o) for n, o in options.items()}, kind, why)
 
     # -- the sampler -------------------------------------------------------------------
-    def _sampled(self, turn: Turn, options: dict, base: K.Settings) -> Iterator[_Move]:
-        """TPE's suggestions given every observed attempt; a tried one is told its value and it asks again."""
-        optuna = _optuna()
-        study, distributions, values = self._study(optuna, options)
-        neutral = statistics.median(values.values()) if values else 0.0
+    def _sampled(self, turn: Turn, options: dict, base: K.Settings, prior: Prior,
+                 aside: frozenset[K.Value]) -> Iterator[_Move]:
+        """TPE's suggestion given every observed attempt and what memory lends; a tried or set-aside one is told
+        its value (set-aside: below every measured one) and the sampler asked again."""
+        own = [(a.case.knobs, a.speedup if self._measured(a) else None)
+               for a in [*self.tried.values(), *turn.peers] if a.case.knobs]
+        own += [(t.settings, t.speedup) for t in prior.known]
+        lent = [t for n in prior.neighbours for t in n.trials]
+        study = Study(options, base, own, lent, self._sampler_seed + len(self.tried))
+        neutral = statistics.median(study.values.values()) if study.values else 0.5
+        known = {K.key(t.settings) for t in prior.known}
         for _ in range(_ASKS):
-            trial = study.ask(distributions)
-            settings = {**base, **{n: options[n][trial.params[n]] for n in options}}
-            if self._untried(turn, base, settings) is not None:
-                yield _Move(settings, "sampled", "TPE's suggestion given the attempts so far")
+            trial, settings = study.ask()
+            move = _Move({**base, **settings}, "sampled", "TPE's suggestion given the attempts so far")
+            if self._untried(turn, base, move, known, aside) is not None:
+                yield move
                 return
-            # Tried: tell the sampler what it measured (another agent's, unknown here, counts as neither).
-            study.tell(trial, values.get(K.key(settings), neutral))
-
-    def _study(self, optuna: Any, options: dict) -> tuple[optuna.Study, dict, dict[str, float]]:
-        """A study of the observed attempts that fit the knobs, and each one's value by settings key."""
-        distributions = {n: optuna.distributions.CategoricalDistribution(tuple(range(len(o))))
-                         for n, o in options.items()}
-        index = {n: {K.key({"v": v}): i for i, v in enumerate(o)} for n, o in options.items()}
-        fitting = [(params, a) for a in self.tried.values() if (params := self._params(a.case.knobs, index))]
-        measured = [math.log(a.speedup) for _, a in fitting if self._measured(a)]
-        floor = min(measured, default=0.0) - 1.0  # a failed attempt ranks below every measured one
-        values = {}
-        trials = []
-        for params, a in fitting:
-            value = math.log(a.speedup) if self._measured(a) else floor
-            values[K.key({n: options[n][i] for n, i in params.items()})] = value
-            trials.append(optuna.trial.create_trial(params=params, distributions=distributions, value=value))
-        with warnings.catch_warnings():  # multivariate TPE is experimental in some Optuna versions
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler = optuna.samplers.TPESampler(multivariate=True, n_startup_trials=_STARTUP,
-                                                 seed=self._sampler_seed + len(self.tried))
-        study = optuna.create_study(direction="maximize", sampler=sampler)
-        study.add_trials(trials)
-        return study, distributions, values
+            held_back = bool(K.values_of(move.settings) & aside) and K.key(move.settings) not in study.values
+            study.tell(trial, -2.0 if held_back else study.values.get(K.key(move.settings), neutral))
 
     @staticmethod
     def _measured(attempt: Attempt) -> bool:
         return attempt.verdict != "REJECT" and attempt.speedup is not None and attempt.speedup > 0
-
-    @staticmethod
-    def _params(settings: K.Settings | None, index: dict[str, dict[str, int]]) -> dict[str, int] | None:
-        """Each knob's option index for ``settings`` (``index``: option keys by knob); None when they do not fit."""
-        if not settings or set(settings) != set(index):
-            return None
-        params = {n: index[n].get(K.key({"v": v})) for n, v in settings.items()}
-        return None if None in params.values() else params
 
     # -- the proposal ------------------------------------------------------------------
     def _proposal(self, turn: Turn, base: K.Settings, move: _Move, code: str) -> Proposal:

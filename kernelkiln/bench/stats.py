@@ -54,3 +54,15 @@ def paired_ratio(arm: dict[int, float], baseline: dict[int, float]) -> Interval 
     """arm/baseline over the repeats both have (keyed by repeat), as a geometric mean with its interval."""
     shared = sorted(k for k in arm if k in baseline and arm[k] and baseline[k])
     return geometric_interval([arm[k] / baseline[k] for k in shared])
+
+
+def mean_interval(values: list[float | None]) -> Interval | None:
+    """The arithmetic mean of ``values`` (counts, not ratios) with its t interval; None without values."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    mean = statistics.fmean(present)
+    if len(present) < 2:
+        return Interval(mean, None, None, 1)
+    half = t975(len(present) - 1) * statistics.stdev(present) / math.sqrt(len(present))
+    return Interval(mean, mean - half, mean + half, len(present))

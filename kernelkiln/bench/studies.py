@@ -1,9 +1,21 @@
-"""The ablation studies `kiln ablate` runs: two arms each, at equal budget.
+"""The ablation studies `kiln ablate` runs: arms at equal budget, each the system as built with one change.
 
-Each arm is the system as built with one change: a patch to the run's OptimizeConfig,
-and whether memory is shared across the suite's tasks or starts empty for every task.
-The first arm of a study is its reference; the table reports the second over the first.
-Arms with identical settings are one run (the default arm serves several studies).
+An arm is a patch to the run's OptimizeConfig and a *memory* mode, which says what store each
+measured task runs on:
+
+- ``empty``: a fresh store per task (nothing learned elsewhere);
+- ``crossfit``: the tasks are split in two halves with every op family in both; one half is
+  optimized on a fresh store (memory carried from task to task), then the other half is
+  measured on that store, memory still learning; then the other way round. Every task is
+  measured once, with memory built on the other tasks, never on itself;
+- ``readonly``: each task of one half is measured with the store the other half built lent
+  read-only (the same stores the crossfit arm built, so the two share their builds);
+- ``reuse``: the whole suite again on the store a crossfit pass left (which holds every task):
+  how many evaluations each task needs to reach the first pass's best.
+
+The first arm of a study is its reference: the table reports every other arm over it, paired by
+repeat. Every speed study is also measured against ``FLOOR``, best-of-N: the seed, then random
+settings at the same budget, the floor every arm must beat. Arms with identical settings are one run.
 
 The context study measures prompt tokens, not speed: a scripted model (no network)
 plays an llm agent that submits variants of the task's seed with an adoption record
@@ -23,7 +35,8 @@ from kernelkiln.task import knobs as K
 if TYPE_CHECKING:
     from kernelkiln.testing.llm import ScriptedClient
 
-Metric = Literal["speedup", "tokens"]
+Metric = Literal["speedup", "tokens", "reuse"]
+MemoryMode = Literal["empty", "crossfit", "readonly", "reuse"]
 
 # The context study only counts prompt tokens, so its evaluations need no real timing.
 CONTEXT_TIME_BUDGET_S = 0.5
@@ -33,39 +46,49 @@ SCRIPTED_GENERATION = 1024
 
 @dataclass(frozen=True)
 class Arm:
-    """One side of a study: a config patch and the scope of memory's store."""
+    """One side of a study: a config patch and what store each measured task runs on."""
 
     label: str
     patch: dict[str, Any] = field(default_factory=dict)
-    store: Literal["suite", "task"] = "suite"  # task: memory starts empty for every task
+    memory: MemoryMode = "empty"
 
 
 @dataclass(frozen=True)
 class Study:
-    """A question answered by comparing two arms."""
+    """A question answered by comparing arms (the first is the reference)."""
 
     name: str
     question: str
     metric: Metric
-    arms: tuple[Arm, Arm]
+    arms: tuple[Arm, ...]
+
+
+FLOOR = Arm("best-of-N", {"search": "random"})
+EMPTY = Arm("empty store")
+MEMORY = Arm("memory", memory="crossfit")
 
 
 def studies(agents: int) -> dict[str, Study]:
-    """Every study, by name; ``agents`` is the several-agents arm's count."""
+    """Every study, by name; ``agents`` is the agents study's agent count."""
     scripted = {"policy": "llm", "llm": {"model": "scripted", "base_url": "http://127.0.0.1:9/v1",
                                          "context_window": SCRIPTED_WINDOW, "max_output_tokens": SCRIPTED_GENERATION}}
+    private = {"agents": agents, "memory": {"board": {"shared": False}}}
     return {s.name: s for s in (
-        Study("memory", "memory carried from earlier tasks vs every task starting empty", "speedup",
-              (Arm("memory on"), Arm("memory off", store="task"))),
-        Study("agents", f"one agent vs {agents} agents sharing the board, same evaluations per task", "speedup",
-              (Arm("1 agent", {"agents": 1}), Arm(f"{agents} agents", {"agents": agents}))),
+        Study("memory", "a store built on the other tasks vs an empty store", "speedup", (EMPTY, MEMORY)),
+        Study("transfer", "memory built on the other half of the tasks, lent read-only, vs an empty store", "speedup",
+              (EMPTY, Arm("read-only memory", memory="readonly"))),
+        Study("reuse", "the same tasks again on the store that holds them: evaluations to reach the first pass's best",
+              "reuse", (MEMORY, Arm("second pass", memory="reuse"))),
         Study("credit", "adoption-traced credit (ATU) vs the same reward for every retrieved experience", "speedup",
-              (Arm("ATU"), Arm("uniform", {"memory": {"value": {"credit": "uniform"}}}))),
-        Study("rules", "resident rules vs none (a rules budget of 0 tokens)", "speedup",
-              (Arm("rules on"), Arm("rules off", {"memory": {"rules": {"budget_tokens": 0}}}))),
-        Study("search", "the tuner's knob search: Optuna's TPE sampler vs enumerating single-knob moves, then "
-              "random settings", "speedup",
-              (Arm("enumerate", {"search": "enumerate"}), Arm("tpe", {"search": "tpe"}))),
+              (MEMORY, Arm("uniform credit", {"memory": {"value": {"credit": "uniform"}}}, "crossfit"))),
+        Study("rules", "resident rules chosen by utility vs none vs chosen at random, under the same token budget",
+              "speedup", (MEMORY, Arm("no rules", {"memory": {"rules": {"budget_tokens": 0}}}, "crossfit"),
+                          Arm("random rules", {"memory": {"rules": {"selection": "random"}}}, "crossfit"))),
+        Study("agents", f"{agents} agents, each seeing only its own conclusions, vs sharing a board, same evaluations "
+              "per task", "speedup",
+              (Arm(f"{agents} agents, private", private), Arm(f"{agents} agents, shared board", {"agents": agents}))),
+        Study("search", "the tuner's knob search: enumerating single-knob moves, then random settings, vs Optuna's "
+              "TPE sampler", "speedup", (Arm("enumerate", {"search": "enumerate"}), EMPTY)),
         Study("context", "active (layered, budgeted) vs passive (accumulated) prompts, scripted llm", "tokens",
               (Arm("active", {**scripted, "context": {"mode": "active"}}),
                Arm("passive", {**scripted, "context": {"mode": "passive"}}))),

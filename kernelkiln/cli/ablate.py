@@ -21,31 +21,36 @@ from kernelkiln.cli.settings import (
 from kernelkiln.errors import UserError
 from kernelkiln.task import load_suite, load_task
 
-HELP = """Ablate the optimizer's mechanisms: each study runs two arms over the same tasks with the
+HELP = """Ablate the optimizer's mechanisms: each study runs its arms over the same tasks with the
 same evaluation budget, --repeat times (repeat k of every arm shares random seed k).
 
 \b
-Studies (all by default; pick some with --study):
-  memory   memory carried from earlier tasks vs every task starting empty
-  agents   one agent vs --agents agents sharing the board (same evaluations per task)
-  credit   adoption-traced credit (ATU) vs the same reward for every retrieved experience
-  rules    resident rules vs none
-  search   the tuner's knob search: enumerate (single-knob moves, then random) vs tpe (Optuna)
-  context  active vs passive prompts, in tokens (a scripted model plays the llm; no network)
+Studies (all but context by default; pick some with --study):
+  memory    a store built on the other tasks (cross-fitted halves) vs an empty store
+  transfer  the other half's memory lent read-only (--memory-readonly) vs an empty store
+  reuse     the suite again on the store that holds it: evaluations to reach the first pass's best
+  credit    adoption-traced credit (ATU) vs the same reward for every retrieved experience
+  rules     resident rules chosen by utility vs none vs chosen at random (same token budget)
+  agents    --agents agents seeing only their own conclusions vs sharing a board
+  search    the tuner's knob search: enumerate (single-knob moves) vs tpe (Optuna)
+  context   active vs passive prompts, in tokens (a scripted model plays the llm; no network)
 
-Speed studies report the final best speedup over torch eager, the anytime speedup
-(best-so-far averaged over the budget: reaching a good kernel early counts) and the
-evaluations to 95% of the best any run of the study found (budget + 1 when not reached;
-fewer is better), each a geometric mean over the tasks, then over repeats with a 95%
-interval, and the second arm over the first, paired by repeat. Arms with the same settings
-run once. Finished runs are kept in DIR/runs.jsonl: run the same command again to continue
-an interrupted one.
-Cost: about (arms) x repeats x tasks x budget evaluations of --time-budget seconds each.
+Every speed study is also measured against best-of-N (the seed, then random settings at the
+same budget): the floor every arm must beat. A candidate is valued by its consensus figure,
+the median of all its measurements across the ablation, so no run is ranked by its own luck.
+Figures: the final and anytime speedups over torch eager (anytime: the incumbent averaged over
+the budget, so reaching a good kernel early counts) and the evaluations until the incumbent
+is worth 95% of the task's best known figure (budget + 1 when never; fewer is better); each a
+geometric mean over tasks, then over repeats with a 95% t interval, and each arm over the
+study's first arm and over best-of-N, paired by repeat. Arms with the same settings run once;
+finished runs are kept in DIR/runs.jsonl: run the same command again to continue.
+Cost: about (arms) x repeats x tasks x budget evaluations of --time-budget seconds each (a
+cross-fitted arm builds its store too: twice that). `kiln report DIR` draws the result.
 
 \b
 Examples:
-  kiln ablate cpu --tasks row_mean,rms_norm,layer_norm,softmax --budget 12 --repeat 3
-  kiln ablate cpu --study memory --study credit --json > ablation.json
+  kiln ablate kb-cpu --tasks 29_Softmax,30_LogSoftmax,31_LayerNorm,32_RMSNorm --budget 10 --repeat 5
+  kiln ablate kb-cpu --study memory --study transfer --json > ablation.json
 """
 
 
@@ -59,15 +64,19 @@ def register(app: typer.Typer) -> None:
 
 def ablate(
     suite: str = typer.Argument(..., help="A bundled suite (`kiln tasks`) or a folder of task files."),
-    study: list[str] = typer.Option([], "--study", metavar="NAME", help="memory, agents, credit, rules, search or "
-                                                                        "context (repeatable; default: all)."),
+    study: list[str] = typer.Option([], "--study", metavar="NAME", help="memory, transfer, reuse, credit, rules, "
+                                                                        "agents, search or context (repeatable; "
+                                                                        "default: all but context)."),
     tasks: str = typer.Option(None, "--tasks", metavar="A,B,...", help="Only these tasks of the suite, by name."),
     config_file: Path = CONFIG_OPTION,
     set_config: list[str] = SET_CONFIG_OPTION,
     budget: int = typer.Option(None, "--budget", help=f"Evaluations per task in every arm (default: {ABLATE_BUDGET}, "
                                                       "fewer than a run's, as every arm runs repeat times)."),
     repeat: int = typer.Option(3, "--repeat", min=1, help="Trajectories per arm (2 or more for intervals)."),
-    agents: int = typer.Option(3, "--agents", min=2, max=8, help="Agents in the agents study's second arm."),
+    agents: int = typer.Option(2, "--agents", min=2, max=8, help="Agents per task in the agents study's arms."),
+    reuse_budget: int = typer.Option(3, "--reuse-budget", min=1,
+                                     help="Evaluations per task in the reuse study's second pass (it counts those "
+                                          "needed to reach the first pass's best; at most this many are spent)."),
     time_budget: float = typer.Option(None, "--time-budget", metavar="SECONDS",
                                       help="Cap on each evaluation's timing stage "
                                            f"{default_note('guard.time_budget_s')}."),
@@ -92,7 +101,7 @@ def ablate(
     unknown = [s for s in study if s not in known]
     if unknown:
         raise UserError(f"unknown study {unknown[0]!r} (known: {', '.join(known)})")
-    chosen = [known[s] for s in dict.fromkeys(study)] or list(known.values())
+    chosen = [known[s] for s in dict.fromkeys(study)] or [s for s in known.values() if s.name != "context"]
     paths = load_suite(suite).task_paths()
     if tasks:
         by_name = {p.stem: p for p in paths}
@@ -110,10 +119,12 @@ def ablate(
     }, set_config, defaults={"budget": ABLATE_BUDGET})
     base = with_endpoint_window(settings).config
     tasks_in_order = order_tasks([load_task(p) for p in paths])
-    result = with_progress(lambda observer, progress: Ablation(out, base, observer, progress).run(
+    result = with_progress(lambda observer, progress: Ablation(out, base, observer, progress, reuse_budget).run(
         chosen, tasks_in_order, repeat),
         f"run the same command again to continue: finished runs are kept in {out}/runs.jsonl")
-    print_result(result, as_json, _table, out / "ablation.json")
+    # Piped output gets room for the intervals (rich would give it 80 columns).
+    print_result(result, as_json, lambda r, console: _table(r, console if console.is_terminal else
+                                                             Console(width=160)), out / "ablation.json")
 
 
 def _ci(cell: dict | None, unit: str) -> str:
@@ -123,7 +134,8 @@ def _ci(cell: dict | None, unit: str) -> str:
     if cell["ci95"] is None:
         return fmt(cell["mean"])
     low, high = cell["ci95"]
-    return f"{fmt(cell['mean'])} [{fmt(low)}, {fmt(high)}]"
+    bare = {"x": lambda v: f"{v:.3g}"}.get(unit, fmt)
+    return f"{fmt(cell['mean'])} [{bare(low)}, {bare(high)}]"
 
 
 # (title, figure, unit of an arm's figure: x a speedup, n a count of evaluations, "" tokens)
@@ -134,19 +146,28 @@ _COLUMNS = {"speedup": (("final speedup", "speedup", "x"), ("anytime speedup", "
 
 def _table(result: dict, console: Console) -> None:
     console.print(f"kiln ablate: {len(result['tasks'])} tasks, {result['budget']} evaluations each, "
-                  f"{result['repeat']} repeats; geometric means [95% CI]")
-    for metric, columns in _COLUMNS.items():
-        rows = {name: s for name, s in result["studies"].items() if s["metric"] == metric}
-        if not rows:
+                  f"{result['repeat']} repeats; geometric means [95% CI]; candidates valued by consensus")
+    floor = result.get("floor")
+    for name, s in result["studies"].items():
+        if s["metric"] == "reuse":
+            console.print(f"{name}: the second pass needed {_ci(s['evaluations_to_first_best'], 'n')} evaluations per "
+                          f"task to reach 95% of the first pass's best (at most {s['second_pass_budget']}); "
+                          f"reached in one: {s['in_one']} of {len(result['tasks'])} tasks per repeat")
             continue
-        table = Table()
-        table.add_column("study")
+        columns = _COLUMNS[s["metric"]]
+        table = Table(title=f"{name}: {s.get('question', '')}", title_justify="left")
         table.add_column("arm", no_wrap=True)
         for title, _, _ in columns:
             table.add_column(title, justify="right", no_wrap=True)
-        for name, s in rows.items():
-            for arm in s["arms"]:
-                table.add_row(name, arm["arm"], *(_ci(arm.get(key), unit) for _, key, unit in columns))
-            table.add_row("", s["ratio_of"], *(_ci(s["ratio"].get(key), "x") for _, key, _ in columns), style="bold",
-                          end_section=True)
+        speed = s["metric"] == "speedup" and floor is not None
+        if speed:
+            table.add_column("anytime / best-of-N", justify="right", no_wrap=True)
+            table.add_row(floor["arm"], *(_ci(floor.get(key), unit) for _, key, unit in columns), "", style="dim")
+        for arm in s["arms"]:
+            extra = [_ci(arm.get("vs_floor", {}).get("anytime"), "x")] if speed else []
+            table.add_row(arm["arm"], *(_ci(arm.get(key), unit) for _, key, unit in columns), *extra)
+            if "ratio" in arm:
+                table.add_row(f"{arm['arm']} / {s['reference']}",
+                              *(_ci(arm["ratio"].get(key), "x") for _, key, _ in columns), *([""] if speed else []),
+                              style="bold")
         console.print(table)

@@ -150,6 +150,12 @@ def optimize(
                                   help="strict: stop when an isolation layer this kernel offers cannot be applied "
                                        "around a worker or build; best-effort: run with what holds (every verdict "
                                        "says). Default: strict for --policy llm, best-effort for the tuner."),
+    memory_readonly: bool = typer.Option(False, "--memory-readonly",
+                                         help="Apply the store's memory, write nothing to it (a team's store in a CI "
+                                              "job; a strong model's memory lent to a weaker run): it is opened "
+                                              "read-only and nothing is learned; this run's own records go to "
+                                              "readonly.db in the --out folder (default kiln-runs). Resume such a "
+                                              "run with --memory-readonly and the same --store and --out."),
     as_json: bool = typer.Option(False, "--json", help="Print run.json's object instead of the table."),
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
@@ -169,9 +175,10 @@ def optimize(
         "--isolation": ("guard.isolation", isolation), "--record": ("record", record),
         "--replay": ("replay", replay), "--seed": ("seed_file", str(seed_file) if seed_file else None),
         "--no-seed": ("start_from_seed", False if no_seed else None),
+        "--memory-readonly": ("memory.readonly", True if memory_readonly else None),
     }, set_config)
     store_config = settings.config.store
-    memory = Memory(open_store(config=store_config))
+    memory = open_memory(store_config, settings.config.memory.readonly, out or Path("kiln-runs"))
     observer = progress_observer()
     optimizer = Optimizer(memory, Path("kiln-runs"), observer)
     try:
@@ -191,6 +198,8 @@ def optimize(
         observer.close()
         _report(stop.result, as_json)
         again = f" --store {_shown(store_config.url)}" if store_config.url else ""
+        if memory.lent is not None:
+            again += " --memory-readonly" + (f" --out {out}" if out else "")
         memory.store.close()
         exit_interrupted(f"resume with `kiln optimize --resume {stop.result['run_id']}{again}`")
     finally:
@@ -201,6 +210,18 @@ def optimize(
         print(f"kiln: {name}: nothing was evaluated: {why}", file=sys.stderr)
     if empty:
         raise typer.Exit(NOTHING_EVALUATED)
+
+
+def open_memory(store_config, readonly: bool, out_root: Path) -> Memory:
+    """Memory over the configured store; ``readonly``: lent from it, the run's records in ``out_root``/readonly.db."""
+    if not readonly:
+        return Memory(open_store(config=store_config))
+    lent = open_store(config=store_config, readonly=True)
+    out_root.mkdir(parents=True, exist_ok=True)
+    own = open_store(f"sqlite:///{(out_root / 'readonly.db').resolve()}", store_config)
+    print(f"kiln: memory lent read-only from {_shown(lent.url)}; this run's records go to {own.url}",
+          file=sys.stderr)
+    return Memory(own, lent=lent)
 
 
 def with_progress(work, on_interrupt: str):

@@ -1,4 +1,4 @@
-"""``kiln report``: a run (or several) as one self-contained HTML page, or Markdown for an issue."""
+"""``kiln report``: a run (or several), or an ablation, as one self-contained HTML page, or Markdown for an issue."""
 
 from __future__ import annotations
 
@@ -7,22 +7,29 @@ from pathlib import Path
 import typer
 
 from kernelkiln.errors import UserError
+from kernelkiln.report import ablation as ablation_page
 from kernelkiln.report import collect, render_html, render_markdown
-from kernelkiln.report.sources import read_run_json
+from kernelkiln.report.ablation_data import parse
+from kernelkiln.report.sources import read_ablation_json, read_run_json
 from kernelkiln.store import open_store
 
-HELP = """Report on optimizer runs: one HTML file that works offline (no scripts, no CDN) or Markdown.
+HELP = """Report on optimizer runs or an ablation: one HTML file that works offline (no scripts, no CDN) or Markdown.
 
 RUN|DIR is a run id (looked up in the store) or an output DIR of `kiln optimize` holding
 run.json. Several may be given (e.g. a bench's repeats): they share one page. The page has
 the suite table, speedup and speed-of-light bars, each task's trajectory and attempt graph,
 memory growth during the run and the resident rules.
 
+An output DIR of `kiln ablate` (holding ablation.json) gets a page of its own,
+no store needed: per study, the arms' figures with 95% intervals, each arm over
+the study's reference (a forest plot) and the evaluations to 95% of the best.
+
 \b
 Examples:
   kiln report kiln-runs/r-3f9c0a1b2c3d4e5f          # writes DIR/report.html
   kiln report r-3f9c0a1b2c3d4e5f --out report.html
   kiln report r-3f9c0a1b2c3d4e5f --markdown         # paste into an issue
+  kiln report kiln-ablation                         # `kiln ablate`'s DIR too
 """
 
 
@@ -30,7 +37,8 @@ def register(app: typer.Typer) -> None:
     app.command("report", help=HELP)(report)
 
 
-TARGETS = typer.Argument(..., metavar="RUN|DIR", help="Run ids or output DIRs holding run.json.")
+TARGETS = typer.Argument(..., metavar="RUN|DIR", help="Run ids or output DIRs holding run.json, or one holding "
+                         "ablation.json.")
 OUT = typer.Option(None, "--out", metavar="FILE.html",
                    help="Where the page goes (default: DIR/report.html, or kiln-report-RUN.html).")
 MARKDOWN = typer.Option(False, "--markdown", help="Print Markdown to stdout instead of writing HTML.")
@@ -39,6 +47,12 @@ STORE = typer.Option(None, "--store", metavar="URL",
 
 
 def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKDOWN, store: str = STORE) -> None:
+    ablations = [read_ablation_json(t) for t in targets]
+    if any(ablations):
+        if len(targets) > 1:
+            raise UserError("an ablation DIR is reported on its own: give just that DIR")
+        _report_ablation(*ablations[0], out, markdown)
+        return
     dirs = [read_run_json(t) for t in targets]  # one clear line for a DIR without run.json, before the store
     try:
         opened, store_error = open_store(store), ""
@@ -54,10 +68,22 @@ def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKD
     if markdown:
         print(render_markdown(data), end="")
         return
-    path = out or _default_path(targets, dirs, [r.run_id for r in data.runs])
+    _write(out or _default_path(targets, dirs, [r.run_id for r in data.runs]), render_html(data))
+
+
+def _report_ablation(folder: Path, data: dict, out: Path | None, markdown: bool) -> None:
+    ablation = parse(folder, data)
+    if markdown:
+        print(ablation_page.render_markdown(ablation), end="")
+    else:
+        _write(out or folder / "report.html", ablation_page.render_html(ablation))
+
+
+def _write(path: Path, page: str) -> None:
+    """Writes the page and prints its path."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_html(data), encoding="utf-8")
+        path.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror}") from None
     print(path)

@@ -4,9 +4,10 @@ trace (ATen ops at the task's real inputs) → graph (pointwise nodes, views, re
 scans, windows) → plan (row groups fuse reductions with their elementwise neighbours)
 → one C function per workload → the candidate file. Products and convolutions are
 GEMM kernels with fused epilogues (``gemm``); a convolution's function holds both of
-its forms (implicit GEMM and direct) behind the CONV knob. A family the lowering lacks
-is refused naming its operations; adding one is a handler in ``aten_*`` plus a kernel
-kind in ``schedule`` and an emitter.
+its forms (implicit GEMM and direct) behind the CONV knob, and a row group whose passes
+share a value holds a form that keeps it per row behind ROWCACHE (``rowcache``). A family
+the lowering lacks is refused naming its operations; adding one is a handler in ``aten_*``
+plus a kernel kind in ``schedule`` and an emitter.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kernelkiln.lowering.emit import FunctionEmitter
 from kernelkiln.lowering.gemm import GEMM_HEADER, GEMM_KNOBS
 from kernelkiln.lowering.graph import Unsupported
 from kernelkiln.lowering.loops import HEADER
+from kernelkiln.lowering.rowcache import ROWCACHE_HEADER
 from kernelkiln.lowering.schedule import Plan, plan
 from kernelkiln.lowering.trace import Traced, trace
 from kernelkiln.platforms.host import default_threads, simd_floats
@@ -55,10 +57,11 @@ def _scheduled(traced: Traced, name: str, temp_prefix: str = "tmp") -> tuple[Pla
 
 
 def _function(task: Task, workload, name: str):
-    """(traced, plan, emitter, temps, C function, kernels) of one workload; a convolution's holds both CONV forms."""
+    """(traced, plan, emitter, temps, C function, kernels, has a ROWCACHE form) of one workload; a convolution's
+    holds both CONV forms."""
     traced = trace(task, workload)
     p, emitter, body = _scheduled(traced, name)
-    params, temps = emitter.params(), list(emitter.temps)
+    params, temps, rowcache = emitter.params(), list(emitter.temps), emitter.rowcache
     if "convolution" in traced.graph.ops:
         token = conv_mode.set("direct")
         try:
@@ -68,20 +71,21 @@ def _function(task: Task, workload, name: str):
         dp, demitter, dbody = _scheduled(direct, name, "dtmp")
         params += demitter.temp_params()
         temps += demitter.temps
+        rowcache = rowcache or demitter.rowcache
         body = f"#ifdef CONV_direct\n{dbody}\n#else\n{body}\n#endif"
         kernels = p.kernels + dp.kernels
     else:
         kernels = p.kernels
     code = f"void {name}({', '.join(params + ['int nt'])}) {{\n{body}\n}}\n"
-    return traced, p, emitter, temps, code, kernels
+    return traced, p, emitter, temps, code, kernels, rowcache
 
 
 def generate(task: Task, threads: int | None = None) -> Generated:
     """The candidate for ``task`` (CPU, C with OpenMP); raises ``Unsupported`` with one line."""
-    entries, functions, kinds, ops, fused, reduces = [], [], [], [], None, False
+    entries, functions, kinds, ops, fused, reduces, rowcache = [], [], [], [], None, False, False
     seen: dict[tuple, str] = {}
     for k, workload in enumerate(task.workloads):
-        traced, p, emitter, temps, code, kernels = _function(task, workload, f"kiln_w{k}")
+        traced, p, emitter, temps, code, kernels, cached = _function(task, workload, f"kiln_w{k}")
         params = tuple(t.removeprefix("param:") for t in traced.tensors if t.startswith("param:"))
         inputs = tuple(s for s, t in zip(traced.input_shapes, traced.tensors, strict=True) if t.startswith("input:"))
         param_shapes = tuple(s for s, t in zip(traced.input_shapes, traced.tensors, strict=True)
@@ -96,6 +100,7 @@ def generate(task: Task, threads: int | None = None) -> Generated:
         fused = fused if fused is not None else len(p.kernels)
         kinds += [kernel.kind for kernel in kernels]
         reduces = reduces or any(kernel.reductions for kernel in kernels)
+        rowcache = rowcache or cached
         ops += traced.graph.ops
         functions.append(code)
         entries.append(Entry(
@@ -107,6 +112,8 @@ def generate(task: Task, threads: int | None = None) -> Generated:
     knobs += ["UNROLL", "VEC"]
     if {"row", "column", "scan"} & set(kinds):
         knobs.append("TILE")
+    if rowcache:  # only where a row group's passes share a value: elsewhere it would change nothing
+        knobs.append("ROWCACHE")
     if "gemm" in kinds:
         knobs += GEMM_KNOBS
     if "convolution" in ops:
@@ -114,6 +121,6 @@ def generate(task: Task, threads: int | None = None) -> Generated:
     unique_kinds = tuple(dict.fromkeys(kinds))
     summary = ", ".join(dict.fromkeys(ops)) or "no operations"
     cap = threads or default_threads()
-    header = HEADER + (GEMM_HEADER if "gemm" in kinds else "")
+    header = HEADER + (GEMM_HEADER if "gemm" in kinds else "") + (ROWCACHE_HEADER if rowcache else "")
     source = render(task, header + "\n" + "\n".join(functions), entries, knobs, cap, summary, simd_floats())
     return Generated(source, unique_kinds, tuple(["THREADS", *knobs, "FLAGS"]), tuple(dict.fromkeys(ops)), fused or 0)

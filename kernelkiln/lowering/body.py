@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kernelkiln.lowering.graph import Concat, Constant, Gather, Index, Node, Patches, Pointwise, View, linear, promote
 from kernelkiln.lowering.pointwise import BOOLEAN, literal, render
@@ -21,12 +21,15 @@ class Body:
     """Statements appended in order; ``value`` returns a C expression for a node at an index.
 
     ``buffers`` names every stored node's array; ``scalars`` holds the reductions this
-    kernel computed for the current row (the kept dimensions of ``row`` index them).
+    kernel computed for the current row (the kept dimensions of ``row`` index them);
+    ``cached`` gives the load of a value an earlier pass of the row kept (ROWCACHE), else None.
     """
 
     def __init__(self, buffers: dict[int, str], scalars: dict[int, str] | None = None,
-                 row: dict[int, str] | None = None, indent: str = "", names: Iterator[int] | None = None):
+                 row: dict[int, str] | None = None, indent: str = "", names: Iterator[int] | None = None,
+                 cached: Callable[[Node, Index], str | None] | None = None):
         self.buffers = buffers
+        self.cached = cached
         self.scalars = scalars or {}
         self.row = row or {}
         self.lines: list[str] = []
@@ -53,6 +56,9 @@ class Body:
         return f"{self.buffers[id(node)]}[{linear(idx, node.shape)}]"
 
     def _compute(self, node: Node, idx: Index) -> str:
+        kept = self.cached(node, idx) if self.cached is not None else None
+        if kept is not None:
+            return self.temp(node.ctype, kept)
         if id(node) in self.scalars:
             if any(idx[k] != var for k, var in self.row.items()):
                 raise NotFusable(node)  # another row's value: not computed in this iteration

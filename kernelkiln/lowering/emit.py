@@ -2,8 +2,9 @@
 
 The tuning knobs are C macros the candidate passes as ``-D`` flags: ``ACC`` independent
 accumulators per reduction, ``UNROLL`` of the innermost loops, ``VEC`` a simd length
-(0: the compiler's choice), ``TILE`` the block of columns or elements one thread takes;
-the thread count is an argument (the ``THREADS`` knob capped at the guard's threads).
+(0: the compiler's choice), ``TILE`` the block of columns or elements one thread takes,
+``ROWCACHE`` whether a row group keeps the values its passes share (``rowcache``); the
+thread count is an argument (the ``THREADS`` knob capped at the guard's threads).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from kernelkiln.lowering.loops import (
 )
 from kernelkiln.lowering.others import column, scan, window
 from kernelkiln.lowering.pointwise import literal
+from kernelkiln.lowering.rowcache import RowCache, row_cache
 from kernelkiln.lowering.schedule import Kernel, Plan, needs_buffer
 
 
@@ -45,6 +47,8 @@ class FunctionEmitter:
         self.temps = [(k, t) for k, t in enumerate(plan.temps) if id(t) in self.stored or not isinstance(t, Reduce)]
         self.w = Writer()
         self.names = itertools.count(1)
+        self.cache: RowCache | None = None  # the row group being emitted keeps shared values (ROWCACHE=1)
+        self.rowcache = False  # some row group has a ROWCACHE=1 form
 
     def signature_types(self, temps: list[tuple[int, Node]]) -> list[str]:
         """The C function's argument types for ``temps`` (this plan's scratch buffers, maybe with another's)."""
@@ -73,14 +77,23 @@ class FunctionEmitter:
             self.w.close()
         return "\n".join(self.w.lines)
 
-    def _body(self, scalars=None, row=None) -> Body:
-        return Body(self.plan.buffers, scalars, row, names=self.names)
+    def _body(self, scalars=None, row=None, root: Node | None = None) -> Body:
+        """A loop body; in a pass of a row group that keeps values (``root``: the pass's), it reads them."""
+        cached = self.cache.reads(root) if self.cache is not None and root is not None else None
+        return Body(self.plan.buffers, scalars, row, names=self.names, cached=cached)
+
+    def _emit_body(self, body: Body, root: Node) -> None:
+        """``body``'s statements, then the stores of the values its pass keeps for later passes."""
+        self.w.body(body)
+        if self.cache is not None:
+            for line in self.cache.stores(root, body):
+                self.w(line)
 
     def _arg_at(self, r: Reduce, shape: tuple[int, ...], scalars: dict, row: dict) -> str:
         """Emit the statements of ``r``'s argument at the loops' index; its value's C expression."""
-        body = self._body(scalars, row)
+        body = self._body(scalars, row, r)
         v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
-        self.w.body(body)
+        self._emit_body(body, r)
         return v
 
     # -- row groups ------------------------------------------------------------------------
@@ -98,18 +111,47 @@ class FunctionEmitter:
         if rows == 1:
             self._whole(k, inner)
             return
+        row = {d: var(shape, d) for d in outer if shape[d] != 1}
+        cache = row_cache(k, self.plan.buffers, row)
+        start = len(w.lines)
+        self._rows(k, outer, inner, row, rows)
+        if cache is None:
+            return
+        plain = w.lines[start:]  # ROWCACHE=0: each pass computes its values (today's code)
+        del w.lines[start:]
+        w("#if ROWCACHE")
+        self.cache, self.rowcache = cache, True
+        try:
+            self._rows(k, outer, inner, row, rows)
+        finally:
+            self.cache = None
+        w("#else")
+        w.lines += plain
+        w("#endif")
+
+    def _rows(self, k: Kernel, outer: list[int], inner: list[int], row: dict, rows: int) -> None:
+        """The row loop: each reduction in a pass over the row, then the writes; threads take rows."""
+        w, shape, cache = self.w, k.shape, self.cache
         pragma = parallel(math.prod(shape))
-        if pragma:
+        if cache is not None:  # each thread takes its scratch rows once, then its share of the rows
+            if pragma:
+                w("#pragma omp parallel num_threads(nt)")
+            w.open("")
+            cache.allocate(w)
+            if pragma:
+                w("#pragma omp for schedule(static)")
+        elif pragma:
             w(pragma)
         w.open(f"for (int64_t o = 0; o < {rows}; ++o)")
         decompose(w, shape, outer, "o")
-        row = {d: var(shape, d) for d in outer if shape[d] != 1}
         scalars: dict[int, str] = {}
         for n, r in enumerate(k.reductions):
             self._reduce_row(r, shape, inner, scalars, row, f"r{n}")
         for out in k.writes:
             self._write(out, shape, inner, scalars, row)
         w.close()
+        if cache is not None:
+            w.close()
 
     def _reduce_row(self, r: Reduce, shape, inner: list[int], scalars: dict, row: dict, name: str) -> None:
         w = self.w
@@ -183,10 +225,10 @@ class FunctionEmitter:
             if threads and live:
                 w(threads)
             opened = open_loops(w, shape, live, "KILN_LOOP")
-        body = self._body(scalars, row)
+        body = self._body(scalars, row, out)
         idx = tuple(var(shape, d) for d in range(len(shape)))
         v = body.value_of(out, idx)
-        w.body(body)
+        self._emit_body(body, out)
         w(f"{self.plan.buffers[id(out)]}[{linear(idx, shape)}] = {v};")
         for _ in range(opened):
             w.close()

@@ -24,7 +24,7 @@ from kernelkiln.memory.config import MemoryConfig
 from kernelkiln.memory.rules import Consolidator
 from kernelkiln.memory.stages import StageOutcome, StageTracker
 from kernelkiln.memory.value import apply_stage_values
-from kernelkiln.store.records import Adoption, Attempt, Experience, Record, StageRecord, TaskRecord
+from kernelkiln.store.records import Adoption, Attempt, Experience, Record, Signature, StageRecord, TaskRecord
 from kernelkiln.store.store import Store
 
 _CONSOLIDATION_LOCK = 0x6B6C6E31  # serializes stage closing across PostgreSQL writers
@@ -38,6 +38,7 @@ class AttemptResult(Record):
     adoptions: list[Adoption] = Field(default_factory=list)  # made by its agent before evaluation
     parent: Attempt | None = None  # the attempt it was derived from, when the caller holds it
     incumbent: Attempt | None = None  # the task's best once this verdict is counted
+    signature: Signature | None = None  # what the task is matched on (exact reuse, transfer)
 
 
 class VerdictCallback(Protocol):
@@ -55,10 +56,16 @@ def add_lesson(store: Store, conn: Connection, lesson: Experience) -> Experience
 
 
 class MemoryCallbacks:
-    """Memory's part after each verdict, and at the end of a task's work."""
+    """Memory's part after each verdict, and at the end of a task's work.
 
-    def __init__(self, store: Store, config: MemoryConfig | None = None, consolidator: Consolidator | None = None):
+    ``learn=False`` (read-only memory): the run's own records are kept (attempts, adoptions, the
+    task's signature and board) but no stage is scored, no value, rule or lesson is written.
+    """
+
+    def __init__(self, store: Store, config: MemoryConfig | None = None, consolidator: Consolidator | None = None,
+                 learn: bool = True):
         self.store = store
+        self.learn = learn
         self.config = config or MemoryConfig()
         self.stages = StageTracker(self.config.value)
         self.board = Board(store, self.config.board)
@@ -82,8 +89,12 @@ class MemoryCallbacks:
             store.tasks.upsert(conn, result.task)
             store.attempts.add(conn, attempt)
             store.adoptions.add_many(conn, result.adoptions)
+            if result.signature is not None:
+                store.signatures.add(conn, result.signature)
             if self.config.board.auto_post and (entry := entry_for_attempt(self.board, attempt)):
                 store.board.post(conn, entry, self.config.board.horizon)
+            if not self.learn:
+                return []
             records = self._close(conn, closed)
             parent = result.parent
             if parent is None and attempt.parent_id is not None and attempt.verdict == "KEEP":
@@ -117,7 +128,7 @@ class MemoryCallbacks:
         with self._lock:
             snapshot = copy.deepcopy(self.stages)
             closed = [outcome for agent in agents for outcome in self.stages.end(task_id, agent)]
-            if not closed and lesson is None:
+            if not self.learn or (not closed and lesson is None):
                 return []
             try:
                 with self.store.write() as conn:

@@ -84,6 +84,11 @@ class RulesConfig(BaseModel):
     beta: float = Field(default=0.1, gt=0, le=1, description="β: EMA rate of a resident rule's frequency.")
     budget_tokens: int = Field(default=10_000, ge=0, description="Token budget of the resident set.")
     rule_chars: int = Field(default=400, ge=40, description="Longest rule text distilled from an experience.")
+    selection: Literal["utility", "random"] = Field(
+        default="utility",
+        description="utility: UGC, the candidates in π order; random: as many rules as UGC would choose, drawn at "
+        "random from every stored experience (`kiln ablate`'s control for the rules study).",
+    )
 
 
 class BoardConfig(BaseModel):
@@ -97,6 +102,49 @@ class BoardConfig(BaseModel):
     auto_post: bool = Field(
         default=True,
         description="Post a win for every KEEP and a trap for every REJECT when a batch is recorded.",
+    )
+    shared: bool = Field(
+        default=True,
+        description="Agents of a task see each other's conclusions: their board entries, their best snapshots when "
+        "drafting, the lessons their wins left, and (the tuner) their trials. False: each agent sees only its own "
+        "(`kiln ablate`'s private arm of the agents study).",
+    )
+
+
+class TransferConfig(BaseModel):
+    """What stored tasks lend a new one's knob search (memory/prior.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    exact: bool = Field(
+        default=True,
+        description="A task whose signature matches a stored task's exactly (seed code, machine, compiler) starts "
+        "from that task's best, and the settings it tried are not tried again (MetaSchedule's database).",
+    )
+    neighbours: int = Field(
+        default=3,
+        ge=0,
+        description="Nearest stored tasks (same platform and machine; family, knob names and sizes decide) whose "
+        "best settings are tried first, whose trials warm-start the sampler by rank and whose losing knob values "
+        "are tried last; 0 turns transfer off.",
+    )
+    max_distance: float = Field(
+        default=1.5,
+        ge=0,
+        description="Farthest a neighbour may be (another family adds 1, disjoint knobs 1, each factor of 2 in "
+        "the work 0.1).",
+    )
+    loss_evidence: int = Field(
+        default=3,
+        ge=1,
+        description="Evaluations that held a knob value, every one lost (REVERT or REJECT), before the value is set "
+        "aside: on the task itself it is proposed again only after the untried rest of the space; on a neighbour it "
+        "counts towards a trap.",
+    )
+    trap_tasks: int = Field(
+        default=2,
+        ge=1,
+        description="Neighbours a knob value lost on before it is a trap, set aside from a task's first evaluation.",
     )
 
 
@@ -123,4 +171,12 @@ class MemoryConfig(BaseModel):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig, description="Retrieval and ranking.")
     rules: RulesConfig = Field(default_factory=RulesConfig, description="Resident rules.")
     board: BoardConfig = Field(default_factory=BoardConfig, description="Shared board.")
+    transfer: TransferConfig = Field(default_factory=TransferConfig, description="Exact reuse and transfer.")
+    readonly: bool = Field(
+        default=False,
+        description="Lend the store's memory read-only (--memory-readonly): experiences, rules and what stored tasks "
+        "teach are applied; the store is opened read-only and nothing is written to it, nor learned; the run's own "
+        "records go to a private store, readonly.db in the output folder (--out, else kiln-runs), where --resume "
+        "finds them.",
+    )
     prune: PruneConfig = Field(default_factory=PruneConfig, description="Pruning.")

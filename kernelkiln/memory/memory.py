@@ -5,36 +5,54 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from kernelkiln.errors import UserError
 from kernelkiln.memory.board import Board
 from kernelkiln.memory.callbacks import MemoryCallbacks, add_lesson
 from kernelkiln.memory.config import MemoryConfig
 from kernelkiln.memory.graph import ExperienceGraph
 from kernelkiln.memory.knowledge import platforms as knowledge_platforms
 from kernelkiln.memory.knowledge import seed_knowledge
+from kernelkiln.memory.prior import Prior, build
 from kernelkiln.memory.prune import PruneReport, prune
 from kernelkiln.memory.retrieval import Retrieved, Retriever
 from kernelkiln.memory.rules import Consolidator
 from kernelkiln.memory.tokens import TokenCounter, estimate_tokens
-from kernelkiln.store.records import Attempt, Experience, Rule
+from kernelkiln.store.records import Attempt, Experience, Rule, Signature
 from kernelkiln.store.store import Store
 
 
 class Memory:
-    """Experiences, graph, rules and board over one store."""
+    """Experiences, graph, rules and board over one store.
 
-    def __init__(self, store: Store, config: MemoryConfig | None = None, tokens: TokenCounter = estimate_tokens):
+    ``lent``: a store whose memory is lent read-only (``--memory-readonly``): experiences, rules
+    and what stored tasks teach (``prior``) are read from it and nothing is ever written to it;
+    ``store`` then only keeps the run's own records (its attempts, its tasks' boards), and no
+    lesson, value or rule is learned.
+    """
+
+    def __init__(self, store: Store, config: MemoryConfig | None = None, tokens: TokenCounter = estimate_tokens,
+                 lent: Store | None = None):
         self.store = store
+        self.lent = lent
         self.config = config or MemoryConfig()
-        self.retriever = Retriever(store, self.config.retrieval, self.config.graph)
+        if self.config.readonly and lent is None:
+            raise UserError("read-only memory needs the store it is lent from: Memory(own_store, config, lent=store)")
+        source = lent or store
+        self.retriever = Retriever(source, self.config.retrieval, self.config.graph)
+        self._knowledge = Retriever(store, self.config.retrieval, self.config.graph) if lent else self.retriever
         self.board = Board(store, self.config.board)
-        self.consolidator = Consolidator(store, self.config.rules, tokens)
-        self.callbacks = MemoryCallbacks(store, self.config, self.consolidator)
+        self.consolidator = Consolidator(source, self.config.rules, tokens)
+        self.callbacks = MemoryCallbacks(store, self.config, self.consolidator, learn=lent is None)
         self._seeded: set[str] = set()
         self._seeding = threading.Lock()  # agents read memory at once
 
     def configured(self, config: MemoryConfig) -> Memory:
         """This memory under ``config`` (itself when unchanged): a run brings its own memory settings."""
-        return self if config == self.config else Memory(self.store, config, self.consolidator.tokens)
+        return self if config == self.config else Memory(self.store, config, self.consolidator.tokens, self.lent)
+
+    def prior(self, signature: Signature, run_id: str | None) -> Prior:
+        """What stored tasks lend the search of a task with ``signature`` (never run ``run_id``'s own attempts)."""
+        return build(self.lent or self.store, signature, run_id, self.config.transfer)
 
     def add_experience(self, experience: Experience) -> Experience:
         """Store a new experience; its cold frequency counts stages from now on."""
@@ -48,7 +66,7 @@ class Memory:
     def knowledge(self, query: str, platform: str, limit: int | None = None) -> list[Retrieved]:
         """Cold-layer knowledge sections for ``query`` on ``platform`` (seeded on first use)."""
         self.ensure_knowledge([platform])
-        return self.retriever.retrieve(query, platform=platform, kinds=("knowledge",), limit=limit)
+        return self._knowledge.retrieve(query, platform=platform, kinds=("knowledge",), limit=limit)
 
     def seed_knowledge(self, platform: str) -> int:
         """Store the platform's cold-start documents; returns how many sections changed."""
@@ -67,9 +85,10 @@ class Memory:
 
         A rule's experience is never pruned while the rule is resident (residency needs Q > 0).
         """
-        with self.store.read() as conn:
-            rules = self.store.rules.list(conn, resident=True)
-            sources = self.store.experiences.get_many(conn, [r.id for r in rules])
+        source = self.lent or self.store
+        with source.read() as conn:
+            rules = source.rules.list(conn, resident=True)
+            sources = source.experiences.get_many(conn, [r.id for r in rules])
         pairs = [(r, sources[r.id]) for r in rules if r.id in sources]
         return sorted(pairs, key=lambda p: (-p[1].q, p[0].id))
 

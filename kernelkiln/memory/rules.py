@@ -10,6 +10,7 @@ retrieval, nothing is deleted.
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterable
 
@@ -93,11 +94,31 @@ class Consolidator:
             frequency = rule.frequency if rule.resident else cold[exp.id]
             scored.append((exp.id, priority(exp.q, frequency, rule.tokens), rule.tokens))
         chosen = select_resident(scored, config.budget_tokens)
+        if config.selection == "random":
+            chosen = self._random(conn, len(chosen), rules)
         chosen_set = set(chosen)
         for rule in rules.values():
             resident = rule.id in chosen_set
             if resident != rule.resident:
-                extra = {"frequency": cold[rule.id]} if resident else {}
+                extra = {"frequency": cold.get(rule.id, 0.0)} if resident else {}
                 store.rules.update(conn, rule.id, resident=resident, **extra)
                 store.experiences.update(conn, rule.id, resident=resident)
+        return chosen
+
+    def _random(self, conn: Connection, count: int, rules: dict[str, Rule]) -> list[str]:
+        """``count`` rules drawn at random from every stored experience (seeded by the stage count), within budget."""
+        pool = sorted(e.id for e in self.store.experiences.list(conn, kind="experience"))
+        random.Random(self.store.stages.last_id(conn)).shuffle(pool)
+        chosen, used = [], 0
+        for exp_id in pool:
+            if len(chosen) >= count:
+                break
+            rule = rules.get(exp_id)
+            if rule is None:
+                exp = self.store.experiences.get(conn, exp_id)
+                text = distill(exp, self.config.rule_chars)
+                rule = rules[exp_id] = self.store.rules.upsert(conn, Rule(id=exp_id, text=text, tokens=self.tokens(text)))
+            if used + rule.tokens <= self.config.budget_tokens:
+                chosen.append(exp_id)
+                used += rule.tokens
         return chosen

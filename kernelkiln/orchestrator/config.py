@@ -90,11 +90,12 @@ class OptimizeConfig(BaseModel):
                                                     "write their first candidate from scratch.")
     seed: int = Field(0, ge=0, description="Seed of the tuner's random moves (its sampler, drafting jumps, untried "
                                            "settings): benchmark repeats use 0, 1, 2, … for independent trajectories.")
-    search: Literal["tpe", "enumerate"] = Field("tpe", description="How the tuner searches the knobs after memory's "
-                                                "settings: tpe: Optuna's TPE sampler, told every attempt's speedup, "
-                                                "so values that measured slow are tried less; enumerate: single-knob "
-                                                "moves from the working settings, then untried settings at random "
-                                                "(the earlier search, for `kiln ablate --study search`).")
+    search: Literal["tpe", "enumerate", "random"] = Field(
+        "tpe", description="How the tuner searches the knobs after memory's settings: tpe: Optuna's TPE sampler, "
+        "told every attempt's rank and the trials memory lends, so values that measured slow are tried less; "
+        "enumerate: single-knob moves from the working settings, then untried settings at random (the earlier "
+        "search); random: best-of-N, the seed then untried settings uniformly at random, no memory (the floor "
+        "`kiln ablate` measures every search against).")
     tool_calls: int = Field(4, ge=0, description="Diagnostic tool calls (checks, profile, vectorization report) an "
                                                  "llm agent may make per turn before it must submit.")
     reasks: int = Field(2, ge=0, description="Times an llm agent is asked again for a reply that lacks the candidate, "

@@ -25,7 +25,7 @@ from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.policies import RunPolicies
 from kernelkiln.orchestrator.pool import EvaluationPool, open_pool
 from kernelkiln.orchestrator.results import write_outputs
-from kernelkiln.orchestrator.seeds import starting_code
+from kernelkiln.orchestrator.seeds import GENERATED, starting_code
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, concurrently, task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.policy.lens import assign_lenses
@@ -137,7 +137,7 @@ class Optimizer:
         def one(task: Task, leave: Callable[[], None] = lambda: None) -> None:
             task_id = task_id_of(task)
             runner = self._runner(task, book.run, config, control, policies,
-                                  [a for a in stored if a.task_id == task_id], starts[task_id][0])
+                                  [a for a in stored if a.task_id == task_id], *starts[task_id])
             book.started(task_id, runner)
             runner.on_agent_done = leave  # the task's last round leaves devices free: the next task may start
             self.observer.seeded(task_id, starts[task_id][1])
@@ -171,7 +171,7 @@ class Optimizer:
         return self._outputs(book.save(status, final=True))
 
     def _runner(self, task: Task, run: Run, config: OptimizeConfig, control: RunControl, policies: RunPolicies,
-                stored: list[Attempt], seed_code: str) -> TaskRunner:
+                stored: list[Attempt], seed_code: str, origin: str) -> TaskRunner:
         task_id = task_id_of(task)
         state = TaskState(task_id=task_id, budget=config.budget)
         agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
@@ -179,7 +179,8 @@ class Optimizer:
                   for i, lens in enumerate(assign_lenses(task.op_family, config.agents))]
         with control.memory_lock.exclusive():  # tasks of a cluster run start while others' agents write
             self._replay(run.id, task_id, state, agents, stored, config)
-        return TaskRunner(task, state, agents, self.memory, control, run.id, self.observer)
+        return TaskRunner(task, state, agents, self.memory, control, run.id, self.observer, seed_code,
+                          generated=origin == GENERATED)
 
     def _replay(self, run_id: str, task_id: str, state: TaskState, agents: list[AgentState], stored: list[Attempt],
                 config: OptimizeConfig) -> None:

@@ -11,6 +11,7 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.task.model import Task
 
 _GENERATED: dict[tuple, str | Unsupported] = {}
+GENERATED = "generated from the reference"  # the origin of a seed ``kiln seed`` made
 
 
 class NoSeed(UserError):
@@ -44,7 +45,7 @@ def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
                 _GENERATED[key] = exc
         generated = _GENERATED[key]
         if isinstance(generated, str):
-            return generated, "generated from the reference"
+            return generated, GENERATED
         why = f"kernelkiln cannot generate one: {generated}"
     if config.policy == "tuner":
         raise NoSeed(f"{task.path}: the tuner needs a seed candidate that declares KNOBS, and {why}; "

@@ -21,10 +21,13 @@ from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory import distill
 from kernelkiln.memory.callbacks import AttemptResult, VerdictCallback
 from kernelkiln.memory.memory import Memory
+from kernelkiln.memory.signature import signature
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, claim, leaderboard, settle
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.pool import EvaluationPool, Evaluator, LocalPool
+from kernelkiln.platforms import machine_kind
+from kernelkiln.platforms.host import default_threads
 from kernelkiln.policy.turn import GaveUp, Proposal, Turn, code_hash
 from kernelkiln.rwlock import ReadWriteLock
 from kernelkiln.stats import geomean
@@ -127,12 +130,21 @@ class TaskRunner:
     """Runs the agents of one task to the end of its budget."""
 
     def __init__(self, task: Task, state: TaskState, agents: list[AgentState], memory: Memory, control: RunControl,
-                 run_id: str, observer: Observer):
+                 run_id: str, observer: Observer, seed_code: str = "", generated: bool = False):
+        """``seed_code``: what the agents start from (``generated``: by ``kiln seed`` from the reference)."""
         self.task, self.state, self.agents = task, state, agents
         self.memory, self.control, self.run_id, self.observer = memory, control, run_id, observer
         self.config = control.config
         self.record = TaskRecord(id=state.task_id, op_family=task.op_family, platform=self.config.platform,
                                  meta={"path": str(task.path), "overrides": task.overrides, "level": task.level})
+        machine = control.pool.device_kind or machine_kind(self.config.platform,
+                                                           self.config.guard.threads or default_threads())
+        self.signature = signature(task, state.task_id, seed_code, generated=generated,
+                                   platform=self.config.platform, machine=machine)
+        with control.memory_lock.shared():
+            self.prior = memory.prior(self.signature, run_id)
+        for note in self.prior.notes:
+            observer.note(f"{state.task_id}: {note}")
         # Memory first: what the progress line reports is already stored.
         self.callbacks: list[VerdictCallback] = [memory.callbacks, observer]
         self.errors: list[BaseException] = []
@@ -230,8 +242,8 @@ class TaskRunner:
         if self.control.abort.is_set():
             return False  # interrupted mid-evaluation: the verdict may be the interruption's
         attempt = settle(self._attempt(attempt_id, agent, turn, proposal, verdict), self.state, judged_against)
-        result = AttemptResult(attempt=attempt, task=self.record, adoptions=adoptions,
-                               parent=self._parent(attempt), incumbent=self.state.incumbent)
+        result = AttemptResult(attempt=attempt, task=self.record, adoptions=adoptions, parent=self._parent(attempt),
+                               incumbent=self.state.incumbent, signature=self.signature)
         with self.control.memory_lock.exclusive():
             for callback in self.callbacks:
                 callback.after_verdict(result)
@@ -256,6 +268,8 @@ class TaskRunner:
             names = []
         query = " ".join([self.task.name, self.task.op_family or "", cfg.platform, agent.lens.name, objective, *names])
         layered = agent.policy.layered  # the tuner reads no prompt: it is spared the layers' queries
+        shared = cfg.memory.board.shared
+        others = [a for a in self.agents if a is not agent]
         with self.control.memory_lock.shared():
             experiences = self.memory.retrieve(query, platform=cfg.platform, limit=shown.max_experiences) \
                 if shown.max_experiences else []
@@ -265,6 +279,11 @@ class TaskRunner:
             resident = self.memory.resident_rules()
             knowledge = self.memory.knowledge(query, cfg.platform, limit=shown.max_knowledge) \
                 if shown.max_knowledge and layered else []
+        if not shared:  # each agent sees only its own conclusions on this task
+            theirs = {a.id for other in others for a in other.history}
+            experiences = [e for e in experiences if e.experience.source_attempt_id not in theirs]
+            graph = [a for a in graph if a.agent == agent.name]
+            board = [e for e in board if e.agent == agent.name]
         with self.state.lock:
             best = self.state.incumbent.speedup if self.state.incumbent is not None else None
             evaluated = frozenset(self.state.evaluated)
@@ -275,8 +294,9 @@ class TaskRunner:
             history=tuple(agent.history), experiences=tuple(experiences), graph=tuple(graph), board=tuple(board),
             rules=tuple(r for r, _ in resident), rule_sources=tuple(e for _, e in resident),
             knowledge=tuple(knowledge),
-            leaderboard=leaderboard(self.agents, agent) if objective == "draft" else (), evaluated=evaluated,
-            diagnose=self._diagnoser(self.sessions.get(agent.name)))
+            leaderboard=leaderboard(self.agents, agent) if objective == "draft" and shared else (),
+            peers=tuple(a for other in others for a in other.history) if shared else (), evaluated=evaluated,
+            prior=self.prior, diagnose=self._diagnoser(self.sessions.get(agent.name)))
 
     def _diagnoser(self, session: Evaluator | None):
         """The agent's diagnostic tools, run by its own guard session (None before it has one)."""
@@ -292,7 +312,7 @@ class TaskRunner:
             "reason": verdict.reason, "noise_margin": verdict.noise_margin,
             "speedup_vs_incumbent": verdict.speedup_vs_incumbent,
             "diagnostics": verdict.diagnostics[:_DIAGNOSTICS_KEPT], "cost_usd": proposal.cost_usd,
-            "device": verdict.device})
+            "device": verdict.device, "signature": self.signature.exact})
         measurements = [Measurement(workload=w.name, t_ref_ms=w.t_ref_s * 1e3, t_cand_ms=w.t_cand_s * 1e3,
                                     speedup=w.speedup, sol_fraction=w.sol_fraction) for w in verdict.workloads]
         time_ms = geomean(m.t_cand_ms for m in measurements)

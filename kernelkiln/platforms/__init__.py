@@ -25,4 +25,18 @@ def get_platform(name: str) -> Platform:
     return platform
 
 
-__all__ = ["NAMES", "Peaks", "Platform", "get_platform"]
+def machine_kind(name: str, threads: int) -> str:
+    """What figures measured on this machine are comparable with: the device's identity and the timing threads.
+
+    cpu: a digest of the CPU's model, feature flags and core count (``kiln machine``'s key); cuda: the GPU's name.
+    """
+    if name == "cuda":
+        import torch
+
+        return f"cuda:{torch.cuda.get_device_name(0)}"
+    from kernelkiln.platforms.machine import cpu_key
+
+    return f"cpu:{cpu_key()}:{threads}t"
+
+
+__all__ = ["NAMES", "Peaks", "Platform", "get_platform", "machine_kind"]

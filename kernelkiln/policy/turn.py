@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from kernelkiln.guard.verdict import Verdict
+from kernelkiln.memory.prior import Prior
 from kernelkiln.memory.retrieval import Retrieved
 from kernelkiln.policy.lens import Lens
 from kernelkiln.store.records import Attempt, BoardEntry, Case, Experience, Rule
@@ -57,7 +58,9 @@ class Turn:
     rule_sources: tuple[Experience, ...] = ()  # the experiences the resident rules were distilled from (same ids)
     knowledge: tuple[Retrieved, ...] = ()
     leaderboard: tuple[Snapshot, ...] = ()  # the other agents' best snapshots (drafting only)
+    peers: tuple[Attempt, ...] = ()  # the other agents' attempts on this task (when the board is shared)
     evaluated: frozenset[str] = frozenset()  # code_hash of every candidate this run already evaluated on the task
+    prior: Prior = field(default_factory=Prior)  # what stored tasks lend this task's knob search (exact, transfer)
     diagnose: Callable[[str, str], str] | None = None  # (tool name, code) -> report; see agents/tools.yaml
 
 

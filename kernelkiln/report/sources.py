@@ -1,4 +1,4 @@
-"""Where a report's inputs live: an output DIR's run.json, a bench repeat's own store and bench.json."""
+"""Where a report's inputs live: an output DIR's run.json or ablation.json, a bench repeat's store and bench.json."""
 
 from __future__ import annotations
 
@@ -20,13 +20,31 @@ def read_run_json(target: str) -> tuple[Path, dict[str, Any]] | None:
         return None
     file = path / "run.json"
     if not file.is_file():
-        raise UserError(f"{path}: no run.json (give an output DIR of `kiln optimize` or a run id)")
+        raise UserError(f"{path}: no run.json or ablation.json (give an output DIR of `kiln optimize` or "
+                        "`kiln ablate`, or a run id)")
     try:
         data = json.loads(file.read_text())
     except (OSError, ValueError) as exc:
         raise UserError(f"{file}: not a readable run.json ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict):
         raise UserError(f"{file}: not a run.json of `kiln optimize` (no tasks)")
+    return path.resolve(), data
+
+
+def read_ablation_json(target: str) -> tuple[Path, dict[str, Any]] | None:
+    """``(DIR, ablation.json's object)`` when ``target`` is an output DIR of `kiln ablate` (or its ablation.json)."""
+    path = Path(target)
+    if path.is_file() and path.name == "ablation.json":
+        path = path.parent
+    file = path / "ablation.json"
+    if not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{file}: not a readable ablation.json ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("studies"), dict):
+        raise UserError(f"{file}: not an ablation.json of `kiln ablate` (no studies)")
     return path.resolve(), data
 
 

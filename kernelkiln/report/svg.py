@@ -87,7 +87,7 @@ def hbars(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[t
     def x(v: float) -> float:
         return left + (right - left) * v / high
 
-    body = [_legend(left, 14, [(name, colour, "bar") for name, colour in series])]
+    body = [legend(left, 14, [(name, colour, "bar") for name, colour in series])]
     for t in ticks:
         body.append(f'<line x1="{x(t):.1f}" y1="{top - 4}" x2="{x(t):.1f}" y2="{height - bottom + 4}" '
                     f'stroke="#eee"/>')
@@ -134,7 +134,7 @@ def marker(verdict: str, x: float, y: float, tip: str = "", r: float = 5.0) -> s
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{c}" stroke="#fff">{title}</circle>'
 
 
-def _legend(x: float, y: float, items: Sequence[tuple[str, str, str]]) -> str:
+def legend(x: float, y: float, items: Sequence[tuple[str, str, str]]) -> str:
     """A one-line legend; each item is (label, colour, kind) with kind bar, line, dash, draft or a verdict."""
     out = []
     for label, colour, kind in items:
@@ -239,11 +239,11 @@ def trajectory(points: Sequence[Point], agents: Sequence[str], title: str, width
         py = y(p.speedup) if p.speedup else reject_y
         body.append(marker(p.verdict, xs(p.index), py, tip(p)))
     body += xs.axis(reject_y + 14)
-    legend = [(f"agent {a}", colours[a], "line") for a in agents] + [("best so far", "#2e7d32", "dash")]
-    legend += [(v, "", v) for v in VERDICT_COLOURS]
+    items = [(f"agent {a}", colours[a], "line") for a in agents] + [("best so far", "#2e7d32", "dash")]
+    items += [(v, "", v) for v in VERDICT_COLOURS]
     if any(p.drafting for p in points):
-        legend.append(("drafting starts", DRAFT_COLOUR, "draft"))
-    body.insert(0, _legend(xs.left, 16, legend))
+        items.append(("drafting starts", DRAFT_COLOUR, "draft"))
+    body.insert(0, legend(xs.left, 16, items))
     return svg(width, reject_y + 56, body, title)
 
 

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from kernelkiln.store import schema
-from kernelkiln.store.records import Attempt
+from kernelkiln.store.records import Attempt, Case
 from kernelkiln.store.rows import from_row, insert_ignore, to_row
 
 _t = schema.attempts
@@ -68,6 +68,16 @@ class Attempts:
                  .group_by(_t.c.task_id))
         return {task: int(n) for task, n in conn.execute(query)}
 
+    def outcomes(self, conn: Connection, task_ids: list[str]) -> list[Outcome]:
+        """What the attempts of these tasks were and how they fared, without their code, oldest first."""
+        if not task_ids:
+            return []
+        columns = [_t.c.id, _t.c.task_id, _t.c.run_id, _t.c.verdict, _t.c.speedup, _t.c.case]
+        rows = conn.execute(sa.select(*columns).where(_t.c.task_id.in_(sorted(set(task_ids))))
+                            .order_by(_t.c.created_at, _t.c.id))
+        return [Outcome(r.id, r.task_id, r.run_id, r.verdict, r.speedup, Case.model_validate_json(r.case))
+                for r in rows]
+
     def _graph_nodes(self, conn: Connection, condition) -> list[GraphNode]:
         columns = [_t.c.id, _t.c.task_id, _t.c.parent_id, _t.c.verdict, _t.c.speedup, _t.c.time_ms,
                    _t.c.created_at, _t.c.agent, _t.c.lens, _t.c.summary]
@@ -93,3 +103,15 @@ class GraphNode:
     def correct(self) -> bool:
         """Whether the guard found the candidate correct."""
         return self.verdict != "REJECT"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """An attempt's decision (its case: move, knob settings, signature) and verdict, without its code."""
+
+    id: str
+    task_id: str
+    run_id: str | None
+    verdict: str
+    speedup: float | None
+    case: Case

@@ -18,25 +18,31 @@ WRITE_OPTION = "kiln_write"
 _POOL = {"pool_size": 32, "max_overflow": 32}
 
 
-def create_store_engine(url: URL, busy_timeout_s: float) -> Engine:
-    """An engine for ``url`` (already resolved by ``resolve_store_url``)."""
+def create_store_engine(url: URL, busy_timeout_s: float, readonly: bool = False) -> Engine:
+    """An engine for ``url`` (already resolved by ``resolve_store_url``); ``readonly``: every write fails."""
     if url.get_backend_name() == "sqlite":
-        return _sqlite_engine(url, busy_timeout_s)
+        return _sqlite_engine(url, busy_timeout_s, readonly)
     options = f"-c lock_timeout={int(busy_timeout_s * 1000)}"
+    if readonly:
+        options += " -c default_transaction_read_only=on"
     return sa.create_engine(url, pool_pre_ping=True, connect_args={"options": options}, **_POOL)
 
 
-def _sqlite_engine(url: URL, busy_timeout_s: float) -> Engine:
-    engine = sa.create_engine(url, connect_args={"timeout": busy_timeout_s, "check_same_thread": False}, **_POOL)
+def _sqlite_engine(url: URL, busy_timeout_s: float, readonly: bool) -> Engine:
+    args = {"timeout": busy_timeout_s, "check_same_thread": False}
+    if readonly:  # SQLite opens the file itself read-only: the database cannot change through this engine
+        url = url.set(database=f"file:{url.database}?mode=ro", query={"uri": "true"})
+    engine = sa.create_engine(url, connect_args=args, **_POOL)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:
         # Let SQLAlchemy's "begin" event below emit BEGIN itself.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        # NORMAL is crash-safe in WAL mode (a killed process loses nothing committed).
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        if not readonly:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is crash-safe in WAL mode (a killed process loses nothing committed).
+            cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         cursor.close()
 

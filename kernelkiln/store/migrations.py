@@ -87,10 +87,16 @@ def _v3_run_state_and_matmul(conn: Connection) -> None:
     conn.execute(schema.tasks.update().where(schema.tasks.c.op_family == "gemm").values(op_family="matmul"))
 
 
+def _v4_signatures(conn: Connection) -> None:
+    """Tasks' signatures, for exact reuse and transfer (attempts stored before have none: they stay out of both)."""
+    schema.signatures.create(conn)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _v1_base_tables,
     2: _v2_board_and_search,
     3: _v3_run_state_and_matmul,
+    4: _v4_signatures,
 }
 assert max(MIGRATIONS) == schema.SCHEMA_VERSION
 

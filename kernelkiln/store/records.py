@@ -119,6 +119,20 @@ class TaskRecord(Record):
     created_at: float = Field(default_factory=time.time)
 
 
+class Signature(Record):
+    """A task as memory matches it for exact reuse and transfer (see memory/signature.py)."""
+
+    exact: str  # digest of everything that decides a candidate's figures
+    task_id: str
+    platform: str
+    machine: str
+    family: str | None = None
+    knobs: list[str] = Field(default_factory=list)  # the seed's knob names
+    elements: float = 0.0  # log2 of the inputs' elements, mean over workloads
+    inner: float = 0.0  # log2 of the first input's last dimension, mean over workloads
+    created_at: float = Field(default_factory=time.time)
+
+
 class Measurement(Record):
     """Times of one workload (milliseconds) and the speedup t_ref/t_cand."""
 
@@ -149,6 +163,7 @@ class Case(Record):
     diagnostics: list[dict[str, Any]] = Field(default_factory=list)
     cost_usd: float = 0.0
     device: str | None = None  # the cluster device that judged it (None: the run's own machine)
+    signature: str = ""  # the exact key of the task's signature it was judged under ("" before schema 4)
 
 
 class Attempt(Record):

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from pydantic import BaseModel
 
-JSON_FIELDS = frozenset({"config", "state", "meta", "case", "measurements", "conditions"})
+JSON_FIELDS = frozenset({"config", "state", "meta", "case", "measurements", "conditions", "knobs"})
 
 R = TypeVar("R", bound=BaseModel)
 

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from kernelkiln.store.records import SUMMARY_CHARS
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = sa.MetaData()
 
@@ -142,6 +142,23 @@ board = sa.Table(
     sa.Column("attempt_id", sa.String(64), nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Index("ix_board_task_id", "task_id", "id"),
+)
+
+# Added in schema version 4: the signatures tasks were optimized under (memory/signature.py), one row per
+# (exact key, task); an attempt names its key in its case (``Case.signature``).
+signatures = sa.Table(
+    "signatures",
+    metadata,
+    sa.Column("exact", sa.String(64), primary_key=True),
+    sa.Column("task_id", sa.String(200), primary_key=True),
+    sa.Column("platform", sa.String(32), nullable=False),
+    sa.Column("machine", sa.String(200), nullable=False),
+    sa.Column("family", sa.String(64), nullable=True),
+    sa.Column("knobs", sa.Text, nullable=False, default="[]"),
+    sa.Column("elements", sa.Float, nullable=False, default=0.0),
+    sa.Column("inner", sa.Float, nullable=False, default=0.0),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index("ix_signatures_machine", "platform", "machine"),
 )
 
 V1_TABLES = (runs, tasks, attempts, experiences, adoptions, stages, rules)

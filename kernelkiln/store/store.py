@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 from kernelkiln.errors import UserError
@@ -19,6 +20,8 @@ from kernelkiln.store.experiences import Experiences
 from kernelkiln.store.migrations import current_version, migrate
 from kernelkiln.store.rules import Rules
 from kernelkiln.store.runs import Runs, Tasks
+from kernelkiln.store.schema import SCHEMA_VERSION
+from kernelkiln.store.signatures import Signatures
 from kernelkiln.store.stages import Stages
 from kernelkiln.store.url import resolve_store_url
 
@@ -30,8 +33,10 @@ class Store:
             store.attempts.add(conn, attempt)
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, url: URL | None = None) -> None:
+        """``url``: the store's URL as given (a read-only SQLite engine's own URL names the file differently)."""
         self.engine = engine
+        self._url = url or engine.url
         self.runs = Runs()
         self.tasks = Tasks()
         self.attempts = Attempts()
@@ -40,6 +45,7 @@ class Store:
         self.stages = Stages()
         self.rules = Rules()
         self.board = BoardEntries()
+        self.signatures = Signatures()
 
     @property
     def dialect(self) -> str:
@@ -49,7 +55,7 @@ class Store:
     @property
     def url(self) -> str:
         """The store's URL as a user writes it (no driver name), password hidden."""
-        url = self.engine.url
+        url = self._url
         return url.set(drivername=url.get_backend_name()).render_as_string(hide_password=True)
 
     @contextmanager
@@ -95,23 +101,32 @@ class Store:
         self.engine.dispose()
 
 
-def open_store(url: str | None = None, config: StoreConfig | None = None, *, upgrade: bool = True) -> Store:
+def open_store(url: str | None = None, config: StoreConfig | None = None, *, upgrade: bool = True,
+               readonly: bool = False) -> Store:
     """Open (and create or migrate, if ``upgrade``) the store at ``url``.
 
     ``url`` defaults to ``config.url``, then ``$KILN_STORE``, then the user's data directory.
-    Raises UserError for a bad URL or an unreachable database.
+    ``readonly``: opened for reading only (never created nor migrated; every write fails), and it
+    must hold a kernelkiln store. Raises UserError for a bad URL or an unreachable database.
     """
     config = config or StoreConfig()
     resolved = resolve_store_url(url or config.url)
-    engine = create_store_engine(resolved, config.busy_timeout_s)
+    if readonly and resolved.get_backend_name() == "sqlite" and not Path(resolved.database).is_file():
+        raise UserError(f"cannot lend store sqlite:///{resolved.database}: no such file")
+    engine = create_store_engine(resolved, config.busy_timeout_s, readonly)
     try:
-        if upgrade:
+        if upgrade and not readonly:
             migrate(engine)
         else:
             with engine.connect() as conn:
-                conn.execute(sa.text("SELECT 1"))
+                version = current_version(conn)
+            if readonly and not 1 <= version <= SCHEMA_VERSION:
+                engine.dispose()
+                shown = resolved.render_as_string(hide_password=True)
+                raise UserError(f"cannot lend store {shown}: " + ("it is no kernelkiln store" if version < 1 else
+                                f"its schema version {version} is newer than this kernelkiln's; upgrade kernelkiln"))
     except OperationalError as exc:
         engine.dispose()
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise UserError(f"cannot open store {resolved.render_as_string(hide_password=True)}: {reason}") from None
-    return Store(engine)
+    return Store(engine, resolved)

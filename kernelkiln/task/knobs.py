@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,3 +132,34 @@ def parse_condition(text: str) -> tuple[str, Any] | None:
         return name.strip(), json.loads(raw)
     except json.JSONDecodeError:
         return None
+
+
+Value = tuple[str, str]  # (knob name, its value's key): one knob value, hashable
+
+
+def values_of(settings: Settings) -> set[Value]:
+    """The knob values ``settings`` holds."""
+    return {(name, key({"v": value})) for name, value in settings.items()}
+
+
+def losing_values(outcomes: Iterable[tuple[Settings, bool | None, float | None]], evidence: int) -> frozenset[Value]:
+    """Knob values that lost in every evaluation that held them, ``evidence`` evaluations or more.
+
+    ``outcomes``: (settings, lost, figure) of each evaluation. Lost means slower than the incumbent it was
+    judged against, or failed; None (no contest: the first correct candidate) counts neither way. An
+    evaluation loses to the field too only when its figure (None: it failed) is below the median of
+    every measured figure: a value merely paired with worse ones, once above the median, is kept.
+    """
+    outcomes = list(outcomes)
+    figures = sorted(f for _, _, f in outcomes if f is not None)
+    median = figures[len(figures) // 2] if figures else 0.0
+    held: dict[Value, int] = {}
+    won: set[Value] = set()
+    for settings, lost, figure in outcomes:
+        if lost is None:
+            continue
+        for value in values_of(settings):
+            held[value] = held.get(value, 0) + 1
+            if not lost or (figure is not None and figure >= median):
+                won.add(value)
+    return frozenset(v for v, n in held.items() if n >= evidence and v not in won)

@@ -1,55 +1,63 @@
-"""`kiln ablate`'s runs and figures, end to end on tiny tasks."""
+"""`kiln ablate`'s plan, units and summary, end to end on tiny tasks."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
-from kernelkiln.bench.ablate import Ablation, anytime, evals_to, incumbent
+from kernelkiln.bench.ablate import Ablation
+from kernelkiln.bench.passes import Units, halves
 from kernelkiln.bench.studies import merged, scripted_player, studies
 from kernelkiln.llm.messages import Message
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.run import order_tasks
-from kernelkiln.store.records import Attempt
+from kernelkiln.store import open_store
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.tasks import tiny_suite
+from kernelkiln.testing.turns import tiny_task
 
 
-def attempt(verdict: str, speedup: float | None = None) -> Attempt:
-    return Attempt(task_id="t", verdict=verdict, speedup=speedup)
+def base(budget: int = 2) -> OptimizeConfig:
+    return OptimizeConfig(guard=fast_config(), budget=budget, confirm_time_budget_s=None)
 
 
-def test_anytime_speedup_averages_the_incumbent_over_the_budget():
-    made = [attempt("REJECT"), attempt("KEEP", 2.0), attempt("ACCEPT", 3.0), attempt("KEEP", 4.0)]
-    assert anytime(made, 4) == pytest.approx((0 + 2 + 2 + 4) / 4)
-    assert anytime(made[:2], 4) == pytest.approx((0 + 2 + 2 + 2) / 4)  # an exhausted search keeps its best
-    assert anytime([attempt("REJECT")], 2) is None
+def test_halves_deal_each_family_s_tasks_to_both_sides_in_order():
+    tasks = [tiny_task("tiny_softmax"), tiny_task("plain_softmax"), tiny_task("tiny_relu"), tiny_task("tiny_sigmoid"),
+             tiny_task("plain_row_sum")]
+    a, b = halves(tasks)
+    assert [t.name for t in a] == ["tiny_softmax", "tiny_relu", "plain_row_sum"]
+    assert [t.name for t in b] == ["plain_softmax", "tiny_sigmoid"]
 
 
-def test_evaluations_to_the_target_count_until_the_incumbent_reaches_it_and_budget_plus_one_if_never():
-    made = [attempt("REJECT"), attempt("KEEP", 2.0), attempt("REVERT", 1.0), attempt("KEEP", 4.0)]
-    assert incumbent(made, 4) == [0.0, 2.0, 2.0, 4.0]
-    curves = {"a": incumbent(made, 4), "b": [1.0, 1.0]}
-    assert evals_to(curves, {"a": 3.8, "b": 0.95}, budget=4) == pytest.approx((4 * 1) ** 0.5)
-    assert evals_to(curves, {"a": 5.0}, budget=4) == pytest.approx(5)  # never reached: the budget + 1
-    assert evals_to(curves, {"a": 0.0, "c": 1.0}, budget=4) is None  # no target, no curve: left out
+def test_arms_with_equal_settings_share_a_unit_and_read_only_and_reuse_take_the_memory_arm_s_stores(tmp_path):
+    chosen = [studies(2)[name] for name in ("memory", "transfer", "reuse", "credit")]
+    plan = Ablation(tmp_path, base()).plan(chosen, [tiny_task()], repeat=2)
+    memory = plan[("memory", "memory", 0)]
+    assert plan[("credit", "memory", 0)].key == memory.key == plan[("reuse", "memory", 0)].key
+    assert plan[("transfer", "read-only memory", 0)].needs == memory.key
+    assert plan[("reuse", "second pass", 0)].needs == memory.key
+    assert plan[("memory", "memory", 1)].key != memory.key  # repeat k: seed k
+    assert plan[("floor", "best-of-N", 0)].config.search == "random"
+    assert len({u.key for u in plan.values()}) == 2 * 6  # floor, empty, memory, read-only, reuse, uniform credit
+    assert plan[("reuse", "second pass", 0)].config.budget == 2  # min(budget, the reuse budget of 3)
 
 
 def test_the_search_study_compares_tpe_with_the_enumerate_search_as_its_reference(tmp_path):
     study = studies(2)["search"]
-    assert study.metric == "speedup" and [a.label for a in study.arms] == ["enumerate", "tpe"]
-    ablation = Ablation(tmp_path, OptimizeConfig(guard=fast_config(), budget=3))
+    ablation = Ablation(tmp_path, base(3))
     assert [ablation.config(study, arm, k=0).search for arm in study.arms] == ["enumerate", "tpe"]
 
 
 def test_a_patch_merges_nested_settings_and_leaves_the_rest():
-    base = {"agents": 1, "memory": {"value": {"eta": 0.2}, "rules": {"beta": 0.1}}}
+    base_ = {"agents": 1, "memory": {"value": {"eta": 0.2}, "rules": {"beta": 0.1}}}
     patch = studies(3)["credit"].arms[1].patch
-    assert merged(base, patch) == {"agents": 1, "memory": {"value": {"eta": 0.2, "credit": "uniform"},
-                                                           "rules": {"beta": 0.1}}}
+    assert merged(base_, patch) == {"agents": 1, "memory": {"value": {"eta": 0.2, "credit": "uniform"},
+                                                            "rules": {"beta": 0.1}}}
 
 
 def test_the_scripted_player_submits_distinct_variants_adopting_the_first_experience_shown():
@@ -61,55 +69,73 @@ def test_the_scripted_player_submits_distinct_variants_adopting_the_first_experi
         ("e-0123456789abcdef", True), ("e-fedcba9876543210", False)]
 
 
+def test_an_arms_config_keeps_the_base_settings_including_the_ones_turned_off(tmp_path):
+    ablation = Ablation(tmp_path, OptimizeConfig(guard=fast_config(), budget=7, confirm_time_budget_s=None))
+    rules = studies(2)["rules"]
+    off, random_rules = (ablation.config(rules, arm, k=1) for arm in rules.arms[1:])
+    assert off.confirm_time_budget_s is None and off.budget == 7 and off.seed == 1
+    assert off.memory.rules.budget_tokens == 0 and random_rules.memory.rules.selection == "random"
+    private = ablation.config(studies(2)["agents"], studies(2)["agents"].arms[0], k=0)
+    assert private.agents == 2 and not private.memory.board.shared
+    scripted = ablation.config(studies(2)["context"], studies(2)["context"].arms[1], k=0)
+    assert scripted.policy == "llm" and scripted.context.mode == "passive"
+
+
 @pytest.fixture(scope="module")
 def two_tasks():
     with tiny_suite(("tiny_a", "tiny_b")) as folder:
         yield order_tasks([load_task(p) for p in sorted(folder.glob("*.py"))])
 
 
-def test_an_ablation_runs_shared_arms_once_and_reports_intervals_and_paired_ratios(two_tasks, tmp_path):
-    lines = []
-    ablation = Ablation(tmp_path, OptimizeConfig(guard=fast_config(), budget=2), progress=lines.append)
-    chosen = [studies(2)["memory"], studies(2)["rules"]]
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.slow
+def test_memory_transfer_and_reuse_units_run_once_and_summarize_with_intervals(two_tasks, tmp_path):
+    lines: list[str] = []
+    ablation = Ablation(tmp_path, base(), progress=lines.append)
+    chosen = [studies(2)[name] for name in ("memory", "transfer", "reuse")]
     out = ablation.run(chosen, two_tasks, repeat=2)
     assert json.loads((tmp_path / "ablation.json").read_text()) == out
-    assert lines[0].startswith("6 runs to go")  # memory on and rules on are the same runs
+    assert lines[0].startswith("10 runs to go")  # floor, empty, memory, read-only, second pass; twice
     memory = out["studies"]["memory"]
-    on, off = memory["arms"]
-    assert on["runs"] == out["studies"]["rules"]["arms"][0]["runs"]
-    assert all(run["correct"] == 2 and run["evaluations"] == 4 for run in on["runs"] + off["runs"])
-    assert on["speedup"]["k"] == 2 and len(on["speedup"]["ci95"]) == 2
-    assert memory["ratio"]["speedup"]["k"] == 2 and memory["ratio_of"] == "memory off / memory on"
-    assert 1 <= on["evals_to_95"]["mean"] <= 3 and memory["ratio"]["evals_to_95"]["k"] == 2
-    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 6
+    empty, crossfit = memory["arms"]
+    assert memory["reference"] == "empty store" and "ratio" not in empty
+    assert crossfit["ratio"]["anytime"]["k"] == 2 and len(crossfit["ratio"]["anytime"]["ci95"]) == 2
+    assert crossfit["vs_floor"]["anytime"]["k"] == 2 and out["floor"]["arm"] == "best-of-N"
+    assert all(run["tasks"].keys() == {"tiny_a", "tiny_b"} for run in crossfit["runs"])  # each measured once
+    assert len(crossfit["reach"]) == 2 and all(0 <= share <= 1 for share in crossfit["reach"])
+    assert 1 <= crossfit["evals_to_95"]["mean"] <= 3 and memory["seconds"] > 0
+    reuse = out["studies"]["reuse"]
+    assert reuse["metric"] == "reuse" and 1 <= reuse["evaluations_to_first_best"]["mean"] <= 3
+    unit = tmp_path / "runs" / ablation.plan(chosen, two_tasks, 2)[("memory", "memory", 0)].key
+    assert {p.name for p in unit.glob("*.db")} >= {"A.db", "B.db", "AB.db"}  # what each half built, kept
     lines.clear()
-    assert ablation.run(chosen, two_tasks, repeat=2) == out  # every run is reused from runs.jsonl
-    assert lines == ["0 runs to go (6 done earlier), each 2 tasks x 2 evaluations"]
+    assert ablation.run(chosen, two_tasks, repeat=2) == out  # every unit is reused from runs.jsonl
+    assert lines == ["0 runs to go (10 done earlier), each 2 tasks x 2 evaluations"]
 
 
-def test_the_memory_off_arm_gives_every_task_an_empty_store(two_tasks, tmp_path):
-    Ablation(tmp_path, OptimizeConfig(guard=fast_config(), budget=2), progress=lambda m: None).run(
-        [studies(2)["memory"]], two_tasks, repeat=1)
-    stores = sorted(p.name for p in (tmp_path / "runs").glob("*/*.db"))
-    assert stores == ["suite.db", "tiny_a.db", "tiny_b.db"]
+def test_the_read_only_unit_learns_from_the_lent_stores_and_never_writes_them(two_tasks, tmp_path):
+    built = tmp_path / "built"
+    built.mkdir()
+    for name in ("A", "B"):
+        open_store(f"sqlite:///{built / f'{name}.db'}").close()
+    before = {name: _digest(built / f"{name}.db") for name in ("A", "B")}
+    result = Units(tmp_path / "runs", None, lambda task: None).readonly("u", two_tasks, base(1), built)
+    assert {name: _digest(built / f"{name}.db") for name in ("A", "B")} == before
+    assert {task: [p["role"] for p in passes.values()] for task, passes in result.items()} == {
+        "tiny_a": ["measured"], "tiny_b": ["measured"]}
+    with open_store(f"sqlite:///{tmp_path / 'runs' / 'u' / 'tiny_a.db'}").read() as conn:
+        assert len(open_store(f"sqlite:///{tmp_path / 'runs' / 'u' / 'tiny_a.db'}").attempts.all(conn)) == 1
 
 
 def test_the_context_study_counts_prompt_tokens_of_a_scripted_model(two_tasks, tmp_path):
-    out = Ablation(tmp_path, OptimizeConfig(guard=fast_config(), budget=3), progress=lambda m: None).run(
+    out = Ablation(tmp_path, base(3), progress=lambda m: None).run(
         [studies(2)["context"]], two_tasks[:1], repeat=1)
     study = out["studies"]["context"]
     active, passive = study["arms"]
     assert active["prompt_tokens"]["mean"] > 0 and passive["prompt_tokens"]["mean"] > 0
-    assert active["runs"][0]["evaluations"] == 3
-    assert study["ratio"]["max_prompt_tokens"]["mean"] > 0 and "speedup" not in study["ratio"]
-
-
-def test_an_arms_config_keeps_the_base_settings_including_the_ones_turned_off(tmp_path):
-    base = OptimizeConfig(guard=fast_config(), budget=7, confirm_time_budget_s=None)
-    ablation = Ablation(tmp_path, base)
-    off = ablation.config(studies(2)["rules"], studies(2)["rules"].arms[1], k=1)
-    assert off.confirm_time_budget_s is None and off.budget == 7 and off.seed == 1
-    assert off.memory.rules.budget_tokens == 0 and off.guard == base.guard
-    scripted = ablation.config(studies(2)["context"], studies(2)["context"].arms[1], k=0)
-    assert scripted.policy == "llm" and scripted.context.mode == "passive"
-    assert scripted.guard.time_budget_s <= base.guard.time_budget_s
+    assert active["runs"][0]["tasks"]["tiny_a"]["evaluations"] == 3
+    assert passive["ratio"]["max_prompt_tokens"]["mean"] > 0 and "speedup" not in passive["ratio"]
+    assert "floor" not in out

@@ -91,3 +91,28 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path):
     code, stderr = interrupt_at(["optimize", TINY, "--budget", "6", "--store", store, "--out", str(tmp_path / "out"),
                                  *QUICK], "[tiny_softmax 1/6]", sig=signal.SIGTERM)
     assert code == 130 and "kiln: interrupted: resume with `kiln optimize --resume" in stderr, stderr
+
+
+def test_memory_readonly_applies_the_store_writes_nothing_to_it_and_keeps_the_runs_records_in_out(tmp_path):
+    import hashlib
+
+    db = tmp_path / "team.db"
+    store = f"sqlite:///{db}"
+    assert kiln("optimize", TINY, "--budget", "2", "--store", store, "--out", str(tmp_path / "a"), *QUICK).returncode == 0
+    open_store(store).close()  # the writer's log folded into the file
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    done = kiln("optimize", TINY, "--budget", "2", "--store", store, "--memory-readonly", "--out",
+                str(tmp_path / "b"), "--json", *QUICK)
+    assert done.returncode == 0, done.stderr
+    assert f"memory lent read-only from {store}" in done.stderr and "[tiny_softmax 1/2] a1 KEEP" in done.stderr
+    assert "reuse:" in done.stderr  # the stored best is the first candidate
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
+    own = open_store(f"sqlite:///{tmp_path / 'b' / 'readonly.db'}")
+    with own.read() as conn:
+        assert len(own.attempts.for_run(conn, json.loads(done.stdout)["run_id"])) == 2
+
+
+def test_memory_readonly_from_a_store_that_does_not_exist_is_one_line_and_exit_2(tmp_path):
+    done = kiln("optimize", TINY, "--store", f"sqlite:///{tmp_path / 'none.db'}", "--memory-readonly", *QUICK)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        f"kiln: error: cannot lend store sqlite:///{tmp_path / 'none.db'}: no such file"]

@@ -42,11 +42,13 @@ def test_knobs_are_declared_for_the_kernels_the_candidate_has(tmp_path):
         assert tuple(_declared(g.source)) == g.knobs
 
 
-# Both just over the size where loops fork threads (32768 elements), with odd sizes: THREADS
+# All just over the size where loops fork threads (32768 elements), with odd sizes: THREADS
 # and TILE change the parallel loops' split, and every loop has a tail.
 TASKS = {
     "reduction": {"forward": "torch.softmax(x, dim=-1).sum(dim=1)", "sizes": {"B": 5, "C": 37, "L": 203},
                   "inputs": "[torch.randn(B, C, L)]"},  # row reductions (ACC) and a column reduction (TILE)
+    "softmax": {"forward": "torch.softmax(x, dim=-1) * 2", "sizes": {"B": 5, "C": 37, "L": 203},
+                "inputs": "[torch.randn(B, C, L)]"},  # a row group whose passes share exp(x - max) (ROWCACHE)
     "elementwise": {"forward": "torch.clamp(torch.tanh(x * self.scale + self.bias), min=-0.5, max=0.75)",
                     "sizes": {"B": 2, "C": 5, "H": 67, "W": 53}, "inputs": "[torch.randn(B, C, H, W)]", "init": "[C]",
                     "args": "c", "init_body": "self.scale = nn.Parameter(torch.randn(1) + 1.0)\n"
@@ -54,6 +56,7 @@ TASKS = {
 }
 SWEEP = [("reduction", k) for k in ("ACC", "UNROLL", "VEC", "TILE", "FLAGS", "THREADS")]
 SWEEP += [("elementwise", k) for k in ("UNROLL", "VEC", "TILE", "FLAGS", "THREADS")]
+SWEEP += [("softmax", k) for k in ("ROWCACHE", "ACC")]
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +72,7 @@ def generated(tmp_path_factory):
 def test_the_sweep_tasks_have_the_kernels_it_means_to_exercise(generated):
     assert set(generated["reduction"][1].kinds) == {"row", "column"}
     assert "ACC" not in generated["elementwise"][1].knobs
+    assert "ROWCACHE" in generated["softmax"][1].knobs
     assert _declared(generated["reduction"][1].source)["THREADS"].options == (1, 2, 4)
 
 

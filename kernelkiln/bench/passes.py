@@ -1,0 +1,142 @@
+"""An ablation's units of work: tasks optimized in order on stores, as an arm's memory mode says.
+
+A unit is one arm's memory mode at one repeat, and gives every task's trajectories (its
+evaluations in order, see ``figures.Step``) by pass, each with its role: ``measured`` (it counts
+for the arm) or ``build`` (it only fills the store the measured tasks learn from). The crossfit unit keeps the
+stores its halves built (``A.db``, ``B.db``, and ``AB.db``: the whole first pass), which the
+read-only and reuse units of the same repeat take (copies: nothing they do reaches them).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kernelkiln.bench.figures import Step
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.orchestrator.run import Optimizer, TaskSpec
+from kernelkiln.orchestrator.task_run import task_id_of
+from kernelkiln.store import open_store
+from kernelkiln.store.store import Store
+from kernelkiln.task import Task
+
+ClientFor = Callable[[Task], object | None]  # a scripted model for a task (the context study), else None
+
+
+def halves(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
+    """Two halves with every op family in both where it has two tasks or more (each family's tasks dealt in
+    turn, the dealing continuing across families), each in the given order."""
+    side: dict[str, int] = {}
+    turn = 0
+    for family in dict.fromkeys(t.op_family or "" for t in tasks):
+        for task in [t for t in tasks if (t.op_family or "") == family]:
+            side[task_id_of(task)] = turn % 2
+            turn += 1
+    return ([t for t in tasks if side[task_id_of(t)] == 0], [t for t in tasks if side[task_id_of(t)] == 1])
+
+
+class Units:
+    """Runs units under ``root`` (one folder per unit), with the optimizer's observer."""
+
+    def __init__(self, root: Path, observer: Observer | None, client_for: ClientFor):
+        self.root, self.observer, self.client_for = root, observer, client_for
+
+    def _store(self, path: Path) -> Store:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in path.parent.glob(f"{path.name}*"):
+            stale.unlink()  # a unit interrupted earlier starts over
+        return open_store(f"sqlite:///{path.resolve()}")
+
+    def _optimize(self, memory: Memory, task: Task, config: OptimizeConfig, out: Path) -> tuple[list[Step], float]:
+        started = time.perf_counter()
+        result = Optimizer(memory, out, self.observer, client=self.client_for(task)).start(
+            [TaskSpec(str(task.path), task.overrides)], config, out / task.name)
+        with memory.store.read() as conn:
+            attempts = memory.store.attempts.for_run(conn, result["run_id"])
+        steps = [Step(a.case.code_hash, a.verdict, a.speedup if a.correct else None,
+                      sum(c[0] for c in a.case.calls), max((c[0] for c in a.case.calls), default=0)) for a in attempts]
+        return steps, time.perf_counter() - started
+
+    def empty(self, key: str, tasks: list[Task], config: OptimizeConfig) -> dict:
+        """Each task on a fresh store of its own."""
+        out = self.root / key
+        result = {}
+        for task in tasks:
+            memory = Memory(self._store(out / f"{task.name}.db"))
+            steps, seconds = self._optimize(memory, task, config, out)
+            memory.store.close()
+            result[task_id_of(task)] = {"-": _entry("measured", steps, seconds)}
+        return result
+
+    def crossfit(self, key: str, tasks: list[Task], config: OptimizeConfig) -> dict:
+        """Half A builds a store, half B is measured on it (still learning); then the other way round."""
+        out = self.root / key
+        a, b = halves(tasks)
+        result = {}
+        for first, second, name in ((a, b, "A"), (b, a, "B")):
+            memory = Memory(self._store(out / f"pass-{name}.db"))
+            for task in first:
+                steps, seconds = self._optimize(memory, task, config, out / f"pass-{name}")
+                result.setdefault(task_id_of(task), {})[name] = _entry("build", steps, seconds)
+            _snapshot(memory.store, out / f"{name}.db")
+            for task in second:
+                steps, seconds = self._optimize(memory, task, config, out / f"pass-{name}")
+                result.setdefault(task_id_of(task), {})[name] = _entry("measured", steps, seconds)
+            if name == "A":
+                _snapshot(memory.store, out / "AB.db")
+            memory.store.close()
+        return result
+
+    def readonly(self, key: str, tasks: list[Task], config: OptimizeConfig, built: Path) -> dict:
+        """Each task measured with the store the other half built lent read-only (``built``: the crossfit unit)."""
+        out = self.root / key
+        a, b = halves(tasks)
+        result = {}
+        for half, lent_from in ((b, "A"), (a, "B")):
+            lent = open_store(f"sqlite:///{(built / f'{lent_from}.db').resolve()}", readonly=True)
+            for task in half:
+                memory = Memory(self._store(out / f"{task.name}.db"), lent=lent)
+                steps, seconds = self._optimize(memory, task, config, out)
+                memory.store.close()
+                result[task_id_of(task)] = {"-": _entry("measured", steps, seconds)}
+            lent.close()
+        return result
+
+    def reuse(self, key: str, tasks: list[Task], config: OptimizeConfig, built: Path) -> dict:
+        """Every task again, in the first pass's order, on a copy of the store that pass left."""
+        out = self.root / key
+        a, b = halves(tasks)
+        path = out / "store.db"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in out.glob("store.db*"):
+            stale.unlink()
+        shutil.copy(built / "AB.db", path)
+        memory = Memory(open_store(f"sqlite:///{path.resolve()}"))
+        result = {}
+        for task in a + b:
+            steps, seconds = self._optimize(memory, task, config, out)
+            result[task_id_of(task)] = {"-": _entry("measured", steps, seconds)}
+        memory.store.close()
+        return result
+
+
+def _entry(role: str, steps: list[Step], seconds: float) -> dict:
+    return {"role": role, "steps": [s.to_list() for s in steps], "seconds": round(seconds, 1)}
+
+
+def _snapshot(store: Store, path: Path) -> None:
+    """A consistent copy of a SQLite store (its write-ahead log included), through SQLite's backup API."""
+    for stale in path.parent.glob(f"{path.name}*"):
+        stale.unlink()
+    source = sqlite3.connect(store.engine.url.database)
+    target = sqlite3.connect(path)
+    try:
+        source.backup(target)
+    finally:
+        target.close()
+        source.close()

@@ -1,0 +1,162 @@
+"""The tuner with what memory lends (exact reuse, transfer, traps), the set-aside rule, and best-of-N."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+
+import pytest
+
+from kernelkiln.agents.tuner import Tuner
+from kernelkiln.memory.prior import Neighbour, Prior, Trial, rank_trials
+from kernelkiln.task import knobs as K
+from kernelkiln.testing.turns import make_turn
+
+NAMES = ("A", "B", "C", "D")
+SPACE = "".join(f"{n} = 0\n" for n in NAMES) + f"KNOBS = {dict.fromkeys(NAMES, list(range(6)))!r}\n"
+
+
+def quadratic(centre: dict[str, int], scale: float = 1.0):
+    """Fastest at ``centre``, slower the farther a setting is from it (every value of every knob matters)."""
+    return lambda s: scale / (1.0 + 0.05 * sum((s[n] - centre[n]) ** 2 for n in NAMES))
+
+
+def observed(tuner: Tuner, settings: K.Settings, verdict: str, speedup: float | None, vs_incumbent: float | None = 1.0):
+    from kernelkiln.store.records import Attempt
+
+    tuner.observe(Attempt(task_id="t", agent="a0", verdict=verdict, speedup=speedup,
+                          case={"knobs": settings, "speedup_vs_incumbent": vs_incumbent}))
+
+
+def run(tuner: Tuner, speedup, budget: int, prior: Prior = Prior(), target: float = float("inf")) -> list[K.Settings]:
+    """Up to ``budget`` proposals, each observed (KEEP when it beats the best so far, else REVERT)."""
+    turn, best, made = make_turn(code=SPACE, prior=prior), 0.0, []
+    for i in range(budget):
+        proposal = tuner.propose(turn)
+        if proposal is None:
+            break
+        knobs = proposal.case.knobs
+        made.append(knobs)
+        value = speedup(knobs)
+        verdict = "KEEP" if value > best else "REVERT"
+        observed(tuner, knobs, verdict, value, None if i == 0 else value / max(best, 1e-9))
+        best = max(best, value)
+        if best >= target:
+            break
+    return made
+
+
+# -- the set-aside rule ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("search", ["tpe", "enumerate"])
+def test_a_value_that_lost_three_times_below_the_median_is_not_proposed_while_untried_settings_remain(search):
+    tuner = Tuner("a0", search=search)
+    observed(tuner, {"A": 0, "B": 0, "C": 0, "D": 0}, "KEEP", 1.0, None)  # the seed: no contest
+    for b in (1, 2, 3):
+        observed(tuner, {"A": 5, "B": b, "C": 0, "D": 0}, "REVERT", 0.1)
+    for b in (1, 2, 3):
+        observed(tuner, {"A": 1, "B": b, "C": 1, "D": 1}, "REVERT", 0.9)
+    assert ("A", K.key({"v": 5})) in tuner.set_aside(Prior())
+    made = run(tuner, lambda s: 0.5, 60)
+    assert all(s["A"] != 5 for s in made)
+
+
+def test_a_value_paired_once_with_a_figure_above_the_median_is_kept():
+    tuner = Tuner("a0")
+    observed(tuner, {"A": 0, "B": 0, "C": 0, "D": 0}, "KEEP", 1.0, None)
+    observed(tuner, {"A": 5, "B": 1, "C": 0, "D": 0}, "REVERT", 0.95)  # lost to the incumbent, not to the field
+    for b in (2, 3):
+        observed(tuner, {"A": 5, "B": b, "C": 0, "D": 0}, "REVERT", 0.1)
+    observed(tuner, {"A": 2, "B": 2, "C": 2, "D": 2}, "REVERT", 0.2)
+    assert ("A", K.key({"v": 5})) not in tuner.set_aside(Prior())
+
+
+def test_the_seeds_uncontested_keep_is_no_win_for_its_values():
+    tuner = Tuner("a0")
+    observed(tuner, {"A": 0, "B": 0, "C": 0, "D": 0}, "KEEP", 0.1, None)  # first correct: KEEP by default
+    for b in (1, 2, 3):
+        observed(tuner, {"A": 0, "B": b, "C": 1, "D": 1}, "REVERT", 0.05)
+    for b in (1, 2, 3):
+        observed(tuner, {"A": 1, "B": b, "C": 2, "D": 2}, "KEEP", 1.0)
+    assert ("A", K.key({"v": 0})) in tuner.set_aside(Prior())
+
+
+def test_values_set_aside_are_proposed_once_every_other_setting_was_tried():
+    small = "A = 0\nB = 0\nKNOBS = {'A': [0, 1], 'B': [0, 1, 2]}\n"
+    tuner = Tuner("a0")
+    turn = make_turn(code=small, prior=Prior(traps=frozenset({("A", K.key({"v": 1}))})))
+    seen = []
+    while (proposal := tuner.propose(turn)) is not None:
+        seen.append(proposal.case.knobs)
+        observed(tuner, proposal.case.knobs, "ACCEPT", 1.0)
+    assert len(seen) == 6
+    assert [s["A"] for s in seen] == [0, 0, 0, 1, 1, 1]
+    assert {p for p in (K.key(s) for s in seen)} == {K.key({"A": a, "B": b}) for a in (0, 1) for b in (0, 1, 2)}
+
+
+# -- what memory lends -----------------------------------------------------------------------
+
+def test_an_exact_match_s_best_is_the_first_candidate_and_its_known_settings_are_never_proposed():
+    known = [{"A": a, "B": 0, "C": 0, "D": 0} for a in range(6)]
+    prior = Prior(reuse={"A": 3, "B": 0, "C": 0, "D": 0}, reused_from="t",
+                  known=tuple(Trial(s, i / 5, 1.0 + i) for i, s in enumerate(known)))
+    made = run(Tuner("a0"), lambda s: 1.0, 25, prior)
+    assert made[0] == {"A": 3, "B": 0, "C": 0, "D": 0}
+    assert not [s for s in made[1:] if s in known]
+
+
+def test_an_exact_match_that_tried_the_whole_space_costs_one_evaluation():
+    small = "A = 0\nKNOBS = {'A': [0, 1, 2]}\n"
+    prior = Prior(reuse={"A": 2}, reused_from="t", known=tuple(Trial({"A": a}, a / 2, 1.0) for a in range(3)))
+    tuner = Tuner("a0")
+    turn = make_turn(code=small, prior=prior)
+    first = tuner.propose(turn)
+    assert (first.case.move, first.case.knobs) == ("reuse", {"A": 2})
+    observed(tuner, first.case.knobs, "KEEP", 1.0, None)
+    assert tuner.propose(turn) is None
+
+
+def test_neighbours_best_settings_come_first_nearest_first_and_fit_the_knobs_they_share():
+    near = Neighbour("n1", 0.2, {"A": 2, "B": 9, "E": 1}, 1.5, (), frozenset())  # B=9 is no option here
+    far = Neighbour("n2", 0.9, {"A": 4}, 2.0, (), frozenset())
+    made = run(Tuner("a0"), lambda s: 1.0, 3, Prior(neighbours=(near, far)))
+    assert made == [{"A": 2, "B": 0, "C": 0, "D": 0}, {"A": 4, "B": 0, "C": 0, "D": 0},
+                    {"A": 0, "B": 0, "C": 0, "D": 0}]
+
+
+def test_a_trap_is_not_proposed_from_the_first_evaluation_on_even_when_a_neighbour_s_best_holds_it():
+    trap = ("C", K.key({"v": 5}))
+    near = Neighbour("n1", 0.2, {"C": 5}, 1.5, (), frozenset())
+    made = run(Tuner("a0"), lambda s: 0.5, 40, Prior(neighbours=(near,), traps=frozenset({trap})))
+    assert made[0] == {"A": 0, "B": 0, "C": 0, "D": 0}  # the seed: the neighbour's best holds the trap
+    assert all(s["C"] != 5 for s in made)
+
+
+def test_the_random_search_ignores_memory_and_proposes_the_seed_then_untried_settings():
+    prior = Prior(reuse={"A": 3, "B": 0, "C": 0, "D": 0}, reused_from="t",
+                  neighbours=(Neighbour("n1", 0.2, {"A": 2}, 1.5, (), frozenset()),))
+    made = run(Tuner("a0", search="random"), lambda s: 1.0, 12, prior)
+    assert made[0] == {"A": 0, "B": 0, "C": 0, "D": 0}
+    assert len({K.key(s) for s in made}) == 12
+
+
+@pytest.mark.slow
+def test_a_siblings_trials_warm_start_tpe_to_reach_95_percent_of_the_best_in_fewer_evaluations():
+    budget = 40
+
+    def evaluations(lend: bool) -> float:
+        counts = []
+        for i, centre in enumerate(itertools.islice(itertools.product(range(1, 5), repeat=4), 0, 256, 32)):
+            here = dict(zip(NAMES, centre, strict=True))
+            sibling = quadratic({**here, "D": here["D"] + 1}, scale=3.0)  # its best one step off, 3x the scale
+            trajectory = run(Tuner("sibling", rng_seed=100 + i), sibling, 30)  # what its own search measured
+            trials = tuple(rank_trials([(s, sibling(s)) for s in trajectory]))
+            prior = Prior(neighbours=(Neighbour("sib", 0.3, None, None, trials, frozenset()),)) if lend else Prior()
+            speedup = quadratic(here)
+            for seed in range(2):
+                made = run(Tuner("a0", rng_seed=seed), speedup, budget, prior, target=0.95 * speedup(here))
+                counts.append(len(made) if speedup(made[-1]) >= 0.95 * speedup(here) else budget + 1)
+        return statistics.fmean(counts)
+
+    # here 13.4 vs 23.7 evaluations (a sibling whose best is 2 steps off in two knobs gave no gain: 20 vs 19)
+    assert evaluations(lend=True) < 0.8 * evaluations(lend=False)
