@@ -80,9 +80,15 @@ def _function(task: Task, workload, name: str):
     return traced, p, emitter, temps, code, kernels, rowcache
 
 
+# What the emitted functions must mention for a knob to change their code (the header's macros built on it
+# included): a knob the code never reads would only make the search evaluate the same binary again.
+_USES = {"ACC": r"\bACC\b", "UNROLL": r"\bUNROLL\b|\bKILN_UNROLL\b|\bKILN_LOOP\b",
+         "VEC": r"\bVEC\b|\bKILN_SIMD(_REDUCE)?\b|\bKILN_LOOP\b", "TILE": r"\bTILE\b"}
+
+
 def generate(task: Task, threads: int | None = None) -> Generated:
     """The candidate for ``task`` (CPU, C with OpenMP); raises ``Unsupported`` with one line."""
-    entries, functions, kinds, ops, fused, reduces, rowcache = [], [], [], [], None, False, False
+    entries, functions, kinds, ops, fused, rowcache = [], [], [], [], None, False
     seen: dict[tuple, str] = {}
     for k, workload in enumerate(task.workloads):
         traced, p, emitter, temps, code, kernels, cached = _function(task, workload, f"kiln_w{k}")
@@ -99,7 +105,6 @@ def generate(task: Task, threads: int | None = None) -> Generated:
         seen[inputs] = same
         fused = fused if fused is not None else len(p.kernels)
         kinds += [kernel.kind for kernel in kernels]
-        reduces = reduces or any(kernel.reductions for kernel in kernels)
         rowcache = rowcache or cached
         ops += traced.graph.ops
         functions.append(code)
@@ -108,10 +113,8 @@ def generate(task: Task, threads: int | None = None) -> Generated:
             params=params, param_shapes=param_shapes,
             outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
             temps=tuple((j, t.numel, t.ctype) for j, t in temps), single=traced.single))
-    knobs = ["ACC"] if reduces else []
-    knobs += ["UNROLL", "VEC"]
-    if {"row", "column", "scan"} & set(kinds):
-        knobs.append("TILE")
+    body = "\n".join(functions)
+    knobs = [k for k in ("ACC", "UNROLL", "VEC", "TILE") if re.search(_USES[k], body)]
     if rowcache:  # only where a row group's passes share a value: elsewhere it would change nothing
         knobs.append("ROWCACHE")
     if "gemm" in kinds:

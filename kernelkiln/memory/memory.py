@@ -128,4 +128,5 @@ class Memory:
                 "resident_rules": len(s.rules.list(conn, resident=True)),
                 "stages": s.stages.count_since(conn, 0),
                 "board_entries": s.board.count(conn),
+                "signatures": len(s.signatures.all(conn)),
             }

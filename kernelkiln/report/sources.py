@@ -22,13 +22,7 @@ def read_run_json(target: str) -> tuple[Path, dict[str, Any]] | None:
     if not file.is_file():
         raise UserError(f"{path}: no run.json or ablation.json (give an output DIR of `kiln optimize` or "
                         "`kiln ablate`, or a run id)")
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{file}: not a readable run.json ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict):
-        raise UserError(f"{file}: not a run.json of `kiln optimize` (no tasks)")
-    return path.resolve(), data
+    return path.resolve(), _object(file, "tasks", "`kiln optimize`")
 
 
 def read_ablation_json(target: str) -> tuple[Path, dict[str, Any]] | None:
@@ -39,13 +33,18 @@ def read_ablation_json(target: str) -> tuple[Path, dict[str, Any]] | None:
     file = path / "ablation.json"
     if not file.is_file():
         return None
+    return path.resolve(), _object(file, "studies", "`kiln ablate`")
+
+
+def _object(file: Path, key: str, writer: str) -> dict[str, Any]:
+    """``file``'s JSON object, which must map ``key`` to an object; one line naming the file when not."""
     try:
         data = json.loads(file.read_text())
     except (OSError, ValueError) as exc:
-        raise UserError(f"{file}: not a readable ablation.json ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("studies"), dict):
-        raise UserError(f"{file}: not an ablation.json of `kiln ablate` (no studies)")
-    return path.resolve(), data
+        raise UserError(f"{file}: not a readable {file.name} ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get(key), dict):
+        raise UserError(f"{file}: not a {file.name} of {writer} (no {key})")
+    return data
 
 
 def sibling_store_url(folder: Path) -> str | None:

@@ -27,3 +27,14 @@ class Signatures:
         rows = conn.execute(sa.select(_t).where(_t.c.platform == platform, _t.c.machine == machine)
                             .order_by(_t.c.created_at, _t.c.task_id))
         return [from_row(Signature, r) for r in rows]
+
+    def all(self, conn: Connection) -> list[Signature]:
+        """Every signature, oldest first ([] in a store before schema 4)."""
+        if not sa.inspect(conn).has_table(_t.name):
+            return []
+        return [from_row(Signature, r) for r in conn.execute(sa.select(_t).order_by(_t.c.created_at, _t.c.task_id))]
+
+    def exists(self, conn: Connection, signature: Signature) -> bool:
+        """Whether this (exact key, task) pair is recorded."""
+        query = sa.select(_t.c.exact).where(_t.c.exact == signature.exact, _t.c.task_id == signature.task_id)
+        return conn.execute(query).first() is not None

@@ -16,7 +16,17 @@ from typing import IO
 from pydantic import BaseModel, ValidationError
 
 from kernelkiln.errors import UserError
-from kernelkiln.store.records import Adoption, Attempt, BoardEntry, Experience, Rule, Run, StageRecord, TaskRecord
+from kernelkiln.store.records import (
+    Adoption,
+    Attempt,
+    BoardEntry,
+    Experience,
+    Rule,
+    Run,
+    Signature,
+    StageRecord,
+    TaskRecord,
+)
 from kernelkiln.store.store import Store
 
 RECORD_TYPES: dict[str, type[BaseModel]] = {
@@ -28,6 +38,7 @@ RECORD_TYPES: dict[str, type[BaseModel]] = {
     "adoption": Adoption,
     "rule": Rule,
     "board": BoardEntry,
+    "signature": Signature,
 }
 
 
@@ -44,6 +55,7 @@ def iter_records(store: Store) -> Iterator[tuple[str, BaseModel]]:
             "adoption": s.adoptions.all(conn),
             "rule": s.rules.list(conn),
             "board": s.board.all(conn),
+            "signature": s.signatures.all(conn),
         }
     for kind, records in collections.items():
         for record in records:
@@ -111,6 +123,8 @@ def import_records(store: Store, records: list[tuple[str, BaseModel]]) -> Counte
                 continue
             elif kind == "rule" and s.rules.get(conn, record.id) is None:
                 s.rules.upsert(conn, record)
+            elif kind == "signature" and not s.signatures.exists(conn, record):
+                s.signatures.add(conn, record)
             elif kind == "board" and (record.task_id, record.summary, record.created_at) not in known_board:
                 s.board.post(conn, record.model_copy(update={"id": None}), horizon=2**31 - 1)
                 known_board.add((record.task_id, record.summary, record.created_at))

@@ -22,7 +22,7 @@ def test_a_sum_task_and_a_softmax_task_share_knob_names_and_options(tmp_path):
     softmax = generate(write_task(tmp_path, "softmax", "torch.softmax(x, dim=1)", S2, R2))
     a, b = _declared(total.source), _declared(softmax.source)
     assert list(a) == list(total.knobs) and list(b) == list(softmax.knobs)
-    assert {"THREADS", "ACC", "UNROLL", "VEC", "TILE", "FLAGS"} <= set(a) & set(b)
+    assert {"THREADS", "ACC", "UNROLL", "VEC", "FLAGS"} <= set(a) & set(b)
     for name in set(a) & set(b):
         assert a[name].options == b[name].options, name
         assert K.same(a[name].value, b[name].value), name
@@ -37,9 +37,19 @@ def test_knobs_are_declared_for_the_kernels_the_candidate_has(tmp_path):
                                "[torch.randn(B, C, L)]"))
     assert elementwise.knobs == ("THREADS", "UNROLL", "VEC", "TILE", "FLAGS")  # no reduction: no ACC
     assert column.kinds == ("column",) and "ACC" not in column.knobs and "TILE" in column.knobs
-    assert pool.kinds == ("window",) and pool.knobs == ("THREADS", "UNROLL", "VEC", "FLAGS")
+    assert pool.kinds == ("window",) and pool.knobs == ("THREADS", "FLAGS")  # its loops read no UNROLL or VEC
     for g in (elementwise, column, pool):
         assert tuple(_declared(g.source)) == g.knobs
+
+
+def test_a_knob_the_emitted_code_never_reads_is_not_declared(tmp_path):
+    # A row group runs its reductions per row with ACC accumulators and takes no TILE; a plain product is all
+    # micro-kernel: no UNROLL or VEC loop. Declaring them would make the search time the same binary again.
+    softmax = generate(write_task(tmp_path, "softmax", "torch.softmax(x, dim=1)", S2, R2))
+    matmul = generate(write_task(tmp_path, "mm", "torch.matmul(a, b)", {"M": 64, "K": 48, "N": 80},
+                                 "[torch.randn(M, K), torch.randn(K, N)]", signature="a, b"))
+    assert "TILE" not in softmax.knobs and "ACC" in softmax.knobs
+    assert matmul.knobs == ("THREADS", "MR", "NR", "MC", "KC", "NC", "FLAGS")
 
 
 # All just over the size where loops fork threads (32768 elements), with odd sizes: THREADS

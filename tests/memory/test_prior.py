@@ -111,3 +111,21 @@ def test_rank_trials_takes_each_setting_s_median_rank_and_figure():
     assert trials[K.key(s(1))] == (0.5, 2.0)
     assert trials[K.key(s(2))] == (0.5, 2.0)
     assert trials[K.key(s(4))] == (FAILED, None)
+
+
+def test_an_exported_and_imported_memory_lends_the_same_prior(sqlite_store, tmp_path):
+    import io
+
+    from kernelkiln.store import open_store
+    from kernelkiln.store.transfer import export_jsonl, import_records, read_jsonl
+
+    stored(sqlite_store, sig("old", exact="same"), [[(s(1), "KEEP", 1.0), (s(4), "KEEP", 2.0)]])
+    stored(sqlite_store, sig("near"), [[(s(1), "KEEP", 1.0), (s(8), "KEEP", 3.0)]])
+    text = io.StringIO()
+    assert export_jsonl(sqlite_store, text)["signature"] == 2
+    (tmp_path / "mem.jsonl").write_text(text.getvalue())
+    copy = open_store(f"sqlite:///{tmp_path / 'copy.db'}")
+    assert import_records(copy, read_jsonl(tmp_path / "mem.jsonl"))["signature"] == 2
+    assert import_records(copy, read_jsonl(tmp_path / "mem.jsonl"))["signature"] == 0
+    mine = sig("new", exact="same")
+    assert build(copy, mine, None, TransferConfig()) == build(sqlite_store, mine, None, TransferConfig())
