@@ -84,7 +84,7 @@ class Tuner:
         for move in self._moves(turn, knobs, base, prior, aside):
             code = self._untried(turn, base, move, known, aside)
             if code is not None:
-                return self._proposal(turn, base, move, code)
+                return self._proposal(turn, base, move, code, {k.name: k.options for k in knobs})
         return None
 
     def set_aside(self, prior: Prior) -> frozenset[K.Value]:
@@ -233,16 +233,26 @@ class Tuner:
         return attempt.verdict != "REJECT" and attempt.speedup is not None and attempt.speedup > 0
 
     # -- the proposal ------------------------------------------------------------------
-    def _proposal(self, turn: Turn, base: K.Settings, move: _Move, code: str) -> Proposal:
+    def _proposal(self, turn: Turn, base: K.Settings, move: _Move, code: str, options: dict) -> Proposal:
         changed = {n: v for n, v in move.settings.items() if not K.same(v, base.get(n))}
         what = K.describe(changed) if changed else K.describe(move.settings) or "as written"
         summary = f"{'seed' if move.kind == 'seed' else move.kind}: {what}"
         shown = {r.experience.id: r.experience for r in turn.experiences}
         applicable = {e.id: e for e in turn.rule_sources if any(K.parse_condition(c) for c in e.conditions)}
+        key = K.key(move.settings)
+
+        def choice(eid: str, experience) -> Choice:
+            if eid == move.source:
+                return Choice(eid, True, "applied its settings")
+            # Memory's prior (an exact match, a neighbour's best) may propose exactly what a lesson says: its advice
+            # was followed, so it shares the stage's credit instead of a penalty for being left unused.
+            recommended = self._from_experience(experience.conditions, options, base)
+            if recommended is not None and K.key(recommended) == key and move.kind in ("reuse", "transfer"):
+                return Choice(eid, True, f"this candidate is what it recommends ({move.kind} move)")
+            return Choice(eid, False, self._unused(experience, move))
+
         # Rules are always in context; one is recorded only when it could have been applied here.
-        choices = tuple(
-            Choice(eid, eid == move.source, "applied its settings" if eid == move.source else self._unused(e, move))
-            for eid, e in {**shown, **applicable}.items())
+        choices = tuple(choice(eid, e) for eid, e in {**shown, **applicable}.items())
         journal = (f"## Strategy\n{turn.lens.title} lens, {move.kind} move: {move.why}.\n\n"
                    f"## Change\n{what}\n\n## Settings\n{K.describe(move.settings)}\n")
         return Proposal(code=code, summary=summary, parent_id=turn.parent_id, choices=choices, journal=journal,

@@ -160,3 +160,16 @@ def test_a_siblings_trials_warm_start_tpe_to_reach_95_percent_of_the_best_in_few
 
     # here 13.4 vs 23.7 evaluations (a sibling whose best is 2 steps off in two knobs gave no gain: 20 vs 19)
     assert evaluations(lend=True) < 0.8 * evaluations(lend=False)
+
+
+def test_a_lesson_whose_settings_a_transfer_move_proposes_is_recorded_as_adopted():
+    from kernelkiln.testing.turns import retrieved
+
+    lesson = retrieved("e-best", "A=2", conditions=[K.condition(n, v) for n, v in {"A": 2, "B": 0, "C": 0,
+                                                                                   "D": 0}.items()])
+    other = retrieved("e-other", "C=5", conditions=[K.condition("C", 5)])
+    near = Neighbour("n1", 0.2, {"A": 2}, 1.5, (), frozenset())
+    turn = make_turn(code=SPACE, prior=Prior(neighbours=(near,)), experiences=(lesson, other))
+    proposal = Tuner("a0").propose(turn)
+    assert proposal.case.move == "transfer"
+    assert {c.experience_id: c.adopted for c in proposal.choices} == {"e-best": True, "e-other": False}

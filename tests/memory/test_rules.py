@@ -98,3 +98,21 @@ def test_faded_rule_loses_its_place_to_a_cold_one(store):
         new = Experience(id="e-new", text="new habit", summary="New habit.", q=0.5, adoptions=3, distinct_tasks=3, retrievals=3)
         store.experiences.add(conn, new)  # cold frequency 3/4 = 0.75 beats 0.478
         assert consolidator.rebuild(conn) == ["e-new"]
+
+
+def test_random_selection_makes_as_many_rules_resident_as_utility_would_drawn_from_every_experience(store):
+    strong = Experience(id="e-strong", text="pack B", summary="Pack B.", q=0.9, adoptions=4, distinct_tasks=3,
+                        retrievals=4)
+    others = [Experience(id=f"e-other{i}", text=f"lesson {i}", summary=f"Lesson {i}.", q=-0.2) for i in range(8)]
+    _seed(store, strong, *others)
+    with store.write() as conn:
+        utility = Consolidator(store, RulesConfig()).rebuild(conn)
+    with store.write() as conn:
+        drawn = Consolidator(store, RulesConfig(selection="random")).rebuild(conn)
+    with store.write() as conn:
+        again = Consolidator(store, RulesConfig(selection="random")).rebuild(conn)
+    assert utility == ["e-strong"] and len(drawn) == 1 and drawn == again  # seeded by the stage count
+    assert drawn != utility  # with this store's 4 stages the draw is another experience
+    with store.read() as conn:
+        assert [r.id for r in store.rules.list(conn, resident=True)] == drawn
+    assert {e.id for e in others} | {"e-strong"} >= set(drawn)
