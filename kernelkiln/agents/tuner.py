@@ -110,9 +110,11 @@ class Tuner:
     def _moves(self, turn: Turn, knobs: list[K.Knob], base: K.Settings, prior: Prior,
                aside: frozenset[K.Value]) -> Iterator[_Move]:
         options = {k.name: k.options for k in knobs}
-        if prior.reuse is not None and (settings := self._fit(prior.reuse, options, base)) is not None:
+        # Memory's starting points come first, once: before any move of the agent's own (the seed's included).
+        starting = all(a.case.move in ("reuse", "transfer") for a in self.tried.values())
+        if starting and prior.reuse is not None and (settings := self._fit(prior.reuse, options, base)) is not None:
             yield _Move(settings, "reuse", f"the best of {prior.reused_from}, which matches this task exactly")
-        for n in prior.neighbours:
+        for n in prior.neighbours if starting else ():
             if n.best is not None and (settings := self._fit(n.best, options, base, partial=True)) is not None:
                 yield _Move(settings, "transfer", f"the best of {n.task_id} ({n.best_speedup:.2f}x there), "
                                                   f"a stored task at distance {n.distance:.2f}")

@@ -137,14 +137,15 @@ class TransferConfig(BaseModel):
     loss_evidence: int = Field(
         default=3,
         ge=1,
-        description="Evaluations that held a knob value, every one lost (REVERT or REJECT), before the value is set "
-        "aside: on the task itself it is proposed again only after the untried rest of the space; on a neighbour it "
-        "counts towards a trap.",
+        description="Evaluations that held a knob value, every one lost (REVERT or REJECT below the median figure), "
+        "before the value is set aside: on the task itself it is proposed again only after the untried rest of the "
+        "space; pooled over the neighbours that tried it, it is a trap.",
     )
     trap_tasks: int = Field(
         default=2,
         ge=1,
-        description="Neighbours a knob value lost on before it is a trap, set aside from a task's first evaluation.",
+        description="Neighbours a knob value must have lost on (every evaluation of it there) before it is a trap, "
+        "set aside from a task's first evaluation.",
     )
 
 

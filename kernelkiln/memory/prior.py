@@ -10,8 +10,10 @@ Built once when a task starts, from the attempts memory holds under each task's 
 - *transfer*: the ``neighbours`` nearest other tasks within ``max_distance``. Their best
   settings are tried first, nearest first; their trials warm-start the sampler, each valued by
   its rank within its own task (tasks differ in scale, not in what is fast); and a knob value
-  that lost in every evaluation that held it on ``trap_tasks`` of them is a trap, set aside
-  from the first evaluation.
+  that lost in every evaluation that held it on every neighbour that tried it, ``loss_evidence``
+  evaluations in all over ``trap_tasks`` neighbours or more (a short search tries each value of a
+  knob only once or twice per task, so the evidence is pooled), is a trap, set aside from the
+  first evaluation.
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ class Neighbour:
     best: K.Settings | None  # the settings of its fastest KEEP
     best_speedup: float | None
     trials: tuple[Trial, ...]
-    losers: frozenset[K.Value]  # knob values that lost in every evaluation holding them (loss_evidence or more)
 
 
 @dataclass(frozen=True)
@@ -105,9 +106,13 @@ def _measured(outcome: Outcome) -> bool:
     return outcome.verdict != "REJECT" and bool(outcome.speedup) and outcome.speedup > 0
 
 
-def _losers(outcomes: list[Outcome], evidence: int) -> frozenset[K.Value]:
-    return K.losing_values(((o.case.knobs, contest(o.verdict, o.case), o.speedup if _measured(o) else None)
-                            for o in outcomes if o.case.knobs), evidence)
+def _outcomes(outcomes: list[Outcome]) -> list[tuple[K.Settings, bool | None, float | None]]:
+    return [(o.case.knobs, contest(o.verdict, o.case), o.speedup if _measured(o) else None)
+            for o in outcomes if o.case.knobs]
+
+
+def _record(outcomes: list[Outcome]) -> dict[K.Value, tuple[int, bool]]:
+    return K.value_record(_outcomes(outcomes))
 
 
 def _best(outcomes: list[Outcome]) -> Outcome | None:
@@ -140,15 +145,19 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
         if not theirs:
             continue
         best = _best(theirs)
-        losers = _losers(theirs, config.loss_evidence)
         neighbours.append(Neighbour(s.task_id, d, best.case.knobs if best else None,
-                                    best.speedup if best else None, tuple(ranked(theirs)), losers))
-    counts: dict[K.Value, int] = {}
-    for n in neighbours:
-        for value in n.losers:
-            counts[value] = counts.get(value, 0) + 1
+                                    best.speedup if best else None, tuple(ranked(theirs))))
+    # Evidence pooled over the neighbours: a trap lost in every evaluation that held it on each neighbour that
+    # tried it (loss_evidence evaluations or more in all), on trap_tasks of them at least.
+    pooled: dict[K.Value, tuple[int, int, bool]] = {}
+    for _, s in chosen:
+        for value, (held, won) in _record(under(s)).items():
+            total, tasks, any_won = pooled.get(value, (0, 0, False))
+            pooled[value] = (total + held, tasks + 1, any_won or won)
+    traps = frozenset(v for v, (total, tasks, won) in pooled.items()
+                      if not won and total >= config.loss_evidence and tasks >= config.trap_tasks)
     # A value that lost everywhere on an exact match lost on this very task.
-    traps = frozenset(v for v, c in counts.items() if c >= config.trap_tasks) | _losers(known, config.loss_evidence)
+    traps |= K.losing_values(_outcomes(known), config.loss_evidence)
     notes = []
     if reuse is not None:
         notes.append(f"exact match {reuse.task_id}: its best ({reuse.speedup:.2f}x) first, "

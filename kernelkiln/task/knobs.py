@@ -142,24 +142,28 @@ def values_of(settings: Settings) -> set[Value]:
     return {(name, key({"v": value})) for name, value in settings.items()}
 
 
-def losing_values(outcomes: Iterable[tuple[Settings, bool | None, float | None]], evidence: int) -> frozenset[Value]:
-    """Knob values that lost in every evaluation that held them, ``evidence`` evaluations or more.
+def value_record(outcomes: Iterable[tuple[Settings, bool | None, float | None]]) -> dict[Value, tuple[int, bool]]:
+    """Each knob value's (evaluations that held it, whether one of them won) over one task's evaluations.
 
     ``outcomes``: (settings, lost, figure) of each evaluation. Lost means slower than the incumbent it was
     judged against, or failed; None (no contest: the first correct candidate) counts neither way. An
     evaluation loses to the field too only when its figure (None: it failed) is below the median of
-    every measured figure: a value merely paired with worse ones, once above the median, is kept.
+    every measured figure: a value merely paired with worse ones, once above the median, is not a loser.
     """
     outcomes = list(outcomes)
     figures = sorted(f for _, _, f in outcomes if f is not None)
     median = figures[len(figures) // 2] if figures else 0.0
-    held: dict[Value, int] = {}
-    won: set[Value] = set()
+    record: dict[Value, tuple[int, bool]] = {}
     for settings, lost, figure in outcomes:
         if lost is None:
             continue
+        won = not lost or (figure is not None and figure >= median)
         for value in values_of(settings):
-            held[value] = held.get(value, 0) + 1
-            if not lost or (figure is not None and figure >= median):
-                won.add(value)
-    return frozenset(v for v, n in held.items() if n >= evidence and v not in won)
+            held, any_won = record.get(value, (0, False))
+            record[value] = (held + 1, any_won or won)
+    return record
+
+
+def losing_values(outcomes: Iterable[tuple[Settings, bool | None, float | None]], evidence: int) -> frozenset[Value]:
+    """Knob values that lost in every evaluation that held them, ``evidence`` evaluations or more (``value_record``)."""
+    return frozenset(v for v, (held, won) in value_record(outcomes).items() if held >= evidence and not won)

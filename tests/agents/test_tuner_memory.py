@@ -21,11 +21,12 @@ def quadratic(centre: dict[str, int], scale: float = 1.0):
     return lambda s: scale / (1.0 + 0.05 * sum((s[n] - centre[n]) ** 2 for n in NAMES))
 
 
-def observed(tuner: Tuner, settings: K.Settings, verdict: str, speedup: float | None, vs_incumbent: float | None = 1.0):
+def observed(tuner: Tuner, settings: K.Settings, verdict: str, speedup: float | None, vs_incumbent: float | None = 1.0,
+             move: str = "sampled"):
     from kernelkiln.store.records import Attempt
 
     tuner.observe(Attempt(task_id="t", agent="a0", verdict=verdict, speedup=speedup,
-                          case={"knobs": settings, "speedup_vs_incumbent": vs_incumbent}))
+                          case={"knobs": settings, "speedup_vs_incumbent": vs_incumbent, "move": move}))
 
 
 def run(tuner: Tuner, speedup, budget: int, prior: Prior = Prior(), target: float = float("inf")) -> list[K.Settings]:
@@ -39,7 +40,7 @@ def run(tuner: Tuner, speedup, budget: int, prior: Prior = Prior(), target: floa
         made.append(knobs)
         value = speedup(knobs)
         verdict = "KEEP" if value > best else "REVERT"
-        observed(tuner, knobs, verdict, value, None if i == 0 else value / max(best, 1e-9))
+        observed(tuner, knobs, verdict, value, None if i == 0 else value / max(best, 1e-9), proposal.case.move)
         best = max(best, value)
         if best >= target:
             break
@@ -117,8 +118,8 @@ def test_an_exact_match_that_tried_the_whole_space_costs_one_evaluation():
 
 
 def test_neighbours_best_settings_come_first_nearest_first_and_fit_the_knobs_they_share():
-    near = Neighbour("n1", 0.2, {"A": 2, "B": 9, "E": 1}, 1.5, (), frozenset())  # B=9 is no option here
-    far = Neighbour("n2", 0.9, {"A": 4}, 2.0, (), frozenset())
+    near = Neighbour("n1", 0.2, {"A": 2, "B": 9, "E": 1}, 1.5, ())  # B=9 is no option here
+    far = Neighbour("n2", 0.9, {"A": 4}, 2.0, ())
     made = run(Tuner("a0"), lambda s: 1.0, 3, Prior(neighbours=(near, far)))
     assert made == [{"A": 2, "B": 0, "C": 0, "D": 0}, {"A": 4, "B": 0, "C": 0, "D": 0},
                     {"A": 0, "B": 0, "C": 0, "D": 0}]
@@ -126,7 +127,7 @@ def test_neighbours_best_settings_come_first_nearest_first_and_fit_the_knobs_the
 
 def test_a_trap_is_not_proposed_from_the_first_evaluation_on_even_when_a_neighbour_s_best_holds_it():
     trap = ("C", K.key({"v": 5}))
-    near = Neighbour("n1", 0.2, {"C": 5}, 1.5, (), frozenset())
+    near = Neighbour("n1", 0.2, {"C": 5}, 1.5, ())
     made = run(Tuner("a0"), lambda s: 0.5, 40, Prior(neighbours=(near,), traps=frozenset({trap})))
     assert made[0] == {"A": 0, "B": 0, "C": 0, "D": 0}  # the seed: the neighbour's best holds the trap
     assert all(s["C"] != 5 for s in made)
@@ -134,7 +135,7 @@ def test_a_trap_is_not_proposed_from_the_first_evaluation_on_even_when_a_neighbo
 
 def test_the_random_search_ignores_memory_and_proposes_the_seed_then_untried_settings():
     prior = Prior(reuse={"A": 3, "B": 0, "C": 0, "D": 0}, reused_from="t",
-                  neighbours=(Neighbour("n1", 0.2, {"A": 2}, 1.5, (), frozenset()),))
+                  neighbours=(Neighbour("n1", 0.2, {"A": 2}, 1.5, ()),))
     made = run(Tuner("a0", search="random"), lambda s: 1.0, 12, prior)
     assert made[0] == {"A": 0, "B": 0, "C": 0, "D": 0}
     assert len({K.key(s) for s in made}) == 12
@@ -151,7 +152,7 @@ def test_a_siblings_trials_warm_start_tpe_to_reach_95_percent_of_the_best_in_few
             sibling = quadratic({**here, "D": here["D"] + 1}, scale=3.0)  # its best one step off, 3x the scale
             trajectory = run(Tuner("sibling", rng_seed=100 + i), sibling, 30)  # what its own search measured
             trials = tuple(rank_trials([(s, sibling(s)) for s in trajectory]))
-            prior = Prior(neighbours=(Neighbour("sib", 0.3, None, None, trials, frozenset()),)) if lend else Prior()
+            prior = Prior(neighbours=(Neighbour("sib", 0.3, None, None, trials),)) if lend else Prior()
             speedup = quadratic(here)
             for seed in range(2):
                 made = run(Tuner("a0", rng_seed=seed), speedup, budget, prior, target=0.95 * speedup(here))
@@ -168,8 +169,22 @@ def test_a_lesson_whose_settings_a_transfer_move_proposes_is_recorded_as_adopted
     lesson = retrieved("e-best", "A=2", conditions=[K.condition(n, v) for n, v in {"A": 2, "B": 0, "C": 0,
                                                                                    "D": 0}.items()])
     other = retrieved("e-other", "C=5", conditions=[K.condition("C", 5)])
-    near = Neighbour("n1", 0.2, {"A": 2}, 1.5, (), frozenset())
+    near = Neighbour("n1", 0.2, {"A": 2}, 1.5, ())
     turn = make_turn(code=SPACE, prior=Prior(neighbours=(near,)), experiences=(lesson, other))
     proposal = Tuner("a0").propose(turn)
     assert proposal.case.move == "transfer"
     assert {c.experience_id: c.adopted for c in proposal.choices} == {"e-best": True, "e-other": False}
+
+
+def test_memory_s_starting_points_are_proposed_once_before_the_agents_own_moves():
+    near = Neighbour("n1", 0.2, {"A": 2, "E": 1}, 1.5, ())  # E: a knob this task lacks, so the fit is partial
+    tuner = Tuner("a0")
+    turn = make_turn(code=SPACE, prior=Prior(neighbours=(near,)))
+    moves = []
+    for i in range(6):
+        proposal = tuner.propose(turn)
+        moves.append(proposal.case.move)
+        observed(tuner, proposal.case.knobs, "KEEP", 1.0 + i, None if i == 0 else 1.1, proposal.case.move)
+        turn = make_turn(code=proposal.code, prior=Prior(neighbours=(near,)))  # the agent follows each KEEP
+    # The neighbour's best on this branch would be a new setting each time the branch moves: it is not proposed again.
+    assert moves[0] == "transfer" and "transfer" not in moves[1:]

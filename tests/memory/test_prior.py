@@ -83,15 +83,25 @@ def test_neighbours_are_the_nearest_within_the_distance_and_lend_their_best_and_
     assert build(store, sig("new"), None, TransferConfig(neighbours=0)).empty
 
 
-def test_a_value_that_lost_on_two_neighbours_is_a_trap(store):
-    losing = [(s(1), "KEEP", 1.0), (s(2, flags="-O2"), "REVERT", 0.2), (s(4, flags="-O2"), "REVERT", 0.3),
-              (s(8, flags="-O2"), "REJECT", None), (s(4), "KEEP", 1.5), (s(8), "ACCEPT", 1.4)]
+def test_a_value_that_lost_every_evaluation_on_two_neighbours_is_a_trap_its_evidence_pooled(store):
+    # Two evaluations of -O2 on each neighbour: fewer than three on either, four in all.
+    losing = [(s(1), "KEEP", 1.0), (s(2, flags="-O2"), "REVERT", 0.2), (s(8, flags="-O2"), "REJECT", None),
+              (s(4), "KEEP", 1.5), (s(8), "ACCEPT", 1.4)]
     stored(store, sig("n1"), [losing])
     stored(store, sig("n2"), [losing])
-    stored(store, sig("n3", elements=21.0), [[(s(1), "KEEP", 1.0), (s(2, flags="-O2"), "KEEP", 2.0)]])
     prior = build(store, sig("new"), None, TransferConfig())
     assert prior.traps == {("FLAGS", K.key({"v": "-O2"}))}
     assert build(store, sig("new"), None, TransferConfig(trap_tasks=3)).traps == frozenset()
+    assert build(store, sig("new"), None, TransferConfig(loss_evidence=5)).traps == frozenset()
+
+
+def test_a_value_that_won_on_any_neighbour_is_no_trap(store):
+    losing = [(s(1), "KEEP", 1.0), (s(2, flags="-O2"), "REVERT", 0.2), (s(8, flags="-O2"), "REJECT", None),
+              (s(4), "KEEP", 1.5), (s(8), "ACCEPT", 1.4)]
+    stored(store, sig("n1"), [losing])
+    stored(store, sig("n2"), [losing])
+    stored(store, sig("n3", elements=21.0), [[(s(1), "KEEP", 1.0), (s(2, flags="-O2"), "KEEP", 2.0)]])
+    assert build(store, sig("new"), None, TransferConfig()).traps == frozenset()
 
 
 def test_memory_lends_from_its_lent_store_and_learns_nothing_there(store, tmp_path):
