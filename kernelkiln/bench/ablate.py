@@ -71,11 +71,10 @@ class Ablation:
             for study in [floor] * any(s.metric == "speedup" for s in chosen) + chosen:
                 for arm in study.arms:
                     needs = None
-                    if arm.memory in ("readonly", "reuse"):
-                        base_arm = MEMORY if arm.memory == "readonly" else study.arms[0]
-                        needs = units.get(("-", base_arm.label, k)) or self._unit(study, base_arm, k, names, None)
-                        units[("-", base_arm.label, k)] = needs
-                        needs = needs.key
+                    if arm.memory in ("readonly", "reuse"):  # they take the stores a crossfit unit built
+                        builder = MEMORY if arm.memory == "readonly" else study.arms[0]
+                        built = units.setdefault(("-", builder.label, k), self._unit(study, builder, k, names, None))
+                        needs = built.key
                     units[(study.name, arm.label, k)] = self._unit(study, arm, k, names, needs)
         return units
 
