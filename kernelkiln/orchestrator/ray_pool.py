@@ -44,6 +44,9 @@ def _without_secrets() -> Iterator[None]:
         os.environ.update(saved)
 
 
+_CLIENT_TRIES = 3
+
+
 def _messages_to_stderr() -> None:
     """Ray prints its raylets' warnings on the driver's stdout, where `--json` output goes: send them to stderr.
 
@@ -66,13 +69,29 @@ def connect(address: str) -> None:
     if ray.is_initialized():
         return
     _messages_to_stderr()
+    # Ray Client's head forks a server per client, and that fork now and then dies before it
+    # listens ("Initialization failure from server"); a new handshake gets a new server.
+    tries = _CLIENT_TRIES if address.startswith("ray://") else 1
     with _without_secrets():
-        try:
-            ray.init(address=None if address == "ray" else address, log_to_driver=False,
-                     configure_logging=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UserError(f"cannot join the Ray cluster at {address}: {first}") from None
+        for attempt in range(1, tries + 1):
+            try:
+                ray.init(address=None if address == "ray" else address, log_to_driver=False,
+                         configure_logging=False)
+                return
+            except ConnectionAbortedError as exc:
+                if attempt == tries:
+                    raise UserError(f"cannot join the Ray cluster at {address}: {_reason(exc)}") from None
+                ray.shutdown()
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise UserError(f"cannot join the Ray cluster at {address}: {_reason(exc)}") from None
+
+
+def _reason(exc: Exception) -> str:
+    """One line of ``exc``: its first line, or its last where the first only announces a traceback."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return f"{lines[0]} {lines[-1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
 def alive_nodes() -> list[dict[str, Any]]:
