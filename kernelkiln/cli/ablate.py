@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
 
 
 def ablate(
-    suite: str = typer.Argument(..., help="A bundled suite (`kiln tasks`) or a folder of task files."),
+    suite: str = typer.Argument(..., metavar="SUITE", help="A bundled suite (`kiln tasks`) or a folder of task files."),
     study: list[str] = typer.Option([], "--study", metavar="NAME", help="memory, transfer, reuse, credit, rules, "
                                                                         "agents, search or context (repeatable; "
                                                                         "default: all but context)."),

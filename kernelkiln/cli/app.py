@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import signal
 import sys
 
@@ -48,6 +49,16 @@ def _register() -> None:
     seed_cmd.register(app)
     tasks_cmd.register(app)
     memory_cmd.register(app)
+    for typer_app in [app, *(group.typer_instance for group in app.registered_groups)]:
+        for info in typer_app.registered_commands:
+            info.help = reflow(info.help or inspect.getdoc(info.callback) or "")
+
+
+def reflow(text: str) -> str:
+    """Help prose as paragraphs the terminal wraps: typer keeps a paragraph's line breaks (only a
+    ``\\b`` block, a list or an example, should keep them), so a narrow terminal showed ragged lines."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split("\n")) for p in paragraphs)
 
 
 def _terminated(signum, frame) -> None:

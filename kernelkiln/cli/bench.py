@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
 
 
 def bench(
-    suite: str = typer.Argument(..., help="A bundled suite (`kiln tasks`) or a folder of task files."),
+    suite: str = typer.Argument(..., metavar="SUITE", help="A bundled suite (`kiln tasks`) or a folder of task files."),
     config_file: Path = CONFIG_OPTION,
     set_config: list[str] = SET_CONFIG_OPTION,
     agents: int = typer.Option(None, "--agents", help=f"Agents per task {default_note('agents')}."),
