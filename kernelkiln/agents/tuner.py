@@ -4,7 +4,8 @@ Each turn it proposes one setting of the knobs, as a standalone candidate:
 1. what memory lends (``Turn.prior``): the best of a stored task that matches this one
    exactly, which one evaluation confirms; then the best settings of the nearest stored
    tasks, nearest first;
-2. the working code itself, the first time it sees it (the seed);
+2. the seed (the task's starting code, ``Turn.origin``), once, even when a KEEP on memory's starting
+   point has already moved the working code on (a generated seed is often the best there is);
 3. settings that resident rules record (``set NAME=value`` conditions), highest Q first; then
    settings that retrieved experiences record, whole configurations first, then single changes,
    each group in memory's ranking. Each rule or experience applied is recorded as adopted;
@@ -118,7 +119,9 @@ class Tuner:
             if n.best is not None and (settings := self._fit(n.best, options, base, partial=True)) is not None:
                 yield _Move(settings, "transfer", f"the best of {n.task_id} ({n.best_speedup:.2f}x there), "
                                                   f"a stored task at distance {n.distance:.2f}")
-        yield _Move(base, "seed", "evaluate the working code as it is")
+        # The seed: the task's starting code, which a KEEP on memory's starting point has left behind.
+        origin = K.settings_of(K.read_knobs(turn.origin)) if turn.origin else base
+        yield _Move(self._fit(origin, options, base) or base, "seed", "evaluate the seed as it is")
         if not knobs:
             return
         if self.search == "random":

@@ -132,7 +132,7 @@ class TaskRunner:
     def __init__(self, task: Task, state: TaskState, agents: list[AgentState], memory: Memory, control: RunControl,
                  run_id: str, observer: Observer, seed_code: str = "", generated: bool = False):
         """``seed_code``: what the agents start from (``generated``: by ``kiln seed`` from the reference)."""
-        self.task, self.state, self.agents = task, state, agents
+        self.task, self.state, self.agents, self.seed_code = task, state, agents, seed_code
         self.memory, self.control, self.run_id, self.observer = memory, control, run_id, observer
         self.config = control.config
         self.record = TaskRecord(id=state.task_id, op_family=task.op_family, platform=self.config.platform,
@@ -296,7 +296,7 @@ class TaskRunner:
             knowledge=tuple(knowledge),
             leaderboard=leaderboard(self.agents, agent) if objective == "draft" and shared else (),
             peers=tuple(a for other in others for a in other.history) if shared else (), evaluated=evaluated,
-            prior=self.prior, diagnose=self._diagnoser(self.sessions.get(agent.name)))
+            prior=self.prior, origin=self.seed_code, diagnose=self._diagnoser(self.sessions.get(agent.name)))
 
     def _diagnoser(self, session: Evaluator | None):
         """The agent's diagnostic tools, run by its own guard session (None before it has one)."""

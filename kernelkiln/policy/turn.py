@@ -61,6 +61,7 @@ class Turn:
     peers: tuple[Attempt, ...] = ()  # the other agents' attempts on this task (when the board is shared)
     evaluated: frozenset[str] = frozenset()  # code_hash of every candidate this run already evaluated on the task
     prior: Prior = field(default_factory=Prior)  # what stored tasks lend this task's knob search (exact, transfer)
+    origin: str = ""  # the code the task started from (its seed; "": unknown, the working code stands in)
     diagnose: Callable[[str, str], str] | None = None  # (tool name, code) -> report; see agents/tools.yaml
 
 

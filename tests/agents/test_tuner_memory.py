@@ -188,3 +188,14 @@ def test_memory_s_starting_points_are_proposed_once_before_the_agents_own_moves(
         turn = make_turn(code=proposal.code, prior=Prior(neighbours=(near,)))  # the agent follows each KEEP
     # The neighbour's best on this branch would be a new setting each time the branch moves: it is not proposed again.
     assert moves[0] == "transfer" and "transfer" not in moves[1:]
+
+
+def test_the_seed_is_evaluated_right_after_memory_s_starting_point_even_once_a_keep_moved_the_branch_on():
+    near = Neighbour("n1", 0.2, {"A": 2, "B": 3}, 1.5, ())
+    tuner = Tuner("a0")
+    first = tuner.propose(make_turn(code=SPACE, origin=SPACE, prior=Prior(neighbours=(near,))))
+    assert first.case.move == "transfer"
+    observed(tuner, first.case.knobs, "KEEP", 0.8, None, "transfer")  # the branch is now the neighbour's best
+    second = tuner.propose(make_turn(code=first.code, origin=SPACE, prior=Prior(neighbours=(near,))))
+    assert second.case.move == "seed" and second.case.knobs == {"A": 0, "B": 0, "C": 0, "D": 0}
+    assert second.code == SPACE, "the seed's own code, not an edit of the branch"
