@@ -102,7 +102,7 @@ def render_markdown(ablation: Ablation) -> str:
 def _md_table(t: Table) -> list[str]:
     out = ["| " + " | ".join(t.head) + " |", "| --- | --- |" + " ---: |" * (len(t.head) - 2)]
     for row in t.rows:
-        label = f"**{md(row.label)}**" if row.kind == "arm" else f"_{md(row.label)}_"
+        label = md(row.label) if row.kind == "arm" else f"_{md(row.label)}_"
         cells = [f"**{c}**" if c.tone else str(c) for c in row.cells]
         out.append(f"| {label} | {md(row.memory)} | " + " | ".join(cells) + " |")
     return out

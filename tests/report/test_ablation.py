@@ -126,10 +126,10 @@ def test_the_page_has_no_scripts_and_labels_are_escaped(raw):
 def test_markdown_prints_the_header_and_every_tables_rows(raw):
     text = render_markdown(parse(Path("/runs/abl"), raw))
     assert text.startswith("### kiln ablation: 4 studies") and "29\\_Softmax" in text and "94.9 min" in text
-    no_rules = "| **no rules** | crossfit | 1.52x [1.29, 1.79] | 1.18x [1.01, 1.38] | 3.1 [2.4, 4.0] | 1.12x [0.97, 1.30] |"
+    no_rules = "| no rules | crossfit | 1.52x [1.29, 1.79] | 1.18x [1.01, 1.38] | 3.1 [2.4, 4.0] | 1.12x [0.97, 1.30] |"
     assert no_rules in text
     assert "| _memory / empty store_ |  | **1.23x [1.07, 1.42]** | **1.20x [1.02, 1.41]** | 0.71x |  |" in text
-    assert "| **passive** | empty | 148.8K [139.0K, 159.3K] | 14.9K [14.2K, 15.7K] |" in text
+    assert "| passive | empty | 148.8K [139.0K, 159.3K] | 14.9K [14.2K, 15.7K] |" in text
     assert "The second pass needed 1.4 \\[1.0, 1.9\\] evaluations" in text and "<svg" not in text
 
 
