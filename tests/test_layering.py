@@ -29,9 +29,9 @@ RANK = {
     "context": 6,
     "agents": 7,
     "orchestrator": 8,
-    "testing": 8.5,  # fakes over the layers below; production imports them only from bench (a scripted client)
     "examples": 9, "bench": 9, "report": 9,
     "cli": 10, "__main__": 11,
+    "testing": 12,  # fakes over every layer: tests import them, no product module does
 }
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from kernelkiln.task import knobs as K
 
 if TYPE_CHECKING:
-    from kernelkiln.testing.llm import ScriptedClient
+    from kernelkiln.llm.scripted import ScriptedClient
 
 Metric = Literal["speedup", "tokens", "reuse"]
 MemoryMode = Literal["empty", "crossfit", "readonly", "reuse"]
@@ -114,7 +114,7 @@ def scripted_player(seed_code: str, turns: int, salt: int = 0,
     the same code; each reply records an adoption decision for every experience id in the prompt,
     as a ``submit_candidate`` call or, with ``protocol="text"``, in the text reply protocol.
     """
-    from kernelkiln.testing.llm import ScriptedClient  # only the context study loads the test double
+    from kernelkiln.llm.scripted import ScriptedClient  # only the context study needs it
 
     knobs = [k for k in K.read_knobs(seed_code) if len(k.options) > 1] if seed_code else []
 

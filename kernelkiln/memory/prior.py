@@ -111,10 +111,6 @@ def _outcomes(outcomes: list[Outcome]) -> list[tuple[K.Settings, bool | None, fl
             for o in outcomes if o.case.knobs]
 
 
-def _record(outcomes: list[Outcome]) -> dict[K.Value, tuple[int, bool]]:
-    return K.value_record(_outcomes(outcomes))
-
-
 def _best(outcomes: list[Outcome]) -> Outcome | None:
     keeps = [o for o in outcomes if o.verdict == "KEEP" and o.speedup and o.case.knobs]
     return max(keeps, key=lambda o: o.speedup, default=None)
@@ -151,7 +147,7 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
     # tried it (loss_evidence evaluations or more in all), on trap_tasks of them at least.
     pooled: dict[K.Value, tuple[int, int, bool]] = {}
     for _, s in chosen:
-        for value, (held, won) in _record(under(s)).items():
+        for value, (held, won) in K.value_record(_outcomes(under(s))).items():
             total, tasks, any_won = pooled.get(value, (0, 0, False))
             pooled[value] = (total + held, tasks + 1, any_won or won)
     traps = frozenset(v for v, (total, tasks, won) in pooled.items()

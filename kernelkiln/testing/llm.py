@@ -1,4 +1,5 @@
-"""Network-free LLM doubles: a scripted ChatClient, and a loopback HTTP server that speaks enough of the
+"""Network-free LLM doubles: the scripted ChatClient (``kernelkiln.llm.scripted``, which the context
+study uses too), and a loopback HTTP server that speaks enough of the
 OpenAI chat-completions and Anthropic messages APIs for the official SDKs to run against it.
 
 Both play a script of replies, one per call. A reply is a ``Completion``; a ``str`` (plain text); a dict
@@ -23,25 +24,19 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from kernelkiln.llm.client import LLMError, ToolsRejected
-from kernelkiln.llm.config import LLMConfig
 from kernelkiln.llm.messages import (
     Completion,
     Message,
     ToolCall,
     ToolSpec,
-    estimate_completion_tokens,
-    estimate_prompt_tokens,
     parse_arguments,
 )
-from kernelkiln.llm.retry import status_failure
-
-Reply = Completion | str | dict[str, Any] | Callable[[list[Message], list[ToolSpec]], "Reply"]
+from kernelkiln.llm.scripted import Reply, ScriptedClient, ScriptExhausted, to_completion  # noqa: F401 - the tests' names
 
 
 class RecordedSleep:
@@ -61,38 +56,6 @@ class MaxJitter(random.Random):
         return b
 
 
-class ScriptExhausted(AssertionError):
-    """A double was called more often than its script has replies."""
-
-
-def to_completion(
-    reply: Reply, messages: Sequence[Message], tools: Sequence[ToolSpec], *, model: str, ids: Iterator[int]
-) -> Completion:
-    """A script entry as the Completion it stands for (``ids`` numbers tool calls that have no id)."""
-    while callable(reply):
-        reply = reply(list(messages), list(tools))
-    if isinstance(reply, Completion):
-        return reply
-    spec = {"text": reply} if isinstance(reply, str) else dict(reply)
-    calls = tuple(
-        ToolCall(id=c.get("id") or f"call_{next(ids)}", name=c["name"], arguments=parse_arguments(c.get("arguments")))
-        for c in spec.get("tool_calls", ())
-    )
-    text = spec.get("text", "")
-    reasoning = spec.get("reasoning", "")
-    prompt = spec.get("prompt_tokens")
-    completion = spec.get("completion_tokens")
-    return Completion(
-        text=text,
-        reasoning=reasoning,
-        tool_calls=calls,
-        prompt_tokens=estimate_prompt_tokens(messages, tools) if prompt is None else prompt,
-        completion_tokens=estimate_completion_tokens(text, calls, reasoning) if completion is None else completion,
-        model=spec.get("model", model),
-        finish_reason=spec.get("finish_reason", "tool_calls" if calls else "stop"),
-    )
-
-
 TOOLS_REJECTED = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
 
 
@@ -102,46 +65,6 @@ def text_reply(code: str, summary: str = "text protocol candidate", adopted: Seq
     adoptions = {"adopted": list(adopted), "not_adopted": [{"id": i, "why": "does not apply"} for i in not_adopted]}
     return (f"{prose}\n\n```python\n{code.strip()}\n```\n\nSummary: {summary}\n\n"
             f"```json\n{json.dumps(adoptions)}\n```\n")
-
-
-class ScriptedClient:
-    """A ``ChatClient`` that plays ``script`` and records every call in ``.calls`` as (messages, tools)."""
-
-    def __init__(self, script: Iterable[Reply], *, config: LLMConfig | None = None) -> None:
-        self.script = list(script)
-        self.config = config
-        self.calls: list[tuple[list[Message], list[ToolSpec]]] = []
-        self._ids = itertools.count(1)
-
-    @property
-    def remaining(self) -> int:
-        return len(self.script) - len(self.calls)
-
-    def complete(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
-    ) -> Completion:
-        """The next scripted reply; ScriptExhausted once the script has run out."""
-        if not self.remaining:
-            last = messages[-1].content[:200] if messages else ""
-            raise ScriptExhausted(
-                f"ScriptedClient got call {len(self.calls) + 1} but its script has {len(self.script)} replies; "
-                f"the prompt ended with: {last!r}"
-            )
-        reply = self.script[len(self.calls)]
-        self.calls.append((list(messages), list(tools)))
-        if (
-            isinstance(reply, dict) and "status" in reply
-        ):  # the endpoint failing for good, as the real clients report it
-            failure = status_failure(int(reply["status"]), detail=reply.get("message", ""))
-            if tools and failure.rejects_tools():
-                raise ToolsRejected(f"llm endpoint scripted rejected tool calls: {failure.what}", failure.what)
-            raise LLMError(f"llm endpoint scripted failed: {failure.what}")
-        model = self.config.model if self.config else "scripted"
-        completion = to_completion(reply, messages, tools, model=model, ids=self._ids)
-        if self.config and not completion.cost_usd:
-            cost = self.config.cost_usd(completion.prompt_tokens, completion.completion_tokens)
-            completion = completion.model_copy(update={"cost_usd": cost})
-        return completion
 
 
 @dataclass(frozen=True)
