@@ -44,15 +44,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.memory.callbacks import MemoryCallbacks  # noqa: E402
-from kernelkiln.memory.memory import Memory  # noqa: E402
-from kernelkiln.orchestrator.config import OptimizeConfig  # noqa: E402
-from kernelkiln.orchestrator.observer import Observer  # noqa: E402
-from kernelkiln.orchestrator.run import Optimizer, TaskSpec, order_tasks  # noqa: E402
-from kernelkiln.policy.lens import eligible_lenses  # noqa: E402
-from kernelkiln.store import open_store  # noqa: E402
-from kernelkiln.task import load_suite, load_task  # noqa: E402
-from kernelkiln.testing.simulated_pool import SimulatedPool  # noqa: E402
+from kernelkiln.memory.callbacks import MemoryCallbacks
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.orchestrator.run import Optimizer, TaskSpec, order_tasks
+from kernelkiln.policy.lens import eligible_lenses
+from kernelkiln.store import open_store
+from kernelkiln.task import load_suite, load_task
+from kernelkiln.testing.simulated_pool import SimulatedPool
 
 AGENTS = 8
 
@@ -128,12 +128,14 @@ def _pool(backend: str, devices: int, duration: float):
     ray.init(num_cpus=devices, include_dashboard=False, log_to_driver=False, configure_logging=False)
     config = OptimizeConfig(cluster=ClusterConfig(address="ray", cpus_per_device=1))
     pool = RayPool(config, "sqlite:///unused", actor_class=simulated_actor(duration))
-    return pool, lambda: [span for logs in ray.get([d.handle.evaluations.remote() for d in pool.queue.devices])
-                          for span in logs]
+    return pool, lambda: [
+        span for logs in ray.get([d.handle.evaluations.remote() for d in pool.queue.devices]) for span in logs
+    ]
 
 
-def measure(backend: str, devices: int, duration: float, budget: int, tasks: list[Path], store_url: str,
-            out: Path) -> dict:
+def measure(
+    backend: str, devices: int, duration: float, budget: int, tasks: list[Path], store_url: str, out: Path
+) -> dict:
     pool, spans_of = _pool(backend, devices, duration)
     recorded = _Recorded(pool)
     memory = Memory(open_store(store_url))
@@ -141,8 +143,7 @@ def measure(backend: str, devices: int, duration: float, budget: int, tasks: lis
     config = OptimizeConfig(agents=AGENTS, budget=budget, confirm_time_budget_s=1.0)
     starts = _Starts()
     try:
-        result = Optimizer(memory, out, starts, pool=recorded).start([TaskSpec(str(p), {}) for p in tasks], config,
-                                                                    out)
+        result = Optimizer(memory, out, starts, pool=recorded).start([TaskSpec(str(p), {}) for p in tasks], config, out)
         spans, waited = spans_of(), pool.queue.stats().waited_s
     finally:
         memory.store.close()
@@ -160,14 +161,20 @@ def measure(backend: str, devices: int, duration: float, budget: int, tasks: lis
         returned[evaluator] = back
     round_trip = statistics.fmean(back - called for _, called, back in calls)
     return {
-        "backend": backend, "devices": devices, "tasks": len(tasks), "tasks_at_once": pool.tasks_at_once(AGENTS),
-        "evaluations": len(calls), "attempts_stored": sum(t["attempts"] for t in result["tasks"].values()),
-        "wall_s": wall, "evaluations_per_minute": len(calls) / wall * 60,
+        "backend": backend,
+        "devices": devices,
+        "tasks": len(tasks),
+        "tasks_at_once": pool.tasks_at_once(AGENTS),
+        "evaluations": len(calls),
+        "attempts_stored": sum(t["attempts"] for t in result["tasks"].values()),
+        "wall_s": wall,
+        "evaluations_per_minute": len(calls) / wall * 60,
         "scheduler_overhead_ms": (round_trip - busy / len(spans) - waited / len(calls)) * 1e3,
         "queue_wait_ms_mean": waited / len(calls) * 1e3,
         "agent_turn_ms_mean": statistics.fmean(turns) * 1e3 if turns else None,
         "agent_turn_ms_p95": _p95(turns) * 1e3 if turns else None,
-        "store_write_ms_p95": _p95(writes) * 1e3, "store_write_ms_median": statistics.median(writes) * 1e3,
+        "store_write_ms_p95": _p95(writes) * 1e3,
+        "store_write_ms_median": statistics.median(writes) * 1e3,
         "idle_share": 1 - busy / (devices * wall),
         "idle_share_until_last_task": 1 - steady / (devices * (drain - first)) if drain > first else None,
     }
@@ -188,19 +195,32 @@ def _copies(tasks: list, count: int, folder: Path) -> list[Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", default="1,4,16,64", help="Simulated device counts (comma-separated).")
-    parser.add_argument("--duration", type=float, default=8.0, help="Seconds each evaluation holds its device "
-                                                                     "(default: the search's timing budget).")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=8.0,
+        help="Seconds each evaluation holds its device (default: the search's timing budget).",
+    )
     parser.add_argument("--budget", type=int, default=32, help="Evaluations per task.")
     parser.add_argument("--suite", default="kb-cpu", help="The suite whose tasks (easiest first) are run.")
     parser.add_argument("--store-url", help="One store for every size (default: a fresh SQLite file per size).")
-    parser.add_argument("--backend", choices=("ray", "threads"), default="ray",
-                        help="ray: the real RayPool over a local Ray instance, one simulated actor per device "
-                             "(needs kernelkiln[ray]); threads: simulated devices in this process (no Ray).")
+    parser.add_argument(
+        "--backend",
+        choices=("ray", "threads"),
+        default="ray",
+        help="ray: the real RayPool over a local Ray instance, one simulated actor per device "
+        "(needs kernelkiln[ray]); threads: simulated devices in this process (no Ray).",
+    )
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     args = parser.parse_args()
     sizes = [int(n) for n in args.devices.split(",")]
-    tasks = order_tasks([t for t in (load_task(p) for p in load_suite(args.suite).task_paths())
-                         if len(eligible_lenses(t.op_family)) >= AGENTS])
+    tasks = order_tasks(
+        [
+            t
+            for t in (load_task(p) for p in load_suite(args.suite).task_paths())
+            if len(eligible_lenses(t.op_family)) >= AGENTS
+        ]
+    )
     if not tasks:
         parser.error(f"suite {args.suite} has no task that {AGENTS} agents (lenses) suit")
     rows = []
@@ -209,21 +229,29 @@ def main() -> None:
             count = 1 if devices < AGENTS else 2 * math.ceil(devices / AGENTS)  # two rounds of tasks at once
             paths = _copies(tasks, count, Path(tmp) / f"tasks-{devices}")
             url = args.store_url or f"sqlite:///{Path(tmp) / f'd{devices}.db'}"
-            print(f"{devices} device(s): {count} task(s) x {args.budget} evaluations of {args.duration:g} s",
-                  file=sys.stderr, flush=True)
-            rows.append(measure(args.backend, devices, args.duration, args.budget, paths, url,
-                                Path(tmp) / f"d{devices}"))
+            print(
+                f"{devices} device(s): {count} task(s) x {args.budget} evaluations of {args.duration:g} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            rows.append(
+                measure(args.backend, devices, args.duration, args.budget, paths, url, Path(tmp) / f"d{devices}")
+            )
     figures = {"duration_s": args.duration, "budget": args.budget, "agents_per_task": AGENTS, "sizes": rows}
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"{'devices':>7} {'tasks':>5} {'evals':>5} {'evals/min':>9} {'sched ms':>8} {'wait ms':>8} "
-          f"{'turn ms (p95)':>14} {'store p95 ms':>12} {'idle':>6} {'idle until last task':>21}")
+    print(
+        f"{'devices':>7} {'tasks':>5} {'evals':>5} {'evals/min':>9} {'sched ms':>8} {'wait ms':>8} "
+        f"{'turn ms (p95)':>14} {'store p95 ms':>12} {'idle':>6} {'idle until last task':>21}"
+    )
     for r in rows:
-        print(f"{r['devices']:>7} {r['tasks']:>5} {r['evaluations']:>5} {r['evaluations_per_minute']:>9.1f} "
-              f"{r['scheduler_overhead_ms']:>8.1f} {r['queue_wait_ms_mean']:>8.1f} "
-              f"{r['agent_turn_ms_mean'] or 0:>6.0f} ({r['agent_turn_ms_p95'] or 0:>5.0f}) "
-              f"{r['store_write_ms_p95']:>12.1f} {r['idle_share']:>6.1%} {r['idle_share_until_last_task'] or 0:>21.1%}")
+        print(
+            f"{r['devices']:>7} {r['tasks']:>5} {r['evaluations']:>5} {r['evaluations_per_minute']:>9.1f} "
+            f"{r['scheduler_overhead_ms']:>8.1f} {r['queue_wait_ms_mean']:>8.1f} "
+            f"{r['agent_turn_ms_mean'] or 0:>6.0f} ({r['agent_turn_ms_p95'] or 0:>5.0f}) "
+            f"{r['store_write_ms_p95']:>12.1f} {r['idle_share']:>6.1%} {r['idle_share_until_last_task'] or 0:>21.1%}"
+        )
 
 
 if __name__ == "__main__":

@@ -33,11 +33,22 @@ GENERATION = 1024
 def run(mode: str, turns: int, window: int, tmp: Path, protocol: str = "tools") -> list[int]:
     client = scripted_player(SEED, turns, protocol=protocol)
     memory = Memory(open_store(f"sqlite:///{tmp / (mode + '.db')}"))
-    config = OptimizeConfig(policy="llm", budget=turns + 1, guard=fast_config(), context={"mode": mode},
-                            llm={"model": "scripted", "base_url": "http://127.0.0.1:9/v1", "context_window": window,
-                                 "max_output_tokens": GENERATION, "reply_protocol": protocol})
-    result = Optimizer(memory, tmp, client=client).start([TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config,
-                                                         tmp / mode)
+    config = OptimizeConfig(
+        policy="llm",
+        budget=turns + 1,
+        guard=fast_config(),
+        context={"mode": mode},
+        llm={
+            "model": "scripted",
+            "base_url": "http://127.0.0.1:9/v1",
+            "context_window": window,
+            "max_output_tokens": GENERATION,
+            "reply_protocol": protocol,
+        },
+    )
+    result = Optimizer(memory, tmp, client=client).start(
+        [TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config, tmp / mode
+    )
     with memory.store.read() as conn:
         attempts = memory.store.attempts.for_run(conn, result["run_id"])
     return [call[0] for a in attempts for call in a.case.calls]
@@ -54,12 +65,20 @@ def main() -> None:
         active = run("active", args.turns, args.window, Path(tmp), args.protocol)
         passive = run("passive", args.turns, args.window, Path(tmp), args.protocol)
     limit = args.window - GENERATION
-    out = {"turns": args.turns, "window": args.window, "protocol": args.protocol, "prompt_limit": limit,
-           "active_per_call": active, "passive_per_call": passive,
-           "active_max": max(active), "passive_max": max(passive),
-           "active_total": sum(active), "passive_total": sum(passive),
-           "active_within_limit": max(active) <= limit,
-           "reduction": 1 - sum(active) / sum(passive)}
+    out = {
+        "turns": args.turns,
+        "window": args.window,
+        "protocol": args.protocol,
+        "prompt_limit": limit,
+        "active_per_call": active,
+        "passive_per_call": passive,
+        "active_max": max(active),
+        "passive_max": max(passive),
+        "active_total": sum(active),
+        "passive_total": sum(passive),
+        "active_within_limit": max(active) <= limit,
+        "reduction": 1 - sum(active) / sum(passive),
+    }
     if args.json:
         print(json.dumps(out, indent=2))
         return

@@ -23,16 +23,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.memory.prior import contest  # noqa: E402
-from kernelkiln.store import open_store  # noqa: E402
-from kernelkiln.task import knobs as K  # noqa: E402
+from kernelkiln.memory.prior import contest
+from kernelkiln.store import open_store
+from kernelkiln.task import knobs as K
 
 
 def analyse(attempts: list, space: list[dict]) -> dict:
     figures = [a.speedup if a.correct and a.speedup else None for a in attempts]
     best = max((f for a, f in zip(attempts, figures, strict=True) if a.verdict == "KEEP" and f), default=0.0)
-    reached = next((i + 1 for i, (a, f) in enumerate(zip(attempts, figures, strict=True))
-                    if a.verdict == "KEEP" and f and f >= 0.95 * best), None)
+    reached = next(
+        (
+            i + 1
+            for i, (a, f) in enumerate(zip(attempts, figures, strict=True))
+            if a.verdict == "KEEP" and f and f >= 0.95 * best
+        ),
+        None,
+    )
     counts = {"literal": 0, "kernelkiln": 0}
     for i, attempt in enumerate(attempts):
         earlier = attempts[:i]
@@ -42,8 +48,13 @@ def analyse(attempts: list, space: list[dict]) -> dict:
             free = [s for s in space if K.key(s) not in tried and not (K.values_of(s) & aside)]
             if free and attempt.case.knobs and K.values_of(attempt.case.knobs) & aside:
                 counts[rule] += 1
-    return {"best": best, "evaluations_to_95": reached, "reverts": sum(a.verdict == "REVERT" for a in attempts),
-            "re_proposals": counts, "evaluations": len(attempts)}
+    return {
+        "best": best,
+        "evaluations_to_95": reached,
+        "reverts": sum(a.verdict == "REVERT" for a in attempts),
+        "re_proposals": counts,
+        "evaluations": len(attempts),
+    }
 
 
 def _aside(earlier: list, rule: str) -> frozenset:
@@ -69,9 +80,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.repeat):
             store = f"sqlite:///{tmp}/demo-{k}.db"
-            done = subprocess.run([args.python, "-m", "kernelkiln", "optimize", "row_softmax", "--budget",
-                                   str(args.budget), "--store", store, "--out", f"{tmp}/out-{k}", "--json",
-                                   "--set-config", f"seed={k}"], capture_output=True, text=True, check=False)
+            done = subprocess.run(
+                [
+                    args.python,
+                    "-m",
+                    "kernelkiln",
+                    "optimize",
+                    "row_softmax",
+                    "--budget",
+                    str(args.budget),
+                    "--store",
+                    store,
+                    "--out",
+                    f"{tmp}/out-{k}",
+                    "--json",
+                    "--set-config",
+                    f"seed={k}",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if done.returncode != 0:
                 raise SystemExit(f"kiln failed: {done.stderr.strip().splitlines()[-1]}")
             run_id = json.loads(done.stdout)["run_id"]
@@ -79,17 +108,26 @@ def main() -> None:
             with opened.read() as conn:
                 attempts = opened.attempts.for_run(conn, run_id)
             knobs = K.read_knobs(attempts[0].code)
-            space = [dict(zip([kn.name for kn in knobs], c, strict=True))
-                     for c in itertools.product(*(kn.options for kn in knobs))]
+            space = [
+                dict(zip([kn.name for kn in knobs], c, strict=True))
+                for c in itertools.product(*(kn.options for kn in knobs))
+            ]
             runs.append(analyse(attempts, space))
             print(f"run {k + 1}: {runs[-1]}", file=sys.stderr)
-    out = {"python": args.python, "budget": args.budget, "runs": runs,
-           "median_evaluations_to_95": statistics.median(r["evaluations_to_95"] or args.budget + 1 for r in runs),
-           "re_proposals_literal": sum(r["re_proposals"]["literal"] for r in runs),
-           "re_proposals_kernelkiln": sum(r["re_proposals"]["kernelkiln"] for r in runs)}
-    print(json.dumps(out, indent=2) if args.json else
-          f"median evaluations to 95% of the run's best: {out['median_evaluations_to_95']}; re-proposals after three "
-          f"losses: {out['re_proposals_literal']} (literal rule), {out['re_proposals_kernelkiln']} (kernelkiln's)")
+    out = {
+        "python": args.python,
+        "budget": args.budget,
+        "runs": runs,
+        "median_evaluations_to_95": statistics.median(r["evaluations_to_95"] or args.budget + 1 for r in runs),
+        "re_proposals_literal": sum(r["re_proposals"]["literal"] for r in runs),
+        "re_proposals_kernelkiln": sum(r["re_proposals"]["kernelkiln"] for r in runs),
+    }
+    print(
+        json.dumps(out, indent=2)
+        if args.json
+        else f"median evaluations to 95% of the run's best: {out['median_evaluations_to_95']}; re-proposals after three "
+        f"losses: {out['re_proposals_literal']} (literal rule), {out['re_proposals_kernelkiln']} (kernelkiln's)"
+    )
 
 
 if __name__ == "__main__":

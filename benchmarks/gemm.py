@@ -23,15 +23,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from kernelkiln.lowering import generate  # noqa: E402
-from kernelkiln.lowering.gemm import gemm_vocabulary  # noqa: E402
-from kernelkiln.platforms.host import cpu_flags, default_threads  # noqa: E402
-from kernelkiln.testing.lowering import run_candidate, write_task  # noqa: E402
+from kernelkiln.lowering import generate
+from kernelkiln.lowering.gemm import gemm_vocabulary
+from kernelkiln.platforms.host import cpu_flags, default_threads
+from kernelkiln.testing.lowering import run_candidate, write_task
 
-SHAPES = [("square 256", 256, 256, 256), ("square 512", 512, 512, 512), ("square 1024", 1024, 1024, 1024),
-          ("rectangular 1536x768 @ 768x512", 1536, 768, 512), ("skinny 4096x1024 @ 1024x32", 4096, 1024, 32)]
+SHAPES = [
+    ("square 256", 256, 256, 256),
+    ("square 512", 512, 512, 512),
+    ("square 1024", 1024, 1024, 1024),
+    ("rectangular 1536x768 @ 768x512", 1536, 768, 512),
+    ("skinny 4096x1024 @ 1024x32", 4096, 1024, 32),
+]
 
 
 def _timed(fn, calls: int) -> float:
@@ -42,8 +47,14 @@ def _timed(fn, calls: int) -> float:
 
 
 def measure(m: int, k: int, n: int, threads: int, rounds: int, directory: Path) -> dict:
-    task = write_task(directory, f"mm_{m}_{k}_{n}", "torch.matmul(A, B)", {"M": m, "K": k, "N": n},
-                      "[torch.randn(M, K), torch.randn(K, N)]", signature="A, B")
+    task = write_task(
+        directory,
+        f"mm_{m}_{k}_{n}",
+        "torch.matmul(A, B)",
+        {"M": m, "K": k, "N": n},
+        "[torch.randn(M, K), torch.randn(K, N)]",
+        signature="A, B",
+    )
     generated = generate(task, threads=threads)
     model = run_candidate(generated.source)["ModelNew"]()
     a, b = torch.randn(m, k), torch.randn(k, n)
@@ -60,11 +71,19 @@ def measure(m: int, k: int, n: int, threads: int, rounds: int, directory: Path) 
             t_kiln.append(tk)
             ratios.append(tt / tk)
     q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-    return {"m": m, "k": k, "n": n, "threads": threads, "kinds": list(generated.kinds),
-            "ratio": round(statistics.median(ratios), 3), "iqr": [round(q[0], 3), round(q[2], 3)],
-            "torch_ms": round(statistics.median(t_torch) * 1e3, 3),
-            "kiln_ms": round(statistics.median(t_kiln) * 1e3, 3),
-            "gflops_kiln": round(2 * m * n * k / statistics.median(t_kiln) / 1e9, 1), "rel_error": error}
+    return {
+        "m": m,
+        "k": k,
+        "n": n,
+        "threads": threads,
+        "kinds": list(generated.kinds),
+        "ratio": round(statistics.median(ratios), 3),
+        "iqr": [round(q[0], 3), round(q[2], 3)],
+        "torch_ms": round(statistics.median(t_torch) * 1e3, 3),
+        "kiln_ms": round(statistics.median(t_kiln) * 1e3, 3),
+        "gflops_kiln": round(2 * m * n * k / statistics.median(t_kiln) / 1e9, 1),
+        "rel_error": error,
+    }
 
 
 def main() -> None:
@@ -82,12 +101,21 @@ def main() -> None:
             for label, m, k, n in SHAPES:
                 row = {"shape": label, **measure(m, k, n, threads, args.rounds, Path(tmp))}
                 rows.append(row)
-                print(f"{label:34s} threads {threads}: {row['ratio']:.2f}x torch (IQR {row['iqr'][0]:.2f}-"
-                      f"{row['iqr'][1]:.2f}; {row['kiln_ms']:.2f} ms vs {row['torch_ms']:.2f} ms, "
-                      f"{row['gflops_kiln']} GFLOP/s, rel. error {row['rel_error']:.1e})", file=sys.stderr)
-    out = {"cpu_features": simd, "micro_kernel": {k: defaults[k] for k in ("MR", "NR")}, "blocking":
-           {k: defaults[k] for k in ("MC", "KC", "NC")}, "thread_counts": counts, "rounds": args.rounds,
-           "torch": torch.__version__, "results": rows}
+                print(
+                    f"{label:34s} threads {threads}: {row['ratio']:.2f}x torch (IQR {row['iqr'][0]:.2f}-"
+                    f"{row['iqr'][1]:.2f}; {row['kiln_ms']:.2f} ms vs {row['torch_ms']:.2f} ms, "
+                    f"{row['gflops_kiln']} GFLOP/s, rel. error {row['rel_error']:.1e})",
+                    file=sys.stderr,
+                )
+    out = {
+        "cpu_features": simd,
+        "micro_kernel": {k: defaults[k] for k in ("MR", "NR")},
+        "blocking": {k: defaults[k] for k in ("MC", "KC", "NC")},
+        "thread_counts": counts,
+        "rounds": args.rounds,
+        "torch": torch.__version__,
+        "results": rows,
+    }
     if args.json:
         print(json.dumps(out, indent=2))
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.guard import GuardConfig, GuardSession  # noqa: E402
-from kernelkiln.task import load_task  # noqa: E402
-from kernelkiln.testing.candidates import CANDIDATES  # noqa: E402
-from kernelkiln.testing.tasks import TASKS  # noqa: E402
+from kernelkiln.guard import GuardConfig, GuardSession
+from kernelkiln.task import load_task
+from kernelkiln.testing.candidates import CANDIDATES
+from kernelkiln.testing.tasks import TASKS
 
 
 def main() -> None:

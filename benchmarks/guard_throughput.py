@@ -27,17 +27,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.guard import GuardConfig, GuardSession  # noqa: E402
-from kernelkiln.task import load_task  # noqa: E402
-from kernelkiln.testing.candidates import CANDIDATES  # noqa: E402
-from kernelkiln.testing.tasks import TASKS  # noqa: E402
+from kernelkiln.guard import GuardConfig, GuardSession
+from kernelkiln.task import load_task
+from kernelkiln.testing.candidates import CANDIDATES
+from kernelkiln.testing.tasks import TASKS
 
 
 def variants(source: str, count: int) -> list[str]:
     """Copies of a candidate whose native sources differ (a comment), so each one compiles."""
     marker = 'SOURCE = r"""'
     if marker not in source:
-        raise SystemExit("the candidate must keep its native source in SOURCE = r\"\"\"...\"\"\"")
+        raise SystemExit('the candidate must keep its native source in SOURCE = r"""..."""')
     return [source.replace(marker, f"{marker}\n/* variant {i} {time.time_ns()} */", 1) for i in range(count)]
 
 
@@ -61,8 +61,10 @@ def main() -> None:
             startup = time.perf_counter() - start
             times: dict[str, list[float]] = {"cold": [], "warm": [], "untimed_cold": [], "untimed_warm": []}
             verdicts = []
-            for timed, prefix, batch in ((True, "", sources), (False, "untimed_", variants(args.candidate.read_text(),
-                                                                                          args.candidates))):
+            for timed, prefix, batch in (
+                (True, "", sources),
+                (False, "untimed_", variants(args.candidate.read_text(), args.candidates)),
+            ):
                 for phase in ("cold", "warm"):
                     for source in batch:
                         t0 = time.perf_counter()
@@ -88,8 +90,10 @@ def main() -> None:
         print(f"guard throughput on {task.name} ({len(task.workloads)} workloads, {args.candidates} candidates):")
         print(f"  cold build cache: {result['per_candidate_s_cold']:.3f} s per candidate (median)")
         print(f"  warm build cache: {result['per_candidate_s_warm']:.3f} s per candidate (median)")
-        print(f"  untimed (gate, build, checks): {result['untimed_s_cold']:.3f} s cold, "
-              f"{result['untimed_s_warm']:.3f} s warm")
+        print(
+            f"  untimed (gate, build, checks): {result['untimed_s_cold']:.3f} s cold, "
+            f"{result['untimed_s_warm']:.3f} s warm"
+        )
         print(f"  one-time start-up: {result['startup_s']:.2f} s; verdicts seen: {', '.join(result['verdicts'])}")
 
 

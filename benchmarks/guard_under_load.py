@@ -35,11 +35,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.guard import GuardConfig, GuardSession  # noqa: E402
-from kernelkiln.guard.timing import Series  # noqa: E402
+from kernelkiln.guard import GuardConfig, GuardSession
+from kernelkiln.guard.timing import Series
 from kernelkiln.task import (
-    knobs,  # noqa: E402
-    load_task,  # noqa: E402
+    knobs,
+    load_task,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "kernelkiln" / "examples"
@@ -50,8 +50,10 @@ HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() <
 @contextlib.contextmanager
 def cpu_hog(seconds: float) -> Iterator[None]:
     """One busy process per core, each ending by itself after ``seconds`` at the latest."""
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG.format(seconds=seconds)], stdin=subprocess.DEVNULL)
-            for _ in range(os.cpu_count() or 1)]
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", HOG.format(seconds=seconds)], stdin=subprocess.DEVNULL)
+        for _ in range(os.cpu_count() or 1)
+    ]
     try:
         yield
     finally:
@@ -62,7 +64,7 @@ def cpu_hog(seconds: float) -> Iterator[None]:
 
 def _trimmed(logs: list[float], share: float = 0.2) -> float:
     cut = int(len(logs) * share)
-    kept = sorted(logs)[cut:len(logs) - cut] or logs
+    kept = sorted(logs)[cut : len(logs) - cut] or logs
     return math.exp(statistics.mean(kept))
 
 
@@ -97,8 +99,9 @@ def _cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.mean(values)
 
 
-def _speedups(guard: GuardSession, recorder: Recorder, source: str, trials: int, incumbent: str | None = None,
-              progress: str = "") -> tuple[list, list[list[Series]]]:
+def _speedups(
+    guard: GuardSession, recorder: Recorder, source: str, trials: int, incumbent: str | None = None, progress: str = ""
+) -> tuple[list, list[list[Series]]]:
     verdicts, rounds = [], []
     for k in range(trials):
         verdicts.append(guard.evaluate(source, incumbent=incumbent))
@@ -143,9 +146,12 @@ def main() -> None:
     for how in ESTIMATORS:
         q, ld = _estimate(quiet_rounds, "ref", how), _estimate(loaded_rounds, "ref", how)
         same = _estimate(identical_rounds, "inc", how)
-        estimators[how] = {"quiet_cv": round(_cv(q), 4), "loaded_cv": round(_cv(ld), 4),
-                           "loaded_over_quiet": round(statistics.median(ld) / statistics.median(q), 4),
-                           "identical_max_deviation": round(max(abs(math.log(x)) for x in same), 4)}
+        estimators[how] = {
+            "quiet_cv": round(_cv(q), 4),
+            "loaded_cv": round(_cv(ld), 4),
+            "loaded_over_quiet": round(statistics.median(ld) / statistics.median(q), 4),
+            "identical_max_deviation": round(max(abs(math.log(x)) for x in same), 4),
+        }
     result = {
         "quiet": summary(quiet),
         "loaded": summary(loaded),
@@ -156,8 +162,10 @@ def main() -> None:
         "trials": n,
         "identical_verdicts": dict(counts),
         "long_reduction_reasons": sorted({v.reason for v in long_sum if v.verdict == "REJECT"}),
-        "dropped_rounds": {"quiet": sum(w.dropped for v in quiet for w in v.workloads),
-                           "loaded": sum(w.dropped for v in loaded for w in v.workloads)},
+        "dropped_rounds": {
+            "quiet": sum(w.dropped for v in quiet for w in v.workloads),
+            "loaded": sum(w.dropped for v in loaded for w in v.workloads),
+        },
         "placement": placement,
         "estimators": estimators,
         "task": task.name,
@@ -171,8 +179,10 @@ def main() -> None:
     print(f"  loaded / quiet {result['loaded_over_quiet']:.3f}; identical incumbent under load: {dict(counts)}")
     print(f"  honest 65536-column float32 row sum: {result['long_reduction_reject']} of {n} REJECT")
     for how, e in estimators.items():
-        print(f"  estimator {how:17s} CV quiet {e['quiet_cv']:.1%} loaded {e['loaded_cv']:.1%}, "
-              f"loaded/quiet {e['loaded_over_quiet']:.3f}, identical max |log| {e['identical_max_deviation']:.3f}")
+        print(
+            f"  estimator {how:17s} CV quiet {e['quiet_cv']:.1%} loaded {e['loaded_cv']:.1%}, "
+            f"loaded/quiet {e['loaded_over_quiet']:.3f}, identical max |log| {e['identical_max_deviation']:.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -40,7 +40,9 @@ def _populate(url: str, size: int) -> None:
         for t in range(TASKS):
             parent = None
             for i in range(ATTEMPTS_PER_TASK):
-                node = attempt(f"task{t}", verdict="REJECT" if i % 5 == 4 else "KEEP", speedup=1.0 + i / 10, parent=parent)
+                node = attempt(
+                    f"task{t}", verdict="REJECT" if i % 5 == 4 else "KEEP", speedup=1.0 + i / 10, parent=parent
+                )
                 store.attempts.add(conn, node)
                 sources.append(node.id)
                 parent = node if i % 3 else None

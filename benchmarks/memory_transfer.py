@@ -31,8 +31,9 @@ EXAMPLES = bundled_suites()["examples"].path
 def optimize(db: Path, task: str, budget: int, out: Path) -> list:
     """The run's attempts, oldest first."""
     memory = Memory(open_store(f"sqlite:///{db}"))
-    result = Optimizer(memory, out).start([TaskSpec(str(EXAMPLES / f"{task}.py"), {})],
-                                          OptimizeConfig(budget=budget), out / task)
+    result = Optimizer(memory, out).start(
+        [TaskSpec(str(EXAMPLES / f"{task}.py"), {})], OptimizeConfig(budget=budget), out / task
+    )
     with memory.store.read() as conn:
         return memory.store.attempts.for_run(conn, result["run_id"])
 
@@ -69,19 +70,34 @@ def main() -> None:
             shutil.copy(a_db, warm_db)
             warm = best_curve(optimize(warm_db, "log_softmax", args.budget_b, root))
             target = 0.95 * max(fresh[-1], warm[-1])
-            trials.append({"fresh": evaluations_to(fresh, target), "with_memory": evaluations_to(warm, target),
-                           "fresh_best": fresh[-1], "with_memory_best": warm[-1], "target": target,
-                           "fresh_curve": fresh, "with_memory_curve": warm})
-    out = {"task_a": "row_softmax", "task_b": "log_softmax", "budget_b": args.budget_b, "trials": trials,
-           "median_fresh": statistics.median(t["fresh"] for t in trials),
-           "median_with_memory": statistics.median(t["with_memory"] for t in trials)}
+            trials.append(
+                {
+                    "fresh": evaluations_to(fresh, target),
+                    "with_memory": evaluations_to(warm, target),
+                    "fresh_best": fresh[-1],
+                    "with_memory_best": warm[-1],
+                    "target": target,
+                    "fresh_curve": fresh,
+                    "with_memory_curve": warm,
+                }
+            )
+    out = {
+        "task_a": "row_softmax",
+        "task_b": "log_softmax",
+        "budget_b": args.budget_b,
+        "trials": trials,
+        "median_fresh": statistics.median(t["fresh"] for t in trials),
+        "median_with_memory": statistics.median(t["with_memory"] for t in trials),
+    }
     out["ratio"] = out["median_with_memory"] / out["median_fresh"]
     if args.json:
         print(json.dumps(out, indent=2))
         return
     for t in trials:
-        print(f"evaluations to 95% of {t['target']:.3f}x: fresh {t['fresh']}, with A's memory {t['with_memory']} "
-              f"(finals {t['fresh_best']:.3f}x vs {t['with_memory_best']:.3f}x)")
+        print(
+            f"evaluations to 95% of {t['target']:.3f}x: fresh {t['fresh']}, with A's memory {t['with_memory']} "
+            f"(finals {t['fresh_best']:.3f}x vs {t['with_memory_best']:.3f}x)"
+        )
     print(f"median ratio with/without memory: {out['ratio']:.2f} (target ≤ 0.5)")
 
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from kernelkiln.native import load, set_builder  # noqa: E402
+from kernelkiln.native import load, set_builder
 
 KERNEL = """\
 #include <stdint.h>
@@ -61,9 +61,14 @@ def measure(reps: int) -> dict[str, float | int | str]:
         x, out = torch.randn(8, 16), torch.empty(8)
         lib.row_sum(x, out, 8, 16)
         torch.testing.assert_close(out, x.sum(dim=1))
-    return {"reps": reps, "cold_s": statistics.median(cold),
-            "warm_s": statistics.median(warm), "memo_s": statistics.median(memo),
-            "cold_max_s": max(cold), "warm_max_s": max(warm)}
+    return {
+        "reps": reps,
+        "cold_s": statistics.median(cold),
+        "warm_s": statistics.median(warm),
+        "memo_s": statistics.median(memo),
+        "cold_max_s": max(cold),
+        "warm_max_s": max(warm),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,13 +26,20 @@ from kernelkiln.task import bundled_suites
 def run_task(path: Path, budget: int, tmp: Path) -> dict:
     store = open_store(f"sqlite:///{tmp / (path.stem + '.db')}")
     started = time.perf_counter()
-    result = Optimizer(Memory(store), tmp).start([TaskSpec(str(path), {})], OptimizeConfig(budget=budget),
-                                                 tmp / path.stem)
+    result = Optimizer(Memory(store), tmp).start(
+        [TaskSpec(str(path), {})], OptimizeConfig(budget=budget), tmp / path.stem
+    )
     task = next(iter(result["tasks"].values()))
     best, seed = task["best_speedup"], task["seed_speedup"]
-    return {"best_speedup": best, "seed_speedup": seed, "over_seed": best / seed if best and seed else None,
-            "attempts": task["attempts"], "verdicts": task["verdicts"], "best_summary": task["best_summary"],
-            "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "best_speedup": best,
+        "seed_speedup": seed,
+        "over_seed": best / seed if best and seed else None,
+        "attempts": task["attempts"],
+        "verdicts": task["verdicts"],
+        "best_summary": task["best_summary"],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def main() -> None:
@@ -50,9 +57,11 @@ def main() -> None:
         print(json.dumps(out, indent=2))
         return
     for name, r in out.items():
-        print(f"{name:12s} seed {r['seed_speedup']:.3f}x  best {r['best_speedup']:.3f}x over the reference  "
-              f"({r['over_seed']:.2f}x over the seed, {r['attempts']} evaluations, {r['seconds']} s): "
-              f"{r['best_summary']}")
+        print(
+            f"{name:12s} seed {r['seed_speedup']:.3f}x  best {r['best_speedup']:.3f}x over the reference  "
+            f"({r['over_seed']:.2f}x over the seed, {r['attempts']} evaluations, {r['seconds']} s): "
+            f"{r['best_summary']}"
+        )
 
 
 if __name__ == "__main__":

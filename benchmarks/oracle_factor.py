@@ -35,13 +35,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from kernelkiln import native  # noqa: E402
-from kernelkiln.guard.check import compare  # noqa: E402
-from kernelkiln.guard.oracle import ORACLE_FACTOR, ROUNDING_FACTOR, Oracle, Spread, exact_outputs  # noqa: E402
-from kernelkiln.native.toolchain import cpu_identity  # noqa: E402
-from kernelkiln.task import bundled_suites, load_task  # noqa: E402
+from kernelkiln import native
+from kernelkiln.guard.check import compare
+from kernelkiln.guard.oracle import ORACLE_FACTOR, ROUNDING_FACTOR, Oracle, Spread, exact_outputs
+from kernelkiln.native.toolchain import cpu_identity
+from kernelkiln.task import bundled_suites, load_task
 
 ROW_SUM = "void(const float*, float*, int64_t, int64_t)"
 MATMUL = "void(const float*, const float*, float*, int64_t, int64_t, int64_t)"
@@ -147,6 +147,7 @@ def _row_sum(source: str, flags: tuple[str, ...] = ()) -> Callable[[torch.Tensor
         y = torch.empty(x.shape[0])
         lib.row_sum(x, y, x.shape[0], x.shape[1])
         return y
+
     return run
 
 
@@ -157,6 +158,7 @@ def _matmul(source: str, flags: tuple[str, ...] = ()) -> Callable[[torch.Tensor,
         c = torch.empty(a.shape[0], b.shape[1])
         lib.matmul(a, b, c, a.shape[0], a.shape[1], b.shape[1])
         return c
+
     return run
 
 
@@ -167,13 +169,18 @@ def _all_cores(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
             return fn(*args)
         finally:
             torch.set_num_threads(1)
+
     return run
 
 
 def candidates() -> tuple[dict[str, Callable], dict[str, Callable], list[str]]:
     """Honest row sums and matmuls by name, and what was left out on this CPU."""
-    sums = {"sequential": _row_sum(SEQUENTIAL), "blocked256": _row_sum(BLOCKED), "accumulators8": _row_sum(ACCUMULATORS),
-            "fast_math": _row_sum(SEQUENTIAL, ("-O3", "-march=native", "-ffast-math"))}
+    sums = {
+        "sequential": _row_sum(SEQUENTIAL),
+        "blocked256": _row_sum(BLOCKED),
+        "accumulators8": _row_sum(ACCUMULATORS),
+        "fast_math": _row_sum(SEQUENTIAL, ("-O3", "-march=native", "-ffast-math")),
+    }
     skipped = []
     if _cpu_has("avx2"):
         sums["avx2"] = _row_sum(AVX2, ("-mavx2",))
@@ -217,11 +224,18 @@ def _scale_needed(own: tuple[float, float], rounding: tuple[float, float]) -> fl
     return max(min(o / ORACLE_FACTOR, r / ROUNDING_FACTOR) for o, r in zip(own, rounding))
 
 
-def _dishonest(out: torch.Tensor, half: torch.Tensor, bf16: torch.Tensor, stale: torch.Tensor | None) -> dict[str, torch.Tensor]:
+def _dishonest(
+    out: torch.Tensor, half: torch.Tensor, bf16: torch.Tensor, stale: torch.Tensor | None
+) -> dict[str, torch.Tensor]:
     one = out.clone().reshape(-1)
     one[one.numel() // 2] += 0.01 * float(out.double().pow(2).mean().sqrt())
-    wrong = {"float16": half, "bfloat16": bf16, "relative_1e-3": out * (1 + 1e-3), "one_element": one.reshape(out.shape),
-             "zeroed": torch.zeros_like(out)}
+    wrong = {
+        "float16": half,
+        "bfloat16": bf16,
+        "relative_1e-3": out * (1 + 1e-3),
+        "one_element": one.reshape(out.shape),
+        "zeroed": torch.zeros_like(out),
+    }
     if stale is not None:
         wrong["stale"] = stale
     return wrong
@@ -260,7 +274,9 @@ def main() -> None:
                 for case, (inputs, kernels) in trials.items():
                     model, oracle = references[case], oracles[case]
                     ref = model(*inputs)
-                    [exact] = exact_outputs([ref], oracle.outputs(model, inputs, [ref]), lambda: oracle.perturbed(inputs))
+                    [exact] = exact_outputs(
+                        [ref], oracle.outputs(model, inputs, [ref]), lambda: oracle.perturbed(inputs)
+                    )
                     value, own, moved = exact.value, exact.own, exact.rounding()
                     outs = {k: f(*inputs) for k, f in kernels.items()}
                     outs["torch_all_cores"] = _all_cores(model)(*inputs)
@@ -275,7 +291,10 @@ def main() -> None:
                             honest_failures.append(f"{key} seed {seed}")
                         if compare(task, ref, out, key):
                             old_rule_failures[f"{case}/{name}/{n}"] += 1
-                    half, bf16 = (model(*[t.half() for t in inputs]).float(), model(*[t.bfloat16() for t in inputs]).float())
+                    half, bf16 = (
+                        model(*[t.half() for t in inputs]).float(),
+                        model(*[t.bfloat16() for t in inputs]).float(),
+                    )
                     base = outs[next(iter(kernels))]
                     for kind, out in _dishonest(base, half, bf16, previous.get(case)).items():
                         need = _required(out, value, own) + _required(out, value, moved)
@@ -290,6 +309,7 @@ def main() -> None:
 
     def top(rows: dict[str, list[tuple[float, ...]]], pick: Callable) -> dict[str, list[float]]:
         return {k: [round(pick(t[i] for t in v), 1) for i in range(4)] for k, v in sorted(rows.items())}
+
     result = {
         "oracle_factor": ORACLE_FACTOR,
         "rounding_factor": ROUNDING_FACTOR,
@@ -315,22 +335,33 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print("required factors, 0 where the tolerance suffices: own = x the reference's own error, "
-          "rounding = x what rounding the inputs once more changes (honest: largest; dishonest: smallest)")
+    print(
+        "required factors, 0 where the tolerance suffices: own = x the reference's own error, "
+        "rounding = x what rounding the inputs once more changes (honest: largest; dishonest: smallest)"
+    )
     print(f"{'':38} {'own elem':>10} {'own L2':>10} {'round elem':>11} {'round L2':>10}")
     for title, rows in (("honest", result["honest"]), ("dishonest", result["dishonest"])):
         print(title)
         for key, v in rows.items():
             print(f"  {key:36} {v[0]:>10.1f} {v[1]:>10.1f} {v[2]:>11.1f} {v[3]:>10.1f}")
-    honest_line = (f"honest outputs pass with both factors {result['honest_safety']}x smaller (tightest {worst_honest[1]})"
-                   if worst_honest[0] else "honest outputs pass on the tolerance alone")
-    print(f"\nORACLE_FACTOR {ORACLE_FACTOR:g}, ROUNDING_FACTOR {ROUNDING_FACTOR:g}: {honest_line}; dishonest ones "
-          f"fail until both are {result['dishonest_margin']}x larger (tightest {least_dishonest[1]})")
-    print(f"largest honest need: {result['honest_largest_own']} x own error, {result['honest_largest_rounding']} x "
-          f"rounding; smallest half-precision need: {result['half_smallest_own']} x own, "
-          f"{result['half_smallest_rounding']} x rounding")
-    print(f"honest outputs rejected: {len(honest_failures)} of {judged} by the guard's rule "
-          f"{honest_failures[:3]}; {sum(old_rule_failures.values())} by the old rule")
+    honest_line = (
+        f"honest outputs pass with both factors {result['honest_safety']}x smaller (tightest {worst_honest[1]})"
+        if worst_honest[0]
+        else "honest outputs pass on the tolerance alone"
+    )
+    print(
+        f"\nORACLE_FACTOR {ORACLE_FACTOR:g}, ROUNDING_FACTOR {ROUNDING_FACTOR:g}: {honest_line}; dishonest ones "
+        f"fail until both are {result['dishonest_margin']}x larger (tightest {least_dishonest[1]})"
+    )
+    print(
+        f"largest honest need: {result['honest_largest_own']} x own error, {result['honest_largest_rounding']} x "
+        f"rounding; smallest half-precision need: {result['half_smallest_own']} x own, "
+        f"{result['half_smallest_rounding']} x rounding"
+    )
+    print(
+        f"honest outputs rejected: {len(honest_failures)} of {judged} by the guard's rule "
+        f"{honest_failures[:3]}; {sum(old_rule_failures.values())} by the old rule"
+    )
     print(f"dishonest outputs passed: {len(dishonest_passes)} {dishonest_passes[:5]}")
     if skipped:
         print("skipped:", ", ".join(skipped))

@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.guard import GuardConfig, GuardSession  # noqa: E402
-from kernelkiln.lowering import Unsupported, generate  # noqa: E402
-from kernelkiln.task import load_suite, load_task  # noqa: E402
+from kernelkiln.guard import GuardConfig, GuardSession
+from kernelkiln.lowering import Unsupported, generate
+from kernelkiln.task import load_suite, load_task
 
 
 def main() -> None:
@@ -47,20 +47,34 @@ def main() -> None:
         with GuardSession(task, GuardConfig(isolation="best-effort")) as session:
             verdict = session.evaluate(generated.source, timed=False)
         status = "correct" if verdict.correct else "wrong"
-        results[task.name] = {"status": status, "kinds": list(generated.kinds), "kernels": generated.fused,
-                              **({} if verdict.correct else {"reason": verdict.reason})}
-        print(f"{task.name}: {status} ({generated.fused} loop nest(s): {', '.join(generated.kinds)})"
-              + ("" if verdict.correct else f": {verdict.reason}"), file=sys.stderr)
+        results[task.name] = {
+            "status": status,
+            "kinds": list(generated.kinds),
+            "kernels": generated.fused,
+            **({} if verdict.correct else {"reason": verdict.reason}),
+        }
+        print(
+            f"{task.name}: {status} ({generated.fused} loop nest(s): {', '.join(generated.kinds)})"
+            + ("" if verdict.correct else f": {verdict.reason}"),
+            file=sys.stderr,
+        )
     counts = {s: sum(r["status"] == s for r in results.values()) for s in ("correct", "wrong", "unsupported")}
     lowerable = counts["correct"] + counts["wrong"]
-    out = {"suite": args.suite, "tasks": len(results), **counts,
-           "coverage": counts["correct"] / lowerable if lowerable else None,
-           "seconds": round(time.perf_counter() - started, 1), "per_task": results}
+    out = {
+        "suite": args.suite,
+        "tasks": len(results),
+        **counts,
+        "coverage": counts["correct"] / lowerable if lowerable else None,
+        "seconds": round(time.perf_counter() - started, 1),
+        "per_task": results,
+    }
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{args.suite}: {counts['correct']}/{lowerable} generated seeds correct "
-              f"({out['coverage']:.0%}); {counts['unsupported']} tasks not lowerable yet")
+        print(
+            f"{args.suite}: {counts['correct']}/{lowerable} generated seeds correct "
+            f"({out['coverage']:.0%}); {counts['unsupported']} tasks not lowerable yet"
+        )
 
 
 if __name__ == "__main__":

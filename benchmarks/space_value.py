@@ -26,19 +26,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.guard import GuardSession  # noqa: E402
-from kernelkiln.memory.memory import Memory  # noqa: E402
-from kernelkiln.orchestrator.config import OptimizeConfig, search_guard  # noqa: E402
-from kernelkiln.orchestrator.run import Optimizer, TaskSpec  # noqa: E402
-from kernelkiln.orchestrator.seeds import NoSeed, starting_code  # noqa: E402
-from kernelkiln.store import open_store  # noqa: E402
-from kernelkiln.task import load_suite, load_task  # noqa: E402
+from kernelkiln.guard import GuardSession
+from kernelkiln.memory.memory import Memory
+from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
+from kernelkiln.orchestrator.run import Optimizer, TaskSpec
+from kernelkiln.orchestrator.seeds import NoSeed, starting_code
+from kernelkiln.store import open_store
+from kernelkiln.task import load_suite, load_task
 
 
 def measure(path: Path, args, root: Path) -> dict:
     task = load_task(path)
-    config = OptimizeConfig(budget=args.budget, confirm_time_budget_s=None, seed=args.seed,
-                            guard=search_guard(time_budget_s=args.time_budget, min_rounds=3, robustness_trials=0))
+    config = OptimizeConfig(
+        budget=args.budget,
+        confirm_time_budget_s=None,
+        seed=args.seed,
+        guard=search_guard(time_budget_s=args.time_budget, min_rounds=3, robustness_trials=0),
+    )
     try:
         seed_code, _ = starting_code(task, config)
     except NoSeed as exc:
@@ -54,11 +58,18 @@ def measure(path: Path, args, root: Path) -> dict:
     search_s = time.perf_counter() - started
     keeps = [a for a in attempts if a.verdict == "KEEP" and a.speedup]
     first = next((a for a in attempts if a.speedup), None)
-    row = {"task": task.name, "family": task.op_family, "status": "ok", "evaluations": len(attempts),
-           "search_s": round(search_s, 1), "seed_first": first.speedup if first else None,
-           "search_best": keeps[-1].speedup if keeps else None,
-           "attempts": [{"knobs": a.case.knobs, "verdict": a.verdict, "speedup": a.speedup, "move": a.case.move}
-                        for a in attempts]}
+    row = {
+        "task": task.name,
+        "family": task.op_family,
+        "status": "ok",
+        "evaluations": len(attempts),
+        "search_s": round(search_s, 1),
+        "seed_first": first.speedup if first else None,
+        "search_best": keeps[-1].speedup if keeps else None,
+        "attempts": [
+            {"knobs": a.case.knobs, "verdict": a.verdict, "speedup": a.speedup, "move": a.case.move} for a in attempts
+        ],
+    }
     best = keeps[-1] if keeps else None
     if best is None or best.code == seed_code:
         row["best_over_seed"] = 1.0
@@ -81,8 +92,10 @@ def knob_table(rows: list[dict]) -> dict:
             for name, value in a["knobs"].items():
                 family = table.setdefault(row["family"] or "unknown", {}).setdefault(name, {})
                 family.setdefault(json.dumps(value), []).append(a["speedup"] / (row["seed_first"] or 1.0))
-    return {fam: {name: {v: round(statistics.median(s), 3) for v, s in values.items()}
-                  for name, values in knobs.items()} for fam, knobs in table.items()}
+    return {
+        fam: {name: {v: round(statistics.median(s), 3) for v, s in values.items()} for name, values in knobs.items()}
+        for fam, knobs in table.items()
+    }
 
 
 def summary(rows: list[dict]) -> dict:
@@ -94,12 +107,22 @@ def summary(rows: list[dict]) -> dict:
 
     def quartiles(values: list[float]) -> dict:
         q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
-        return {"n": len(values), "min": round(min(values), 3), "q1": round(q[0], 3), "median": round(q[1], 3),
-                "q3": round(q[2], 3), "max": round(max(values), 3),
-                "within_5pct": sum(v < 1.05 for v in values)}
+        return {
+            "n": len(values),
+            "min": round(min(values), 3),
+            "q1": round(q[0], 3),
+            "median": round(q[1], 3),
+            "q3": round(q[2], 3),
+            "max": round(max(values), 3),
+            "within_5pct": sum(v < 1.05 for v in values),
+        }
 
-    return {"tasks": len(rows), "measured": len(ok), "all": quartiles(ratios) if ratios else None,
-            "families": {f: quartiles(v) for f, v in sorted(families.items())}}
+    return {
+        "tasks": len(rows),
+        "measured": len(ok),
+        "all": quartiles(ratios) if ratios else None,
+        "families": {f: quartiles(v) for f, v in sorted(families.items())},
+    }
 
 
 def main() -> None:
@@ -139,8 +162,10 @@ def main() -> None:
     print(f"{out['measured']} of {out['tasks']} tasks measured; best over seed (side by side):")
     for name, q in [("all", out["all"]), *out["families"].items()]:
         if q:
-            print(f"  {name:14s} n={q['n']:2d}  min {q['min']:.2f}  q1 {q['q1']:.2f}  median {q['median']:.2f}  "
-                  f"q3 {q['q3']:.2f}  max {q['max']:.2f}  within 5%: {q['within_5pct']}")
+            print(
+                f"  {name:14s} n={q['n']:2d}  min {q['min']:.2f}  q1 {q['q1']:.2f}  median {q['median']:.2f}  "
+                f"q3 {q['q3']:.2f}  max {q['max']:.2f}  within 5%: {q['within_5pct']}"
+            )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from kernelkiln import threadsafe_ast  # noqa: E402 - before any agent thread parses
+from kernelkiln import threadsafe_ast
 
 threadsafe_ast.install()

@@ -18,19 +18,31 @@ DATA = ("testing/hostile", "testing/candidates", "testing/tasks", "suites", "exa
 # cli -> orchestrator -> agents -> context -> policy -> guard | memory -> ... -> errors.
 # A package may import only packages of a lower rank (packages of equal rank never each other).
 RANK = {
-    "errors": 0, "kernelkiln": 0, "stats": 0, "atomic": 0, "speedup": 0, "rwlock": 0,
+    "errors": 0,
+    "kernelkiln": 0,
+    "stats": 0,
+    "atomic": 0,
+    "speedup": 0,
+    "rwlock": 0,
     "threadsafe_ast": -1,  # below the package root, which installs it before anything parses
-    "isolation": 1, "task": 1, "llm": 1, "store": 1,
+    "isolation": 1,
+    "task": 1,
+    "llm": 1,
+    "store": 1,
     "native": 2,
     "platforms": 3,
     "lowering": 3.5,
-    "guard": 4, "memory": 4,
+    "guard": 4,
+    "memory": 4,
     "policy": 5,
     "context": 6,
     "agents": 7,
     "orchestrator": 8,
-    "examples": 9, "bench": 9, "report": 9,
-    "cli": 10, "__main__": 11,
+    "examples": 9,
+    "bench": 9,
+    "report": 9,
+    "cli": 10,
+    "__main__": 11,
     "testing": 12,  # fakes over every layer: tests import them, no product module does
 }
 
@@ -134,6 +146,10 @@ def test_every_package_has_a_layer():
 
 
 def test_no_package_imports_one_of_its_own_layer_or_above():
-    upward = sorted(f"{a} -> {b}" for a, targets in _graph().items() for b in targets
-                    if _package(a) != _package(b) and RANK[_package(b)] >= RANK[_package(a)])
+    upward = sorted(
+        f"{a} -> {b}"
+        for a, targets in _graph().items()
+        for b in targets
+        if _package(a) != _package(b) and RANK[_package(b)] >= RANK[_package(a)]
+    )
     assert upward == []

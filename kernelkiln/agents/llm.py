@@ -40,8 +40,12 @@ CUT_OFF = "the reply was cut off at the output token limit: think and explain mo
 def tool_specs() -> tuple[ToolSpec, ...]:
     """The tools offered to the model: submit and the guard's diagnostics, described by ``agents/tools.yaml``."""
     data = yaml.safe_load(Path(__file__).with_name("tools.yaml").read_text())
-    return tuple(ToolSpec(name=name, description=" ".join(data[name]["description"].split()),
-                          parameters=data[name]["parameters"]) for name in (SUBMIT, *DIAGNOSTICS))
+    return tuple(
+        ToolSpec(
+            name=name, description=" ".join(data[name]["description"].split()), parameters=data[name]["parameters"]
+        )
+        for name in (SUBMIT, *DIAGNOSTICS)
+    )
 
 
 @dataclass
@@ -61,8 +65,14 @@ class LLMPolicy:
     name = "llm"
     layered = True
 
-    def __init__(self, config: Any, agent: str, client: ChatClient | None = None,
-                 builder: ContextBuilder | None = None, protocol: ReplyProtocol | None = None):
+    def __init__(
+        self,
+        config: Any,
+        agent: str,
+        client: ChatClient | None = None,
+        builder: ContextBuilder | None = None,
+        protocol: ReplyProtocol | None = None,
+    ):
         """``config`` is the run's OptimizeConfig (its ``llm``, ``context``, ``tool_calls`` and ``reasks``);
         ``protocol`` is the run's shared switch (default: one of this policy's own)."""
         self.config = config
@@ -77,9 +87,13 @@ class LLMPolicy:
 
     def propose(self, turn: Turn) -> Proposal | GaveUp | None:
         if turn.parent_id is None and turn.code and not turn.history and code_hash(turn.code) not in turn.evaluated:
-            return Proposal(code=turn.code, summary="seed: the task's starting candidate, as written",
-                            parent_id=None, journal="## Strategy\nMeasure the seed candidate first.\n",
-                            case=Case(move="seed"))
+            return Proposal(
+                code=turn.code,
+                summary="seed: the task's starting candidate, as written",
+                parent_id=None,
+                journal="## Strategy\nMeasure the seed candidate first.\n",
+                case=Case(move="seed"),
+            )
         chat = self._open(turn, self.protocol.mode, _Spent())
         diagnostics_left, reasks_left = self.config.tool_calls, self.config.reasks
         while True:
@@ -91,12 +105,15 @@ class LLMPolicy:
                 reply = self.client.complete(chat.messages, chat.tools, max_tokens=self.config.llm.max_output_tokens)
             except ToolsRejected as exc:
                 if not self.protocol.rejected(exc):
-                    raise ToolsRejected(f"{exc}; this endpoint takes no tool calls: use --reply-protocol text",
-                                        exc.detail) from None
+                    raise ToolsRejected(
+                        f"{exc}; this endpoint takes no tool calls: use --reply-protocol text", exc.detail
+                    ) from None
                 continue
             if not chat.spent.calls:
-                self.estimator.observe(len(chat.prompt.system) + len(chat.prompt.user)
-                                       + sum(len(t.model_dump_json()) for t in chat.tools), reply.prompt_tokens)
+                self.estimator.observe(
+                    len(chat.prompt.system) + len(chat.prompt.user) + sum(len(t.model_dump_json()) for t in chat.tools),
+                    reply.prompt_tokens,
+                )
             if chat.mode == "text":
                 chat.spent.add(reply, prose(reply.text))
                 chat.messages.append(Message(role="assistant", content=reply.text))
@@ -111,8 +128,10 @@ class LLMPolicy:
                     done, problems = self._text_turn(turn, chat, reply)  # it may already be a text reply
                     if done is None:  # the switch's re-ask is free: it happens once a run
                         chat = self._open(turn, "text", chat.spent)
-                        chat.messages += [Message(role="assistant", content=reply.text),
-                                          self._reask(chat, [SWITCHED, *problems])]
+                        chat.messages += [
+                            Message(role="assistant", content=reply.text),
+                            self._reask(chat, [SWITCHED, *problems]),
+                        ]
                         continue
             if done is not None:
                 return done
@@ -132,16 +151,19 @@ class LLMPolicy:
         said = [p.text for p in problems] + ([CUT_OFF] if reply.finish_reason == "length" else [])
         return None, said
 
-    def _tools_turn(self, turn: Turn, chat: _Chat, reply: Completion,
-                    diagnostics_left: int) -> tuple[Proposal | None, list[str], int]:
+    def _tools_turn(
+        self, turn: Turn, chat: _Chat, reply: Completion, diagnostics_left: int
+    ) -> tuple[Proposal | None, list[str], int]:
         """A proposal; or the problems to re-ask with (none: diagnostics were answered, call again)."""
         submit = next((c for c in reply.tool_calls if c.name == SUBMIT), None)
         problems = _problems(submit, chat.prompt.shown_experiences) if submit else []
         if submit is not None and not problems:
             args = submit.arguments
             records = {a["experience_id"]: a for a in args["adoptions"]}
-            choices = tuple(Choice(i, bool(records[i]["adopted"]), str(records[i].get("why", ""))[:300])
-                            for i in chat.prompt.shown_experiences)
+            choices = tuple(
+                Choice(i, bool(records[i]["adopted"]), str(records[i].get("why", ""))[:300])
+                for i in chat.prompt.shown_experiences
+            )
             return self._proposal(turn, args["code"], args["summary"], choices, chat.spent), [], diagnostics_left
         if submit is not None:
             chat.spent.submit_problems = problems
@@ -164,8 +186,9 @@ class LLMPolicy:
         else:
             tools = tool_specs() if turn.diagnose is not None else tuple(t for t in tool_specs() if t.name == SUBMIT)
         tools_tokens = self.estimator.estimate("x" * sum(len(t.model_dump_json()) for t in tools)) if tools else 0
-        prompt = self.builder.build(turn, window=llm.context_window, generation=llm.max_output_tokens,
-                                    tools_tokens=tools_tokens, protocol=mode)
+        prompt = self.builder.build(
+            turn, window=llm.context_window, generation=llm.max_output_tokens, tools_tokens=tools_tokens, protocol=mode
+        )
         messages = [Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)]
         return _Chat(mode, prompt, tools, messages, spent)
 
@@ -184,17 +207,25 @@ class LLMPolicy:
         needed = self.estimator.estimate(text + "".join(t.model_dump_json() for t in chat.tools))
         if needed + llm.max_output_tokens <= llm.context_window:
             return None
-        what = ("the prompt (the task, its reference and the working code are never cut)" if not chat.spent.calls
-                else f"the conversation, after {len(chat.spent.calls)} calls,")
-        return chat.spent.gave_up(chat.mode, reason=(
-            f"{what} needs about {needed} tokens plus {llm.max_output_tokens} for the reply, more than the "
-            f"model's window of {llm.context_window}: set --context-window if the model has more"))
+        what = (
+            "the prompt (the task, its reference and the working code are never cut)"
+            if not chat.spent.calls
+            else f"the conversation, after {len(chat.spent.calls)} calls,"
+        )
+        return chat.spent.gave_up(
+            chat.mode,
+            reason=(
+                f"{what} needs about {needed} tokens plus {llm.max_output_tokens} for the reply, more than the "
+                f"model's window of {llm.context_window}: set --context-window if the model has more"
+            ),
+        )
 
     def _reask(self, chat: _Chat, problems: list[str]) -> Message:
         return Message(role="user", content=reask(problems, chat.prompt.shown_experiences, protocol=chat.mode))
 
-    def _answer(self, turn: Turn, calls: tuple[ToolCall, ...], problems: list[str],
-                left: int) -> tuple[list[Message], int]:
+    def _answer(
+        self, turn: Turn, calls: tuple[ToolCall, ...], problems: list[str], left: int
+    ) -> tuple[list[Message], int]:
         """A tool message for every call of the reply (the APIs require one per call)."""
         answers = []
         for call in calls:
@@ -215,17 +246,25 @@ class LLMPolicy:
             answers.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
         return answers, left
 
-    def _proposal(self, turn: Turn, code: str, summary: str, choices: tuple[Choice, ...],
-                  spent: _Spent) -> Proposal:
+    def _proposal(self, turn: Turn, code: str, summary: str, choices: tuple[Choice, ...], spent: _Spent) -> Proposal:
         summary = " ".join(str(summary).split())[:SUMMARY_CHARS]
         notes = spent.text.strip()
-        journal = (f"## Strategy\n{summary}\n\n## Adoptions\n"
-                   + "".join(f"- {c.experience_id}: {'adopted' if c.adopted else 'not adopted'} ({c.why})\n"
-                             for c in choices)
-                   + (f"\n## Model's notes\n{notes[:1200]}\n" if notes else ""))
-        return Proposal(code=code, summary=summary, parent_id=turn.parent_id, choices=choices,
-                        journal=journal, case=Case(move="llm", calls=list(spent.calls)),
-                        prompt_tokens=spent.prompt, completion_tokens=spent.completion, cost_usd=spent.cost)
+        journal = (
+            f"## Strategy\n{summary}\n\n## Adoptions\n"
+            + "".join(f"- {c.experience_id}: {'adopted' if c.adopted else 'not adopted'} ({c.why})\n" for c in choices)
+            + (f"\n## Model's notes\n{notes[:1200]}\n" if notes else "")
+        )
+        return Proposal(
+            code=code,
+            summary=summary,
+            parent_id=turn.parent_id,
+            choices=choices,
+            journal=journal,
+            case=Case(move="llm", calls=list(spent.calls)),
+            prompt_tokens=spent.prompt,
+            completion_tokens=spent.completion,
+            cost_usd=spent.cost,
+        )
 
 
 @dataclass
@@ -251,8 +290,13 @@ class _Spent:
     def gave_up(self, mode: Mode, reason: str = "") -> GaveUp:
         """The turn's end without a candidate, and everything it cost; ``reason`` (default: what the
         replies lacked) says what to do."""
-        return GaveUp(reason=" ".join((reason or self._lacked(mode)).split())[:400], prompt_tokens=self.prompt,
-                      completion_tokens=self.completion, cost_usd=self.cost, calls=tuple(self.calls))
+        return GaveUp(
+            reason=" ".join((reason or self._lacked(mode)).split())[:400],
+            prompt_tokens=self.prompt,
+            completion_tokens=self.completion,
+            cost_usd=self.cost,
+            calls=tuple(self.calls),
+        )
 
     def _lacked(self, mode: Mode) -> str:
         n = len(self.calls)
@@ -260,14 +304,17 @@ class _Spent:
         if mode == "text":
             parts = dict.fromkeys(p.part for problems in self.text_problems for p in problems)
             last = "; ".join(p.text for p in self.text_problems[-1]) if self.text_problems else ""
-            return (f"the model answered {times} in text without a usable {' / '.join(parts) or 'reply'}"
-                    f" (last: {last})")
+            return f"the model answered {times} in text without a usable {' / '.join(parts) or 'reply'} (last: {last})"
         if self.submit_problems:
             replies = "1 reply" if n == 1 else f"{n} replies"
-            return (f"the model gave no complete submit_candidate call in {replies} "
-                    f"(last: {'; '.join(self.submit_problems)})")
-        return (f"the model answered {times} without calling submit_candidate; this endpoint may not "
-                "support tool calls: try --reply-protocol text")
+            return (
+                f"the model gave no complete submit_candidate call in {replies} "
+                f"(last: {'; '.join(self.submit_problems)})"
+            )
+        return (
+            f"the model answered {times} without calling submit_candidate; this endpoint may not "
+            "support tool calls: try --reply-protocol text"
+        )
 
 
 def _problems(submit: ToolCall, shown: tuple[str, ...]) -> list[str]:
@@ -283,8 +330,9 @@ def _problems(submit: ToolCall, shown: tuple[str, ...]) -> list[str]:
         problems.append(f"`summary` is missing: name the strategy in at most {SUMMARY_CHARS} characters")
     adoptions = args.get("adoptions")
     if not isinstance(adoptions, list) or not all(
-            isinstance(a, dict) and isinstance(a.get("experience_id"), str) and isinstance(a.get("adopted"), bool)
-            for a in adoptions):
+        isinstance(a, dict) and isinstance(a.get("experience_id"), str) and isinstance(a.get("adopted"), bool)
+        for a in adoptions
+    ):
         problems.append("`adoptions` must be a list of {experience_id, adopted: true|false, why}")
     else:
         missing = [i for i in shown if i not in {a["experience_id"] for a in adoptions}]

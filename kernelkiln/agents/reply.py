@@ -26,8 +26,9 @@ from kernelkiln.store.records import SUMMARY_CHARS
 Part = Literal["python block", "Summary line", "adoption JSON"]
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w.+-]*)[^`]*$")
-_SUMMARY = re.compile(r"^\s*(?:[-*#]+\s*)?(?:\*\*|__)?summary(?:\*\*|__)?\s*:\s*(?:\*\*|__)?(.*?)(?:\*\*|__)?\s*$",
-                      re.IGNORECASE)
+_SUMMARY = re.compile(
+    r"^\s*(?:[-*#]+\s*)?(?:\*\*|__)?summary(?:\*\*|__)?\s*:\s*(?:\*\*|__)?(.*?)(?:\*\*|__)?\s*$", re.IGNORECASE
+)
 WHY_CHARS = 300
 
 
@@ -67,8 +68,11 @@ def parse_text_reply(text: str, shown: Sequence[str]) -> tuple[TextReply | None,
     if len(summaries) > 1:
         problems.append(Problem("Summary line", f"the reply has {len(summaries)} Summary lines: give exactly one"))
     elif not summary:
-        problems.append(Problem("Summary line", f"no `Summary: ...` line (at most {SUMMARY_CHARS} characters, "
-                                                "outside the code blocks)"))
+        problems.append(
+            Problem(
+                "Summary line", f"no `Summary: ...` line (at most {SUMMARY_CHARS} characters, outside the code blocks)"
+            )
+        )
     choices = _choices(fences, shown, problems)
     if problems:
         return None, problems
@@ -90,8 +94,9 @@ def _split(text: str) -> tuple[list[_Fence], list[str]]:
             continue
         marker, body = opened.group(1), []
         i += 1
-        while i < len(lines) and not (lines[i].strip().startswith(marker[0] * len(marker))
-                                      and not lines[i].strip().strip(marker[0])):
+        while i < len(lines) and not (
+            lines[i].strip().startswith(marker[0] * len(marker)) and not lines[i].strip().strip(marker[0])
+        ):
             body.append(lines[i])
             i += 1
         i += 1  # the closing fence
@@ -99,8 +104,9 @@ def _split(text: str) -> tuple[list[_Fence], list[str]]:
     return fences, prose
 
 
-def _one(fences: list[_Fence], tags: tuple[str, ...], part: Part, problems: list[Problem],
-         required: bool = True) -> str | None:
+def _one(
+    fences: list[_Fence], tags: tuple[str, ...], part: Part, problems: list[Problem], required: bool = True
+) -> str | None:
     found = [f.body for f in fences if f.tag in tags]
     if len(found) > 1:
         problems.append(Problem(part, f"the reply has {len(found)} ```{tags[0]} blocks: give exactly one"))
@@ -121,8 +127,12 @@ def _choices(fences: list[_Fence], shown: Sequence[str], problems: list[Problem]
         return None
     records = _records(data)
     if records is None:
-        problems.append(Problem("adoption JSON", 'the ```json block must be {"adopted": [ids], "not_adopted": '
-                                                 '[{"id": ..., "why": ...}]}'))
+        problems.append(
+            Problem(
+                "adoption JSON",
+                'the ```json block must be {"adopted": [ids], "not_adopted": [{"id": ..., "why": ...}]}',
+            )
+        )
         return None
     twice = sorted({i for i, _, _ in records if sum(1 for j, _, _ in records if j == i) > 1} & set(shown))
     missing = [i for i in shown if i not in {r[0] for r in records}]

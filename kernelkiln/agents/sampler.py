@@ -30,12 +30,19 @@ def optuna_module() -> Any:
 class Study:
     """An Optuna study over ``options`` with the trials given; ``values`` holds the own trials' values by key."""
 
-    def __init__(self, options: dict[str, tuple], base: K.Settings, own: list[tuple[K.Settings, float | None]],
-                 lent: list[Trial], seed: int):
+    def __init__(
+        self,
+        options: dict[str, tuple],
+        base: K.Settings,
+        own: list[tuple[K.Settings, float | None]],
+        lent: list[Trial],
+        seed: int,
+    ):
         optuna = optuna_module()
         self.options = options
-        self.distributions = {n: optuna.distributions.CategoricalDistribution(tuple(range(len(o))))
-                              for n, o in options.items()}
+        self.distributions = {
+            n: optuna.distributions.CategoricalDistribution(tuple(range(len(o)))) for n, o in options.items()
+        }
         self._index = {n: {K.key({"v": v}): i for i, v in enumerate(o)} for n, o in options.items()}
         mine = rank_trials([(s, v) for s, v in own if self.params(s, base) is not None])
         self.values = {K.key(t.settings): t.value for t in mine}
@@ -43,8 +50,9 @@ class Study:
         for trial in [*lent, *mine]:  # lent first: the older trials of TPE's window
             params = self.params(trial.settings, base)
             if params is not None:
-                trials.append(optuna.trial.create_trial(params=params, distributions=self.distributions,
-                                                        value=trial.value))
+                trials.append(
+                    optuna.trial.create_trial(params=params, distributions=self.distributions, value=trial.value)
+                )
         with warnings.catch_warnings():  # multivariate TPE is experimental in some Optuna versions
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             sampler = optuna.samplers.TPESampler(multivariate=True, n_startup_trials=STARTUP, seed=seed)

@@ -90,12 +90,16 @@ class Tuner:
 
     def set_aside(self, prior: Prior) -> frozenset[K.Value]:
         """Knob values not proposed while the untried rest of the space lasts: this task's losers and memory's traps."""
-        outcomes = [(a.case.knobs, contest(a.verdict, a.case), a.speedup if self._measured(a) else None)
-                    for a in self.tried.values() if a.case.knobs]
+        outcomes = [
+            (a.case.knobs, contest(a.verdict, a.case), a.speedup if self._measured(a) else None)
+            for a in self.tried.values()
+            if a.case.knobs
+        ]
         return K.losing_values(outcomes, prior.loss_evidence) | prior.traps
 
-    def _untried(self, turn: Turn, base: K.Settings, move: _Move, known: set[str],
-                 aside: frozenset[K.Value]) -> str | None:
+    def _untried(
+        self, turn: Turn, base: K.Settings, move: _Move, known: set[str], aside: frozenset[K.Value]
+    ) -> str | None:
         """The candidate for ``move``, or None when it was tried (or is known) or holds a value set aside."""
         settings = move.settings
         key = K.key(settings)
@@ -108,8 +112,9 @@ class Tuner:
         return None if code_hash(code) in turn.evaluated else code
 
     # -- moves, best first -------------------------------------------------------------
-    def _moves(self, turn: Turn, knobs: list[K.Knob], base: K.Settings, prior: Prior,
-               aside: frozenset[K.Value]) -> Iterator[_Move]:
+    def _moves(
+        self, turn: Turn, knobs: list[K.Knob], base: K.Settings, prior: Prior, aside: frozenset[K.Value]
+    ) -> Iterator[_Move]:
         options = {k.name: k.options for k in knobs}
         # Memory's starting points come first, once: before any move of the agent's own (the seed's included).
         starting = all(a.case.move in ("reuse", "transfer") for a in self.tried.values())
@@ -117,8 +122,12 @@ class Tuner:
             yield _Move(settings, "reuse", f"the best of {prior.reused_from}, which matches this task exactly")
         for n in prior.neighbours if starting else ():
             if n.best is not None and (settings := self._fit(n.best, options, base, partial=True)) is not None:
-                yield _Move(settings, "transfer", f"the best of {n.task_id} ({n.best_speedup:.2f}x there), "
-                                                  f"a stored task at distance {n.distance:.2f}")
+                yield _Move(
+                    settings,
+                    "transfer",
+                    f"the best of {n.task_id} ({n.best_speedup:.2f}x there), "
+                    f"a stored task at distance {n.distance:.2f}",
+                )
         # The seed: the task's starting code, which a KEEP on memory's starting point has left behind.
         origin = K.settings_of(K.read_knobs(turn.origin)) if turn.origin else base
         yield _Move(self._fit(origin, options, base) or base, "seed", "evaluate the seed as it is")
@@ -190,8 +199,9 @@ class Tuner:
             chosen = self.rng.sample(names, max(1, (len(names) + 1) // 2))
             settings = {**base, **{n: self.rng.choice(options[n]) for n in chosen}}
             if settings != base:
-                yield _Move(settings, "draft", "jump far from the plateau: " + K.describe(
-                    {n: settings[n] for n in chosen}))
+                yield _Move(
+                    settings, "draft", "jump far from the plateau: " + K.describe({n: settings[n] for n in chosen})
+                )
 
     def _neighbours(self, turn: Turn, knobs: list[K.Knob], base: K.Settings) -> Iterator[_Move]:
         ordered = sorted(knobs, key=lambda k: (not turn.lens.prefers(k.name), knobs.index(k)))
@@ -205,7 +215,9 @@ class Tuner:
         rng = random.Random(f"{self._seed}:{len(self.tried)}:{kind}")
         combos = list(itertools.islice(itertools.product(*(options[n] for n in names)), _MAX_ENUMERATED))
         rng.shuffle(combos)
-        why = "an untried setting" if kind == "random" else "an untried setting (every one left holds a value set aside)"
+        why = (
+            "an untried setting" if kind == "random" else "an untried setting (every one left holds a value set aside)"
+        )
         for combo in combos:
             yield _Move(dict(zip(names, combo, strict=True)), kind, why)
         if math.prod(len(o) for o in options.values()) > _MAX_ENUMERATED:
@@ -213,12 +225,16 @@ class Tuner:
                 yield _Move({n: rng.choice(o) for n, o in options.items()}, kind, why)
 
     # -- the sampler -------------------------------------------------------------------
-    def _sampled(self, turn: Turn, options: dict, base: K.Settings, prior: Prior,
-                 aside: frozenset[K.Value]) -> Iterator[_Move]:
+    def _sampled(
+        self, turn: Turn, options: dict, base: K.Settings, prior: Prior, aside: frozenset[K.Value]
+    ) -> Iterator[_Move]:
         """TPE's suggestion given every observed attempt and what memory lends; a tried or set-aside one is told
         its value (set-aside: below every measured one) and the sampler asked again."""
-        own = [(a.case.knobs, a.speedup if self._measured(a) else None)
-               for a in [*self.tried.values(), *turn.peers] if a.case.knobs]
+        own = [
+            (a.case.knobs, a.speedup if self._measured(a) else None)
+            for a in [*self.tried.values(), *turn.peers]
+            if a.case.knobs
+        ]
         own += [(t.settings, t.speedup) for t in prior.known]
         lent = [t for n in prior.neighbours for t in n.trials]
         study = Study(options, base, own, lent, self._sampler_seed + len(self.tried))
@@ -258,10 +274,18 @@ class Tuner:
 
         # Rules are always in context; one is recorded only when it could have been applied here.
         choices = tuple(choice(eid, e) for eid, e in {**shown, **applicable}.items())
-        journal = (f"## Strategy\n{turn.lens.title} lens, {move.kind} move: {move.why}.\n\n"
-                   f"## Change\n{what}\n\n## Settings\n{K.describe(move.settings)}\n")
-        return Proposal(code=code, summary=summary, parent_id=turn.parent_id, choices=choices, journal=journal,
-                        case=Case(knobs=move.settings, changed=changed, move=move.kind))
+        journal = (
+            f"## Strategy\n{turn.lens.title} lens, {move.kind} move: {move.why}.\n\n"
+            f"## Change\n{what}\n\n## Settings\n{K.describe(move.settings)}\n"
+        )
+        return Proposal(
+            code=code,
+            summary=summary,
+            parent_id=turn.parent_id,
+            choices=choices,
+            journal=journal,
+            case=Case(knobs=move.settings, changed=changed, move=move.kind),
+        )
 
     @staticmethod
     def _unused(experience, move: _Move) -> str:

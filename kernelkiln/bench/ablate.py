@@ -47,8 +47,14 @@ class Unit:
 class Ablation:
     """Runs studies' arms over tasks, K repeats each, and summarizes them."""
 
-    def __init__(self, out_dir: Path, base: OptimizeConfig, observer: Observer | None = None,
-                 progress: Callable[[str], None] = print, reuse_budget: int = 3):
+    def __init__(
+        self,
+        out_dir: Path,
+        base: OptimizeConfig,
+        observer: Observer | None = None,
+        progress: Callable[[str], None] = print,
+        reuse_budget: int = 3,
+    ):
         self.out_dir, self.base, self.observer, self.progress = out_dir, base, observer, progress
         self.reuse_budget = reuse_budget
         self.ledger = out_dir / "runs.jsonl"
@@ -58,8 +64,9 @@ class Ablation:
         base = self.base.model_dump(mode="json")
         if study.metric == "tokens":
             base["guard"]["time_budget_s"] = min(base["guard"]["time_budget_s"], CONTEXT_TIME_BUDGET_S)
-        patch = {**arm.patch, "budget": min(self.base.budget, self.reuse_budget)} if arm.memory == "reuse" \
-            else arm.patch
+        patch = (
+            {**arm.patch, "budget": min(self.base.budget, self.reuse_budget)} if arm.memory == "reuse" else arm.patch
+        )
         return OptimizeConfig.model_validate(merged({**base, "seed": k}, patch))
 
     def plan(self, chosen: list[Study], tasks: list[Task], repeat: int) -> dict[tuple[str, str, int], Unit]:
@@ -80,8 +87,13 @@ class Ablation:
 
     def _unit(self, study: Study, arm: Arm, k: int, names: list, needs: str | None) -> Unit:
         config = self.config(study, arm, k)
-        what = {"config": config.model_dump(mode="json"), "memory": arm.memory, "tasks": names,
-                "scripted": study.metric == "tokens", "needs": needs}
+        what = {
+            "config": config.model_dump(mode="json"),
+            "memory": arm.memory,
+            "tasks": names,
+            "scripted": study.metric == "tokens",
+            "needs": needs,
+        }
         key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
         return Unit(key, arm, k, config, study.metric == "tokens", needs)
 
@@ -92,15 +104,28 @@ class Ablation:
         plan = self.plan(chosen, tasks, repeat)
         order = sorted({u.key: u for u in plan.values()}.values(), key=lambda u: (u.repeat, u.needs is not None))
         todo = [u for u in order if u.key not in done]
-        self.progress(f"{len(todo)} runs to go ({len(order) - len(todo)} done earlier), "
-                      f"each {len(tasks)} tasks x {self.base.budget} evaluations")
+        self.progress(
+            f"{len(todo)} runs to go ({len(order) - len(todo)} done earlier), "
+            f"each {len(tasks)} tasks x {self.base.budget} evaluations"
+        )
         for n, unit in enumerate(todo, 1):
-            self.progress(f"[run {n}/{len(todo)}] {unit.arm.label} ({unit.arm.memory}), repeat {unit.repeat + 1}"
-                          f"/{repeat}")
+            self.progress(
+                f"[run {n}/{len(todo)}] {unit.arm.label} ({unit.arm.memory}), repeat {unit.repeat + 1}/{repeat}"
+            )
             done[unit.key] = self._execute(unit, tasks)
             with self.ledger.open("a") as f:
-                f.write(json.dumps({"key": unit.key, "arm": unit.arm.label, "memory": unit.arm.memory,
-                                    "repeat": unit.repeat, **done[unit.key]}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "key": unit.key,
+                            "arm": unit.arm.label,
+                            "memory": unit.arm.memory,
+                            "repeat": unit.repeat,
+                            **done[unit.key],
+                        }
+                    )
+                    + "\n"
+                )
         summary = Summary(self.base.budget, done, plan, repeat).of(chosen, tasks)
         (self.out_dir / "ablation.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
@@ -142,35 +167,49 @@ class Summary:
     def __init__(self, budget: int, done: dict[str, dict], plan: dict[tuple[str, str, int], Unit], repeat: int):
         self.budget, self.done, self.plan, self.repeat = budget, done, plan, repeat
         self.consensus = F.Consensus(
-            {task: _steps(entry)} for unit in done.values() for task, passes in unit["tasks"].items()
-            for entry in passes.values())
+            {task: _steps(entry)}
+            for unit in done.values()
+            for task, passes in unit["tasks"].items()
+            for entry in passes.values()
+        )
 
     def _trajectories(self, key: str, pass_name: str | None = None) -> dict[str, F.Trajectory]:
         """The unit's measured trajectories by task; with ``pass_name``, that pass's, whatever their role."""
-        return {task: _steps(entry) for task, passes in self.done[key]["tasks"].items()
-                for name, entry in passes.items()
-                if (name == pass_name if pass_name is not None else entry["role"] == "measured")}
+        return {
+            task: _steps(entry)
+            for task, passes in self.done[key]["tasks"].items()
+            for name, entry in passes.items()
+            if (name == pass_name if pass_name is not None else entry["role"] == "measured")
+        }
 
     def _runs(self, study: str, arm: Arm) -> dict[int, dict]:
-        return {k: F.run_figures(self._trajectories(self.plan[(study, arm.label, k)].key), self.consensus,
-                                 self.budget) for k in range(self.repeat)}
+        return {
+            k: F.run_figures(self._trajectories(self.plan[(study, arm.label, k)].key), self.consensus, self.budget)
+            for k in range(self.repeat)
+        }
 
     def of(self, chosen: list[Study], tasks: list[Task]) -> dict[str, Any]:
-        out: dict[str, Any] = {"budget": self.budget, "repeat": self.repeat, "tasks": [t.name for t in tasks],
-                               "figures": "consensus: each candidate valued by the median of its measurements across "
-                                          "the ablation", "studies": {},
-                               "seconds": sum(self.done[k]["seconds"] for k in {u.key for u in self.plan.values()})}
+        out: dict[str, Any] = {
+            "budget": self.budget,
+            "repeat": self.repeat,
+            "tasks": [t.name for t in tasks],
+            "figures": "consensus: each candidate valued by the median of its measurements across the ablation",
+            "studies": {},
+            "seconds": sum(self.done[k]["seconds"] for k in {u.key for u in self.plan.values()}),
+        }
         floor = self._runs("floor", FLOOR) if ("floor", FLOOR.label, 0) in self.plan else None
         if floor is not None:
             out["floor"] = self._arm_row(FLOOR, floor, SPEED_FIGURES, "floor")
         for study in chosen:
-            out["studies"][study.name] = self._reuse(study) if study.metric == "reuse" else \
-                self._compare(study, floor)
+            out["studies"][study.name] = self._reuse(study) if study.metric == "reuse" else self._compare(study, floor)
         return out
 
     def _arm_row(self, arm: Arm, runs: dict[int, dict], figures: tuple[str, ...], study: str) -> dict[str, Any]:
-        row: dict[str, Any] = {"arm": arm.label, "memory": arm.memory,
-                               "runs": [{k: v for k, v in runs[k].items() if k != "normalized"} for k in sorted(runs)]}
+        row: dict[str, Any] = {
+            "arm": arm.label,
+            "memory": arm.memory,
+            "runs": [{k: v for k, v in runs[k].items() if k != "normalized"} for k in sorted(runs)],
+        }
         for name in figures:
             interval = geometric_interval([runs[k][name] for k in sorted(runs)])
             row[name] = interval.as_dict() if interval else None
@@ -193,8 +232,13 @@ class Summary:
                 row["vs_floor"] = {n: _paired(mine, floor, n) for n in figures}
         units = {self.plan[(study.name, a.label, k)].key for a in study.arms for k in range(self.repeat)}
         units |= {self.plan[(study.name, a.label, k)].needs for a in study.arms for k in range(self.repeat)} - {None}
-        return {"question": study.question, "metric": study.metric, "arms": arms,
-                "reference": study.arms[0].label, "seconds": sum(self.done[u]["seconds"] for u in units)}
+        return {
+            "question": study.question,
+            "metric": study.metric,
+            "arms": arms,
+            "reference": study.arms[0].label,
+            "seconds": sum(self.done[u]["seconds"] for u in units),
+        }
 
     def _reuse(self, study: Study) -> dict[str, Any]:
         first_arm, second_arm = study.arms
@@ -202,15 +246,18 @@ class Summary:
         for k in range(self.repeat):
             second = self.plan[(study.name, second_arm.label, k)]
             first = self._trajectories(second.needs, pass_name="A")
-            runs.append(F.reuse_figures(self._trajectories(second.key), first, self.consensus,
-                                        second.config.budget))
+            runs.append(F.reuse_figures(self._trajectories(second.key), first, self.consensus, second.config.budget))
         interval = mean_interval([r["evaluations_to_first_best"] for r in runs])
         units = {self.plan[(study.name, a.label, k)].key for a in study.arms for k in range(self.repeat)}
-        return {"question": study.question, "metric": "reuse", "second_pass_budget": runs and
-                self.plan[(study.name, second_arm.label, 0)].config.budget,
-                "evaluations_to_first_best": interval.as_dict() if interval else None,
-                "in_one": [r["in_one"] for r in runs], "runs": runs,
-                "seconds": sum(self.done[u]["seconds"] for u in units)}
+        return {
+            "question": study.question,
+            "metric": "reuse",
+            "second_pass_budget": runs and self.plan[(study.name, second_arm.label, 0)].config.budget,
+            "evaluations_to_first_best": interval.as_dict() if interval else None,
+            "in_one": [r["in_one"] for r in runs],
+            "runs": runs,
+            "seconds": sum(self.done[u]["seconds"] for u in units),
+        }
 
 
 def _paired(arm: dict[int, dict], reference: dict[int, dict], name: str) -> dict | None:

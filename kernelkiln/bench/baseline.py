@@ -48,7 +48,7 @@ def compile_ratio(task: Task, threads: int, compiler: Callable = torch.compile) 
                 try:
                     compiled = compiler(model)
                     compiled(*inputs)  # compiles
-                except Exception as exc:  # noqa: BLE001 - any backend failure means "where it works" excludes it
+                except Exception as exc:
                     return None, f"torch.compile failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                 reps = max(_reps(model, inputs), _reps(compiled, inputs))
                 ratios = []

@@ -103,9 +103,13 @@ def task_figures(task: str, steps: Trajectory, consensus: Consensus, budget: int
     best = consensus.best(task)
     hit = reached(values, TARGET * best)
     own = [s.speedup for s in steps if s.verdict == "KEEP" and s.speedup]
-    return TaskFigures(final=values[-1], anytime=sum(values) / budget, evals_to_target=hit or budget + 1,
-                       search_best=own[-1] if own else None,
-                       normalized=[v / best if best > 0 else 0.0 for v in values])
+    return TaskFigures(
+        final=values[-1],
+        anytime=sum(values) / budget,
+        evals_to_target=hit or budget + 1,
+        search_best=own[-1] if own else None,
+        normalized=[v / best if best > 0 else 0.0 for v in values],
+    )
 
 
 def run_figures(tasks: dict[str, Trajectory], consensus: Consensus, budget: int) -> dict:
@@ -118,14 +122,23 @@ def run_figures(tasks: dict[str, Trajectory], consensus: Consensus, budget: int)
         "evals_to_95": geomean([f.evals_to_target for f in per.values()]),
         "prompt_tokens": sum(prompts) or None,
         "max_prompt_tokens": max((s.max_prompt_tokens for steps in tasks.values() for s in steps), default=0) or None,
-        "tasks": {t: {"final": f.final, "anytime": f.anytime, "evals_to_95": f.evals_to_target,
-                      "search_best": f.search_best, "evaluations": len(tasks[t])} for t, f in per.items()},
+        "tasks": {
+            t: {
+                "final": f.final,
+                "anytime": f.anytime,
+                "evals_to_95": f.evals_to_target,
+                "search_best": f.search_best,
+                "evaluations": len(tasks[t]),
+            }
+            for t, f in per.items()
+        },
         "normalized": {t: f.normalized for t, f in per.items()},
     }
 
 
-def reuse_figures(second: dict[str, Trajectory], first: dict[str, Trajectory], consensus: Consensus,
-                  budget: int) -> dict:
+def reuse_figures(
+    second: dict[str, Trajectory], first: dict[str, Trajectory], consensus: Consensus, budget: int
+) -> dict:
     """The second pass over tasks a store already holds: evaluations until each reached 95% of its first pass's best
     (the value of the first pass's final incumbent), ``budget`` + 1 when it never did."""
     counts = {}
@@ -133,9 +146,12 @@ def reuse_figures(second: dict[str, Trajectory], first: dict[str, Trajectory], c
         target = TARGET * curve(task, first[task], consensus, len(first[task]) or 1)[-1]
         counts[task] = reached(curve(task, steps, consensus, budget), target) or budget + 1
     spent = {task: len(steps) for task, steps in second.items()}
-    return {"evaluations_to_first_best": statistics.fmean(counts.values()) if counts else None,
-            "in_one": sum(1 for c in counts.values() if c == 1), "tasks": counts,
-            "evaluations_spent": statistics.fmean(spent.values()) if spent else None}
+    return {
+        "evaluations_to_first_best": statistics.fmean(counts.values()) if counts else None,
+        "in_one": sum(1 for c in counts.values() if c == 1),
+        "tasks": counts,
+        "evaluations_spent": statistics.fmean(spent.values()) if spent else None,
+    }
 
 
 def reach_share(normalized: Iterable[list[float]], budget: int) -> list[float]:

@@ -63,9 +63,19 @@ def summarize(tasks: list[TaskFigures]) -> dict:
         "sol_fraction": {t.name: t.sol_fraction for t in tasks},
         "evaluations": sum(t.evaluations for t in tasks),
         "tokens": sum(t.tokens for t in tasks),
-        "tasks": {t.name: {"correct": t.correct, "best_speedup": t.best_speedup, "search_speedup": t.search_speedup,
-                           "first_correct_speedup": t.first_correct_speedup, "self_speedup": t.self_speedup,
-                           "speedup_compile": t.speedup_compile, "compile_ratio": t.compile_ratio,
-                           "sol_fraction": t.sol_fraction, "evaluations": t.evaluations, "tokens": t.tokens}
-                  for t in tasks},
+        "tasks": {
+            t.name: {
+                "correct": t.correct,
+                "best_speedup": t.best_speedup,
+                "search_speedup": t.search_speedup,
+                "first_correct_speedup": t.first_correct_speedup,
+                "self_speedup": t.self_speedup,
+                "speedup_compile": t.speedup_compile,
+                "compile_ratio": t.compile_ratio,
+                "sol_fraction": t.sol_fraction,
+                "evaluations": t.evaluations,
+                "tokens": t.tokens,
+            }
+            for t in tasks
+        },
     }

@@ -55,11 +55,20 @@ class Units:
     def _optimize(self, memory: Memory, task: Task, config: OptimizeConfig, out: Path) -> tuple[list[Step], float]:
         started = time.perf_counter()
         result = Optimizer(memory, out, self.observer, client=self.client_for(task)).start(
-            [TaskSpec(str(task.path), task.overrides)], config, out / task.name)
+            [TaskSpec(str(task.path), task.overrides)], config, out / task.name
+        )
         with memory.store.read() as conn:
             attempts = memory.store.attempts.for_run(conn, result["run_id"])
-        steps = [Step(a.case.code_hash, a.verdict, a.speedup if a.correct else None,
-                      sum(c[0] for c in a.case.calls), max((c[0] for c in a.case.calls), default=0)) for a in attempts]
+        steps = [
+            Step(
+                a.case.code_hash,
+                a.verdict,
+                a.speedup if a.correct else None,
+                sum(c[0] for c in a.case.calls),
+                max((c[0] for c in a.case.calls), default=0),
+            )
+            for a in attempts
+        ]
         return steps, time.perf_counter() - started
 
     def empty(self, key: str, tasks: list[Task], config: OptimizeConfig) -> dict:

@@ -48,17 +48,23 @@ def best_sol(task: Task, best: Attempt | None, peaks) -> float | None:
     return geomean(fractions)
 
 
-def task_figures(task: Task, attempts: list[Attempt], ratio: float | None, peaks,
-                 confirmed: float | None = None) -> TaskFigures:
+def task_figures(
+    task: Task, attempts: list[Attempt], ratio: float | None, peaks, confirmed: float | None = None
+) -> TaskFigures:
     """One task's figures from its attempts in one run (``confirmed``: the best's confirmed speedup)."""
     best = incumbent(attempts)
     first = next((a for a in attempts if a.correct and a.speedup), None)
-    return TaskFigures(name=task_id_of(task), correct=any(a.correct for a in attempts),
-                       best_speedup=confirmed or (best.speedup if best else None),
-                       search_speedup=best.speedup if best else None,
-                       first_correct_speedup=first.speedup if first else None, compile_ratio=ratio,
-                       sol_fraction=best_sol(task, best, peaks), evaluations=len(attempts),
-                       tokens=sum(a.tokens_in + a.tokens_out for a in attempts))
+    return TaskFigures(
+        name=task_id_of(task),
+        correct=any(a.correct for a in attempts),
+        best_speedup=confirmed or (best.speedup if best else None),
+        search_speedup=best.speedup if best else None,
+        first_correct_speedup=first.speedup if first else None,
+        compile_ratio=ratio,
+        sol_fraction=best_sol(task, best, peaks),
+        evaluations=len(attempts),
+        tokens=sum(a.tokens_in + a.tokens_out for a in attempts),
+    )
 
 
 def _mean(values: list) -> Any:
@@ -78,8 +84,14 @@ def _mean(values: list) -> Any:
 class Bench:
     """Runs ``kiln bench``."""
 
-    def __init__(self, out_dir: Path, store_url: str | None = None, observer: Observer | None = None,
-                 compile_baseline: bool = True, progress=print):
+    def __init__(
+        self,
+        out_dir: Path,
+        store_url: str | None = None,
+        observer: Observer | None = None,
+        compile_baseline: bool = True,
+        progress=print,
+    ):
         self.out_dir, self.store_url, self.observer = out_dir, store_url, observer
         self.compile_baseline, self.progress = compile_baseline, progress
 
@@ -97,14 +109,18 @@ class Bench:
                 self.progress(f"{task.name}: skipped: {skipped[task_id_of(task)]}")
         tasks = kept
         if not tasks:
-            raise UserError(f"no task of the suite can be optimized with the {config.policy} policy: "
-                            + next(iter(skipped.values()), "the suite is empty"))
+            raise UserError(
+                f"no task of the suite can be optimized with the {config.policy} policy: "
+                + next(iter(skipped.values()), "the suite is empty")
+            )
         threads = config.guard.threads or default_threads()
         ratios, notes = {}, {}
         for task in tasks:
             if self.compile_baseline and config.cluster.address != "local":
-                ratios[task.name], notes[task.name] = None, ("not measured: on a cluster, candidates are timed on "
-                                                             "its devices, not on this machine")
+                ratios[task.name], notes[task.name] = (
+                    None,
+                    ("not measured: on a cluster, candidates are timed on its devices, not on this machine"),
+                )
             elif self.compile_baseline:
                 self.progress(f"{task.name}: timing torch.compile against eager")
                 ratios[task.name], notes[task.name] = compile_ratio(task, threads)
@@ -116,18 +132,42 @@ class Bench:
             url = self.store_url or f"sqlite:///{(self.out_dir / f'repeat-{k + 1}.db').resolve()}"
             memory = Memory(open_store(url, config.store))
             result = Optimizer(memory, self.out_dir, self.observer).start(  # repeat k: the tuner's seed k
-                [TaskSpec(str(t.path), {}) for t in tasks], config.model_copy(update={"seed": k}),
-                self.out_dir / f"repeat-{k + 1}")
+                [TaskSpec(str(t.path), {}) for t in tasks],
+                config.model_copy(update={"seed": k}),
+                self.out_dir / f"repeat-{k + 1}",
+            )
             with memory.store.read() as conn:
                 attempts = memory.store.attempts.for_run(conn, result["run_id"])
-            figures = [task_figures(t, [a for a in attempts if a.task_id == task_id_of(t)], ratios[t.name], peaks,
-                                    result["tasks"].get(task_id_of(t), {}).get("confirmed_speedup"))
-                       for t in tasks]
-            runs.append({"run_id": result["run_id"], "status": result["status"], "store": url,
-                         "out": str((self.out_dir / f"repeat-{k + 1}").resolve()), **summarize(figures)})
+            figures = [
+                task_figures(
+                    t,
+                    [a for a in attempts if a.task_id == task_id_of(t)],
+                    ratios[t.name],
+                    peaks,
+                    result["tasks"].get(task_id_of(t), {}).get("confirmed_speedup"),
+                )
+                for t in tasks
+            ]
+            runs.append(
+                {
+                    "run_id": result["run_id"],
+                    "status": result["status"],
+                    "store": url,
+                    "out": str((self.out_dir / f"repeat-{k + 1}").resolve()),
+                    **summarize(figures),
+                }
+            )
         top = {key: _mean([r[key] for r in runs]) for key in runs[0] if key not in ("run_id", "status", "store", "out")}
-        out = {**top, "tasks_run": len(tasks), "skipped": skipped, "repeats": runs,
-               "compile_notes": {k: v for k, v in notes.items() if v},
-               "peaks": peaks.source, "budget": config.budget, "agents": config.agents, "policy": config.policy}
+        out = {
+            **top,
+            "tasks_run": len(tasks),
+            "skipped": skipped,
+            "repeats": runs,
+            "compile_notes": {k: v for k, v in notes.items() if v},
+            "peaks": peaks.source,
+            "budget": config.budget,
+            "agents": config.agents,
+            "policy": config.policy,
+        }
         (self.out_dir / "bench.json").write_text(json.dumps(out, indent=2) + "\n")
         return out

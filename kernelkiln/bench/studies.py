@@ -70,29 +70,71 @@ MEMORY = Arm("memory", memory="crossfit")
 
 def studies(agents: int) -> dict[str, Study]:
     """Every study, by name; ``agents`` is the agents study's agent count."""
-    scripted = {"policy": "llm", "llm": {"model": "scripted", "base_url": "http://127.0.0.1:9/v1",
-                                         "context_window": SCRIPTED_WINDOW, "max_output_tokens": SCRIPTED_GENERATION}}
+    scripted = {
+        "policy": "llm",
+        "llm": {
+            "model": "scripted",
+            "base_url": "http://127.0.0.1:9/v1",
+            "context_window": SCRIPTED_WINDOW,
+            "max_output_tokens": SCRIPTED_GENERATION,
+        },
+    }
     private = {"agents": agents, "memory": {"board": {"shared": False}}}
-    return {s.name: s for s in (
-        Study("memory", "a store built on the other tasks vs an empty store", "speedup", (EMPTY, MEMORY)),
-        Study("transfer", "memory built on the other half of the tasks, lent read-only, vs an empty store", "speedup",
-              (EMPTY, Arm("read-only memory", memory="readonly"))),
-        Study("reuse", "the same tasks again on the store that holds them: evaluations to reach the first pass's best",
-              "reuse", (MEMORY, Arm("second pass", memory="reuse"))),
-        Study("credit", "adoption-traced credit (ATU) vs the same reward for every retrieved experience", "speedup",
-              (MEMORY, Arm("uniform credit", {"memory": {"value": {"credit": "uniform"}}}, "crossfit"))),
-        Study("rules", "resident rules chosen by utility vs none vs chosen at random, under the same token budget",
-              "speedup", (MEMORY, Arm("no rules", {"memory": {"rules": {"budget_tokens": 0}}}, "crossfit"),
-                          Arm("random rules", {"memory": {"rules": {"selection": "random"}}}, "crossfit"))),
-        Study("agents", f"{agents} agents, each seeing only its own conclusions, vs sharing a board, same evaluations "
-              "per task", "speedup",
-              (Arm(f"{agents} agents, private", private), Arm(f"{agents} agents, shared board", {"agents": agents}))),
-        Study("search", "the tuner's knob search: enumerating single-knob moves, then random settings, vs Optuna's "
-              "TPE sampler", "speedup", (Arm("enumerate", {"search": "enumerate"}), EMPTY)),
-        Study("context", "active (layered, budgeted) vs passive (accumulated) prompts, scripted llm", "tokens",
-              (Arm("active", {**scripted, "context": {"mode": "active"}}),
-               Arm("passive", {**scripted, "context": {"mode": "passive"}}))),
-    )}
+    return {
+        s.name: s
+        for s in (
+            Study("memory", "a store built on the other tasks vs an empty store", "speedup", (EMPTY, MEMORY)),
+            Study(
+                "transfer",
+                "memory built on the other half of the tasks, lent read-only, vs an empty store",
+                "speedup",
+                (EMPTY, Arm("read-only memory", memory="readonly")),
+            ),
+            Study(
+                "reuse",
+                "the same tasks again on the store that holds them: evaluations to reach the first pass's best",
+                "reuse",
+                (MEMORY, Arm("second pass", memory="reuse")),
+            ),
+            Study(
+                "credit",
+                "adoption-traced credit (ATU) vs the same reward for every retrieved experience",
+                "speedup",
+                (MEMORY, Arm("uniform credit", {"memory": {"value": {"credit": "uniform"}}}, "crossfit")),
+            ),
+            Study(
+                "rules",
+                "resident rules chosen by utility vs none vs chosen at random, under the same token budget",
+                "speedup",
+                (
+                    MEMORY,
+                    Arm("no rules", {"memory": {"rules": {"budget_tokens": 0}}}, "crossfit"),
+                    Arm("random rules", {"memory": {"rules": {"selection": "random"}}}, "crossfit"),
+                ),
+            ),
+            Study(
+                "agents",
+                f"{agents} agents, each seeing only its own conclusions, vs sharing a board, same evaluations per task",
+                "speedup",
+                (Arm(f"{agents} agents, private", private), Arm(f"{agents} agents, shared board", {"agents": agents})),
+            ),
+            Study(
+                "search",
+                "the tuner's knob search: enumerating single-knob moves, then random settings, vs Optuna's TPE sampler",
+                "speedup",
+                (Arm("enumerate", {"search": "enumerate"}), EMPTY),
+            ),
+            Study(
+                "context",
+                "active (layered, budgeted) vs passive (accumulated) prompts, scripted llm",
+                "tokens",
+                (
+                    Arm("active", {**scripted, "context": {"mode": "active"}}),
+                    Arm("passive", {**scripted, "context": {"mode": "passive"}}),
+                ),
+            ),
+        )
+    }
 
 
 def merged(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -106,8 +148,9 @@ def merged(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 _EXPERIENCE_ID = re.compile(r"\be-[0-9a-f]{16}\b")
 
 
-def scripted_player(seed_code: str, turns: int, salt: int = 0,
-                    protocol: Literal["tools", "text"] = "tools") -> ScriptedClient:
+def scripted_player(
+    seed_code: str, turns: int, salt: int = 0, protocol: Literal["tools", "text"] = "tools"
+) -> ScriptedClient:
     """A scripted model that submits ``turns`` variants of ``seed_code``, adopting the first experience shown.
 
     Variants cycle through one knob's options and carry a distinct comment, so no two are
@@ -128,12 +171,26 @@ def scripted_player(seed_code: str, turns: int, salt: int = 0,
             code = f"{code}\n# variant {number}\n"
             if protocol == "text":
                 adoptions = {"adopted": ids[:1], "not_adopted": [{"id": i, "why": "scripted"} for i in ids[1:]]}
-                return {"text": f"Turn {number}: trying a variant.\n\n```python\n{code}```\n\n"
-                                f"Summary: variant {number}\n\n```json\n{json.dumps(adoptions)}\n```\n"}
-            return {"text": f"Turn {number}: trying a variant.", "tool_calls": [{
-                "name": "submit_candidate", "arguments": {
-                    "code": code, "summary": f"variant {number}",
-                    "adoptions": [{"experience_id": i, "adopted": n == 0, "why": "scripted"}
-                                  for n, i in enumerate(ids)]}}]}
+                return {
+                    "text": f"Turn {number}: trying a variant.\n\n```python\n{code}```\n\n"
+                    f"Summary: variant {number}\n\n```json\n{json.dumps(adoptions)}\n```\n"
+                }
+            return {
+                "text": f"Turn {number}: trying a variant.",
+                "tool_calls": [
+                    {
+                        "name": "submit_candidate",
+                        "arguments": {
+                            "code": code,
+                            "summary": f"variant {number}",
+                            "adoptions": [
+                                {"experience_id": i, "adopted": n == 0, "why": "scripted"} for n, i in enumerate(ids)
+                            ],
+                        },
+                    }
+                ],
+            }
+
         return submit
+
     return ScriptedClient([reply(i) for i in range(3 * turns)])  # room for the policy's re-asks

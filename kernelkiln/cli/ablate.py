@@ -64,33 +64,58 @@ def register(app: typer.Typer) -> None:
 
 def ablate(
     suite: str = typer.Argument(..., metavar="SUITE", help="A bundled suite (`kiln tasks`) or a folder of task files."),
-    study: list[str] = typer.Option([], "--study", metavar="NAME", help="memory, transfer, reuse, credit, rules, "
-                                                                        "agents, search or context (repeatable; "
-                                                                        "default: all but context)."),
+    study: list[str] = typer.Option(
+        [],
+        "--study",
+        metavar="NAME",
+        help="memory, transfer, reuse, credit, rules, "
+        "agents, search or context (repeatable; "
+        "default: all but context).",
+    ),
     tasks: str = typer.Option(None, "--tasks", metavar="A,B,...", help="Only these tasks of the suite, by name."),
     config_file: Path = CONFIG_OPTION,
     set_config: list[str] = SET_CONFIG_OPTION,
-    budget: int = typer.Option(None, "--budget", help=f"Evaluations per task in every arm (default: {ABLATE_BUDGET}, "
-                                                      "fewer than a run's, as every arm runs repeat times)."),
+    budget: int = typer.Option(
+        None,
+        "--budget",
+        help=f"Evaluations per task in every arm (default: {ABLATE_BUDGET}, "
+        "fewer than a run's, as every arm runs repeat times).",
+    ),
     repeat: int = typer.Option(3, "--repeat", min=1, help="Trajectories per arm (2 or more for intervals)."),
     agents: int = typer.Option(2, "--agents", min=2, max=8, help="Agents per task in the agents study's arms."),
-    reuse_budget: int = typer.Option(3, "--reuse-budget", min=1,
-                                     help="Evaluations per task in the reuse study's second pass (it counts those "
-                                          "needed to reach the first pass's best; at most this many are spent)."),
-    time_budget: float = typer.Option(None, "--time-budget", metavar="SECONDS",
-                                      help="Cap on each evaluation's timing stage "
-                                           f"{default_note('guard.time_budget_s')}."),
-    confirm: float = typer.Option(None, "--confirm-budget", metavar="SECONDS",
-                                  help="When a task ends, judge its best again timing for this long and report "
-                                       f"that figure (0: the search's own, noisier, figure) "
-                                       f"{default_note('confirm_time_budget_s')}."),
+    reuse_budget: int = typer.Option(
+        3,
+        "--reuse-budget",
+        min=1,
+        help="Evaluations per task in the reuse study's second pass (it counts those "
+        "needed to reach the first pass's best; at most this many are spent).",
+    ),
+    time_budget: float = typer.Option(
+        None,
+        "--time-budget",
+        metavar="SECONDS",
+        help=f"Cap on each evaluation's timing stage {default_note('guard.time_budget_s')}.",
+    ),
+    confirm: float = typer.Option(
+        None,
+        "--confirm-budget",
+        metavar="SECONDS",
+        help="When a task ends, judge its best again timing for this long and report "
+        f"that figure (0: the search's own, noisier, figure) "
+        f"{default_note('confirm_time_budget_s')}.",
+    ),
     threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
-    cluster: str = typer.Option(None, "--cluster", metavar="local|ray|ray://HOST:PORT",
-                                help="Where candidates are judged: this machine, or one evaluation actor per "
-                                     "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
-                                     f"kernelkiln[ray]) {default_note('cluster.address')}."),
-    out: Path = typer.Option(Path("kiln-ablate"), "--out", metavar="DIR", help="Where runs, runs.jsonl and "
-                                                                             "ablation.json go."),
+    cluster: str = typer.Option(
+        None,
+        "--cluster",
+        metavar="local|ray|ray://HOST:PORT",
+        help="Where candidates are judged: this machine, or one evaluation actor per "
+        "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
+        f"kernelkiln[ray]) {default_note('cluster.address')}.",
+    ),
+    out: Path = typer.Option(
+        Path("kiln-ablate"), "--out", metavar="DIR", help="Where runs, runs.jsonl and ablation.json go."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print ablation.json's object instead of the table."),
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
@@ -112,19 +137,33 @@ def ablate(
         paths = [by_name[t] for t in wanted]
     if not paths:
         raise UserError(f"suite {suite} holds no task files")
-    settings = load_settings(config_file, {
-        "--budget": ("budget", budget), "--time-budget": ("guard.time_budget_s", time_budget),
-        "--confirm-budget": ("confirm_time_budget_s", confirm), "--threads": ("guard.threads", threads),
-        "--cluster": ("cluster.address", cluster),
-    }, set_config, defaults={"budget": ABLATE_BUDGET})
+    settings = load_settings(
+        config_file,
+        {
+            "--budget": ("budget", budget),
+            "--time-budget": ("guard.time_budget_s", time_budget),
+            "--confirm-budget": ("confirm_time_budget_s", confirm),
+            "--threads": ("guard.threads", threads),
+            "--cluster": ("cluster.address", cluster),
+        },
+        set_config,
+        defaults={"budget": ABLATE_BUDGET},
+    )
     base = with_endpoint_window(settings).config
     tasks_in_order = order_tasks([load_task(p) for p in paths])
-    result = with_progress(lambda observer, progress: Ablation(out, base, observer, progress, reuse_budget).run(
-        chosen, tasks_in_order, repeat),
-        f"run the same command again to continue: finished runs are kept in {out}/runs.jsonl")
+    result = with_progress(
+        lambda observer, progress: Ablation(out, base, observer, progress, reuse_budget).run(
+            chosen, tasks_in_order, repeat
+        ),
+        f"run the same command again to continue: finished runs are kept in {out}/runs.jsonl",
+    )
     # Piped output gets room for the intervals (rich would give it 80 columns).
-    print_result(result, as_json, lambda r, console: _table(r, console if console.is_terminal else
-                                                             Console(width=160)), out / "ablation.json")
+    print_result(
+        result,
+        as_json,
+        lambda r, console: _table(r, console if console.is_terminal else Console(width=160)),
+        out / "ablation.json",
+    )
 
 
 def _ci(cell: dict | None, unit: str) -> str:
@@ -139,20 +178,29 @@ def _ci(cell: dict | None, unit: str) -> str:
 
 
 # (title, figure, unit of an arm's figure: x a speedup, n a count of evaluations, "" tokens)
-_COLUMNS = {"speedup": (("final speedup", "speedup", "x"), ("anytime speedup", "anytime", "x"),
-                        ("evaluations to 95%", "evals_to_95", "n")),
-            "tokens": (("prompt tokens per run", "prompt_tokens", ""), ("largest prompt", "max_prompt_tokens", ""))}
+_COLUMNS = {
+    "speedup": (
+        ("final speedup", "speedup", "x"),
+        ("anytime speedup", "anytime", "x"),
+        ("evaluations to 95%", "evals_to_95", "n"),
+    ),
+    "tokens": (("prompt tokens per run", "prompt_tokens", ""), ("largest prompt", "max_prompt_tokens", "")),
+}
 
 
 def _table(result: dict, console: Console) -> None:
-    console.print(f"kiln ablate: {len(result['tasks'])} tasks, {result['budget']} evaluations each, "
-                  f"{result['repeat']} repeats; geometric means [95% CI]; candidates valued by consensus")
+    console.print(
+        f"kiln ablate: {len(result['tasks'])} tasks, {result['budget']} evaluations each, "
+        f"{result['repeat']} repeats; geometric means [95% CI]; candidates valued by consensus"
+    )
     floor = result.get("floor")
     for name, s in result["studies"].items():
         if s["metric"] == "reuse":
-            console.print(f"{name}: the second pass needed {_ci(s['evaluations_to_first_best'], 'n')} evaluations per "
-                          f"task to reach 95% of the first pass's best (at most {s['second_pass_budget']}); "
-                          f"reached in one: {s['in_one']} of {len(result['tasks'])} tasks per repeat")
+            console.print(
+                f"{name}: the second pass needed {_ci(s['evaluations_to_first_best'], 'n')} evaluations per "
+                f"task to reach 95% of the first pass's best (at most {s['second_pass_budget']}); "
+                f"reached in one: {s['in_one']} of {len(result['tasks'])} tasks per repeat"
+            )
             continue
         columns = _COLUMNS[s["metric"]]
         table = Table(title=f"{name}: {s.get('question', '')}", title_justify="left")
@@ -167,7 +215,10 @@ def _table(result: dict, console: Console) -> None:
             extra = [_ci(arm.get("vs_floor", {}).get("anytime"), "x")] if speed else []
             table.add_row(arm["arm"], *(_ci(arm.get(key), unit) for _, key, unit in columns), *extra)
             if "ratio" in arm:
-                table.add_row(f"{arm['arm']} / {s['reference']}",
-                              *(_ci(arm["ratio"].get(key), "x") for _, key, _ in columns), *([""] if speed else []),
-                              style="bold")
+                table.add_row(
+                    f"{arm['arm']} / {s['reference']}",
+                    *(_ci(arm["ratio"].get(key), "x") for _, key, _ in columns),
+                    *([""] if speed else []),
+                    style="bold",
+                )
         console.print(table)

@@ -89,7 +89,9 @@ def main() -> None:
             sys.exit(exc.exit_code)
         if _state["debug"]:
             raise
-        print(f"kiln: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr)
+        print(
+            f"kiln: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr
+        )
         sys.exit(1)
     if isinstance(code, int) and code:  # typer.Exit(code) without standalone mode comes back as a value
         sys.exit(code)

@@ -50,17 +50,29 @@ def bench(
     budget: int = typer.Option(None, "--budget", help=f"Evaluations per task {default_note('budget')}."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Independent runs over the suite."),
     out: Path = typer.Option(Path("kiln-bench"), "--out", metavar="DIR", help="Where runs and bench.json go."),
-    store: str = typer.Option(None, "--store", metavar="URL", help="One store for every repeat (default: a fresh "
-                                                                   "SQLite store per repeat in DIR)."),
+    store: str = typer.Option(
+        None,
+        "--store",
+        metavar="URL",
+        help="One store for every repeat (default: a fresh SQLite store per repeat in DIR).",
+    ),
     threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
-    confirm: float = typer.Option(None, "--confirm-budget", metavar="SECONDS",
-                                  help="When a task ends, judge its best again timing for this long and report "
-                                       f"that figure (0: the search's own, noisier, figure) "
-                                       f"{default_note('confirm_time_budget_s')}."),
-    cluster: str = typer.Option(None, "--cluster", metavar="local|ray|ray://HOST:PORT",
-                                help="Where candidates are judged: this machine, or one evaluation actor per "
-                                     "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
-                                     f"kernelkiln[ray]) {default_note('cluster.address')}."),
+    confirm: float = typer.Option(
+        None,
+        "--confirm-budget",
+        metavar="SECONDS",
+        help="When a task ends, judge its best again timing for this long and report "
+        f"that figure (0: the search's own, noisier, figure) "
+        f"{default_note('confirm_time_budget_s')}.",
+    ),
+    cluster: str = typer.Option(
+        None,
+        "--cluster",
+        metavar="local|ray|ray://HOST:PORT",
+        help="Where candidates are judged: this machine, or one evaluation actor per "
+        "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
+        f"kernelkiln[ray]) {default_note('cluster.address')}.",
+    ),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json's object instead of the table."),
 ) -> None:
@@ -70,15 +82,25 @@ def bench(
     paths = load_suite(suite).task_paths()
     if not paths:
         raise UserError(f"suite {suite} holds no task files")
-    settings = load_settings(config_file, {
-        "--agents": ("agents", agents), "--budget": ("budget", budget), "--store": ("store.url", store),
-        "--threads": ("guard.threads", threads),
-        "--cluster": ("cluster.address", cluster), "--confirm-budget": ("confirm_time_budget_s", confirm),
-    }, set_config)
+    settings = load_settings(
+        config_file,
+        {
+            "--agents": ("agents", agents),
+            "--budget": ("budget", budget),
+            "--store": ("store.url", store),
+            "--threads": ("guard.threads", threads),
+            "--cluster": ("cluster.address", cluster),
+            "--confirm-budget": ("confirm_time_budget_s", confirm),
+        },
+        set_config,
+    )
     config = with_endpoint_window(settings).config
-    result = with_progress(lambda observer, progress: Bench(out, config.store.url, observer, not no_compile,
-                                                            progress).run(paths, config, repeat),
-                           f"a bench does not resume; what was judged is in {out}/repeat-K.db")
+    result = with_progress(
+        lambda observer, progress: Bench(out, config.store.url, observer, not no_compile, progress).run(
+            paths, config, repeat
+        ),
+        f"a bench does not resume; what was judged is in {out}/repeat-K.db",
+    )
     print_result(result, as_json, _table, out / "bench.json")
 
 
@@ -92,22 +114,32 @@ def print_result(result: dict, as_json: bool, table, written: Path) -> None:
 
 
 def _table(result: dict, console: Console) -> None:
-    table = Table(title="kiln bench (speedups: geometric mean over workloads; means over repeats)",
-                  title_justify="left")
+    table = Table(
+        title="kiln bench (speedups: geometric mean over workloads; means over repeats)", title_justify="left"
+    )
     for col in ("task", "correct", "vs eager", "vs compile", "self-speedup", "SOL fraction", "evaluations"):
         table.add_column(col, justify="left" if col == "task" else "right")
     for name, t in result["tasks"].items():
         sol = "-" if t["sol_fraction"] is None else f"{t['sol_fraction']:.2g}"
-        table.add_row(name, f"{t['correct']:.0%}" if isinstance(t["correct"], float) else str(t["correct"]),
-                      fmt_x(t["best_speedup"]), fmt_x(t["speedup_compile"]), fmt_x(t["self_speedup"]), sol,
-                      f"{t['evaluations']:.0f}")
+        table.add_row(
+            name,
+            f"{t['correct']:.0%}" if isinstance(t["correct"], float) else str(t["correct"]),
+            fmt_x(t["best_speedup"]),
+            fmt_x(t["speedup_compile"]),
+            fmt_x(t["self_speedup"]),
+            sol,
+            f"{t['evaluations']:.0f}",
+        )
     console.print(table)
     fast = ", ".join(f"fast_{p} {v:.0%}" for p, v in result["fast_p"].items())
-    console.print(f"correct {result['correct_rate']:.0%}; {fast}; geomean vs eager "
-                  f"{fmt_x(result['geomean_speedup_eager'])}, vs torch.compile {fmt_x(result['geomean_speedup_compile'])}; "
-                  f"median self-speedup {fmt_x(result['median_self_speedup'])}")
+    console.print(
+        f"correct {result['correct_rate']:.0%}; {fast}; geomean vs eager "
+        f"{fmt_x(result['geomean_speedup_eager'])}, vs torch.compile {fmt_x(result['geomean_speedup_compile'])}; "
+        f"median self-speedup {fmt_x(result['median_self_speedup'])}"
+    )
     for task, why in result.get("compile_notes", {}).items():
         console.print(f"torch.compile on {task}: {why}", style="dim")
     for run in result["repeats"]:
-        console.print(f"report: kiln report {run['out']} --store {run['store']}", style="dim", markup=False,
-                      highlight=False)
+        console.print(
+            f"report: kiln report {run['out']} --store {run['store']}", style="dim", markup=False, highlight=False
+        )

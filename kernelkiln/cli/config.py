@@ -12,8 +12,7 @@ from pydantic_core import to_jsonable_python
 from kernelkiln.cli.settings import CONFIG_OPTION, SET_CONFIG_OPTION, load_settings, walk, with_endpoint_window
 
 config_app = typer.Typer(
-    help="The configuration `kiln optimize`, `bench` and `ablate` run with: defaults, a TOML file (--config), "
-         "flags.",
+    help="The configuration `kiln optimize`, `bench` and `ablate` run with: defaults, a TOML file (--config), flags.",
     no_args_is_help=True,
 )
 
@@ -37,9 +36,15 @@ def show(
     `pool_size = 40` under `[memory.retrieval]`.
     """
     settings = with_endpoint_window(load_settings(config_file, {}, set_config))
-    rows = [{"field": path, "value": to_jsonable_python(value), "source": settings.source(path),
-             "description": " ".join((info.description or "").split())}
-            for path, info, value in walk(settings.config)]
+    rows = [
+        {
+            "field": path,
+            "value": to_jsonable_python(value),
+            "source": settings.source(path),
+            "description": " ".join((info.description or "").split()),
+        }
+        for path, info, value in walk(settings.config)
+    ]
     if as_json:
         print(json.dumps(rows, indent=2))
         return

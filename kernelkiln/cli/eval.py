@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelkiln.errors import UserError
 from kernelkiln.cli.sizing import SET_HELP, shrink_option, task_overrides
+from kernelkiln.errors import UserError
 from kernelkiln.guard.config import GuardConfig
 
 if TYPE_CHECKING:
@@ -48,8 +48,9 @@ def read_source(path: Path | None, task: Task, what: str, platform: str = "cpu")
             try:
                 return generate(task).source
             except Unsupported as exc:
-                raise UserError(f"{task.path}: no candidate given, no KILN['seed'], and kernelkiln cannot "
-                                f"generate one: {exc}") from None
+                raise UserError(
+                    f"{task.path}: no candidate given, no KILN['seed'], and kernelkiln cannot generate one: {exc}"
+                ) from None
         if path is None:
             raise UserError(f"{task.path}: no {what} given and the task declares no KILN['seed'] for {platform}")
     try:
@@ -71,19 +72,28 @@ def _ms(seconds: float | None) -> str:
 def _timing_line(verdict: Verdict) -> str:
     """Where the timed workers and the guard ran, and what was taken out."""
     setup = verdict.timing
-    where = (f"workers on cores {_cores(setup.placement.worker_cores)}, guard on {_cores(setup.placement.guard_cores)}"
-             if setup.placement.worker_cores else "not pinned (no core to spare)")
+    where = (
+        f"workers on cores {_cores(setup.placement.worker_cores)}, guard on {_cores(setup.placement.guard_cores)}"
+        if setup.placement.worker_cores
+        else "not pinned (no core to spare)"
+    )
     taken = "run-queue waits taken out" if setup.accounting else "wall clock only (no schedstat)"
     dropped = sum(w.dropped for w in verdict.workloads)
-    return (f"{where}; {taken}; request {setup.request_s * 1e6:.0f} µs ± {setup.request_jitter_s * 1e6:.0f}, "
-            f"batches of {setup.batch_target_s * 1e3:.1f} ms" + (f"; {dropped} disturbed round(s) run again" if dropped else ""))
+    return (
+        f"{where}; {taken}; request {setup.request_s * 1e6:.0f} µs ± {setup.request_jitter_s * 1e6:.0f}, "
+        f"batches of {setup.batch_target_s * 1e3:.1f} ms"
+        + (f"; {dropped} disturbed round(s) run again" if dropped else "")
+    )
 
 
 def _check_line(verdict: Verdict) -> str:
     """Against what the outputs were measured, and on how many trials."""
     check = verdict.check
-    against = "against the float64 oracle" if check.oracle else \
-        f"against the float32 reference with the task's tolerance ({check.oracle_note})"
+    against = (
+        "against the float64 oracle"
+        if check.oracle
+        else f"against the float32 reference with the task's tolerance ({check.oracle_note})"
+    )
     skipped = f", {check.robustness_skipped} skipped (reference not finite)" if check.robustness_skipped else ""
     return f"{against}; {check.trials} trials, {check.robustness_trials} robustness trials on wider inputs{skipped}"
 
@@ -107,8 +117,14 @@ def render(verdict: Verdict, task: Task, console: Console) -> None:
             table.add_column("SOL", justify="right")
         for w in verdict.workloads:
             sizes = "\n".join(f"{k}={v}" for k, v in w.sizes.items())
-            row = [f"{w.name}\n[dim]{sizes}[/]", _ms(w.t_ref_s), _ms(w.t_cand_s), f"{w.speedup:.3f}x", f"±{w.spread:.1%}",
-                   f"{w.rounds}×{w.reps}"]
+            row = [
+                f"{w.name}\n[dim]{sizes}[/]",
+                _ms(w.t_ref_s),
+                _ms(w.t_cand_s),
+                f"{w.speedup:.3f}x",
+                f"±{w.spread:.1%}",
+                f"{w.rounds}×{w.reps}",
+            ]
             if has_inc:
                 row += [_ms(w.t_inc_s), f"{w.speedup_vs_incumbent:.3f}x"]
             if has_sol:
@@ -144,7 +160,9 @@ def _isolation_lines(verdict: Verdict) -> list[str]:
         if layers:
             held = ", ".join(k for k, v in layers.items() if v)
             missing = "; ".join(f"{k}: {iso.notes.get(k, 'not applied')}" for k, v in layers.items() if not v)
-            lines.append(f"isolation ({iso.policy}), {where}: {held}" + (f" (did not hold: {missing})" if missing else ""))
+            lines.append(
+                f"isolation ({iso.policy}), {where}: {held}" + (f" (did not hold: {missing})" if missing else "")
+            )
     if iso.denied:
         lines.append(f"refused system calls: {', '.join(iso.denied)}")
     return lines
@@ -154,15 +172,43 @@ def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
         task: str = typer.Argument(..., help="A KernelBench-format task file, or a bundled task name (`kiln tasks`)."),
-        candidate: Path = typer.Argument(None, help="Python file defining ModelNew (default: the task's seed candidate, else the one `kiln seed` generates)."),
-        incumbent: Path = typer.Option(None, "--incumbent", help="Judge against this candidate instead of the reference."),
+        candidate: Path = typer.Argument(
+            None,
+            help="Python file defining ModelNew (default: the task's seed candidate, else the one `kiln seed` generates).",
+        ),
+        incumbent: Path = typer.Option(
+            None, "--incumbent", help="Judge against this candidate instead of the reference."
+        ),
         overrides: list[str] = typer.Option([], "--set", help=SET_HELP),
         shrink: float = shrink_option(),
-        threads: int = typer.Option(None, "--threads", min=1, help="Intra-op threads for reference and candidate alike (default: all cores but one, kept for the guard)."),
-        time_budget: float = typer.Option(None, "--time-budget", min=0.1, help="Seconds the timing stage may take (default 20); it stops earlier once the speedup is precise."),
-        platform: str = typer.Option("cpu", "--platform", help="Where the candidate runs and is timed: cpu or cuda (needs a visible NVIDIA GPU)."),
-        lock_clocks: int = typer.Option(None, "--lock-clocks", metavar="MHZ", min=1, help="Lock the GPU's clocks at MHZ while timing (nvidia-smi -lgc); refuses to run if locking fails."),
-        isolation: str = typer.Option("strict", "--isolation", metavar="strict|best-effort", help="strict (default): stop when an isolation layer this kernel offers cannot be applied around the workers or builds; best-effort: judge with what holds. The verdict says which layers held."),
+        threads: int = typer.Option(
+            None,
+            "--threads",
+            min=1,
+            help="Intra-op threads for reference and candidate alike (default: all cores but one, kept for the guard).",
+        ),
+        time_budget: float = typer.Option(
+            None,
+            "--time-budget",
+            min=0.1,
+            help="Seconds the timing stage may take (default 20); it stops earlier once the speedup is precise.",
+        ),
+        platform: str = typer.Option(
+            "cpu", "--platform", help="Where the candidate runs and is timed: cpu or cuda (needs a visible NVIDIA GPU)."
+        ),
+        lock_clocks: int = typer.Option(
+            None,
+            "--lock-clocks",
+            metavar="MHZ",
+            min=1,
+            help="Lock the GPU's clocks at MHZ while timing (nvidia-smi -lgc); refuses to run if locking fails.",
+        ),
+        isolation: str = typer.Option(
+            "strict",
+            "--isolation",
+            metavar="strict|best-effort",
+            help="strict (default): stop when an isolation layer this kernel offers cannot be applied around the workers or builds; best-effort: judge with what holds. The verdict says which layers held.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Gate, build, check and time CANDIDATE against TASK's reference; print the verdict.
@@ -182,16 +228,30 @@ def register(app: typer.Typer) -> None:
         err = Console(stderr=True)
         if isolation not in ("strict", "best-effort"):
             raise UserError(f"--isolation must be strict or best-effort, not {isolation!r}")
-        settings = {k: v for k, v in {"threads": threads, "time_budget_s": time_budget,
-                                      "lock_clocks_mhz": lock_clocks, "isolation": isolation}.items() if v is not None}
+        settings = {
+            k: v
+            for k, v in {
+                "threads": threads,
+                "time_budget_s": time_budget,
+                "lock_clocks_mhz": lock_clocks,
+                "isolation": isolation,
+            }.items()
+            if v is not None
+        }
         if platform != "cpu":
             settings["platform"] = platform
         with GuardSession(loaded, GuardConfig(**settings)) as session:
-            with err.status(f"evaluating {candidate or loaded.seed_for(platform) or 'the generated seed'} on {loaded.name} "
-                            f"({len(loaded.workloads)} workload(s))…", spinner="dots") if not as_json else contextlib.nullcontext():
+            with (
+                err.status(
+                    f"evaluating {candidate or loaded.seed_for(platform) or 'the generated seed'} on {loaded.name} "
+                    f"({len(loaded.workloads)} workload(s))…",
+                    spinner="dots",
+                )
+                if not as_json
+                else contextlib.nullcontext()
+            ):
                 verdict = session.evaluate(source, inc_source)
         if as_json:
             print(json.dumps({"task": loaded.name, **verdict.model_dump()}, indent=2))
         else:
             render(verdict, loaded, wide_console())
-

@@ -37,18 +37,32 @@ def isolation_offered() -> dict[str, str | None]:
 
 
 def _print_table(record: machine.MachineRecord, cached: bool, console: Console) -> None:
-    table = Table("cores", "triad GB/s", "with write-allocate GB/s", "FP32 GFLOP/s",
-                  title=f"{record.cpu} ({record.cpu_count} CPUs, {record.kernel})")
+    table = Table(
+        "cores",
+        "triad GB/s",
+        "with write-allocate GB/s",
+        "FP32 GFLOP/s",
+        title=f"{record.cpu} ({record.cpu_count} CPUs, {record.kernel})",
+    )
     for cores, row in sorted(record.per_cores.items(), key=lambda item: int(item[0])):
         mark = " *" if int(cores) == record.cores else ""
-        table.add_row(cores + mark, f"{row['bandwidth_gbs']:.1f}", f"{row['bandwidth_write_allocate_gbs']:.1f}",
-                      f"{row['peak_gflops']:.1f}")
+        table.add_row(
+            cores + mark,
+            f"{row['bandwidth_gbs']:.1f}",
+            f"{row['bandwidth_write_allocate_gbs']:.1f}",
+            f"{row['peak_gflops']:.1f}",
+        )
     console.print(table)
-    console.print(f"bandwidth_gbs {record.bandwidth_gbs:.1f}, peak_gflops {record.peak_gflops:.1f} "
-                  f"at {machine.cores_text(record.cores)} (*: the guard's default)")
+    console.print(
+        f"bandwidth_gbs {record.bandwidth_gbs:.1f}, peak_gflops {record.peak_gflops:.1f} "
+        f"at {machine.cores_text(record.cores)} (*: the guard's default)"
+    )
     for layer, why in isolation_offered().items():
-        console.print(f"isolation {layer}: " + ("offered" if why is None else f"not offered ({why})"),
-                      markup=False, highlight=False)
+        console.print(
+            f"isolation {layer}: " + ("offered" if why is None else f"not offered ({why})"),
+            markup=False,
+            highlight=False,
+        )
     if cached:
         console.print(f"cached (measured {record.measured_at}); `kiln machine --refresh` measures again")
     else:
@@ -58,8 +72,11 @@ def _print_table(record: machine.MachineRecord, cached: bool, console: Console) 
 def register(app: typer.Typer) -> None:
     @app.command("machine")
     def machine_cmd(
-        as_json: bool = typer.Option(False, "--json", help="Print one JSON object (bandwidth_gbs, peak_gflops, "
-                                     "cores, per_cores, measured_at, cpu, ...)."),
+        as_json: bool = typer.Option(
+            False,
+            "--json",
+            help="Print one JSON object (bandwidth_gbs, peak_gflops, cores, per_cores, measured_at, cpu, ...).",
+        ),
         refresh: bool = typer.Option(False, "--refresh", help="Measure again even when a cached record exists."),
     ) -> None:
         """This machine's peaks for speed-of-light figures: STREAM triad bandwidth and FMA FLOP/s per core count.
@@ -70,8 +87,12 @@ def register(app: typer.Typer) -> None:
         """
         record, cached = machine_peaks(refresh)
         if as_json:
-            out = {**record.to_dict(), "cached": cached, "path": str(machine.cache_path(record.cpu_key)),
-                   "isolation": isolation_offered()}
+            out = {
+                **record.to_dict(),
+                "cached": cached,
+                "path": str(machine.cache_path(record.cpu_key)),
+                "isolation": isolation_offered(),
+            }
             print(json.dumps(out, indent=2))
             return
         _print_table(record, cached, Console())

@@ -24,7 +24,12 @@ memory_app = typer.Typer(
     no_args_is_help=True,
 )
 
-STORE = typer.Option(None, "--store", metavar="URL", help="A SQLite file (PATH or sqlite:///PATH) or postgresql://… (default: $KILN_STORE, else the user data dir).")
+STORE = typer.Option(
+    None,
+    "--store",
+    metavar="URL",
+    help="A SQLite file (PATH or sqlite:///PATH) or postgresql://… (default: $KILN_STORE, else the user data dir).",
+)
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of text.")
 
 
@@ -69,8 +74,14 @@ def search(
     data = {
         "query": query,
         "results": [
-            {"id": h.experience.id, "kind": h.experience.kind, "score": h.score, "relevance": h.relevance,
-             "q": h.experience.q, "summary": h.experience.summary or h.experience.text[:SUMMARY_CHARS]}
+            {
+                "id": h.experience.id,
+                "kind": h.experience.kind,
+                "score": h.score,
+                "relevance": h.relevance,
+                "q": h.experience.q,
+                "summary": h.experience.summary or h.experience.text[:SUMMARY_CHARS],
+            }
             for h in hits
         ],
     }
@@ -79,7 +90,11 @@ def search(
 
 
 @memory_app.command("show")
-def show(record_id: str = typer.Argument(..., metavar="ID", help="An experience, rule or attempt id."), store: str = STORE, as_json: bool = JSON) -> None:
+def show(
+    record_id: str = typer.Argument(..., metavar="ID", help="An experience, rule or attempt id."),
+    store: str = STORE,
+    as_json: bool = JSON,
+) -> None:
     """Show one experience (with its rule and adoption records) or one attempt (with its journal)."""
     s = open_store(store)
     with s.read() as conn:
@@ -87,24 +102,33 @@ def show(record_id: str = typer.Argument(..., metavar="ID", help="An experience,
         if exp is not None:
             rule = s.rules.get(conn, record_id)
             adoptions = s.adoptions.for_experience(conn, record_id)
-            data = {"type": "experience", "experience": exp.model_dump(mode="json"),
-                    "rule": rule.model_dump(mode="json") if rule else None,
-                    "adoptions": [a.model_dump(mode="json") for a in adoptions]}
+            data = {
+                "type": "experience",
+                "experience": exp.model_dump(mode="json"),
+                "rule": rule.model_dump(mode="json") if rule else None,
+                "adoptions": [a.model_dump(mode="json") for a in adoptions],
+            }
             text = _experience_text(exp, rule, adoptions)
         elif (att := s.attempts.get(conn, record_id)) is not None:
             data = {"type": "attempt", "attempt": att.model_dump(mode="json")}
-            text = (f"attempt {att.id}  task {att.task_id}  parent {att.parent_id or '—'}\n"
-                    f"verdict {att.verdict}  speedup {fmt_x(att.speedup)}  time {att.time_ms} ms  tokens {att.tokens_in}+{att.tokens_out}\n"
-                    f"{att.summary}\n\n{att.journal}")
+            text = (
+                f"attempt {att.id}  task {att.task_id}  parent {att.parent_id or '—'}\n"
+                f"verdict {att.verdict}  speedup {fmt_x(att.speedup)}  time {att.time_ms} ms  tokens {att.tokens_in}+{att.tokens_out}\n"
+                f"{att.summary}\n\n{att.journal}"
+            )
         else:
             raise UserError(f"no experience, rule or attempt with id {record_id!r}")
     _emit(as_json, data, text)
 
 
 def _experience_text(exp, rule, adoptions) -> str:
-    tags = ", ".join(f"{k}={v}" for k, v in (("platform", exp.platform), ("op", exp.op_family), ("stage", exp.stage)) if v)
-    head = (f"{exp.kind} {exp.id}  Q={exp.q:+.3f}  retrieved {exp.retrievals}  adopted {exp.adoptions} "
-            f"over {exp.distinct_tasks} tasks  {'resident' if exp.resident else 'retrievable'}")
+    tags = ", ".join(
+        f"{k}={v}" for k, v in (("platform", exp.platform), ("op", exp.op_family), ("stage", exp.stage)) if v
+    )
+    head = (
+        f"{exp.kind} {exp.id}  Q={exp.q:+.3f}  retrieved {exp.retrievals}  adopted {exp.adoptions} "
+        f"over {exp.distinct_tasks} tasks  {'resident' if exp.resident else 'retrievable'}"
+    )
     lines = [head, f"tags: {tags or '—'}  conditions: {', '.join(exp.conditions) or '—'}", "", exp.text]
     if rule:
         lines += ["", f"rule ({rule.tokens} tokens, f={rule.frequency:.3f}): {rule.text}"]
@@ -114,7 +138,11 @@ def _experience_text(exp, rule, adoptions) -> str:
 
 
 @memory_app.command("rules")
-def rules(all_rules: bool = typer.Option(False, "--all", help="Also list evicted rules."), store: str = STORE, as_json: bool = JSON) -> None:
+def rules(
+    all_rules: bool = typer.Option(False, "--all", help="Also list evicted rules."),
+    store: str = STORE,
+    as_json: bool = JSON,
+) -> None:
     """Resident rules (always in context) with Q, frequency f, tokens ℓ and priority π = Q·f/ℓ."""
     s = open_store(store)
     with s.read() as conn:
@@ -123,11 +151,23 @@ def rules(all_rules: bool = typer.Option(False, "--all", help="Also list evicted
     rows = []
     for r in found:
         q = values[r.id].q if r.id in values else 0.0
-        rows.append({"id": r.id, "resident": r.resident, "q": q, "frequency": r.frequency, "tokens": r.tokens,
-                     "priority": priority(q, r.frequency, r.tokens), "text": r.text})
+        rows.append(
+            {
+                "id": r.id,
+                "resident": r.resident,
+                "q": q,
+                "frequency": r.frequency,
+                "tokens": r.tokens,
+                "priority": priority(q, r.frequency, r.tokens),
+                "text": r.text,
+            }
+        )
     rows.sort(key=lambda r: (not r["resident"], -r["priority"]))
-    lines = [f"{'R' if r['resident'] else ' '} π={r['priority']:.4f} Q={r['q']:+.2f} f={r['frequency']:.2f} "
-             f"ℓ={r['tokens']:<4} {r['id']}  {r['text']}" for r in rows]
+    lines = [
+        f"{'R' if r['resident'] else ' '} π={r['priority']:.4f} Q={r['q']:+.2f} f={r['frequency']:.2f} "
+        f"ℓ={r['tokens']:<4} {r['id']}  {r['text']}"
+        for r in rows
+    ]
     _emit(as_json, {"rules": rows}, "\n".join(lines) or "no rules")
 
 
@@ -155,7 +195,11 @@ def graph(task: str = typer.Argument(..., help="Task id."), store: str = STORE, 
 
 
 @memory_app.command("export")
-def export(file: Path = typer.Argument(..., help="JSON Lines file to write ('-' for stdout)."), store: str = STORE, as_json: bool = JSON) -> None:
+def export(
+    file: Path = typer.Argument(..., help="JSON Lines file to write ('-' for stdout)."),
+    store: str = STORE,
+    as_json: bool = JSON,
+) -> None:
     """Write every record (runs, tasks, stages, attempts, experiences, adoptions, rules, board) as JSON Lines."""
     s = open_store(store)
     if str(file) == "-":
@@ -170,16 +214,27 @@ def export(file: Path = typer.Argument(..., help="JSON Lines file to write ('-' 
 
 
 @memory_app.command("import")
-def import_(file: Path = typer.Argument(..., help="JSON Lines file written by `kiln memory export`."), store: str = STORE, as_json: bool = JSON) -> None:
+def import_(
+    file: Path = typer.Argument(..., help="JSON Lines file written by `kiln memory export`."),
+    store: str = STORE,
+    as_json: bool = JSON,
+) -> None:
     """Merge an export into the store; records already present (same id) are skipped."""
     records = read_jsonl(file)
     added = import_records(open_store(store), records)
-    _emit(as_json, {"file": str(file), "read": len(records), "added": dict(added)},
-          f"read {len(records)} records, added {sum(added.values())}")
+    _emit(
+        as_json,
+        {"file": str(file), "read": len(records), "added": dict(added)},
+        f"read {len(records)} records, added {sum(added.values())}",
+    )
 
 
 @memory_app.command("prune")
-def prune(dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would be removed."), store: str = STORE, as_json: bool = JSON) -> None:
+def prune(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would be removed."),
+    store: str = STORE,
+    as_json: bool = JSON,
+) -> None:
     """Remove exactly two things: (1) board entries older than each task's latest 16 (the
     retention horizon); (2) experiences retrieved in at least 10 stages, never adopted, whose
     value Q sits at the floor −0.2, with their adoption records. Never touches attempts,

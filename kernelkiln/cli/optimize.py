@@ -80,103 +80,190 @@ def optimize(
     target: str = typer.Argument(None, metavar="TASK|SUITE", help="Task file or name, suite folder or name."),
     config_file: Path = CONFIG_OPTION,
     set_config: list[str] = SET_CONFIG_OPTION,
-    policy: str = typer.Option(None, "--policy",
-                               help="tuner (offline knob search), llm, or replay (a recorded session, offline: "
-                                    f"--replay DIR) {default_note('policy')}."),
-    agents: int = typer.Option(None, "--agents", help=f"Agents per task, each with its own strategy lens, 1-8 "
-                                                      f"{default_note('agents')}."),
-    budget: int = typer.Option(None, "--budget",
-                               help=f"Evaluations per task, shared by its agents {default_note('budget')}."),
+    policy: str = typer.Option(
+        None,
+        "--policy",
+        help="tuner (offline knob search), llm, or replay (a recorded session, offline: "
+        f"--replay DIR) {default_note('policy')}.",
+    ),
+    agents: int = typer.Option(
+        None, "--agents", help=f"Agents per task, each with its own strategy lens, 1-8 {default_note('agents')}."
+    ),
+    budget: int = typer.Option(
+        None, "--budget", help=f"Evaluations per task, shared by its agents {default_note('budget')}."
+    ),
     model: str = typer.Option(None, "--model", help="Model name (llm policy)."),
-    base_url: str = typer.Option(None, "--base-url", metavar="URL",
-                                 help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM) or "
-                                      "http://localhost:11434/v1 (Ollama). Default: the provider's API."),
-    provider: str = typer.Option(None, "--provider", help="openai (any compatible server) or anthropic "
-                                                          f"{default_note('llm.provider')}."),
-    api_key_env: str = typer.Option(None, "--api-key-env", metavar="VAR",
-                                    help="Environment variable holding the API key (default: OPENAI_API_KEY or "
-                                         "ANTHROPIC_API_KEY). Keys are never logged or shown to candidates."),
-    context_window: int = typer.Option(None, "--context-window", metavar="TOKENS",
-                                       help="The model's context window, for prompt budgeting (default: what the "
-                                            "endpoint reports, as vLLM and Ollama do, else "
-                                            f"{default_of('llm.context_window')})."),
-    reply_protocol: str = typer.Option(None, "--reply-protocol", metavar="auto|tools|text",
-                                       help="How the model hands in candidates: tools (function calling), text "
-                                            "(a python block, a Summary line and a JSON block; for servers "
-                                            "without tool calling) or auto (tools, then text for the rest of the "
-                                            f"run if the endpoint refuses them) {default_note('llm.reply_protocol')}."),
-    record: str = typer.Option(None, "--record", metavar="DIR",
-                               help="Save every exchange with the model (request, reply, usage, latency) under DIR, "
-                                    "one JSON-lines file per task and agent; no API key is written."),
-    replay: str = typer.Option(None, "--replay", metavar="DIR",
-                               help="With --policy replay: answer from the session recorded in DIR, offline, "
-                                    "and stop with exit code 2 when the prompts diverge from it."),
-    context: str = typer.Option(None, "--context", help="active (budgeted layers) or passive (accumulate "
-                                                        f"everything; for ablations) {default_note('context.mode')}."),
+    base_url: str = typer.Option(
+        None,
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vLLM) or "
+        "http://localhost:11434/v1 (Ollama). Default: the provider's API.",
+    ),
+    provider: str = typer.Option(
+        None, "--provider", help=f"openai (any compatible server) or anthropic {default_note('llm.provider')}."
+    ),
+    api_key_env: str = typer.Option(
+        None,
+        "--api-key-env",
+        metavar="VAR",
+        help="Environment variable holding the API key (default: OPENAI_API_KEY or "
+        "ANTHROPIC_API_KEY). Keys are never logged or shown to candidates.",
+    ),
+    context_window: int = typer.Option(
+        None,
+        "--context-window",
+        metavar="TOKENS",
+        help="The model's context window, for prompt budgeting (default: what the "
+        "endpoint reports, as vLLM and Ollama do, else "
+        f"{default_of('llm.context_window')}).",
+    ),
+    reply_protocol: str = typer.Option(
+        None,
+        "--reply-protocol",
+        metavar="auto|tools|text",
+        help="How the model hands in candidates: tools (function calling), text "
+        "(a python block, a Summary line and a JSON block; for servers "
+        "without tool calling) or auto (tools, then text for the rest of the "
+        f"run if the endpoint refuses them) {default_note('llm.reply_protocol')}.",
+    ),
+    record: str = typer.Option(
+        None,
+        "--record",
+        metavar="DIR",
+        help="Save every exchange with the model (request, reply, usage, latency) under DIR, "
+        "one JSON-lines file per task and agent; no API key is written.",
+    ),
+    replay: str = typer.Option(
+        None,
+        "--replay",
+        metavar="DIR",
+        help="With --policy replay: answer from the session recorded in DIR, offline, "
+        "and stop with exit code 2 when the prompts diverge from it.",
+    ),
+    context: str = typer.Option(
+        None,
+        "--context",
+        help="active (budgeted layers) or passive (accumulate "
+        f"everything; for ablations) {default_note('context.mode')}.",
+    ),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Stop starting turns after this many tokens."),
     max_wall: float = typer.Option(None, "--max-wall", metavar="SECONDS", help="Stop starting turns after this."),
-    store: str = typer.Option(None, "--store", metavar="URL",
-                              help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir)."),
+    store: str = typer.Option(
+        None,
+        "--store",
+        metavar="URL",
+        help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir).",
+    ),
     overrides: list[str] = typer.Option([], "--set", metavar="NAME=VALUE", help=SET_HELP),
     shrink: float = shrink_option(),
-    seed_file: Path = typer.Option(None, "--seed", metavar="FILE",
-                                   help="Start from this candidate (one task). Default: the task's KILN seed, else "
-                                        "the candidate `kiln seed` generates from the reference's operations."),
-    no_seed: bool = typer.Option(False, "--no-seed", help="llm policy: write the first candidate from scratch "
-                                                          "instead of starting from a seed."),
+    seed_file: Path = typer.Option(
+        None,
+        "--seed",
+        metavar="FILE",
+        help="Start from this candidate (one task). Default: the task's KILN seed, else "
+        "the candidate `kiln seed` generates from the reference's operations.",
+    ),
+    no_seed: bool = typer.Option(
+        False, "--no-seed", help="llm policy: write the first candidate from scratch instead of starting from a seed."
+    ),
     threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
-    platform: str = typer.Option(None, "--platform", help="Where candidates run and are timed: cpu or cuda (needs a "
-                                                          f"visible NVIDIA GPU) {default_note('platform')}."),
-    cluster: str = typer.Option(None, "--cluster", metavar="local|ray|ray://HOST:PORT",
-                                help="Where candidates are judged: this machine, or one evaluation actor per "
-                                     "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
-                                     f"kernelkiln[ray]) {default_note('cluster.address')}."),
-    lock_clocks: int = typer.Option(None, "--lock-clocks", metavar="MHZ",
-                                    help="Lock the GPU's clocks at MHZ while timing (nvidia-smi -lgc); refuses to run "
-                                         "if locking fails."),
-    confirm: float = typer.Option(None, "--confirm-budget", metavar="SECONDS",
-                                  help="When a task ends, judge its best again timing for this long and report "
-                                       f"that figure (0: report the search's own, noisier, figure) "
-                                       f"{default_note('confirm_time_budget_s')}."),
-    time_budget: float = typer.Option(None, "--time-budget", metavar="SECONDS",
-                                      help="Cap on the timing stage of each evaluation "
-                                           f"{default_note('guard.time_budget_s')}."),
-    out: Path = typer.Option(None, "--out", metavar="DIR", help="Where best.py files and run.json go "
-                                                                "(default: kiln-runs/RUN_ID)."),
-    resume: str = typer.Option(None, "--resume", metavar="RUN_ID", help="Continue an interrupted run (with the "
-                                                                        "settings it was started with; only the "
-                                                                        "store's are read)."),
-    isolation: str = typer.Option(None, "--isolation", metavar="strict|best-effort",
-                                  help="strict: stop when an isolation layer this kernel offers cannot be applied "
-                                       "around a worker or build; best-effort: run with what holds (every verdict "
-                                       "says). Default: strict for --policy llm, best-effort for the tuner."),
-    memory_readonly: bool = typer.Option(False, "--memory-readonly",
-                                         help="Apply the store's memory, write nothing to it (a team's store in a CI "
-                                              "job; a strong model's memory lent to a weaker run): it is opened "
-                                              "read-only and nothing is learned; this run's own records go to "
-                                              "readonly.db in the --out folder (default kiln-runs). Resume such a "
-                                              "run with --memory-readonly and the same --store and --out."),
+    platform: str = typer.Option(
+        None,
+        "--platform",
+        help="Where candidates run and are timed: cpu or cuda (needs a "
+        f"visible NVIDIA GPU) {default_note('platform')}.",
+    ),
+    cluster: str = typer.Option(
+        None,
+        "--cluster",
+        metavar="local|ray|ray://HOST:PORT",
+        help="Where candidates are judged: this machine, or one evaluation actor per "
+        "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
+        f"kernelkiln[ray]) {default_note('cluster.address')}.",
+    ),
+    lock_clocks: int = typer.Option(
+        None,
+        "--lock-clocks",
+        metavar="MHZ",
+        help="Lock the GPU's clocks at MHZ while timing (nvidia-smi -lgc); refuses to run if locking fails.",
+    ),
+    confirm: float = typer.Option(
+        None,
+        "--confirm-budget",
+        metavar="SECONDS",
+        help="When a task ends, judge its best again timing for this long and report "
+        f"that figure (0: report the search's own, noisier, figure) "
+        f"{default_note('confirm_time_budget_s')}.",
+    ),
+    time_budget: float = typer.Option(
+        None,
+        "--time-budget",
+        metavar="SECONDS",
+        help=f"Cap on the timing stage of each evaluation {default_note('guard.time_budget_s')}.",
+    ),
+    out: Path = typer.Option(
+        None, "--out", metavar="DIR", help="Where best.py files and run.json go (default: kiln-runs/RUN_ID)."
+    ),
+    resume: str = typer.Option(
+        None,
+        "--resume",
+        metavar="RUN_ID",
+        help="Continue an interrupted run (with the settings it was started with; only the store's are read).",
+    ),
+    isolation: str = typer.Option(
+        None,
+        "--isolation",
+        metavar="strict|best-effort",
+        help="strict: stop when an isolation layer this kernel offers cannot be applied "
+        "around a worker or build; best-effort: run with what holds (every verdict "
+        "says). Default: strict for --policy llm, best-effort for the tuner.",
+    ),
+    memory_readonly: bool = typer.Option(
+        False,
+        "--memory-readonly",
+        help="Apply the store's memory, write nothing to it (a team's store in a CI "
+        "job; a strong model's memory lent to a weaker run): it is opened "
+        "read-only and nothing is learned; this run's own records go to "
+        "readonly.db in the --out folder (default kiln-runs). Resume such a "
+        "run with --memory-readonly and the same --store and --out.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print run.json's object instead of the table."),
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
     from kernelkiln.orchestrator.run import Interrupted, Optimizer, TaskSpec
 
-    settings = load_settings(config_file, {
-        "--policy": ("policy", policy), "--agents": ("agents", agents), "--budget": ("budget", budget),
-        "--model": ("llm.model", model), "--base-url": ("llm.base_url", base_url),
-        "--provider": ("llm.provider", provider), "--api-key-env": ("llm.api_key_env", api_key_env),
-        "--context-window": ("llm.context_window", context_window), "--context": ("context.mode", context),
-        "--reply-protocol": ("llm.reply_protocol", reply_protocol),
-        "--max-tokens": ("max_tokens", max_tokens), "--max-wall": ("max_wall_s", max_wall),
-        "--store": ("store.url", store), "--threads": ("guard.threads", threads),
-        "--platform": ("platform", platform),
-        "--cluster": ("cluster.address", cluster), "--lock-clocks": ("guard.lock_clocks_mhz", lock_clocks),
-        "--confirm-budget": ("confirm_time_budget_s", confirm), "--time-budget": ("guard.time_budget_s", time_budget),
-        "--isolation": ("guard.isolation", isolation), "--record": ("record", record),
-        "--replay": ("replay", replay), "--seed": ("seed_file", str(seed_file) if seed_file else None),
-        "--no-seed": ("start_from_seed", False if no_seed else None),
-        "--memory-readonly": ("memory.readonly", True if memory_readonly else None),
-    }, set_config)
+    settings = load_settings(
+        config_file,
+        {
+            "--policy": ("policy", policy),
+            "--agents": ("agents", agents),
+            "--budget": ("budget", budget),
+            "--model": ("llm.model", model),
+            "--base-url": ("llm.base_url", base_url),
+            "--provider": ("llm.provider", provider),
+            "--api-key-env": ("llm.api_key_env", api_key_env),
+            "--context-window": ("llm.context_window", context_window),
+            "--context": ("context.mode", context),
+            "--reply-protocol": ("llm.reply_protocol", reply_protocol),
+            "--max-tokens": ("max_tokens", max_tokens),
+            "--max-wall": ("max_wall_s", max_wall),
+            "--store": ("store.url", store),
+            "--threads": ("guard.threads", threads),
+            "--platform": ("platform", platform),
+            "--cluster": ("cluster.address", cluster),
+            "--lock-clocks": ("guard.lock_clocks_mhz", lock_clocks),
+            "--confirm-budget": ("confirm_time_budget_s", confirm),
+            "--time-budget": ("guard.time_budget_s", time_budget),
+            "--isolation": ("guard.isolation", isolation),
+            "--record": ("record", record),
+            "--replay": ("replay", replay),
+            "--seed": ("seed_file", str(seed_file) if seed_file else None),
+            "--no-seed": ("start_from_seed", False if no_seed else None),
+            "--memory-readonly": ("memory.readonly", True if memory_readonly else None),
+        },
+        set_config,
+    )
     store_config = settings.config.store
     memory = open_memory(store_config, settings.config.memory.readonly, out or Path("kiln-runs"))
     observer = progress_observer()
@@ -184,8 +271,9 @@ def optimize(
     try:
         if resume:
             if target or overrides or shrink is not None:
-                raise UserError("--resume continues a stored run at its own sizes: give no TASK|SUITE, --set or "
-                                "--shrink with it")
+                raise UserError(
+                    "--resume continues a stored run at its own sizes: give no TASK|SUITE, --set or --shrink with it"
+                )
             result = optimizer.resume(resume, cluster)
         else:
             if not target:
@@ -219,8 +307,7 @@ def open_memory(store_config, readonly: bool, out_root: Path) -> Memory:
     lent = open_store(config=store_config, readonly=True)
     out_root.mkdir(parents=True, exist_ok=True)
     own = open_store(f"sqlite:///{(out_root / 'readonly.db').resolve()}", store_config)
-    print(f"kiln: memory lent read-only from {_shown(lent.url)}; this run's records go to {own.url}",
-          file=sys.stderr)
+    print(f"kiln: memory lent read-only from {_shown(lent.url)}; this run's records go to {own.url}", file=sys.stderr)
     return Memory(own, lent=lent)
 
 
@@ -277,19 +364,32 @@ def _report(result: dict[str, Any], as_json: bool) -> None:
     for name, t in result["tasks"].items():
         v = t["verdicts"]
         confirmed = t.get("confirmation")
-        best = fmt_x(t["confirmed_speedup"]) if confirmed and confirmed["correct"] else (
-            f"{confirmed['verdict']}" if confirmed else "—")
-        table.add_row(name, best, fmt_x(t["best_speedup"]), fmt_x(t["seed_speedup"]), str(t["attempts"]),
-                      *(str(v[k]) for k in VERDICTS), str(t["prompt_tokens"] + t["completion_tokens"]),
-                      t["best"] or "—")
+        best = (
+            fmt_x(t["confirmed_speedup"])
+            if confirmed and confirmed["correct"]
+            else (f"{confirmed['verdict']}" if confirmed else "—")
+        )
+        table.add_row(
+            name,
+            best,
+            fmt_x(t["best_speedup"]),
+            fmt_x(t["seed_speedup"]),
+            str(t["attempts"]),
+            *(str(v[k]) for k in VERDICTS),
+            str(t["prompt_tokens"] + t["completion_tokens"]),
+            t["best"] or "—",
+        )
     console.print(table)
-    console.print("Speedups over the PyTorch reference (geometric mean over workloads). best: the best candidate "
-                  "judged again with a longer timing budget when its task ended; in search: as the search measured "
-                  "it; seed: the seed candidate's first evaluation.")
+    console.print(
+        "Speedups over the PyTorch reference (geometric mean over workloads). best: the best candidate "
+        "judged again with a longer timing budget when its task ended; in search: as the search measured "
+        "it; seed: the seed candidate's first evaluation."
+    )
     for name, t in result["tasks"].items():
         if t.get("confirmation") and not t["confirmation"]["correct"]:
-            console.print(f"{name}: its best failed when judged again: {t['confirmation']['reason']}", style="red",
-                          markup=False)
+            console.print(
+                f"{name}: its best failed when judged again: {t['confirmation']['reason']}", style="red", markup=False
+            )
 
 
 def _shown(url: str) -> str:
@@ -322,12 +422,15 @@ class _Lines(Observer):
         self.done[task_id] += 1
         best = f"best {incumbent.speedup:.2f}x" if incumbent is not None and incumbent.speedup else "no best yet"
         got = f" {attempt.speedup:.2f}x" if attempt.speedup else f" ({attempt.case.reason[:80]})"
-        print(f"[{task_id} {self.done[task_id]}/{self.budget[task_id]}] {attempt.agent} {attempt.verdict}{got}  "
-              f"{attempt.summary}  | {best}", file=sys.stderr, flush=True)
+        print(
+            f"[{task_id} {self.done[task_id]}/{self.budget[task_id]}] {attempt.agent} {attempt.verdict}{got}  "
+            f"{attempt.summary}  | {best}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def confirming(self, task_id, seconds) -> None:
         print(f"{task_id}: judging the best again, timing for {seconds:g} s", file=sys.stderr, flush=True)
-
 
     def note(self, line) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -337,8 +440,14 @@ class _Bars(Observer):
     """A rich progress bar per task on a terminal."""
 
     def __init__(self, console: Console) -> None:
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[note]}"), console=console)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[note]}"),
+            console=console,
+        )
         self.ids: dict[str, Any] = {}
 
     def seeded(self, task_id, origin) -> None:

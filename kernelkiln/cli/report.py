@@ -37,13 +37,19 @@ def register(app: typer.Typer) -> None:
     app.command("report", help=HELP)(report)
 
 
-TARGETS = typer.Argument(..., metavar="RUN|DIR", help="Run ids or output DIRs holding run.json, or one holding "
-                         "ablation.json.")
-OUT = typer.Option(None, "--out", metavar="FILE.html",
-                   help="Where the page goes (default: DIR/report.html, or kiln-report-RUN.html).")
+TARGETS = typer.Argument(
+    ..., metavar="RUN|DIR", help="Run ids or output DIRs holding run.json, or one holding ablation.json."
+)
+OUT = typer.Option(
+    None, "--out", metavar="FILE.html", help="Where the page goes (default: DIR/report.html, or kiln-report-RUN.html)."
+)
 MARKDOWN = typer.Option(False, "--markdown", help="Print Markdown to stdout instead of writing HTML.")
-STORE = typer.Option(None, "--store", metavar="URL",
-                     help="A SQLite file (PATH or sqlite:///PATH) or postgresql://… (default: $KILN_STORE, else the user data dir).")
+STORE = typer.Option(
+    None,
+    "--store",
+    metavar="URL",
+    help="A SQLite file (PATH or sqlite:///PATH) or postgresql://… (default: $KILN_STORE, else the user data dir).",
+)
 
 
 def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKDOWN, store: str = STORE) -> None:

@@ -20,12 +20,21 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(None, "--out", metavar="FILE", help="Write the candidate here (default: stdout)."),
         overrides: list[str] = typer.Option([], "--set", help=SET_HELP),
         shrink: float = shrink_option(),
-        threads: int = typer.Option(None, "--threads", min=1, help="THREADS' largest value: the guard's thread count "
-                                                                   "(default: all cores but one)."),
-        check: bool = typer.Option(False, "--check", help="Judge the candidate's correctness with the guard (gate, "
-                                                          "build, check on every workload; no timing) and say so."),
-        as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the source under 'source' when "
-                                                           "there is no --out)."),
+        threads: int = typer.Option(
+            None,
+            "--threads",
+            min=1,
+            help="THREADS' largest value: the guard's thread count (default: all cores but one).",
+        ),
+        check: bool = typer.Option(
+            False,
+            "--check",
+            help="Judge the candidate's correctness with the guard (gate, "
+            "build, check on every workload; no timing) and say so.",
+        ),
+        as_json: bool = typer.Option(
+            False, "--json", help="Print one JSON object (the source under 'source' when there is no --out)."
+        ),
     ) -> None:
         """Generate a CPU candidate (C with OpenMP, KNOBS to tune) from TASK's reference operations.
 
@@ -48,8 +57,13 @@ def register(app: typer.Typer) -> None:
             generated = generate(loaded, threads=threads)
         except Unsupported as exc:
             raise UserError(f"{path}: cannot generate a seed: {exc}") from None
-        summary = {"task": loaded.name, "kernels": generated.fused, "kinds": list(generated.kinds),
-                   "knobs": list(generated.knobs), "ops": list(generated.ops)}
+        summary = {
+            "task": loaded.name,
+            "kernels": generated.fused,
+            "kinds": list(generated.kinds),
+            "knobs": list(generated.knobs),
+            "ops": list(generated.ops),
+        }
         if check:
             summary["check"] = _check(loaded, generated.source, threads)
         if out is not None:
@@ -64,11 +78,16 @@ def register(app: typer.Typer) -> None:
             if out is None:
                 sys.stdout.write(generated.source)
             verdict = summary.get("check")
-            judged = f"; the guard judges it {'correct' if verdict['correct'] else 'WRONG: ' + verdict['reason']}" \
-                if verdict else ""
-            print(f"kiln: seed for {loaded.name}: {generated.fused} loop nest(s) ({', '.join(generated.kinds)}), "
-                  f"knobs {', '.join(generated.knobs)}{judged}" + (f"; written to {out}" if out else ""),
-                  file=sys.stderr)
+            judged = (
+                f"; the guard judges it {'correct' if verdict['correct'] else 'WRONG: ' + verdict['reason']}"
+                if verdict
+                else ""
+            )
+            print(
+                f"kiln: seed for {loaded.name}: {generated.fused} loop nest(s) ({', '.join(generated.kinds)}), "
+                f"knobs {', '.join(generated.knobs)}{judged}" + (f"; written to {out}" if out else ""),
+                file=sys.stderr,
+            )
         if check and not summary["check"]["correct"]:
             raise typer.Exit(1)  # a lowering bug: the candidate disagrees with its own reference
 

@@ -39,12 +39,19 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 Source = Literal["default", "file", "flag", "endpoint"]
 Flags = dict[str, tuple[str, Any]]  # flag as typed (e.g. "--budget") -> (dotted field, value; None: not given)
 
-CONFIG_OPTION = typer.Option(None, "--config", metavar="FILE", help="A TOML file holding any part of the "
-                                                                    "configuration (see `kiln config show`); flags "
-                                                                    "given override it.")
-SET_CONFIG_OPTION = typer.Option([], "--set-config", metavar="PATH=VALUE",
-                                 help="Set one field by its dotted path, e.g. memory.retrieval.pool_size=40 (VALUE "
-                                      "in TOML syntax; a bare word is a string). Repeatable.")
+CONFIG_OPTION = typer.Option(
+    None,
+    "--config",
+    metavar="FILE",
+    help="A TOML file holding any part of the configuration (see `kiln config show`); flags given override it.",
+)
+SET_CONFIG_OPTION = typer.Option(
+    [],
+    "--set-config",
+    metavar="PATH=VALUE",
+    help="Set one field by its dotted path, e.g. memory.retrieval.pool_size=40 (VALUE "
+    "in TOML syntax; a bare word is a string). Repeatable.",
+)
 
 
 @dataclass(frozen=True)
@@ -60,8 +67,9 @@ class Settings:
         return self.sources.get(dotted, "default")
 
 
-def load_settings(file: Path | None, flags: Flags, sets: list[str] = (), defaults: dict[str, Any] | None = None
-                  ) -> Settings:
+def load_settings(
+    file: Path | None, flags: Flags, sets: list[str] = (), defaults: dict[str, Any] | None = None
+) -> Settings:
     """The tree from ``defaults`` (a command's own, as dotted paths), then ``file``, then the ``flags`` given."""
     layers: list[tuple[Source, dict[str, Any]]] = [("default", _tree(dict(defaults or {})))]
     if file is not None:
@@ -115,7 +123,7 @@ def default_of(dotted: str) -> Any:
 
 
 def default_note(dotted: str) -> str:
-    """"(default: VALUE)" for an option's help, from the field: help text holds no second copy of a default."""
+    """ "(default: VALUE)" for an option's help, from the field: help text holds no second copy of a default."""
     return f"(default: {default_of(dotted)})"
 
 

@@ -11,9 +11,11 @@ import typer
 from kernelkiln.task import parse_overrides
 
 SET_HELP = "Override a module-level size variable: --set dim=4096, --set input_shape='(4096,)' (repeatable)."
-SHRINK_HELP = ("Divide every size variable by about K so a GPU-sized task runs on a CPU: --shrink 8 turns "
-               "batch_size=128 into 16 and keeps kernel sizes, strides, group and head counts; the reference is "
-               "run once at the sizes chosen, which are printed; --set values win.")
+SHRINK_HELP = (
+    "Divide every size variable by about K so a GPU-sized task runs on a CPU: --shrink 8 turns "
+    "batch_size=128 into 16 and keeps kernel sizes, strides, group and head counts; the reference is "
+    "run once at the sizes chosen, which are printed; --set values win."
+)
 
 
 def shrink_option() -> Any:

@@ -24,7 +24,9 @@ def list_tasks(suite: str | None) -> list[dict]:
 def register(app: typer.Typer) -> None:
     @app.command("tasks")
     def tasks(
-        suite: str = typer.Argument(None, help="A bundled suite name or a folder of task files (default: all bundled)."),
+        suite: str = typer.Argument(
+            None, help="A bundled suite name or a folder of task files (default: all bundled)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {name, suite, path}."),
     ) -> None:
         """List tasks: name, suite and the file to pass to `kiln eval`."""

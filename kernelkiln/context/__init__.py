@@ -14,8 +14,14 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextBuilder", "ContextConfig", "Prompt", "Section", "TokenEstimator", "knowledge_budget"]
 
-_WHERE = {"ContextBuilder": "builder", "ContextConfig": "config", "Prompt": "prompt", "Section": "prompt",
-          "TokenEstimator": "estimator", "knowledge_budget": "budget"}
+_WHERE = {
+    "ContextBuilder": "builder",
+    "ContextConfig": "config",
+    "Prompt": "prompt",
+    "Section": "prompt",
+    "TokenEstimator": "estimator",
+    "knowledge_budget": "budget",
+}
 
 
 def __getattr__(name: str):

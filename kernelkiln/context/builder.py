@@ -63,8 +63,9 @@ class ContextBuilder:
         self._passive: dict[tuple[str, str], PassiveMemory] = {}
         self._lock = threading.Lock()
 
-    def build(self, turn: Turn, *, window: int, generation: int, tools_tokens: int = 0,
-              protocol: str = "tools") -> Prompt:
+    def build(
+        self, turn: Turn, *, window: int, generation: int, tools_tokens: int = 0, protocol: str = "tools"
+    ) -> Prompt:
         """The prompt for ``turn`` within a ``window``-token model that keeps ``generation`` tokens for its reply.
 
         ``protocol``: how the reply hands in the candidate, "tools" (submit_candidate) or "text".
@@ -72,11 +73,20 @@ class ContextBuilder:
         c, passive = self.config, self.config.mode == "passive"
         system = render("system", platform=turn.platform, summary_chars=SUMMARY_CHARS, protocol=protocol)
         system_tokens = self.estimator.estimate(system) + tools_tokens
-        hot = [(name, (piece,)) for name, piece in hot_pieces(
-            turn, max_diagnostics=10**9 if passive else c.max_diagnostics,
-            code_chars=None if passive else c.code_excerpt_chars)]
+        hot = [
+            (name, (piece,))
+            for name, piece in hot_pieces(
+                turn,
+                max_diagnostics=10**9 if passive else c.max_diagnostics,
+                code_chars=None if passive else c.code_excerpt_chars,
+            )
+        ]
         blocks = self._passive_blocks(turn) if passive else self._active_blocks(turn)
-        recent, warm, cold = blocks[0], [b for b in blocks if b.layer == "warm"], [b for b in blocks if b.layer == "cold"]
+        recent, warm, cold = (
+            blocks[0],
+            [b for b in blocks if b.layer == "warm"],
+            [b for b in blocks if b.layer == "cold"],
+        )
 
         kept_tokens = sum(self._cost(p.text) for _, (p,) in hot) + self._block_cost(recent, recent.pieces)
         budget = knowledge_budget(window, system_tokens, generation, kept_tokens)
@@ -94,8 +104,16 @@ class ContextBuilder:
         for block in blocks:
             shown = chosen[block.name]
             parts = [heading(block.name, [p.key for p in shown]), *(p.text for p in shown)] if shown else []
-            sections.append(Section(block.name, block.layer, sum(self._cost(t) for t in parts), len(block.pieces),
-                                    len(shown), len(shown) < len(block.pieces)))
+            sections.append(
+                Section(
+                    block.name,
+                    block.layer,
+                    sum(self._cost(t) for t in parts),
+                    len(block.pieces),
+                    len(shown),
+                    len(shown) < len(block.pieces),
+                )
+            )
             if parts:
                 texts.append(SEP.join(parts))
         user = render("turn", sections=texts)
@@ -113,17 +131,24 @@ class ContextBuilder:
         c = self.config
         latest = turn.feedback.id if turn.feedback else None
         earlier = [a for a in turn.history if a.id != latest]
-        recent = earlier[-c.recent_turns:] if c.recent_turns else []
+        recent = earlier[-c.recent_turns :] if c.recent_turns else []
         in_view = {latest, turn.parent_id, *(a.id for a in recent)} - {None}
         rule_ids = {r.id for r in turn.rules}
         return [
             _Block("history", "recent", tuple(attempt_pieces(recent, c.code_excerpt_chars))),
             _Block("rules", "warm", tuple(rule_pieces(turn.rules))),
-            _Block("experiences", "warm",
-                   tuple(experience_pieces(r for r in turn.experiences if r.experience.id not in rule_ids)),
-                   c.max_experiences),
-            _Block("graph", "warm", tuple(attempt_pieces((a for a in turn.graph if a.id not in in_view),
-                                                         c.code_excerpt_chars)), c.max_graph_attempts),
+            _Block(
+                "experiences",
+                "warm",
+                tuple(experience_pieces(r for r in turn.experiences if r.experience.id not in rule_ids)),
+                c.max_experiences,
+            ),
+            _Block(
+                "graph",
+                "warm",
+                tuple(attempt_pieces((a for a in turn.graph if a.id not in in_view), c.code_excerpt_chars)),
+                c.max_graph_attempts,
+            ),
             _Block("board", "warm", tuple(board_pieces(turn.board)), c.max_board_entries),
             _Block("knowledge", "cold", tuple(knowledge_pieces(turn.knowledge)), c.max_knowledge),
         ]

@@ -22,18 +22,28 @@ class ContextConfig(BaseModel):
         "everything shown to the agent on the task so far accumulates, with no budget and no caps.",
     )
     recent_turns: int = Field(
-        default=2, ge=0, description="R: the agent's latest earlier attempts kept in full (besides the latest feedback)."
+        default=2,
+        ge=0,
+        description="R: the agent's latest earlier attempts kept in full (besides the latest feedback).",
     )
     warm_share: float = Field(
-        default=0.6, ge=0, le=1, description="Cap on the warm layer as a share of B_k; the cold layer gets what remains."
+        default=0.6,
+        ge=0,
+        le=1,
+        description="Cap on the warm layer as a share of B_k; the cold layer gets what remains.",
     )
-    max_experiences: int = Field(default=5, ge=0, description="Experiences retrieved for an agent each turn, and "
-                                                              "shown at most (0: none).")
-    max_graph_attempts: int = Field(default=5, ge=0, description="Graph-ranked attempts of the task offered each "
-                                                                 "turn, and shown at most (0: none).")
+    max_experiences: int = Field(
+        default=5, ge=0, description="Experiences retrieved for an agent each turn, and shown at most (0: none)."
+    )
+    max_graph_attempts: int = Field(
+        default=5, ge=0, description="Graph-ranked attempts of the task offered each turn, and shown at most (0: none)."
+    )
     max_board_entries: int = Field(default=8, ge=0, description="Board wins and traps shown at most.")
-    max_knowledge: int = Field(default=3, ge=0, description="Platform knowledge sections retrieved for the cold "
-                                                            "layer each turn, and shown at most (0: none).")
+    max_knowledge: int = Field(
+        default=3,
+        ge=0,
+        description="Platform knowledge sections retrieved for the cold layer each turn, and shown at most (0: none).",
+    )
     max_diagnostics: int = Field(default=20, ge=0, description="Diagnostics of the latest feedback shown at most.")
     code_excerpt_chars: int = Field(
         default=1500,

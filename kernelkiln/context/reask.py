@@ -13,5 +13,10 @@ def reask(problems: Sequence[str], experience_ids: Sequence[str], protocol: str 
 
     ``protocol`` "text" restates the text reply format instead of the submit_candidate call.
     """
-    return render("reask", problems=list(problems), experience_ids=list(experience_ids),
-                  summary_chars=SUMMARY_CHARS, protocol=protocol)
+    return render(
+        "reask",
+        problems=list(problems),
+        experience_ids=list(experience_ids),
+        summary_chars=SUMMARY_CHARS,
+        protocol=protocol,
+    )

@@ -40,6 +40,7 @@ def _excerpt(code: str, limit: int | None) -> str:
 
 # -- the hot layer ---------------------------------------------------------------------------
 
+
 def hot_pieces(turn: Turn, *, max_diagnostics: int, code_chars: int | None) -> list[tuple[str, Piece]]:
     """(section name, piece) of the hot layer, in prompt order: task, lens, objective, code, feedback, draft."""
     m = _items()
@@ -48,26 +49,48 @@ def hot_pieces(turn: Turn, *, max_diagnostics: int, code_chars: int | None) -> l
         ("lens", Piece(turn.lens.name, _clean(m.lens(turn.lens)))),
         ("objective", Piece(turn.objective, _clean(m.objective(turn.objective, turn.turn, turn.best_speedup)))),
         ("code", Piece(turn.parent_id or "seed", _clean(m.code(turn.code, turn.parent_id)))),
-        ("feedback", Piece(turn.feedback.id if turn.feedback else "none",
-                           feedback_text(turn.feedback, turn.verdict, turn.code, max_diagnostics=max_diagnostics,
-                                         code_chars=code_chars))),
+        (
+            "feedback",
+            Piece(
+                turn.feedback.id if turn.feedback else "none",
+                feedback_text(
+                    turn.feedback, turn.verdict, turn.code, max_diagnostics=max_diagnostics, code_chars=code_chars
+                ),
+            ),
+        ),
     ]
     if turn.objective == "draft":
-        text = render("draft", leaderboard=list(turn.leaderboard), best_speedup=turn.best_speedup,
-                      code_chars=code_chars if code_chars is not None else 10**9)
+        text = render(
+            "draft",
+            leaderboard=list(turn.leaderboard),
+            best_speedup=turn.best_speedup,
+            code_chars=code_chars if code_chars is not None else 10**9,
+        )
         pieces.append(("draft", Piece("draft", _clean(text))))
     return pieces
 
 
-def feedback_text(attempt: Attempt | None, verdict: Verdict | None, current_code: str, *, max_diagnostics: int,
-                  code_chars: int | None, heading: str = "## Latest feedback") -> str:
+def feedback_text(
+    attempt: Attempt | None,
+    verdict: Verdict | None,
+    current_code: str,
+    *,
+    max_diagnostics: int,
+    code_chars: int | None,
+    heading: str = "## Latest feedback",
+) -> str:
     """The guard's conclusion on ``attempt`` (the verdict's details when given, else what the attempt kept)."""
-    return _clean(_items().feedback(feedback_view(attempt, verdict, current_code, max_diagnostics=max_diagnostics,
-                                                  code_chars=code_chars), heading))
+    return _clean(
+        _items().feedback(
+            feedback_view(attempt, verdict, current_code, max_diagnostics=max_diagnostics, code_chars=code_chars),
+            heading,
+        )
+    )
 
 
-def feedback_view(attempt: Attempt | None, verdict: Verdict | None, current_code: str, *, max_diagnostics: int,
-                  code_chars: int | None) -> dict[str, Any] | None:
+def feedback_view(
+    attempt: Attempt | None, verdict: Verdict | None, current_code: str, *, max_diagnostics: int, code_chars: int | None
+) -> dict[str, Any] | None:
     """Plain values for the ``feedback`` macro (None: nothing evaluated yet)."""
     if attempt is None and verdict is None:
         return None
@@ -109,18 +132,22 @@ def _diagnostic(d: Any) -> str:
 
 def _workloads(attempt: Attempt | None, verdict: Verdict | None) -> list[str]:
     if verdict and verdict.workloads:
-        return [f"{w.name}: reference {w.t_ref_s * 1e3:.4g} ms, yours {w.t_cand_s * 1e3:.4g} ms, {w.speedup:.2f}x"
-                for w in verdict.workloads]
+        return [
+            f"{w.name}: reference {w.t_ref_s * 1e3:.4g} ms, yours {w.t_cand_s * 1e3:.4g} ms, {w.speedup:.2f}x"
+            for w in verdict.workloads
+        ]
     lines = []
     for m in attempt.measurements if attempt else ():
-        times = ", ".join(f"{label} {t:.4g} ms" for label, t in (("reference", m.t_ref_ms), ("yours", m.t_cand_ms))
-                          if t is not None)
+        times = ", ".join(
+            f"{label} {t:.4g} ms" for label, t in (("reference", m.t_ref_ms), ("yours", m.t_cand_ms)) if t is not None
+        )
         speed = f"{m.speedup:.2f}x" if m.speedup is not None else "no speedup"
         lines.append(f"{m.workload}: {times + ', ' if times else ''}{speed}")
     return lines
 
 
 # -- the recent, warm and cold layers ----------------------------------------------------------
+
 
 def heading(name: str, ids: Iterable[str] = ()) -> str:
     """The heading of section ``name`` (the experiences' heading lists the ids owed an adoption record)."""
@@ -155,4 +182,8 @@ def knowledge_pieces(items: Iterable[Retrieved]) -> list[Piece]:
 
 def board_key(entry: BoardEntry) -> str:
     """A stable identity of a board entry (its row id once stored)."""
-    return f"b-{entry.id}" if entry.id is not None else f"b-{entry.task_id}-{entry.kind}-{entry.attempt_id}-{entry.summary}"
+    return (
+        f"b-{entry.id}"
+        if entry.id is not None
+        else f"b-{entry.task_id}-{entry.kind}-{entry.attempt_id}-{entry.summary}"
+    )

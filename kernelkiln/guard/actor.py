@@ -61,7 +61,7 @@ class DeviceInfo(BaseModel):
 def own_cores(index: int, per_device: int) -> list[int]:
     """Cores ``[index·per_device, (index+1)·per_device)`` of this process's mask, pinned for every thread."""
     available = sorted(os.sched_getaffinity(0))
-    cores = available[index * per_device:(index + 1) * per_device]
+    cores = available[index * per_device : (index + 1) * per_device]
     if len(cores) < per_device:
         raise RuntimeError(f"device {index} needs {per_device} core(s); this node has {len(available)}")
     for tid in os.listdir("/proc/self/task"):  # a Linux mask is per thread; Ray's own threads run already
@@ -80,16 +80,28 @@ class EvaluationActor:
             del os.environ[name]
         self.platform = platform
         self.cores = own_cores(index, cores_per_device) if platform == "cpu" and cores_per_device else []
-        self.info = DeviceInfo(kind=_kind(platform, len(self.cores) or len(os.sched_getaffinity(0))), node=node,
-                               host=socket.gethostname(), index=index, cores=self.cores)
+        self.info = DeviceInfo(
+            kind=_kind(platform, len(self.cores) or len(os.sched_getaffinity(0))),
+            node=node,
+            host=socket.gethostname(),
+            index=index,
+            cores=self.cores,
+        )
         self.workdir = Path(tempfile.mkdtemp(prefix="kiln-actor-"))
         self.sessions: OrderedDict[tuple[str, str], GuardSession] = OrderedDict()
 
     def describe(self) -> dict[str, Any]:
         return self.info.model_dump()
 
-    def evaluate(self, shipment: TaskShipment, guard: dict[str, Any], code: str, incumbent: str | None = None,
-                 timed: bool = True, time_budget_s: float | None = None) -> dict[str, Any]:
+    def evaluate(
+        self,
+        shipment: TaskShipment,
+        guard: dict[str, Any],
+        code: str,
+        incumbent: str | None = None,
+        timed: bool = True,
+        time_budget_s: float | None = None,
+    ) -> dict[str, Any]:
         """The Verdict on ``code`` (as JSON), judged by this device's session for the task."""
         verdict = self._session(shipment, guard).evaluate(code, incumbent, timed=timed, time_budget_s=time_budget_s)
         return verdict.model_copy(update={"device": self.info.name}).model_dump(mode="json")
@@ -98,8 +110,9 @@ class EvaluationActor:
         """The native builds ``code`` asks for (a diagnostic tool's first step)."""
         return [r.to_dict() for r in self._session(shipment, guard).native_requests(code)]
 
-    def build_as_sandbox(self, shipment: TaskShipment, guard: dict[str, Any],
-                         request: dict[str, Any]) -> dict[str, Any]:
+    def build_as_sandbox(
+        self, shipment: TaskShipment, guard: dict[str, Any], request: dict[str, Any]
+    ) -> dict[str, Any]:
         """``request`` compiled as candidate builds are (a diagnostic tool's second step)."""
         built = self._session(shipment, guard).build_as_sandbox(native.BuildRequest.from_dict(request))
         return built.to_dict()

@@ -28,20 +28,77 @@ _REVERSED = frozenset({"matmul", "add", "sub", "mul", "truediv", "pow"})
 # ATen ops that allocate, copy, convert or validate: a call that runs one of these and one other
 # op is an alias of that op. Views are not among them: a function that views its inputs before
 # computing (diff, kron, linear) computes something else than the op it ends in.
-_INCIDENTAL = frozenset({
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
-    "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "scalar_tensor", "fill", "zero",
-    "clone", "copy", "to_copy", "detach", "alias", "lift_fresh", "local_scalar_dense", "linalg_check_errors",
-})
+_INCIDENTAL = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "new_empty",
+        "new_empty_strided",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "scalar_tensor",
+        "fill",
+        "zero",
+        "clone",
+        "copy",
+        "to_copy",
+        "detach",
+        "alias",
+        "lift_fresh",
+        "local_scalar_dense",
+        "linalg_check_errors",
+    }
+)
 # Not called: iterative solvers (seconds each), symbolic-shape helpers (they import sympy), and
 # functions that reach devices, shared memory, hooks, autograd or serialization.
-_SKIP = frozenset({
-    "lobpcg", "pca_lowrank", "svd_lowrank", "unravel_index", "dim_order", "cuda", "cpu", "ipu", "xpu", "mtia",
-    "to", "type", "pin_memory", "is_pinned", "is_shared", "share_memory_", "record_stream", "backward",
-    "register_hook", "register_post_accumulate_grad_hook", "retain_grad", "module_load", "numpy", "tolist",
-    "storage", "untyped_storage", "storage_type", "__array__", "__array_wrap__", "__deepcopy__", "__dlpack__",
-    "__dlpack_device__", "__format__", "__reduce_ex__", "__repr__", "__setstate__",
-})
+_SKIP = frozenset(
+    {
+        "lobpcg",
+        "pca_lowrank",
+        "svd_lowrank",
+        "unravel_index",
+        "dim_order",
+        "cuda",
+        "cpu",
+        "ipu",
+        "xpu",
+        "mtia",
+        "to",
+        "type",
+        "pin_memory",
+        "is_pinned",
+        "is_shared",
+        "share_memory_",
+        "record_stream",
+        "backward",
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "retain_grad",
+        "module_load",
+        "numpy",
+        "tolist",
+        "storage",
+        "untyped_storage",
+        "storage_type",
+        "__array__",
+        "__array_wrap__",
+        "__deepcopy__",
+        "__dlpack__",
+        "__dlpack_device__",
+        "__format__",
+        "__reduce_ex__",
+        "__repr__",
+        "__setstate__",
+    }
+)
 _NAMESPACES = (torch, torch.Tensor, torch.nn.functional, torch.functional, torch.special, torch.linalg)
 
 
@@ -85,7 +142,7 @@ def _probe(func: Callable[..., Any]) -> set[str]:
         try:
             with recorder:
                 func(*args)
-        except Exception:  # noqa: BLE001 - most signatures do not fit; those calls say nothing
+        except Exception:
             continue
         compute = recorder.ops - _INCIDENTAL
         if len(compute) == 1:
@@ -104,8 +161,12 @@ def _functions() -> Iterator[tuple[Callable[..., Any], set[str]]]:
                 exposed.setdefault(id(value), set()).add(attr)
         for func in overridable.get(namespace, []):
             name = getattr(func, "__name__", "")
-            if isinstance(func, type) or name in _SKIP or name.startswith("sym_") or (
-                    name.startswith("_") and not name.startswith("__")):
+            if (
+                isinstance(func, type)
+                or name in _SKIP
+                or name.startswith("sym_")
+                or (name.startswith("_") and not name.startswith("__"))
+            ):
                 continue
             yield func, {op_name(func)} | {spelling(a) for a in exposed.get(id(func), ())}
 

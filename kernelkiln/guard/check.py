@@ -11,8 +11,16 @@ from typing import Any
 
 import torch
 
-from kernelkiln.guard.oracle import (ORACLE_FACTOR, ROUNDING_FACTOR, Exact, as_list, exact_outputs, floating,
-                                     oracle_for, precise)
+from kernelkiln.guard.oracle import (
+    ORACLE_FACTOR,
+    ROUNDING_FACTOR,
+    Exact,
+    as_list,
+    exact_outputs,
+    floating,
+    oracle_for,
+    precise,
+)
 from kernelkiln.guard.verdict import CheckSetup
 from kernelkiln.task import Task
 
@@ -112,10 +120,12 @@ def _within(target: torch.Tensor, out: torch.Tensor, bound: Bound, label: str) -
         largest = float(diff[t_finite].max()) if bool(t_finite.any()) else float("nan")
         widened = f", or {bound.floor:.3g}: {bound.why}" if bound.floor > bound.atol else ""
         source = " (float64 oracle)" if bound.oracle else ""
-        return (f"{label}: {int(bad.sum())} of {target.numel()} elements outside tolerance "
-                f"(atol={bound.atol:g}, rtol={bound.rtol:g}{widened}); max abs error {largest:.3g}; "
-                f"first at {idx}: got {complex(o[idx]) if o.is_complex() else float(o[idx]):.6g}, "
-                f"expected {complex(target[idx]) if target.is_complex() else float(target[idx]):.6g}{source}")
+        return (
+            f"{label}: {int(bad.sum())} of {target.numel()} elements outside tolerance "
+            f"(atol={bound.atol:g}, rtol={bound.rtol:g}{widened}); max abs error {largest:.3g}; "
+            f"first at {idx}: got {complex(o[idx]) if o.is_complex() else float(o[idx]):.6g}, "
+            f"expected {complex(target[idx]) if target.is_complex() else float(target[idx]):.6g}{source}"
+        )
     # Elementwise atol hides any error on outputs much smaller than it (a softmax over 4096
     # columns averages 2.4e-4 against a float32 atol of 1e-4), so a half-precision computation
     # would pass. Over the whole output, the error relative to the output's size must also
@@ -126,13 +136,22 @@ def _within(target: torch.Tensor, out: torch.Tensor, bound: Bound, label: str) -
         relative = float(torch.linalg.vector_norm(diff if both is None else diff[both])) / scale
         if relative > bound.relative:
             limit = f"rtol={bound.rtol:g}" if bound.relative <= bound.rtol else f"{bound.relative:.2e} ({bound.why})"
-            return (f"{label}: error {relative:.2e} relative to the output's size exceeds {limit} "
-                    f"(a lower-precision computation?)")
+            return (
+                f"{label}: error {relative:.2e} relative to the output's size exceeds {limit} "
+                f"(a lower-precision computation?)"
+            )
     return None
 
 
-def _judged(task: Task, ref: torch.Tensor, exact: Exact | None, target: torch.Tensor, out: torch.Tensor,
-            label: str, oracle: bool = True) -> str | None:
+def _judged(
+    task: Task,
+    ref: torch.Tensor,
+    exact: Exact | None,
+    target: torch.Tensor,
+    out: torch.Tensor,
+    label: str,
+    oracle: bool = True,
+) -> str | None:
     """Why floating ``out`` is too far from ``target`` (the oracle's, if ``oracle``), or None.
 
     The widened bounds cost more (the last a float64 run): each is tried only for an output
@@ -181,8 +200,9 @@ def _constant(t: torch.Tensor) -> bool:
     return t.numel() > 1 and bool((t == t.reshape(-1)[0]).all())
 
 
-def _judge_trial(task: Task, exp: Expected, trial: dict[str, Any], where: str,
-                 previous: tuple[list[Any], Expected] | None) -> str | None:
+def _judge_trial(
+    task: Task, exp: Expected, trial: dict[str, Any], where: str, previous: tuple[list[Any], Expected] | None
+) -> str | None:
     types = trial.get("types", [])
     bad_type = next((t for t in types if t != "torch.Tensor"), None)
     if bad_type is not None:
@@ -193,8 +213,9 @@ def _judge_trial(task: Task, exp: Expected, trial: dict[str, Any], where: str,
     if trial.get("aliased"):
         return f"{where}: the output aliases an input (returned or wrote into an input tensor)"
     for j, (orig, after) in enumerate(zip(exp.inputs, trial.get("inputs_after") or [])):
-        if isinstance(orig, torch.Tensor) and (not isinstance(after, torch.Tensor) or after.shape != orig.shape
-                                               or not torch.equal(after, orig)):
+        if isinstance(orig, torch.Tensor) and (
+            not isinstance(after, torch.Tensor) or after.shape != orig.shape or not torch.equal(after, orig)
+        ):
             return f"{where}: the candidate mutated input {j}"
     for j, (r, x, o) in enumerate(zip(exp.outputs, exp.oracle, outs)):
         label = f"{where}, output {j}"
@@ -202,8 +223,13 @@ def _judge_trial(task: Task, exp: Expected, trial: dict[str, Any], where: str,
             return f"{label}: constant output ({float(o.reshape(-1)[0]):g} everywhere) where the reference varies"
         if previous is not None:
             before, before_exp = previous[0][j], previous[1].outputs[j]
-            if isinstance(o, torch.Tensor) and isinstance(before, torch.Tensor) and o.shape == before.shape \
-                    and torch.equal(o, before) and not torch.equal(r, before_exp):
+            if (
+                isinstance(o, torch.Tensor)
+                and isinstance(before, torch.Tensor)
+                and o.shape == before.shape
+                and torch.equal(o, before)
+                and not torch.equal(r, before_exp)
+            ):
                 return f"{label}: same output as the previous call on different inputs (a cached or stale result)"
         problem = compare(task, r, o, label, x)
         if problem:
@@ -243,8 +269,9 @@ def single_threaded() -> Iterator[None]:
         torch.set_num_threads(saved)
 
 
-def reference_outputs(task: Task, model: torch.nn.Module, workload_index: int, seed: int,
-                      wide: bool = False) -> Expected:
+def reference_outputs(
+    task: Task, model: torch.nn.Module, workload_index: int, seed: int, wide: bool = False
+) -> Expected:
     """The parent's own inputs, reference outputs and oracle outputs for one seed.
 
     ``wide``: on the robustness trial's wider inputs; the oracle is not run when the
@@ -255,8 +282,10 @@ def reference_outputs(task: Task, model: torch.nn.Module, workload_index: int, s
     # Bound while the reference runs too: a KernelBench forward may read module-level sizes.
     with task.bound(workload), torch.no_grad(), single_threaded():
         inputs = task.make_inputs(workload, seed, wide)
-        outs = [o.detach().clone() for o in as_list(model(*[x.clone() if isinstance(x, torch.Tensor) else x
-                                                             for x in inputs]))]
+        outs = [
+            o.detach().clone()
+            for o in as_list(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+        ]
         expected = Expected(inputs, outs, [None] * len(outs), wide)
         if wide and not expected.finite:
             return expected
@@ -264,6 +293,7 @@ def reference_outputs(task: Task, model: torch.nn.Module, workload_index: int, s
         def perturbed() -> list[Any] | None:
             with task.bound(workload), torch.no_grad(), single_threaded():
                 return oracle.perturbed(inputs)
+
         exact = exact_outputs(outs, oracle.outputs(model, inputs, outs), perturbed)
     return dataclasses.replace(expected, oracle=exact, note=oracle.note)
 
@@ -286,10 +316,18 @@ def make_cases(task: Task, model: torch.nn.Module, index: int, trials: int, robu
 
 def summarize(task: Task, cases: list[WorkloadCases]) -> CheckSetup:
     """How an evaluation's check was done, for its verdict."""
-    note = next((f"workload {w.name}: {e.note}" for w, c in zip(task.workloads, cases)
-                 for e in c.expected if e.note), "")
-    oracle = all(x is not None for c in cases for e in c.expected for r, x in zip(e.outputs, e.oracle)
-                 if floating(r)) and not note
+    note = next(
+        (f"workload {w.name}: {e.note}" for w, c in zip(task.workloads, cases) for e in c.expected if e.note), ""
+    )
+    oracle = (
+        all(x is not None for c in cases for e in c.expected for r, x in zip(e.outputs, e.oracle) if floating(r))
+        and not note
+    )
     wide = [w for c in cases for w in c.wide]
-    return CheckSetup(oracle=oracle, oracle_note=note, trials=wide.count(False), robustness_trials=wide.count(True),
-                      robustness_skipped=sum(c.skipped for c in cases))
+    return CheckSetup(
+        oracle=oracle,
+        oracle_note=note,
+        trials=wide.count(False),
+        robustness_trials=wide.count(True),
+        robustness_skipped=sum(c.skipped for c in cases),
+    )

@@ -39,8 +39,11 @@ def profile_report(session: GuardSession, source: str, budget_s: float) -> str:
         return f"FAIL at {verdict.stage}: {verdict.reason}"
     if not verdict.timed:
         return f"NOT TIMED: {verdict.reason}"
-    rows = [f"{w.name}: t_ref {w.t_ref_s * 1e3:.4g} ms, t_cand {w.t_cand_s * 1e3:.4g} ms, "
-            f"speedup {w.speedup:.3f}x (±{w.spread:.1%})" for w in verdict.workloads]
+    rows = [
+        f"{w.name}: t_ref {w.t_ref_s * 1e3:.4g} ms, t_cand {w.t_cand_s * 1e3:.4g} ms, "
+        f"speedup {w.speedup:.3f}x (±{w.spread:.1%})"
+        for w in verdict.workloads
+    ]
     return "\n".join([f"geometric-mean speedup {verdict.speedup:.3f}x over the reference (short run)", *rows])
 
 
@@ -54,8 +57,10 @@ def vectorization_report(session: GuardSession, source: str) -> str:
         traced = dataclasses.replace(request, flags=(*request.flags, *_VEC_FLAGS))
         result = session.build_as_sandbox(traced)
         remarks = [line.strip() for line in result.log.splitlines() if _REMARK.search(line)]
-        out.append(f"build {i} (flags: {' '.join(request.flags) or 'defaults'}): "
-                   f"{'ok' if result.ok else 'failed'}, {len(remarks)} remark(s)")
+        out.append(
+            f"build {i} (flags: {' '.join(request.flags) or 'defaults'}): "
+            f"{'ok' if result.ok else 'failed'}, {len(remarks)} remark(s)"
+        )
         out.extend(f"  {line}" for line in remarks[:_VEC_LINES])
         if len(remarks) > _VEC_LINES:
             out.append(f"  … {len(remarks) - _VEC_LINES} more")
@@ -73,7 +78,9 @@ TOOLS: dict[str, Callable[[GuardSession, str, float], str]] = {
 
 def diagnoser(session: GuardSession, profile_budget_s: float) -> Callable[[str, str], str]:
     """A Turn's ``diagnose``: ``(tool name, code) -> report``, every tool run by ``session``."""
+
     def run(tool: str, source: str) -> str:
         report = TOOLS.get(tool)
         return report(session, source, profile_budget_s) if report else f"unknown diagnostic {tool!r}"
+
     return run

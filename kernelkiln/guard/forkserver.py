@@ -46,7 +46,7 @@ def _recv(sock: socket.socket) -> tuple[bytes, list[int]]:
         if not more:
             raise EOFError("fork-server connection closed")
         data += more
-    return data[_HEADER.size:], list(fds)
+    return data[_HEADER.size :], list(fds)
 
 
 class ForkServer:
@@ -56,9 +56,11 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"from kernelkiln.guard.forkserver import serve; serve({theirs.fileno()})"],
-            pass_fds=[theirs.fileno()], env=sandbox.scrubbed_env(sandbox.platform_env(platform)),
+            pass_fds=[theirs.fileno()],
+            env=sandbox.scrubbed_env(sandbox.platform_env(platform)),
             stdin=subprocess.DEVNULL,
-            start_new_session=False, close_fds=True,
+            start_new_session=False,
+            close_fds=True,
         )
         theirs.close()
         self.sock = ours

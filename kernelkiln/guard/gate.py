@@ -6,43 +6,142 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-ALLOWED_IMPORTS = frozenset({
-    "torch", "torch.nn", "torch.nn.functional", "math", "typing", "functools", "itertools", "numbers",
-    "__future__", "kernelkiln.native",
-})
+ALLOWED_IMPORTS = frozenset(
+    {
+        "torch",
+        "torch.nn",
+        "torch.nn.functional",
+        "math",
+        "typing",
+        "functools",
+        "itertools",
+        "numbers",
+        "__future__",
+        "kernelkiln.native",
+    }
+)
 ALLOWED_FROM = {"kernelkiln": {"native"}, "torch": {"nn", "Tensor"}}
 # Triton: kernels and their language only. The rest of triton (runtime, compiler, testing,
 # tools, backends, autotune, knobs) compiles, caches, benchmarks or spawns processes.
-TRITON_MODULES = frozenset({
-    "triton", "triton.language", "triton.language.math", "triton.language.extra", "triton.language.extra.libdevice",
-    "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice",
-})
+TRITON_MODULES = frozenset(
+    {
+        "triton",
+        "triton.language",
+        "triton.language.math",
+        "triton.language.extra",
+        "triton.language.extra.libdevice",
+        "triton.language.extra.cuda",
+        "triton.language.extra.cuda.libdevice",
+    }
+)
 TRITON_API = frozenset({"jit", "cdiv", "next_power_of_2"})
 # Names in the allowed triton modules that are modules themselves (core.builtins, core.knobs, ...) or helpers.
-TRITON_HIDDEN = frozenset({
-    "core", "semantic", "standard", "random", "target_info", "builtins", "inspect", "ir", "knobs", "typing",
-    "numbers", "warnings", "tl", "driver", "List", "T", "wraps",
-})
+TRITON_HIDDEN = frozenset(
+    {
+        "core",
+        "semantic",
+        "standard",
+        "random",
+        "target_info",
+        "builtins",
+        "inspect",
+        "ir",
+        "knobs",
+        "typing",
+        "numbers",
+        "warnings",
+        "tl",
+        "driver",
+        "List",
+        "T",
+        "wraps",
+    }
+)
 _TRITON_PACKAGES = frozenset({"triton.language.extra", "triton.language.extra.cuda"})  # only their modules
 # Attributes of a jitted kernel (or of the interpreter's values) that reach its compiler, caches, raw
 # function, module globals (get_capture_scope) or numpy buffers: kernels are only launched.
-TRITON_INTERNALS = frozenset({
-    "cache", "compile", "device_caches", "run", "warmup", "preload", "src", "raw_src", "fn", "rewrite", "rewriter",
-    "rewritten_fn", "pre_run_hooks", "add_pre_run_hook", "asm", "launch", "kernel_cache", "kernel", "parse",
-    "get_capture_scope", "used_global_vals", "create_binder", "launch_metadata", "handle",
-})
+TRITON_INTERNALS = frozenset(
+    {
+        "cache",
+        "compile",
+        "device_caches",
+        "run",
+        "warmup",
+        "preload",
+        "src",
+        "raw_src",
+        "fn",
+        "rewrite",
+        "rewriter",
+        "rewritten_fn",
+        "pre_run_hooks",
+        "add_pre_run_hook",
+        "asm",
+        "launch",
+        "kernel_cache",
+        "kernel",
+        "parse",
+        "get_capture_scope",
+        "used_global_vals",
+        "create_binder",
+        "launch_metadata",
+        "handle",
+    }
+)
 # On any object: numpy arrays (x.numpy(), values under Triton's interpreter) write files and reach ctypes.
 BANNED_ATTRS = frozenset({"tofile", "ctypes"})
-BANNED_NAMES = frozenset({
-    "eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars", "getattr", "setattr",
-    "delattr", "breakpoint", "input", "memoryview", "type", "print", "exit", "quit", "help", "object",
-})
+BANNED_NAMES = frozenset(
+    {
+        "eval",
+        "exec",
+        "compile",
+        "open",
+        "__import__",
+        "globals",
+        "locals",
+        "vars",
+        "getattr",
+        "setattr",
+        "delattr",
+        "breakpoint",
+        "input",
+        "memoryview",
+        "type",
+        "print",
+        "exit",
+        "quit",
+        "help",
+        "object",
+    }
+)
 # torch namespaces that load code, touch files, spawn processes or change how torch dispatches.
-BANNED_TORCH_ATTRS = frozenset({
-    "load", "save", "hub", "ops", "classes", "library", "utils", "compile", "jit", "cpp_extension", "from_file",
-    "multiprocessing", "distributed", "overrides", "package", "testing", "profiler", "export", "fx",
-    "set_default_tensor_type", "set_default_dtype", "set_default_device", "use_deterministic_algorithms",
-})
+BANNED_TORCH_ATTRS = frozenset(
+    {
+        "load",
+        "save",
+        "hub",
+        "ops",
+        "classes",
+        "library",
+        "utils",
+        "compile",
+        "jit",
+        "cpp_extension",
+        "from_file",
+        "multiprocessing",
+        "distributed",
+        "overrides",
+        "package",
+        "testing",
+        "profiler",
+        "export",
+        "fx",
+        "set_default_tensor_type",
+        "set_default_dtype",
+        "set_default_device",
+        "use_deterministic_algorithms",
+    }
+)
 # Device APIs refused where no device runs candidates: on the cpu platform they can only fail or mislead.
 DEVICE_TORCH_ATTRS = frozenset({"cuda", "accelerator", "Stream", "Event"})
 NATIVE_API = frozenset({"load"})
@@ -64,9 +163,11 @@ def _triton_refusal(path: str) -> str | None:
     else:
         ok = module not in _TRITON_PACKAGES and not leaf.startswith("_") and leaf not in TRITON_HIDDEN
     if not ok:
-        return (f"{module}.{leaf} is not available to candidates "
-                "(Triton kernels may use triton.jit, triton.cdiv, triton.next_power_of_2 and triton.language)")
-    internal = next((p for p in parts[i + 1:] if p in TRITON_INTERNALS), None)
+        return (
+            f"{module}.{leaf} is not available to candidates "
+            "(Triton kernels may use triton.jit, triton.cdiv, triton.next_power_of_2 and triton.language)"
+        )
+    internal = next((p for p in parts[i + 1 :] if p in TRITON_INTERNALS), None)
     if internal is not None:
         return f"{module}.{leaf}.{internal} is not allowed (launch Triton kernels as kernel[grid](...))"
     return None
@@ -91,8 +192,13 @@ def _bindings(tree: ast.AST) -> dict[str, list[_Binding]]:
     """Every binding of each name anywhere in the module, whatever its scope."""
     values: dict[int, ast.expr] = {}
     for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if (
-            isinstance(node, ast.AnnAssign) and node.value is not None) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if (isinstance(node, ast.AnnAssign) and node.value is not None)
+            else []
+        )
         for target in targets:
             if isinstance(target, ast.Name):
                 values[id(target)] = node.value
@@ -116,8 +222,9 @@ def _bindings(tree: ast.AST) -> dict[str, list[_Binding]]:
 
 def _defined(node: ast.AST) -> list[str]:
     """Names ``node`` binds other than by assignment or import: definitions, parameters, handlers, patterns."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
-                         ast.MatchStar)):
+    if isinstance(
+        node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
+    ):
         names = [node.name]
     elif isinstance(node, ast.arg):
         names = [node.arg]
@@ -145,8 +252,12 @@ def _native_libraries(tree: ast.AST) -> frozenset[str]:
             return False
         if isinstance(func.value, ast.Name):
             return only(func.value.id, "kernelkiln.native")
-        return isinstance(func.value, ast.Attribute) and func.value.attr == "native" and \
-            isinstance(func.value.value, ast.Name) and only(func.value.value.id, "kernelkiln")
+        return (
+            isinstance(func.value, ast.Attribute)
+            and func.value.attr == "native"
+            and isinstance(func.value.value, ast.Name)
+            and only(func.value.value.id, "kernelkiln")
+        )
 
     return frozenset(name for name, values in bindings.items() if all(map(loads, values)))
 
@@ -168,9 +279,13 @@ class _Gate(ast.NodeVisitor):
         self.platform = platform
         self.kernels = _kernels(tree)
         self.native_libraries = _native_libraries(tree)
-        self.triton = any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "triton" for a in n.names)
-                          or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "triton"
-                          for n in ast.walk(tree))
+        self.triton = any(
+            (isinstance(n, ast.Import)
+            and any(a.name.split(".")[0] == "triton" for a in n.names))
+            or (isinstance(n, ast.ImportFrom)
+            and (n.module or "").split(".")[0] == "triton")
+            for n in ast.walk(tree)
+        )
         self.issues: list[GateIssue] = []
         self.modules: dict[str, str] = {}  # local alias -> module path
 
@@ -186,7 +301,9 @@ class _Gate(ast.NodeVisitor):
         for alias in node.names:
             if alias.name not in ALLOWED_IMPORTS and alias.name not in TRITON_MODULES:
                 self.flag(node, f"import of {alias.name!r} is not allowed")
-            self.modules[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+            self.modules[alias.asname or alias.name.split(".")[0]] = (
+                alias.name if alias.asname else alias.name.split(".")[0]
+            )
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         mod = node.module or ""
@@ -199,8 +316,11 @@ class _Gate(ast.NodeVisitor):
             elif mod == "kernelkiln.native" and not node.level:
                 if alias.name not in NATIVE_API:
                     self.flag(node, f"kernelkiln.native.{alias.name} is not available to candidates (use native.load)")
-            elif node.level or alias.name == "*" or not (
-                    full in ALLOWED_IMPORTS or alias.name in ALLOWED_FROM.get(mod, ()) or mod in ALLOWED_IMPORTS):
+            elif (
+                node.level
+                or alias.name == "*"
+                or not (full in ALLOWED_IMPORTS or alias.name in ALLOWED_FROM.get(mod, ()) or mod in ALLOWED_IMPORTS)
+            ):
                 self.flag(node, f"import of {full!r} is not allowed")
             self.modules[alias.asname or alias.name] = full
 
@@ -231,8 +351,12 @@ class _Gate(ast.NodeVisitor):
             self.flag(node, f"access to private {module}.{attr} is not allowed")
         elif module.startswith("torch") and attr in BANNED_TORCH_ATTRS:
             self.flag(node, f"torch.{attr} is not allowed in candidates")
-        elif module == "torch" and isinstance(node.value, ast.Name) and attr in DEVICE_TORCH_ATTRS \
-                and self.platform == "cpu":
+        elif (
+            module == "torch"
+            and isinstance(node.value, ast.Name)
+            and attr in DEVICE_TORCH_ATTRS
+            and self.platform == "cpu"
+        ):
             self.flag(node, f"torch.{attr} is not available on the cpu platform")
         elif module.startswith("kernelkiln") and attr not in NATIVE_API:
             self.flag(node, f"kernelkiln.native.{attr} is not available to candidates (use native.load)")
@@ -240,14 +364,23 @@ class _Gate(ast.NodeVisitor):
             self.flag(node, why)
         elif isinstance(node.value, ast.Name) and node.value.id in self.kernels:
             self.flag(node, f"{node.value.id}.{attr} is not allowed (launch Triton kernels as kernel[grid](...))")
-        elif self.triton and root != "self" and (
-                attr in TRITON_INTERNALS or (attr.startswith("_") and not attr.startswith("__"))):
-            self.flag(node, f"access to .{attr} is not allowed in Triton candidates (launch kernels as kernel[grid](...))")
+        elif (
+            self.triton
+            and root != "self"
+            and (attr in TRITON_INTERNALS or (attr.startswith("_") and not attr.startswith("__")))
+        ):
+            self.flag(
+                node, f"access to .{attr} is not allowed in Triton candidates (launch kernels as kernel[grid](...))"
+            )
         elif attr in BANNED_ATTRS and root != "self":
             self.flag(node, f"access to .{attr} is not allowed")
-        elif attr.lower().rstrip("_") in self.forbidden and root != "self" and not attr[:1].isupper() \
-                and not module.startswith("triton") \
-                and not (isinstance(node.value, ast.Name) and node.value.id in self.native_libraries):
+        elif (
+            attr.lower().rstrip("_") in self.forbidden
+            and root != "self"
+            and not attr[:1].isupper()
+            and not module.startswith("triton")
+            and not (isinstance(node.value, ast.Name) and node.value.id in self.native_libraries)
+        ):
             # self.linear (a submodule) and nn.Linear (a parameter holder) are fine to touch; calling
             # them runs the reference op, which the run-time recorder catches. tl.sum and tl.softmax are
             # block primitives inside a kernel; lib.relu, on a library native.load built, is the

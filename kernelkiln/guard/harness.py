@@ -101,8 +101,10 @@ class Harness:
             self.cls = namespace.get("ModelNew")
             if not isinstance(self.cls, type):
                 raise TypeError("candidate defines no class ModelNew")
-            self.uses_triton = any((v.__name__ if isinstance(v, types.ModuleType) else type(v).__module__)
-                                   .split(".")[0] == "triton" for v in namespace.values())
+            self.uses_triton = any(
+                (v.__name__ if isinstance(v, types.ModuleType) else type(v).__module__).split(".")[0] == "triton"
+                for v in namespace.values()
+            )
         with torch.no_grad():
             for i, workload in enumerate(self.task.workloads):
                 model = self.task.make_model(workload, self.model_seed, self.cls)
@@ -148,20 +150,23 @@ class Harness:
                 copies = [b.clone() if isinstance(b, torch.Tensor) else b for b in inputs_after]
                 with torch.no_grad():
                     again = [o if type(o) is torch.Tensor else None for o in _as_outputs(model(*copies))]
-            trials.append({
-                "outputs": [_host(p.clone()) if p is not None else None for p in plain],
-                "again": [_host(a) if a is not None else None for a in again],
-                "types": types,
-                "aliased": aliased,
-                "inputs_after": [_host(b) if b is not None else None for b in inputs_after],
-                "ops": sorted(recorder.names) if recorder is not None else [],
-            })
+            trials.append(
+                {
+                    "outputs": [_host(p.clone()) if p is not None else None for p in plain],
+                    "again": [_host(a) if a is not None else None for a in again],
+                    "types": types,
+                    "aliased": aliased,
+                    "inputs_after": [_host(b) if b is not None else None for b in inputs_after],
+                    "ops": sorted(recorder.names) if recorder is not None else [],
+                }
+            )
         return {"ok": True, "trials": trials, "interpreted": self.interpreted()}
 
     # -- timing ------------------------------------------------------------------------
     def prepare(self, workload: int, count: int, seed: int) -> dict[str, Any]:
-        self.sets[workload] = [_place(self.task.make_inputs(self.task.workloads[workload], seed + i), self.device)
-                               for i in range(count)]
+        self.sets[workload] = [
+            _place(self.task.make_inputs(self.task.workloads[workload], seed + i), self.device) for i in range(count)
+        ]
         return {"ok": True}
 
     def refresh(self, workload: int, index: int, seed: int) -> dict[str, Any]:

@@ -129,8 +129,7 @@ class Exact:
     on the tolerance alone.
     """
 
-    def __init__(self, ref: torch.Tensor, value: torch.Tensor, index: int,
-                 perturbed: Callable[[], list[Any] | None]):
+    def __init__(self, ref: torch.Tensor, value: torch.Tensor, index: int, perturbed: Callable[[], list[Any] | None]):
         self._ref, self._oracle, self._index, self._perturbed = ref, value, index, perturbed
         self._rounding: list[Spread | None] = []
 
@@ -159,7 +158,10 @@ class Exact:
             outs = self._perturbed()
             moved = outs[self._index] if outs is not None else None
             spread = None
-            if isinstance(moved, torch.Tensor) and (moved.shape, moved.dtype) == (self._oracle.shape, self._oracle.dtype):
+            if isinstance(moved, torch.Tensor) and (moved.shape, moved.dtype) == (
+                self._oracle.shape,
+                self._oracle.dtype,
+            ):
                 usable = torch.isfinite(moved) if self._usable is None else self._usable & torch.isfinite(moved)
                 spread = _spread(moved, self._oracle, None if bool(usable.all()) else usable)
             self._rounding.append(spread)
@@ -173,6 +175,7 @@ def _once(fn: Callable[[], Any]) -> Callable[[], Any]:
         if not done:
             done.append(fn())
         return done[0]
+
     return call
 
 
@@ -229,8 +232,9 @@ class Oracle:
 
         Call with torch's global state held (``Task.bound``): it reseeds the global RNG.
         """
-        doubles = self._decide(model, inputs, refs) if not self.decided else (
-            None if self.note else self._run(inputs, refs))
+        doubles = (
+            self._decide(model, inputs, refs) if not self.decided else (None if self.note else self._run(inputs, refs))
+        )
         if doubles is None:
             return [None] * len(refs)
         return [d if floating(r) else None for r, d in zip(refs, doubles)]
@@ -250,8 +254,12 @@ class Oracle:
             with torch.no_grad():
                 for t, unit in zip(state, self.units):
                     t.mul_(_jitter(t, unit, generator))
-                moved = [_to_double(x) * _jitter(x, _unit(x.dtype), generator)
-                         if isinstance(x, torch.Tensor) and x.is_floating_point() else _to_double(x) for x in inputs]
+                moved = [
+                    _to_double(x) * _jitter(x, _unit(x.dtype), generator)
+                    if isinstance(x, torch.Tensor) and x.is_floating_point()
+                    else _to_double(x)
+                    for x in inputs
+                ]
                 return [o.detach() if isinstance(o, torch.Tensor) else o for o in as_list(self.double(*moved))]
         except Exception:
             return None
@@ -261,8 +269,9 @@ class Oracle:
                     t.copy_(s)
 
 
-def exact_outputs(refs: list[torch.Tensor], values: list[torch.Tensor | None],
-                  perturbed: Callable[[], list[Any] | None]) -> list[Exact | None]:
+def exact_outputs(
+    refs: list[torch.Tensor], values: list[torch.Tensor | None], perturbed: Callable[[], list[Any] | None]
+) -> list[Exact | None]:
     """The oracle's ``values`` for the reference's outputs ``refs``, sharing one on-demand perturbed run."""
     shared = _once(perturbed)
     return [Exact(r, v, j, shared) if v is not None else None for j, (r, v) in enumerate(zip(refs, values))]

@@ -29,13 +29,33 @@ from pathlib import Path
 from kernelkiln.errors import UserError
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.isolation import namespaces, offer, paths
-from kernelkiln.isolation.layers import (LAYERS, Confinement, Report, apply_filesystem, apply_kernel_filters,
-                                        enter_namespaces, switch_user)
+from kernelkiln.isolation.layers import (
+    LAYERS,
+    Confinement,
+    Report,
+    apply_filesystem,
+    apply_kernel_filters,
+    enter_namespaces,
+    switch_user,
+)
 
 # Environment variables a worker may inherit; everything else (API keys included) is dropped.
-ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED",
-             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
-             "OPENBLAS_L2_SIZE", "CUDA_VISIBLE_DEVICES", "KILN_CACHE_DIR")
+ENV_ALLOW = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "CUDA_VISIBLE_DEVICES",
+    "KILN_CACHE_DIR",
+)
 
 # Set by the guard per platform, never inherited: without a GPU, Triton kernels run under
 # Triton's interpreter (numpy on the host), checkable but not timeable.
@@ -62,12 +82,21 @@ class SandboxSpec:
     cpus: list[int] | None = None  # cores the worker runs on (None: wherever the guard may)
 
 
-def confinement(workspace: str, readable: list[str], *, gpu: bool, network: bool, filesystem: bool,
-                uid: int | None) -> Confinement:
+def confinement(
+    workspace: str, readable: list[str], *, gpu: bool, network: bool, filesystem: bool, uid: int | None
+) -> Confinement:
     """A worker's confinement: read the system, the Python installation and ``readable``; write ``workspace``."""
-    return Confinement(workspace=workspace, read=paths.readable(readable), devices=paths.devices(gpu),
-                       hide=paths.homes(), mask=list(paths.TEMPORARY), network=network, filesystem=filesystem,
-                       notify=True, uid=uid)
+    return Confinement(
+        workspace=workspace,
+        read=paths.readable(readable),
+        devices=paths.devices(gpu),
+        hide=paths.homes(),
+        mask=list(paths.TEMPORARY),
+        network=network,
+        filesystem=filesystem,
+        notify=True,
+        uid=uid,
+    )
 
 
 def required_layers(config: GuardConfig) -> list[str]:
@@ -89,8 +118,10 @@ def refuse_unless_held(required: list[str], held: dict[str, bool], notes: dict[s
     for layer in required:
         if not held.get(layer):
             why = notes.get(layer, "not applied")
-            raise UserError(f"isolation is strict and the {layer} layer, which this kernel offers, did not hold "
-                            f"around {where} ({why}); use --isolation best-effort to run without it")
+            raise UserError(
+                f"isolation is strict and the {layer} layer, which this kernel offers, did not hold "
+                f"around {where} ({why}); use --isolation best-effort to run without it"
+            )
 
 
 def platform_env(platform: str) -> dict[str, str]:
@@ -134,8 +165,9 @@ def remove_workspace(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def spawn(spec: SandboxSpec, run: Callable[[Report, int], None], channel: int,
-          inherited: list[int]) -> tuple[int, int | str]:
+def spawn(
+    spec: SandboxSpec, run: Callable[[Report, int], None], channel: int, inherited: list[int]
+) -> tuple[int, int | str]:
     """Fork a worker that runs ``run(report, namespace_flags)`` (called in the fork-server).
     Returns the process to wait for, and the worker's pid or why it could not start.
 
@@ -221,8 +253,15 @@ def enter(spec: SandboxSpec, report: Report, flags: int) -> dict[str, bool]:
     switch_user(conf, report)
     os.chdir(workspace)
     os.environ.clear()
-    os.environ.update({**spec.env, "HOME": workspace, "TMPDIR": workspace, "TRITON_HOME": workspace,
-                       "TRITON_CACHE_DIR": os.path.join(workspace, ".triton", "cache")})
+    os.environ.update(
+        {
+            **spec.env,
+            "HOME": workspace,
+            "TMPDIR": workspace,
+            "TRITON_HOME": workspace,
+            "TRITON_CACHE_DIR": os.path.join(workspace, ".triton", "cache"),
+        }
+    )
     tempfile.tempdir = workspace
     _redirect_stdio(workspace)
     applied["environment"] = True
@@ -336,8 +375,16 @@ def kill_user(uid: int) -> None:
     """Kill every process of a sandbox user id, fork bombs included."""
     # kill(-1) as that user signals all of its processes in one kernel pass; new forks cannot slip by.
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(["kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
+        subprocess.run(
+            ["kill", "-KILL", "-1"],
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
     for _ in range(50):
         pids = pids_of_user(uid)
         if not pids:

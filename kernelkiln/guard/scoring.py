@@ -21,11 +21,21 @@ def workload_result(workload: Workload, series: Series, peaks: Peaks) -> Workloa
     inc = math.exp(statistics.median(series.log_ratios("inc", "cand"))) if "inc" in med else None
     bound = sol_bound_s(workload.flops, workload.bytes, peaks)
     return WorkloadResult(
-        name=workload.name, sizes=workload.sizes, t_ref_s=med["ref"], t_cand_s=med["cand"],
-        t_inc_s=med.get("inc"), speedup=math.exp(statistics.median(logs)), speedup_vs_incumbent=inc,
-        spread=rse(logs), rounds=len(logs), reps=series.reps["cand"], dropped=series.dropped,
+        name=workload.name,
+        sizes=workload.sizes,
+        t_ref_s=med["ref"],
+        t_cand_s=med["cand"],
+        t_inc_s=med.get("inc"),
+        speedup=math.exp(statistics.median(logs)),
+        speedup_vs_incumbent=inc,
+        spread=rse(logs),
+        rounds=len(logs),
+        reps=series.reps["cand"],
+        dropped=series.dropped,
         correction=statistics.median(series.corrections),
-        sol_fraction=sol_fraction(bound, med["cand"]), ref_sol_fraction=sol_fraction(bound, med["ref"]))
+        sol_fraction=sol_fraction(bound, med["cand"]),
+        ref_sol_fraction=sol_fraction(bound, med["ref"]),
+    )
 
 
 def noise_margin(series: list[Series], config: GuardConfig) -> float:
@@ -38,15 +48,17 @@ def noise_margin(series: list[Series], config: GuardConfig) -> float:
 def beyond_light(results: list[WorkloadResult], factor: float, peaks: Peaks) -> str | None:
     """Why a candidate's times are physically impossible on this device, or None."""
     for r in results:
-        if factor and r.sol_fraction is not None and r.sol_fraction > factor and \
-                (r.ref_sol_fraction or 0.0) <= factor:
-            return (f"workload {r.name}: measured {r.sol_fraction:.1f}x faster than the speed-of-light bound "
-                    f"({peaks.source}): skipped work or a cached result, not a record")
+        if factor and r.sol_fraction is not None and r.sol_fraction > factor and (r.ref_sol_fraction or 0.0) <= factor:
+            return (
+                f"workload {r.name}: measured {r.sol_fraction:.1f}x faster than the speed-of-light bound "
+                f"({peaks.source}): skipped work or a cached result, not a record"
+            )
     return None
 
 
-def decide(results: list[WorkloadResult], margin: float, has_incumbent: bool, sol_hack_factor: float,
-           peaks: Peaks, **fields) -> Verdict:
+def decide(
+    results: list[WorkloadResult], margin: float, has_incumbent: bool, sol_hack_factor: float, peaks: Peaks, **fields
+) -> Verdict:
     """The verdict on a correct, timed candidate; ``fields`` go into it as they are."""
     impossible = beyond_light(results, sol_hack_factor, peaks)
     if impossible:
@@ -61,5 +73,15 @@ def decide(results: list[WorkloadResult], margin: float, has_incumbent: bool, so
         decision, reason = "REVERT", f"slower than {against}: {math.exp(gain):.3f}x (noise band ±{margin:.1%})"
     else:
         decision, reason = "ACCEPT", f"within the noise band of {against}: {math.exp(gain):.3f}x (±{margin:.1%})"
-    return Verdict(verdict=decision, stage="verdict", reason=reason, correct=True, speedup=speedup,
-                   speedup_vs_incumbent=vs_inc, noise_margin=margin, timed=True, workloads=results, **fields)
+    return Verdict(
+        verdict=decision,
+        stage="verdict",
+        reason=reason,
+        correct=True,
+        speedup=speedup,
+        speedup_vs_incumbent=vs_inc,
+        noise_margin=margin,
+        timed=True,
+        workloads=results,
+        **fields,
+    )

@@ -93,8 +93,13 @@ class _Reject(Exception):
 class GuardSession:
     """Evaluates candidates for one task; keeps the reference worker warm between them."""
 
-    def __init__(self, task: Task, config: GuardConfig | None = None, device: DeviceLock | None = None,
-                 observe: Callable[[str, Series], None] | None = None):
+    def __init__(
+        self,
+        task: Task,
+        config: GuardConfig | None = None,
+        device: DeviceLock | None = None,
+        observe: Callable[[str, Series], None] | None = None,
+    ):
         """``device`` is shared by the sessions that time on the same device (default: a private one);
         ``observe`` is called with each workload's name and its timing rounds after it is timed."""
         self.task = task
@@ -110,13 +115,19 @@ class GuardSession:
         self.placement = placement.plan(self.threads)
         self.observe = observe
         self.peaks = self.platform.peaks(self.threads)  # for speed-of-light bounds
-        self.forbidden = (forbidden_ops(recorded, task.forbidden_ops, task.allowed_ops)
-                          if self.config.forbid_reference_ops else frozenset())
+        self.forbidden = (
+            forbidden_ops(recorded, task.forbidden_ops, task.allowed_ops)
+            if self.config.forbid_reference_ops
+            else frozenset()
+        )
         self._ref: Worker | None = None
         self._live: weakref.WeakSet[Worker] = weakref.WeakSet()  # every worker not yet collected
         self._lane: int | None = _take_lane()
-        self._build_uid = sandbox.allocate_uid(self._slot(_SLOT_BUILD)) if (
-            self.config.isolate_user and sandbox.can_switch_user()) else None
+        self._build_uid = (
+            sandbox.allocate_uid(self._slot(_SLOT_BUILD))
+            if (self.config.isolate_user and sandbox.can_switch_user())
+            else None
+        )
         self.required = sandbox.required_layers(self.config)  # [] when best-effort
 
     # -- workers -----------------------------------------------------------------------
@@ -125,12 +136,24 @@ class GuardSession:
             self._lane = _take_lane()
         return self._lane * _SLOTS_PER_SESSION + role
 
-    def _spawn(self, slot: int, source: str | None, diagnostics: list[dict],
-               on_build: Callable[[native.BuildRequest], None] | None = None,
-               into: list[Worker] | None = None) -> Worker:
+    def _spawn(
+        self,
+        slot: int,
+        source: str | None,
+        diagnostics: list[dict],
+        on_build: Callable[[native.BuildRequest], None] | None = None,
+        into: list[Worker] | None = None,
+    ) -> Worker:
         """A worker loaded with ``source`` (None: the reference); appended to ``into`` once it runs."""
-        worker = Worker(self._slot(slot), str(self.task.path), self.task.overrides, self.model_seed, self.config,
-                        self.threads, self.placement.worker_cores)
+        worker = Worker(
+            self._slot(slot),
+            str(self.task.path),
+            self.task.overrides,
+            self.model_seed,
+            self.config,
+            self.threads,
+            self.placement.worker_cores,
+        )
         self._live.add(worker)
         try:
             sandbox.refuse_unless_held(self.required, worker.isolation, worker.isolation_notes, "a worker")
@@ -148,8 +171,15 @@ class GuardSession:
             if on_build is not None:
                 on_build(request)
             if compiles > _MAX_COMPILES:
-                result = native.BuildResult(ok=False, key="", path=None, seconds=0.0, cached=False, log="",
-                                            diagnostics=(native.Diagnostic("error", "too many native builds", None, None),))
+                result = native.BuildResult(
+                    ok=False,
+                    key="",
+                    path=None,
+                    seconds=0.0,
+                    cached=False,
+                    log="",
+                    diagnostics=(native.Diagnostic("error", "too many native builds", None, None),),
+                )
             else:
                 result = self._build(request)
                 worker.record_build(result.isolation, result.isolation_notes)
@@ -171,9 +201,15 @@ class GuardSession:
     def _build(self, request: native.BuildRequest) -> native.BuildResult:
         """Compile ``request`` as candidate builds are compiled: confined, as the sandbox build user."""
         required = [layer for layer in self.required if layer != "pids"]  # the compiler starts no one
-        result = native.build(request, user=self._build_uid, group=self._build_uid,
-                              timeout=self.config.build_timeout_s, required=required,
-                              network=self.config.isolate_network, filesystem=self.config.isolate_filesystem)
+        result = native.build(
+            request,
+            user=self._build_uid,
+            group=self._build_uid,
+            timeout=self.config.build_timeout_s,
+            required=required,
+            network=self.config.isolate_network,
+            filesystem=self.config.isolate_filesystem,
+        )
         if not result.ok and result.isolation:
             sandbox.refuse_unless_held(required, result.isolation, result.isolation_notes, "a native build")
         return result
@@ -193,15 +229,18 @@ class GuardSession:
     def _cases(self) -> list[WorkloadCases]:
         """Per workload: fresh seeds (the task's inputs, then robustness trials), and the parent's expected results."""
         robustness = self.config.robustness_trials
-        return [make_cases(self.task, self.ref_models[index], index, self.config.check_trials, robustness)
-                for index in range(len(self.task.workloads))]
+        return [
+            make_cases(self.task, self.ref_models[index], index, self.config.check_trials, robustness)
+            for index in range(len(self.task.workloads))
+        ]
 
     def _check(self, cand: Worker, cases: list[WorkloadCases]) -> bool:
         """Reject a wrong candidate; True when it ran Triton kernels under Triton's interpreter."""
         interpreted = False
         for index, (workload, case) in enumerate(zip(self.task.workloads, cases)):
-            reply = cand.request({"op": "check", "workload": index, "seeds": case.seeds, "wide": case.wide},
-                                 self.config.call_timeout_s)
+            reply = cand.request(
+                {"op": "check", "workload": index, "seeds": case.seeds, "wide": case.wide}, self.config.call_timeout_s
+            )
             if not reply.get("ok"):
                 raise _Reject("check", f"workload {workload.name}: raised {_raised(reply)}")
             trials = reply.get("trials") or []
@@ -226,8 +265,13 @@ class GuardSession:
                     self.observe(workload.name, series)
                 results.append(workload_result(workload, series, self.peaks))
                 timed.append(series)
-        setup = TimingSetup(placement=self.placement, accounting=timer.accounted, request_s=timer.cost.wall_s,
-                            request_jitter_s=timer.cost.jitter_s, batch_target_s=timer.batch_target_s)
+        setup = TimingSetup(
+            placement=self.placement,
+            accounting=timer.accounted,
+            request_s=timer.cost.wall_s,
+            request_jitter_s=timer.cost.jitter_s,
+            batch_target_s=timer.batch_target_s,
+        )
         return results, noise_margin(timed, self.config), setup
 
     def _watch(self, cand: Worker, stage: Stage) -> None:
@@ -238,10 +282,16 @@ class GuardSession:
         before = cand.cpu_seconds()
         time.sleep(self.config.idle_probe_s)
         after = cand.cpu_seconds()
-        if before is not None and after is not None and \
-                (after - before) > self.config.idle_cpu_max * self.config.idle_probe_s:
-            raise _Reject(stage, f"the candidate keeps computing while idle "
-                                  f"({(after - before) / self.config.idle_probe_s:.0%} of a core): background threads")
+        if (
+            before is not None
+            and after is not None
+            and (after - before) > self.config.idle_cpu_max * self.config.idle_probe_s
+        ):
+            raise _Reject(
+                stage,
+                f"the candidate keeps computing while idle "
+                f"({(after - before) / self.config.idle_probe_s:.0%} of a core): background threads",
+            )
 
     # -- the cascade -------------------------------------------------------------------
     def native_requests(self, source: str) -> list[native.BuildRequest]:
@@ -261,8 +311,9 @@ class GuardSession:
         with self.device.shared():
             return self._build(request)
 
-    def evaluate(self, source: str, incumbent: str | None = None, *, timed: bool = True,
-                 time_budget_s: float | None = None) -> Verdict:
+    def evaluate(
+        self, source: str, incumbent: str | None = None, *, timed: bool = True, time_budget_s: float | None = None
+    ) -> Verdict:
         """Judge ``source`` against the reference (and ``incumbent`` when given).
 
         ``timed=False`` stops after the checks (a correct candidate is ACCEPT at stage
@@ -282,20 +333,38 @@ class GuardSession:
         return verdict.model_copy(update=update)
 
     def _isolation(self, cand: Worker) -> Isolation:
-        notes = {**{layer: why for layer, why in cand.build_notes.items() if not cand.build_isolation.get(layer)},
-                 **cand.isolation_notes}
-        return Isolation(policy=self.config.isolation, held=cand.isolation, build=cand.build_isolation,
-                         notes=notes, denied=cand.denied())
+        notes = {
+            **{layer: why for layer, why in cand.build_notes.items() if not cand.build_isolation.get(layer)},
+            **cand.isolation_notes,
+        }
+        return Isolation(
+            policy=self.config.isolation,
+            held=cand.isolation,
+            build=cand.build_isolation,
+            notes=notes,
+            denied=cand.denied(),
+        )
 
-    def _judge(self, source: str, incumbent: str | None, timed: bool, time_budget_s: float | None,
-               checked: list[WorkloadCases], spawned: list[Worker]) -> Verdict:
+    def _judge(
+        self,
+        source: str,
+        incumbent: str | None,
+        timed: bool,
+        time_budget_s: float | None,
+        checked: list[WorkloadCases],
+        spawned: list[Worker],
+    ) -> Verdict:
         """``evaluate``'s cascade; fills ``checked`` with the check's cases once they exist, and
         ``spawned`` with the candidate's worker once it runs."""
         start = time.perf_counter()
         issues = gate.check(source, self.forbidden, self.config.platform)
         if issues:
-            return Verdict.reject("gate", f"line {issues[0].line}: {issues[0].message}",
-                                  diagnostics=[i.to_dict() for i in issues], seconds=time.perf_counter() - start)
+            return Verdict.reject(
+                "gate",
+                f"line {issues[0].line}: {issues[0].message}",
+                diagnostics=[i.to_dict() for i in issues],
+                seconds=time.perf_counter() - start,
+            )
         inc_issues = gate.check(incumbent, self.forbidden, self.config.platform) if incumbent is not None else []
         if inc_issues:
             raise UserError(f"the incumbent fails the gate: line {inc_issues[0].line}: {inc_issues[0].message}")
@@ -328,30 +397,49 @@ class GuardSession:
                         note = " (the incumbent runs under Triton's interpreter, untimed: judged against the reference)"
             workers["cand"] = cand
             if interpreted:
-                return Verdict(verdict="ACCEPT", stage="check", reason=INTERPRETED, correct=True,
-                               seconds=time.perf_counter() - start)
+                return Verdict(
+                    verdict="ACCEPT",
+                    stage="check",
+                    reason=INTERPRETED,
+                    correct=True,
+                    seconds=time.perf_counter() - start,
+                )
             if not timed:
-                return Verdict(verdict="ACCEPT", stage="check", reason="correct on every workload (not timed)",
-                               correct=True, seconds=time.perf_counter() - start)
+                return Verdict(
+                    verdict="ACCEPT",
+                    stage="check",
+                    reason="correct on every workload (not timed)",
+                    correct=True,
+                    seconds=time.perf_counter() - start,
+                )
             stage = "time"
             with self.device.exclusive():
                 results, margin, setup = self._time(workers, time_budget_s or self.config.time_budget_s)
                 self._watch(cand, "time")
         except _Reject as exc:
-            return Verdict.reject(exc.stage, exc.reason, diagnostics=exc.diagnostics or diagnostics,
-                                  seconds=time.perf_counter() - start)
+            return Verdict.reject(
+                exc.stage, exc.reason, diagnostics=exc.diagnostics or diagnostics, seconds=time.perf_counter() - start
+            )
         except WorkerFailure as exc:
             what = {"build": "while building", "check": "while checked", "time": "while timed"}.get(stage, "")
-            return Verdict.reject(stage, f"{exc.reason} {what}".strip(), diagnostics=diagnostics,
-                                  seconds=time.perf_counter() - start)
+            return Verdict.reject(
+                stage, f"{exc.reason} {what}".strip(), diagnostics=diagnostics, seconds=time.perf_counter() - start
+            )
         except TimingReject as exc:
             return Verdict.reject("time", str(exc), seconds=time.perf_counter() - start)
         finally:
             for worker in (cand, workers.get("inc")):
                 if worker is not None:
                     worker.close()
-        verdict = decide(results, margin, incumbent is not None, self.config.sol_hack_factor, self.peaks,
-                         timing=setup, seconds=time.perf_counter() - start)
+        verdict = decide(
+            results,
+            margin,
+            incumbent is not None,
+            self.config.sol_hack_factor,
+            self.peaks,
+            timing=setup,
+            seconds=time.perf_counter() - start,
+        )
         return verdict.model_copy(update={"reason": verdict.reason + note}) if note else verdict
 
     def close(self) -> None:

@@ -107,7 +107,7 @@ def rse(logs: list[float]) -> float:
     if blocks < 2:
         return robust
     size = n // blocks
-    medians = [statistics.median(logs[i * size:(i + 1) * size]) for i in range(blocks)]
+    medians = [statistics.median(logs[i * size : (i + 1) * size]) for i in range(blocks)]
     return max(robust, statistics.stdev(medians) / math.sqrt(blocks))
 
 
@@ -129,8 +129,15 @@ def _input_bytes(inputs: list[Any]) -> int:
     return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
 
 
-def batch_time(wall: float, usage: accounting.Delta, cost: RequestCost, threads: int, cpu_accounting: bool,
-               accounted: bool, reps: int) -> Sample:
+def batch_time(
+    wall: float,
+    usage: accounting.Delta,
+    cost: RequestCost,
+    threads: int,
+    cpu_accounting: bool,
+    accounted: bool,
+    reps: int,
+) -> Sample:
     """Seconds per call of one batch, and the share of its wall time taken out by estimate."""
     net = wall - cost.wall_s
     if not cpu_accounting:  # a device's work is not CPU time: the wall clock, undisturbed rounds only
@@ -150,8 +157,15 @@ def batch_time(wall: float, usage: accounting.Delta, cost: RequestCost, threads:
 class Timer:
     """Times the workers of one evaluation on one workload."""
 
-    def __init__(self, task: Task, ref_models: dict[int, torch.nn.Module], workers: dict[str, Worker],
-                 config: GuardConfig, platform: Platform, threads: int):
+    def __init__(
+        self,
+        task: Task,
+        ref_models: dict[int, torch.nn.Module],
+        workers: dict[str, Worker],
+        config: GuardConfig,
+        platform: Platform,
+        threads: int,
+    ):
         self.task, self.ref_models, self.workers, self.config = task, ref_models, workers, config
         self.platform, self.threads = platform, threads
         self.accounted = accounting.available()
@@ -172,8 +186,9 @@ class Timer:
             cpus.append(usage.cpu_s)
         mid = statistics.median(walls)
         # min: the fixed part of the cost (an undisturbed request); jitter above it is noise, not overhead
-        return RequestCost(wall_s=min(walls), cpu_s=min(cpus),
-                           jitter_s=1.4826 * statistics.median(abs(w - mid) for w in walls))
+        return RequestCost(
+            wall_s=min(walls), cpu_s=min(cpus), jitter_s=1.4826 * statistics.median(abs(w - mid) for w in walls)
+        )
 
     def _request(self, role: str, message: dict) -> tuple[dict[str, Any], accounting.Delta, float]:
         """Send one request to ``role``'s worker: its reply, and its accounting and wall time around it."""
@@ -193,26 +208,33 @@ class Timer:
             return reply, accounting.Delta(), wall
         exact = accounting.settle(pid, SETTLE_S) and exact
         cpu, waited = Usage.read(pid).since(before)
-        return reply, accounting.Delta(cpu_s=cpu, worker_wait_s=waited, guard_wait_s=max(0, own) / 1e9,
-                                       exact=exact), wall
+        return (
+            reply,
+            accounting.Delta(cpu_s=cpu, worker_wait_s=waited, guard_wait_s=max(0, own) / 1e9, exact=exact),
+            wall,
+        )
 
     def _batch(self, role: str, index: int, reps: int, probe: tuple[int, int] | None) -> Sample:
         worker, cfg = self.workers[role], self.config
         if probe is not None:
-            worker.request({"op": "refresh", "workload": index, "index": probe[0], "seed": probe[1]}, cfg.call_timeout_s)
+            worker.request(
+                {"op": "refresh", "workload": index, "index": probe[0], "seed": probe[1]}, cfg.call_timeout_s
+            )
         others = [w for r, w in self.workers.items() if r != role]
         for other in others:
             other.freeze()
         try:
-            reply, usage, wall = self._request(role, {"op": "run", "workload": index, "reps": reps,
-                                                      "last": probe[0] if probe else None})
+            reply, usage, wall = self._request(
+                role, {"op": "run", "workload": index, "reps": reps, "last": probe[0] if probe else None}
+            )
         finally:
             for other in others:
                 other.thaw()
         reported = float(reply.get("elapsed_s", 0.0))
         if not 0.0 <= reported <= wall * 1.05 + 1e-4:
-            raise TimingReject(f"clock tampering: the worker reported {reported:.6f}s for a batch the guard "
-                               f"measured at {wall:.6f}s")
+            raise TimingReject(
+                f"clock tampering: the worker reported {reported:.6f}s for a batch the guard measured at {wall:.6f}s"
+            )
         if probe is not None:
             self._verify_probe(role, index, probe[1])
         return batch_time(wall, usage, self.cost, self.threads, self.cpu_accounting, self.accounted, reps)
@@ -254,14 +276,25 @@ class Timer:
         if se < self.config.target_rse:
             return True
         # Far outside the noise band, after enough rounds for the drift estimate to mean something.
-        return len(logs) >= 2 * self.config.min_rounds and \
-            abs(statistics.median(logs)) - self.config.margin_sigmas * se > 4 * self.config.min_margin
+        return (
+            len(logs) >= 2 * self.config.min_rounds
+            and abs(statistics.median(logs)) - self.config.margin_sigmas * se > 4 * self.config.min_margin
+        )
 
     def run(self, index: int, budget_s: float) -> Series:
         cfg, roles = self.config, list(self.workers)
         inputs = self.task.make_inputs(self.task.workloads[index], 0)
-        count = int(min(cfg.max_input_sets, max(2, math.ceil(  # flush_bytes() is 2x the last-level cache
-            cfg.flush_factor * self.platform.flush_bytes() / 2 / max(1, _input_bytes(inputs))))))
+        count = int(
+            min(
+                cfg.max_input_sets,
+                max(
+                    2,
+                    math.ceil(  # flush_bytes() is 2x the last-level cache
+                        cfg.flush_factor * self.platform.flush_bytes() / 2 / max(1, _input_bytes(inputs))
+                    ),
+                ),
+            )
+        )
         base = secrets.randbits(30)
         for worker in self.workers.values():
             worker.request({"op": "prepare", "workload": index, "count": count, "seed": base}, cfg.call_timeout_s)
@@ -290,12 +323,13 @@ class Timer:
                     series.times[role].append(sample.seconds)
                 series.corrections.append(correction)
             kept = len(series.times["ref"])
-            if kept and kept % 3 == 0 and restarts < 3 and rnd < cfg.max_rounds // 2 \
-                    and self._recalibrate(series):
+            if kept and kept % 3 == 0 and restarts < 3 and rnd < cfg.max_rounds // 2 and self._recalibrate(series):
                 restarts += 1  # batches far shorter than intended: their numbers were mostly request cost
                 series.times, series.corrections = {r: [] for r in roles}, []
                 continue
-            if kept >= cfg.min_rounds and (time.monotonic() > deadline or all(
-                    self._settled(series.log_ratios(num, "cand")) for num in roles if num != "cand")):
+            if kept >= cfg.min_rounds and (
+                time.monotonic() > deadline
+                or all(self._settled(series.log_ratios(num, "cand")) for num in roles if num != "cand")
+            ):
                 break
         return series

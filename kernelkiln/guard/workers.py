@@ -29,24 +29,46 @@ class WorkerFailure(Exception):
 class Worker:
     """One isolated worker running the reference or a candidate."""
 
-    def __init__(self, slot: int, task_path: str, overrides: dict, model_seed: int,
-                 config: GuardConfig, threads: int, cpus: list[int] | None = None):
+    def __init__(
+        self,
+        slot: int,
+        task_path: str,
+        overrides: dict,
+        model_seed: int,
+        config: GuardConfig,
+        threads: int,
+        cpus: list[int] | None = None,
+    ):
         self.config = config
         self.spin_s = SPIN_S if threads < (os.cpu_count() or 1) else 0.0
         self.uid = sandbox.allocate_uid(slot) if (config.isolate_user and sandbox.can_switch_user()) else None
         if self.uid is not None:
             sandbox.kill_user(self.uid)  # leftovers of an earlier worker in this slot
         self.workspace = sandbox.make_workspace(self.uid)
-        conf = sandbox.confinement(str(self.workspace), [task_path], gpu=config.platform != "cpu",
-                                   network=config.isolate_network, filesystem=config.isolate_filesystem, uid=self.uid)
-        spec = sandbox.SandboxSpec(
-            confinement=conf, memory_limit_mb=config.memory_limit_mb,
-            file_size_limit_mb=config.file_size_limit_mb, max_tasks=config.max_tasks,
-            env=sandbox.scrubbed_env(sandbox.platform_env(config.platform)),
-            limit_address_space=config.platform == "cpu", cpus=cpus,
+        conf = sandbox.confinement(
+            str(self.workspace),
+            [task_path],
+            gpu=config.platform != "cpu",
+            network=config.isolate_network,
+            filesystem=config.isolate_filesystem,
+            uid=self.uid,
         )
-        init = {"task_path": task_path, "overrides": overrides, "model_seed": model_seed,
-                "threads": threads, "platform": config.platform}
+        spec = sandbox.SandboxSpec(
+            confinement=conf,
+            memory_limit_mb=config.memory_limit_mb,
+            file_size_limit_mb=config.file_size_limit_mb,
+            max_tasks=config.max_tasks,
+            env=sandbox.scrubbed_env(sandbox.platform_env(config.platform)),
+            limit_address_space=config.platform == "cpu",
+            cpus=cpus,
+        )
+        init = {
+            "task_path": task_path,
+            "overrides": overrides,
+            "model_seed": model_seed,
+            "threads": threads,
+            "platform": config.platform,
+        }
         self.server = forkserver.shared(config.platform)
         try:
             self.pid, self.conn = self.server.start(spec, init)
@@ -79,8 +101,9 @@ class Worker:
             self.build_isolation[layer] = self.build_isolation.get(layer, True) and ok
         self.build_notes.update(notes)
 
-    def request(self, message: dict | None, timeout: float,
-                serve: Callable[[dict], dict] | None = None) -> dict[str, Any]:
+    def request(
+        self, message: dict | None, timeout: float, serve: Callable[[dict], dict] | None = None
+    ) -> dict[str, Any]:
         """Send ``message`` (None: just read) and wait for the reply, serving compile requests."""
         deadline = time.monotonic() + timeout
         try:
@@ -119,8 +142,13 @@ class Worker:
             return "worker stopped answering"
         if code < 0:
             name = signal.Signals(-code).name
-            hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (killed: out of memory or a limit)",
-                    "SIGBUS": " (bus error)", "SIGABRT": " (aborted)", "SIGFPE": " (arithmetic fault)"}.get(name, "")
+            hint = {
+                "SIGSEGV": " (segmentation fault)",
+                "SIGKILL": " (killed: out of memory or a limit)",
+                "SIGBUS": " (bus error)",
+                "SIGABRT": " (aborted)",
+                "SIGFPE": " (arithmetic fault)",
+            }.get(name, "")
             return f"worker crashed with {name}{hint}"
         return f"worker exited with code {code}"
 

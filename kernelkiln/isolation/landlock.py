@@ -38,9 +38,11 @@ _libc.syscall.restype = ctypes.c_long
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64),
-                ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -58,8 +60,7 @@ def _call(function: Callable[..., int], *args: int | ctypes.c_void_p) -> int:
 
 def _probe() -> int:
     """The kernel's Landlock ABI version, or ``-errno`` when it has none."""
-    return _call(_libc.syscall, _SYS_CREATE_RULESET, ctypes.c_void_p(None), 0,
-                 _CREATE_RULESET_VERSION)
+    return _call(_libc.syscall, _SYS_CREATE_RULESET, ctypes.c_void_p(None), 0, _CREATE_RULESET_VERSION)
 
 
 def abi() -> int:
@@ -111,9 +112,12 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             rights &= _FILE_RIGHTS
         rule = _PathBeneathAttr(allowed_access=rights, parent_fd=fd)
-        _check(_call(_libc.syscall, _SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH,
-                     ctypes.c_void_p(ctypes.addressof(rule)), 0),
-               f"landlock_add_rule({path!r})")
+        _check(
+            _call(
+                _libc.syscall, _SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.c_void_p(ctypes.addressof(rule)), 0
+            ),
+            f"landlock_add_rule({path!r})",
+        )
     finally:
         os.close(fd)
 
@@ -130,9 +134,10 @@ def restrict(read: Iterable[str], write: Iterable[str], devices: Iterable[str] =
     if version <= 0:
         raise OSError(-version, unavailable_reason())
     attr, size = _ruleset_attr(version)
-    ruleset = _check(_call(_libc.syscall, _SYS_CREATE_RULESET,
-                           ctypes.c_void_p(ctypes.addressof(attr)), size, 0),
-                     "landlock_create_ruleset")
+    ruleset = _check(
+        _call(_libc.syscall, _SYS_CREATE_RULESET, ctypes.c_void_p(ctypes.addressof(attr)), size, 0),
+        "landlock_create_ruleset",
+    )
     try:
         device_rights = _READ_FILE | _WRITE_FILE | (_IOCTL_DEV if version >= 5 else 0)
         for path in read:

@@ -15,21 +15,34 @@ import os
 import resource
 import sys
 
+from kernelkiln.isolation.layers import (
+    Confinement,
+    Report,
+    apply_filesystem,
+    apply_kernel_filters,
+    enter_namespaces,
+    switch_user,
+)
 from kernelkiln.isolation.namespaces import CLONE_NEWUSER
-from kernelkiln.isolation.layers import (Confinement, Report, apply_filesystem, apply_kernel_filters,
-                                        enter_namespaces, switch_user)
 
 PREFIX = "kiln-isolation: "
 REFUSED = 125
-_LIMITS = {"as": resource.RLIMIT_AS, "cpu": resource.RLIMIT_CPU, "fsize": resource.RLIMIT_FSIZE,
-           "nproc": resource.RLIMIT_NPROC, "core": resource.RLIMIT_CORE}
+_LIMITS = {
+    "as": resource.RLIMIT_AS,
+    "cpu": resource.RLIMIT_CPU,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nproc": resource.RLIMIT_NPROC,
+    "core": resource.RLIMIT_CORE,
+}
 
 
 def interpreter(module: str, function: str) -> list[str]:
     """A command line that calls ``kernelkiln.isolation.MODULE.FUNCTION()`` in a Python that reads
     no environment and no site-packages (``-I -S``): it starts in milliseconds."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-    code = f"import sys; sys.path.insert(0, {root!r}); from kernelkiln.isolation.{module} import {function}; {function}()"
+    code = (
+        f"import sys; sys.path.insert(0, {root!r}); from kernelkiln.isolation.{module} import {function}; {function}()"
+    )
     return [sys.executable, "-I", "-S", "-c", code]
 
 
@@ -44,7 +57,7 @@ def parse(output: str) -> tuple[Report | None, str]:
     first, _, rest = output.partition("\n")
     if not first.startswith(PREFIX):
         return None, output
-    data = marshal.loads(bytes.fromhex(first[len(PREFIX):]))
+    data = marshal.loads(bytes.fromhex(first[len(PREFIX) :]))
     return Report(held=data["held"], notes=data["notes"]), rest
 
 

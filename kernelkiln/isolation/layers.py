@@ -15,18 +15,34 @@ from kernelkiln.isolation import landlock, namespaces, seccomp
 
 # Every layer a report may name, in the order they are applied.
 LAYERS = ("user_namespace", "network", "filesystem", "pids", "user", "landlock", "seccomp")
-_NAMESPACE_LAYERS = (("network", namespaces.CLONE_NEWNET), ("filesystem", namespaces.CLONE_NEWNS),
-                     ("pids", namespaces.CLONE_NEWPID))
+_NAMESPACE_LAYERS = (
+    ("network", namespaces.CLONE_NEWNET),
+    ("filesystem", namespaces.CLONE_NEWNS),
+    ("pids", namespaces.CLONE_NEWPID),
+)
 
 
 class Confinement:
     """What a confined process applies to itself (built by the trusted parent). A plain class,
     not a dataclass: the compiler's launcher imports this on every build, and fast."""
 
-    def __init__(self, workspace: str, read: list[str] | None = None, devices: list[str] | None = None,
-                 hide: list[str] | None = None, mask: list[str] | None = None, *, network: bool = True,
-                 filesystem: bool = True, pids: bool = True, landlock: bool = True, seccomp: bool = True,
-                 notify: bool = False, uid: int | None = None, gid: int | None = None):
+    def __init__(
+        self,
+        workspace: str,
+        read: list[str] | None = None,
+        devices: list[str] | None = None,
+        hide: list[str] | None = None,
+        mask: list[str] | None = None,
+        *,
+        network: bool = True,
+        filesystem: bool = True,
+        pids: bool = True,
+        landlock: bool = True,
+        seccomp: bool = True,
+        notify: bool = False,
+        uid: int | None = None,
+        gid: int | None = None,
+    ):
         self.workspace = workspace  # the one directory it may write
         self.read = list(read or [])  # what it may read and execute
         self.devices = list(devices or [])  # character devices it may open read-write
@@ -119,7 +135,7 @@ def enter_namespaces(conf: Confinement, report: Report, *, pids: bool) -> int:
 def apply_filesystem(conf: Confinement, report: Report, flags: int) -> None:
     """Hide homes and mask temporary directories (needs the mount namespace of ``flags``)."""
     if conf.filesystem and flags & namespaces.CLONE_NEWNS:  # without it, enter_namespaces said why
-            report.attempt("filesystem", lambda: namespaces.rearrange(conf.workspace, conf.mask, conf.hide, conf.read))
+        report.attempt("filesystem", lambda: namespaces.rearrange(conf.workspace, conf.mask, conf.hide, conf.read))
 
 
 def switch_user(conf: Confinement, report: Report) -> None:
@@ -148,6 +164,7 @@ def apply_kernel_filters(conf: Confinement, report: Report, user_namespace: bool
         if why:
             report.skip("seccomp", why)
         else:
+
             def install() -> None:
                 report.listener = seccomp.install(notify=conf.notify)
 

@@ -23,14 +23,22 @@ _MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME = 0x400, 0x800, 0x200000
 _MNT_DETACH = 0x2
 # statvfs flags -> the mount flags a remount must repeat: in a user namespace, flags of a
 # mount inherited from outside are locked, and a remount that drops one fails with EPERM.
-_LOCKED = ((os.ST_RDONLY, _MS_RDONLY), (os.ST_NOSUID, _MS_NOSUID), (os.ST_NODEV, _MS_NODEV),
-           (os.ST_NOEXEC, _MS_NOEXEC), (os.ST_NOATIME, _MS_NOATIME), (os.ST_NODIRATIME, _MS_NODIRATIME),
-           (os.ST_RELATIME, _MS_RELATIME))
+_LOCKED = (
+    (os.ST_RDONLY, _MS_RDONLY),
+    (os.ST_NOSUID, _MS_NOSUID),
+    (os.ST_NODEV, _MS_NODEV),
+    (os.ST_NOEXEC, _MS_NOEXEC),
+    (os.ST_NOATIME, _MS_NOATIME),
+    (os.ST_NODIRATIME, _MS_NODIRATIME),
+    (os.ST_RELATIME, _MS_RELATIME),
+)
 
 # Sysctls with which distributions forbid unprivileged user namespaces (value that forbids).
-_USERNS_SYSCTLS = (("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"),
-                   ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
-                   ("/proc/sys/user/max_user_namespaces", "0"))
+_USERNS_SYSCTLS = (
+    ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"),
+    ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
+    ("/proc/sys/user/max_user_namespaces", "0"),
+)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -66,8 +74,16 @@ def unshare(flags: int) -> None:
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    _check(_libc.mount(source.encode() if source else None, target.encode(), fstype.encode() if fstype else None,
-                       flags, data.encode() if data else None), f"mount {target}")
+    _check(
+        _libc.mount(
+            source.encode() if source else None,
+            target.encode(),
+            fstype.encode() if fstype else None,
+            flags,
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )
 
 
 def _locked_flags(path: str) -> int:
@@ -119,8 +135,9 @@ def rearrange(workspace: str, masked: Iterable[str], hidden: Iterable[str], keep
             os.close(fd)
 
 
-def _plan(workspace: str, masked: Iterable[str], hidden: Iterable[str],
-          keep: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
+def _plan(
+    workspace: str, masked: Iterable[str], hidden: Iterable[str], keep: Iterable[str]
+) -> tuple[list[str], list[str], list[str]]:
     """The directories to mask and hide, and the paths to bring back (each once, outermost only)."""
     masked = [m for m in masked if os.path.isdir(m)]
     hidden = [h for h in hidden if os.path.isdir(h) and not covered(h, masked)]
@@ -128,8 +145,11 @@ def _plan(workspace: str, masked: Iterable[str], hidden: Iterable[str],
     covers = [*masked, *hidden]
     # A covered directory itself, or one just below a cover (a home directory), never comes back whole.
     real = {os.path.realpath(k) for k in keep if os.path.exists(k)}
-    back = sorted(k for k in real - {workspace}
-                  if covered(k, covers) and k not in covers and os.path.dirname(k) not in ("/", *covers))
+    back = sorted(
+        k
+        for k in real - {workspace}
+        if covered(k, covers) and k not in covers and os.path.dirname(k) not in ("/", *covers)
+    )
     back = [k for i, k in enumerate(back) if not covered(k, back[:i])]  # a kept folder brings back its contents
     return masked, hidden, back
 

@@ -24,8 +24,14 @@ def offered() -> dict[str, str | None]:
     """Layer -> None when this kernel lets this user apply it, else why not (one line)."""
     with tempfile.TemporaryDirectory(prefix="kiln-probe-") as scratch:
         try:
-            done = subprocess.run([*interpreter("offer", "_probe"), scratch], capture_output=True,
-                                  text=True, timeout=30, stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+            done = subprocess.run(
+                [*interpreter("offer", "_probe"), scratch],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                stdin=subprocess.DEVNULL,
+                env={"PATH": "/usr/bin:/bin"},
+            )
             return json.loads(done.stdout.strip().splitlines()[-1])
         except (OSError, subprocess.SubprocessError, ValueError, IndexError):
             why = "the isolation probe failed to run"

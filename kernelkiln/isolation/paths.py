@@ -24,8 +24,13 @@ def python_installation() -> list[str]:
     """The interpreter, its standard library, site-packages and kernelkiln itself."""
     import kernelkiln
 
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             str(Path(kernelkiln.__file__).resolve().parent)}
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        str(Path(kernelkiln.__file__).resolve().parent),
+    }
     paths.update(p for p in sys.path if p)
     return sorted(p for p in paths if os.path.exists(p))
 

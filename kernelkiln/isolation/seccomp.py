@@ -27,10 +27,16 @@ X32_BIT = 0x40000000
 _AF_UNIX = 1
 
 NAMESPACE_FLAGS = {
-    "CLONE_NEWTIME": 0x80, "CLONE_NEWNS": 0x20000, "CLONE_NEWCGROUP": 0x02000000,
-    "CLONE_NEWUTS": 0x04000000, "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000,
-    "CLONE_NEWPID": 0x20000000, "CLONE_NEWNET": 0x40000000,
+    "CLONE_NEWTIME": 0x80,
+    "CLONE_NEWNS": 0x20000,
+    "CLONE_NEWCGROUP": 0x02000000,
+    "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000,
+    "CLONE_NEWUSER": 0x10000000,
+    "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
 }
+
 
 class _Arch:
     """One architecture's audit id, seccomp(2) number, and the numbers of the calls filtered."""
@@ -40,36 +46,122 @@ class _Arch:
 
 
 _ARCHES = {
-    "x86_64": _Arch(0xC000003E, 317, True, {
-        "socket": 41, "socketpair": 53, "clone": 56, "clone3": 435,
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-        "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
-        "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
-        "fsmount": 432, "fspick": 433, "mount_setattr": 442, "unshare": 272, "setns": 308,
-        "bpf": 321, "perf_event_open": 298, "keyctl": 250, "add_key": 248, "request_key": 249,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "userfaultfd": 323, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
-        "finit_module": 313, "delete_module": 176, "open_by_handle_at": 304,
-        "name_to_handle_at": 303, "pidfd_getfd": 438, "kcmp": 312, "acct": 163,
-        "swapon": 167, "swapoff": 168, "reboot": 169, "syslog": 103, "iopl": 172,
-        "ioperm": 173, "settimeofday": 164, "clock_settime": 227, "clock_adjtime": 305,
-        "adjtimex": 159, "fanotify_init": 300, "quotactl": 179, "vhangup": 153,
-    }),
-    "aarch64": _Arch(0xC00000B7, 277, False, {
-        "socket": 198, "socketpair": 199, "clone": 220, "clone3": 435,
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-        "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
-        "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
-        "fsmount": 432, "fspick": 433, "mount_setattr": 442, "unshare": 97, "setns": 268,
-        "bpf": 280, "perf_event_open": 241, "keyctl": 219, "add_key": 217, "request_key": 218,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "userfaultfd": 282, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
-        "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265,
-        "name_to_handle_at": 264, "pidfd_getfd": 438, "kcmp": 272, "acct": 89,
-        "swapon": 224, "swapoff": 225, "reboot": 142, "syslog": 116,
-        "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266,
-        "adjtimex": 171, "fanotify_init": 262, "quotactl": 60, "vhangup": 58,
-    }),
+    "x86_64": _Arch(
+        0xC000003E,
+        317,
+        True,
+        {
+            "socket": 41,
+            "socketpair": 53,
+            "clone": 56,
+            "clone3": 435,
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "chroot": 161,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsconfig": 431,
+            "fsmount": 432,
+            "fspick": 433,
+            "mount_setattr": 442,
+            "unshare": 272,
+            "setns": 308,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "keyctl": 250,
+            "add_key": 248,
+            "request_key": 249,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "userfaultfd": 323,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "open_by_handle_at": 304,
+            "name_to_handle_at": 303,
+            "pidfd_getfd": 438,
+            "kcmp": 312,
+            "acct": 163,
+            "swapon": 167,
+            "swapoff": 168,
+            "reboot": 169,
+            "syslog": 103,
+            "iopl": 172,
+            "ioperm": 173,
+            "settimeofday": 164,
+            "clock_settime": 227,
+            "clock_adjtime": 305,
+            "adjtimex": 159,
+            "fanotify_init": 300,
+            "quotactl": 179,
+            "vhangup": 153,
+        },
+    ),
+    "aarch64": _Arch(
+        0xC00000B7,
+        277,
+        False,
+        {
+            "socket": 198,
+            "socketpair": 199,
+            "clone": 220,
+            "clone3": 435,
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "chroot": 51,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsconfig": 431,
+            "fsmount": 432,
+            "fspick": 433,
+            "mount_setattr": 442,
+            "unshare": 97,
+            "setns": 268,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "keyctl": 219,
+            "add_key": 217,
+            "request_key": 218,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "userfaultfd": 282,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "open_by_handle_at": 265,
+            "name_to_handle_at": 264,
+            "pidfd_getfd": 438,
+            "kcmp": 272,
+            "acct": 89,
+            "swapon": 224,
+            "swapoff": 225,
+            "reboot": 142,
+            "syslog": 116,
+            "settimeofday": 170,
+            "clock_settime": 112,
+            "clock_adjtime": 266,
+            "adjtimex": 171,
+            "fanotify_init": 262,
+            "quotactl": 60,
+            "vhangup": 58,
+        },
+    ),
 }
 _CONDITIONAL = ("socket", "socketpair", "clone", "clone3")
 
@@ -114,11 +206,18 @@ def program(notify: bool) -> bytes:
         (_JEQ, "socket", 0, arch.numbers["socketpair"]),
         (_JEQ, "clone", "allow", arch.numbers["clone"]),
     ]
-    labels = {"socket": len(ops), "clone": len(ops) + 2, "enosys": len(ops) + 4,
-              "deny": len(ops) + 5, "allow": len(ops) + 6}
+    labels = {
+        "socket": len(ops),
+        "clone": len(ops) + 2,
+        "enosys": len(ops) + 4,
+        "deny": len(ops) + 5,
+        "allow": len(ops) + 6,
+    }
     ops += [
-        (_LD_ABS_W, 0, 0, _ARG0), (_JEQ, "allow", "deny", _AF_UNIX),
-        (_LD_ABS_W, 0, 0, _ARG0), (_JSET, "deny", "allow", sum(NAMESPACE_FLAGS.values())),
+        (_LD_ABS_W, 0, 0, _ARG0),
+        (_JEQ, "allow", "deny", _AF_UNIX),
+        (_LD_ABS_W, 0, 0, _ARG0),
+        (_JSET, "deny", "allow", sum(NAMESPACE_FLAGS.values())),
         (_RET, 0, 0, _RET_ERRNO | errno.ENOSYS),
         (_RET, 0, 0, deny),
         (_RET, 0, 0, _RET_ALLOW),
@@ -127,8 +226,9 @@ def program(notify: bool) -> bytes:
     def offset(at: int, target: int | str) -> int:
         return target if isinstance(target, int) else labels[target] - at - 1
 
-    return b"".join(struct.pack("=HBBI", code, offset(i, jt), offset(i, jf), k)
-                    for i, (code, jt, jf, k) in enumerate(ops))
+    return b"".join(
+        struct.pack("=HBBI", code, offset(i, jt), offset(i, jf), k) for i, (code, jt, jf, k) in enumerate(ops)
+    )
 
 
 class _SockFprog(ctypes.Structure):
@@ -140,8 +240,7 @@ _libc.syscall.restype = ctypes.c_long
 
 
 def call(op: int, flags: int, arg: ctypes.c_void_p | int) -> int:
-    ret = _libc.syscall(ctypes.c_long(current_arch().seccomp_nr), ctypes.c_ulong(op),
-                        ctypes.c_ulong(flags), arg)
+    ret = _libc.syscall(ctypes.c_long(current_arch().seccomp_nr), ctypes.c_ulong(op), ctypes.c_ulong(flags), arg)
     if ret < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"seccomp: {os.strerror(err)}")
@@ -156,8 +255,10 @@ def install(notify: bool = False) -> int | None:
     the listener fd is returned; otherwise they fail with EPERM and None is returned.
     """
     code = program(notify)
-    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0),
-                   ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+    if (
+        _libc.prctl(_PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+        != 0
+    ):
         err = ctypes.get_errno()
         raise OSError(err, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(err)}")
     buf = ctypes.create_string_buffer(code, len(code))

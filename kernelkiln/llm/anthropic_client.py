@@ -51,15 +51,17 @@ class AnthropicClient(SDKClient):
             request["temperature"] = self.config.temperature
         if tools:
             request["tools"] = [to_anthropic_tool(t) for t in tools]
-        response, attempts, seconds = self._with_retries(lambda: self._client.messages.create(**request),
-                                                         tools_sent=bool(tools))
+        response, attempts, seconds = self._with_retries(
+            lambda: self._client.messages.create(**request), tools_sent=bool(tools)
+        )
         with reading_reply(self.endpoint):
             return self._completion(response, seconds, attempts)
 
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
         text = "".join(block.text for block in response.content if block.type == "text")
-        thinking = tuple(_thinking_block(block) for block in response.content
-                         if block.type in ("thinking", "redacted_thinking"))
+        thinking = tuple(
+            _thinking_block(block) for block in response.content if block.type in ("thinking", "redacted_thinking")
+        )
         reasoning = "\n\n".join(b["thinking"] for b in thinking if b.get("thinking"))
         calls = tuple(
             ToolCall(id=block.id, name=block.name, arguments=parse_arguments(block.input))

@@ -59,8 +59,9 @@ class OpenAIClient(SDKClient):
         if tools:
             request["tools"] = [to_openai_tool(t) for t in tools]
             request["tool_choice"] = "auto"
-        response, attempts, seconds = self._with_retries(lambda: self._client.chat.completions.create(**request),
-                                                         tools_sent=bool(tools))
+        response, attempts, seconds = self._with_retries(
+            lambda: self._client.chat.completions.create(**request), tools_sent=bool(tools)
+        )
         with reading_reply(self.endpoint):
             return self._completion(response, messages, tools, seconds, attempts)
 

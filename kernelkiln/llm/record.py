@@ -35,8 +35,16 @@ _LOCK = threading.Lock()  # appends and headers of every stream: one short write
 class RecordingClient:
     """Passes each call to ``inner`` and appends it, with its reply and latency, to the stream's file."""
 
-    def __init__(self, inner: ChatClient, directory: Path | str, *, task_id: str, agent: str,
-                 header: SessionHeader, secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        inner: ChatClient,
+        directory: Path | str,
+        *,
+        task_id: str,
+        agent: str,
+        header: SessionHeader,
+        secrets: Iterable[str] = (),
+    ) -> None:
         self.inner = inner
         self.directory = Path(directory)
         self.task_id, self.agent = task_id, agent
@@ -47,8 +55,9 @@ class RecordingClient:
             self.path.parent.mkdir(parents=True, exist_ok=True)  # the task is recorded even before its first call
             self._number = len(read_stream(self.directory, task_id, agent))  # a resumed run appends
 
-    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
-                 max_tokens: int | None = None) -> Completion:
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
+    ) -> Completion:
         request = Request(messages=tuple(messages), tools=tuple(tools), max_tokens=max_tokens)
         at, started = now(), time.monotonic()
         try:
@@ -65,15 +74,29 @@ class RecordingClient:
             raise AttributeError(name)
         return getattr(self.inner, name)
 
-    def _append(self, request: Request, at: str, latency: float, *, response: Completion | None = None,
-                error: LLMError | None = None) -> None:
+    def _append(
+        self,
+        request: Request,
+        at: str,
+        latency: float,
+        *,
+        response: Completion | None = None,
+        error: LLMError | None = None,
+    ) -> None:
         with _LOCK:
             self._number += 1
             exchange = Exchange(
-                number=self._number, task_id=self.task_id, agent=self.agent, at=at, latency_s=round(latency, 6),
-                reply="error" if error else "tool" if response.tool_calls else "text", request=request,
-                response=response, error=str(error) if error else None,
-                error_type=type(error).__name__ if error else None)
+                number=self._number,
+                task_id=self.task_id,
+                agent=self.agent,
+                at=at,
+                latency_s=round(latency, 6),
+                reply="error" if error else "tool" if response.tool_calls else "text",
+                request=request,
+                response=response,
+                error=str(error) if error else None,
+                error_type=type(error).__name__ if error else None,
+            )
             line = exchange.model_dump_json(exclude_none=True)
             for secret in self._secrets:
                 line = line.replace(secret, REDACTED)

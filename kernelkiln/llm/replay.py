@@ -84,8 +84,9 @@ class ReplayClient:
         with self._lock:
             self._next = max(self._next, min(used, len(self.exchanges)))
 
-    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (),
-                 max_tokens: int | None = None) -> Completion:
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
+    ) -> Completion:
         """The recorded reply to this request; ReplayDiverged when the request is not the recorded one."""
         where = f"{self.agent} on {self.task_id}"
         with self._lock:
@@ -93,9 +94,11 @@ class ReplayClient:
             if self._next >= len(self.exchanges):
                 if not any(m.role == "assistant" for m in messages):
                     raise RecordingEnded(f"the recording of {where} ends after exchange {len(self.exchanges)}")
-                raise ReplayDiverged(f"replay of {self.directory} diverged at exchange {number} of {where}: "
-                                     f"the run asked again mid-turn, but the recording ends at exchange "
-                                     f"{len(self.exchanges)}")
+                raise ReplayDiverged(
+                    f"replay of {self.directory} diverged at exchange {number} of {where}: "
+                    f"the run asked again mid-turn, but the recording ends at exchange "
+                    f"{len(self.exchanges)}"
+                )
             exchange = self.exchanges[self._next]
             self._next += 1
         sent = Request(messages=tuple(messages), tools=tuple(tools), max_tokens=max_tokens)
@@ -110,8 +113,10 @@ class ReplayClient:
 def difference(recorded: Request, sent: Request) -> str | None:
     """The first way ``sent`` differs from ``recorded`` under the rule in this module's docstring, or None."""
     if _specs(recorded.tools) != _specs(sent.tools):
-        return (f"the tools offered differ: recorded [{', '.join(t.name for t in recorded.tools)}], "
-                f"the run offered [{', '.join(t.name for t in sent.tools)}]")
+        return (
+            f"the tools offered differ: recorded [{', '.join(t.name for t in recorded.tools)}], "
+            f"the run offered [{', '.join(t.name for t in sent.tools)}]"
+        )
     if recorded.max_tokens != sent.max_tokens:
         return f"max_tokens was {recorded.max_tokens} in the recording, {sent.max_tokens} in the run"
     first_user = next((i for i, m in enumerate(sent.messages) if m.role == "user"), None)
@@ -129,11 +134,15 @@ def difference(recorded: Request, sent: Request) -> str | None:
         if a != b:
             at = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
             start = max(0, at - 20)
-            return (f"message {i} ({old.role}) differs: recorded {a[start:start + _SNIPPET]!r}, "
-                    f"the run sent {b[start:start + _SNIPPET]!r}")
+            return (
+                f"message {i} ({old.role}) differs: recorded {a[start : start + _SNIPPET]!r}, "
+                f"the run sent {b[start : start + _SNIPPET]!r}"
+            )
     if len(recorded.messages) != len(sent.messages):
-        return (f"the run sent {len(sent.messages)} messages where the recording has {len(recorded.messages)} "
-                f"({' '.join(m.role for m in recorded.messages)})")
+        return (
+            f"the run sent {len(sent.messages)} messages where the recording has {len(recorded.messages)} "
+            f"({' '.join(m.role for m in recorded.messages)})"
+        )
     return None
 
 
@@ -143,7 +152,9 @@ def _specs(tools: Sequence[ToolSpec]) -> list[str]:
 
 def _kind(message: Message) -> str:
     article = "an" if message.role == "assistant" else "a"
-    return f"{article} {message.role} message" + (f" ({message.name})" if message.role == "tool" and message.name else "")
+    return f"{article} {message.role} message" + (
+        f" ({message.name})" if message.role == "tool" and message.name else ""
+    )
 
 
 def _lead(text: str) -> str:

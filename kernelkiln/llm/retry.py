@@ -147,8 +147,9 @@ def call_with_retries(
             # from None: the SDK's exception carries the request, which has no place in a one-line error
             if not failure.retryable:
                 if tools_sent and failure.rejects_tools():
-                    raise ToolsRejected(f"llm endpoint {endpoint} rejected tool calls: {failure.what}",
-                                        failure.what) from None
+                    raise ToolsRejected(
+                        f"llm endpoint {endpoint} rejected tool calls: {failure.what}", failure.what
+                    ) from None
                 raise LLMError(f"llm endpoint {endpoint} failed: {failure.what}") from None
             if attempt == tries:
                 noun = "try" if tries == 1 else "tries"

@@ -15,8 +15,15 @@ from kernelkiln.llm.retry import call_with_retries, classify_sdk_error
 class SDKClient:
     """Base of ``OpenAIClient`` and ``AnthropicClient``: kernelkiln's retries, never the SDK's."""
 
-    def __init__(self, config: LLMConfig, sdk: Any, factory: Callable[..., Any], *,
-                 sleep: Callable[[float], None], rng: random.Random | None) -> None:
+    def __init__(
+        self,
+        config: LLMConfig,
+        sdk: Any,
+        factory: Callable[..., Any],
+        *,
+        sleep: Callable[[float], None],
+        rng: random.Random | None,
+    ) -> None:
         self.config = config
         self._sdk = sdk
         self._sleep = sleep

@@ -98,8 +98,9 @@ def read_header(directory: Path) -> SessionHeader:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise LLMError(f"{path}: not a kernelkiln recorded session")
     if data.get("version") != VERSION:
-        raise LLMError(f"{path}: recorded in session format version {data.get('version')}; "
-                       f"this kernelkiln reads version {VERSION}")
+        raise LLMError(
+            f"{path}: recorded in session format version {data.get('version')}; this kernelkiln reads version {VERSION}"
+        )
     try:
         return SessionHeader.model_validate(data)
     except ValidationError as exc:
@@ -120,8 +121,10 @@ def read_stream(directory: Path, task_id: str, agent: str) -> list[Exchange]:
         except ValidationError as exc:
             raise LLMError(f"{path}:{line_no}: not a recorded exchange: {_first_error(exc)}") from None
         if (exchange.task_id, exchange.agent, exchange.number) != (task_id, agent, len(exchanges) + 1):
-            raise LLMError(f"{path}:{line_no}: expected exchange {len(exchanges) + 1} of {agent} on {task_id}, "
-                           f"found exchange {exchange.number} of {exchange.agent} on {exchange.task_id}")
+            raise LLMError(
+                f"{path}:{line_no}: expected exchange {len(exchanges) + 1} of {agent} on {task_id}, "
+                f"found exchange {exchange.number} of {exchange.agent} on {exchange.task_id}"
+            )
         exchanges.append(exchange)
     return exchanges
 

@@ -71,8 +71,12 @@ def _positive(value: Any) -> bool:
 def _json(url: str, body: dict[str, Any] | None, headers: dict[str, str], timeout_s: float) -> Any:
     """The JSON answer to a GET (or a POST of ``body``), or None on any failure."""
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={**headers, "Content-Type": "application/json"},
-                                     method="GET" if data is None else "POST")
+    request = urllib.request.Request(
+        url,
+        data=data,
+        headers={**headers, "Content-Type": "application/json"},
+        method="GET" if data is None else "POST",
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return json.loads(response.read(_MAX_BODY))

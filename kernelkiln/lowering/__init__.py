@@ -82,8 +82,12 @@ def _function(task: Task, workload, name: str):
 
 # What the emitted functions must mention for a knob to change their code (the header's macros built on it
 # included): a knob the code never reads would only make the search evaluate the same binary again.
-_USES = {"ACC": r"\bACC\b", "UNROLL": r"\bUNROLL\b|\bKILN_UNROLL\b|\bKILN_LOOP\b",
-         "VEC": r"\bVEC\b|\bKILN_SIMD(_REDUCE)?\b|\bKILN_LOOP\b", "TILE": r"\bTILE\b"}
+_USES = {
+    "ACC": r"\bACC\b",
+    "UNROLL": r"\bUNROLL\b|\bKILN_UNROLL\b|\bKILN_LOOP\b",
+    "VEC": r"\bVEC\b|\bKILN_SIMD(_REDUCE)?\b|\bKILN_LOOP\b",
+    "TILE": r"\bTILE\b",
+}
 
 
 def generate(task: Task, threads: int | None = None) -> Generated:
@@ -94,13 +98,16 @@ def generate(task: Task, threads: int | None = None) -> Generated:
         traced, p, emitter, temps, code, kernels, cached = _function(task, workload, f"kiln_w{k}")
         params = tuple(t.removeprefix("param:") for t in traced.tensors if t.startswith("param:"))
         inputs = tuple(s for s, t in zip(traced.input_shapes, traced.tensors, strict=True) if t.startswith("input:"))
-        param_shapes = tuple(s for s, t in zip(traced.input_shapes, traced.tensors, strict=True)
-                             if t.startswith("param:"))
+        param_shapes = tuple(
+            s for s, t in zip(traced.input_shapes, traced.tensors, strict=True) if t.startswith("param:")
+        )
         same = re.sub(rf"\bkiln_w{k}(?=[(_])", "kiln_w", code)  # the function's own names aside
         if inputs in seen:
             if seen[inputs] != same:
-                raise Unsupported(f"workloads {workload.name} and an earlier one have the same input shapes "
-                                  "but different computations")
+                raise Unsupported(
+                    f"workloads {workload.name} and an earlier one have the same input shapes "
+                    "but different computations"
+                )
             continue
         seen[inputs] = same
         fused = fused if fused is not None else len(p.kernels)
@@ -108,11 +115,18 @@ def generate(task: Task, threads: int | None = None) -> Generated:
         rowcache = rowcache or cached
         ops += traced.graph.ops
         functions.append(code)
-        entries.append(Entry(
-            name=f"kiln_w{k}", signature=f"void({', '.join(emitter.signature_types(temps))})", input_shapes=inputs,
-            params=params, param_shapes=param_shapes,
-            outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
-            temps=tuple((j, t.numel, t.ctype) for j, t in temps), single=traced.single))
+        entries.append(
+            Entry(
+                name=f"kiln_w{k}",
+                signature=f"void({', '.join(emitter.signature_types(temps))})",
+                input_shapes=inputs,
+                params=params,
+                param_shapes=param_shapes,
+                outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
+                temps=tuple((j, t.numel, t.ctype) for j, t in temps),
+                single=traced.single,
+            )
+        )
     body = "\n".join(functions)
     knobs = [k for k in ("ACC", "UNROLL", "VEC", "TILE") if re.search(_USES[k], body)]
     if rowcache:  # only where a row group's passes share a value: elsewhere it would change nothing

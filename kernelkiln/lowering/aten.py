@@ -109,4 +109,5 @@ def handles(*names: str):
         for name in names:
             HANDLERS[name] = fn
         return fn
+
     return register

@@ -101,8 +101,13 @@ def _channel(x: Node, p: Node) -> Node:
     return V.reshape(p, (x.shape[1],) + (1,) * (len(x.shape) - 2))
 
 
-@handles("native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
-         "_native_batch_norm_legit_functional", "batch_norm")
+@handles(
+    "native_batch_norm",
+    "_native_batch_norm_legit",
+    "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit_functional",
+    "batch_norm",
+)
 def _batch_norm(args, kwargs, meta):
     x, weight, bias = node(args[0]), args[1], args[2]
     if len(args) == 7:  # _native_batch_norm_legit_no_training(x, w, b, mean, var, momentum, eps)
@@ -140,6 +145,7 @@ def _variance_of(which: str):
         spread = pointwise("sqrt", [var], x.ctype) if which.startswith("std") else var
         spread = _squeezed(spread, dims, keep)
         return (spread, _squeezed(mean, dims, keep)) if which.endswith("mean") else spread
+
     return handler
 
 
@@ -176,6 +182,7 @@ def _scan(op: str):
         if x.ctype != ctype:
             x = pointwise("cast", [x], ctype)
         return Scan(x.shape, ctype, op=op, arg=x, dim=args[1] % max(1, len(x.shape)))
+
     return handler
 
 
@@ -189,22 +196,37 @@ def _window_args(args: list[Any], rank: int) -> tuple[tuple[int, ...], ...]:
             value = default
         value = list(value) if isinstance(value, (list, tuple)) else [value]
         return tuple(int(v) for v in (value * rank if len(value) == 1 else value))
+
     kernel = spread(args[1], None)
     stride = spread(args[2] if len(args) > 2 else None, kernel)
     padding = spread(args[3] if len(args) > 3 else 0, 0)
     return kernel, stride, padding
 
 
-@handles("max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices", "max_pool1d",
-         "max_pool2d", "max_pool3d")
+@handles(
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_pool3d_with_indices",
+    "max_pool1d",
+    "max_pool2d",
+    "max_pool3d",
+)
 def _max_pool(args, kwargs, meta):
     out = meta[0] if isinstance(meta, (tuple, list)) else meta
     x = node(args[0])
     rank = _spatial_rank(args)
     kernel, stride, padding = _window_args(args, rank)
     dilation = _window_args([None, args[4] if len(args) > 4 else 1], rank)[0]
-    values = Window(tuple(int(s) for s in out.shape), x.ctype, op="max", arg=x, kernel=kernel, stride=stride,
-                    padding=padding, dilation=dilation)
+    values = Window(
+        tuple(int(s) for s in out.shape),
+        x.ctype,
+        op="max",
+        arg=x,
+        kernel=kernel,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+    )
     return (values, Unusable("max pooling's indices")) if isinstance(meta, (tuple, list)) else values
 
 
@@ -220,8 +242,18 @@ def _avg_pool(args, kwargs, meta):
     kernel, stride, padding = _window_args(args, rank)
     include = bool(args[5]) if len(args) > 5 else kwargs.get("count_include_pad", True)
     divisor = args[6] if len(args) > 6 else kwargs.get("divisor_override")
-    return Window(tuple(int(s) for s in meta.shape), x.ctype, op="avg", arg=x, kernel=kernel, stride=stride,
-                  padding=padding, dilation=(1,) * rank, count_include_pad=include, divisor=divisor)
+    return Window(
+        tuple(int(s) for s in meta.shape),
+        x.ctype,
+        op="avg",
+        arg=x,
+        kernel=kernel,
+        stride=stride,
+        padding=padding,
+        dilation=(1,) * rank,
+        count_include_pad=include,
+        divisor=divisor,
+    )
 
 
 @handles("_adaptive_avg_pool2d", "adaptive_avg_pool2d", "_adaptive_avg_pool1d", "adaptive_avg_pool1d")
@@ -233,8 +265,9 @@ def _adaptive_avg_pool(args, kwargs, meta):
     if any(s % t for s, t in zip(sizes, targets, strict=True)):
         raise Unsupported("adaptive average pooling to a size that does not divide the input")
     kernel = tuple(s // t for s, t in zip(sizes, targets, strict=True))
-    return Window(out, x.ctype, op="avg", arg=x, kernel=kernel, stride=kernel, padding=(0,) * rank,
-                  dilation=(1,) * rank)
+    return Window(
+        out, x.ctype, op="avg", arg=x, kernel=kernel, stride=kernel, padding=(0,) * rank, dilation=(1,) * rank
+    )
 
 
 _REDUCTIONS = {0: None, 1: "mean", 2: "sum"}
@@ -265,8 +298,9 @@ def _huber_like(which: str):
         reduction = args[2] if len(args) > 2 else kwargs.get("reduction", 1)
         width = float(args[3] if len(args) > 3 else kwargs.get("beta" if which == "smooth" else "delta", 1.0))
         d = pointwise("abs", [pointwise("sub", [x, args[1]], x.ctype, (1,))], x.ctype)
-        quadratic = pointwise("mul", [pointwise("mul", [d, d], x.ctype), 0.5 / width if which == "smooth" else 0.5],
-                              x.ctype)
+        quadratic = pointwise(
+            "mul", [pointwise("mul", [d, d], x.ctype), 0.5 / width if which == "smooth" else 0.5], x.ctype
+        )
         linear = pointwise("sub", [d, 0.5 * width], x.ctype, (1,))
         if which != "smooth":
             linear = pointwise("mul", [linear, width], x.ctype)
@@ -274,6 +308,7 @@ def _huber_like(which: str):
         if which == "smooth" and width == 0:
             return _reduced(d, reduction)
         return _reduced(pointwise("where", [small, quadratic, linear], x.ctype), reduction)
+
     return handler
 
 

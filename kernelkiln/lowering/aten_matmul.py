@@ -33,12 +33,21 @@ def matmul(a: Node, b: Node, direct: bool = False) -> Node:
     ctype = promote(a.ctype, b.ctype)
     if n >= 8 and m < 4:  # few rows, many columns: reduce over K with N innermost (a column kernel)
         big = (*batch, m, k, n)
-        terms = pointwise("mul", [V.broadcast(V.reshape(a, (*batch, m, k, 1)), big),
-                                  V.broadcast(V.reshape(b, (*batch, 1, k, n)), big)], ctype)
+        terms = pointwise(
+            "mul",
+            [V.broadcast(V.reshape(a, (*batch, m, k, 1)), big), V.broadcast(V.reshape(b, (*batch, 1, k, n)), big)],
+            ctype,
+        )
         return reduce("sum", terms, [len(big) - 2], False)
     big = (*batch, m, n, k)  # K innermost: a row kernel per output element
-    terms = pointwise("mul", [V.broadcast(V.reshape(a, (*batch, m, 1, k)), big),
-                              V.broadcast(V.reshape(V.transpose(b, -1, -2), (*batch, 1, n, k)), big)], ctype)
+    terms = pointwise(
+        "mul",
+        [
+            V.broadcast(V.reshape(a, (*batch, m, 1, k)), big),
+            V.broadcast(V.reshape(V.transpose(b, -1, -2), (*batch, 1, n, k)), big),
+        ],
+        ctype,
+    )
     return reduce("sum", terms, [len(big) - 1], False)
 
 

@@ -8,11 +8,61 @@ from kernelkiln.lowering import views as V
 from kernelkiln.lowering.aten import ctype_of, handles, node, pointwise, reduce
 from kernelkiln.lowering.graph import Concat, Constant, Gather, Node, Unsupported
 
-_UNARY = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-          "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "floor", "ceil", "trunc",
-          "round", "abs", "neg", "reciprocal", "sigmoid", "relu", "sign", "frac", "logical_not", "isnan")
-_BINARY = ("mul", "div", "maximum", "minimum", "fmod", "atan2", "eq", "ne", "lt", "le", "gt", "ge",
-           "logical_and", "logical_or", "logical_xor")
+_UNARY = (
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "abs",
+    "neg",
+    "reciprocal",
+    "sigmoid",
+    "relu",
+    "sign",
+    "frac",
+    "logical_not",
+    "isnan",
+)
+_BINARY = (
+    "mul",
+    "div",
+    "maximum",
+    "minimum",
+    "fmod",
+    "atan2",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+)
 
 
 def _out(meta: Any) -> tuple[tuple[int, ...], str]:
@@ -24,6 +74,7 @@ def _pointwise(op: str):
         shape, ctype = _out(meta)
         # a comparison's compare type is its arguments' (Body._compute_type); its node is bool
         return pointwise(op, list(args[:2] if op in _BINARY else args[:1]), ctype, shape=shape)
+
     return handler
 
 
@@ -36,6 +87,7 @@ def _alpha_op(op: str):
         shape, ctype = _out(meta)
         alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
         return pointwise(op, list(args[:2]), ctype, (alpha,), shape)
+
     return handler
 
 
@@ -69,17 +121,21 @@ def _gelu(args, kwargs, meta):
 @handles("elu")
 def _elu(args, kwargs, meta):
     shape, ctype = _out(meta)
-    alpha, scale, input_scale = (list(args[1:4]) + [1.0, 1.0, 1.0][len(args) - 1:])[:3]
-    return pointwise("elu", [args[0]], ctype, (kwargs.get("alpha", alpha), kwargs.get("scale", scale),
-                                                kwargs.get("input_scale", input_scale)), shape)
+    alpha, scale, input_scale = (list(args[1:4]) + [1.0, 1.0, 1.0][len(args) - 1 :])[:3]
+    return pointwise(
+        "elu",
+        [args[0]],
+        ctype,
+        (kwargs.get("alpha", alpha), kwargs.get("scale", scale), kwargs.get("input_scale", input_scale)),
+        shape,
+    )
 
 
 @handles("leaky_relu")
 def _leaky_relu(args, kwargs, meta):
     shape, ctype = _out(meta)
     slope = args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01)
-    return pointwise("leaky_relu", [args[0]], ctype, (slope,),
-                     shape)
+    return pointwise("leaky_relu", [args[0]], ctype, (slope,), shape)
 
 
 @handles("hardtanh")
@@ -181,7 +237,7 @@ def _t(args, kwargs, meta):
 @handles("slice")
 def _slice(args, kwargs, meta):
     x = node(args[0])
-    dim, start, end, step = (list(args[1:]) + [0, None, None, 1][len(args) - 1:])[:4]
+    dim, start, end, step = (list(args[1:]) + [0, None, None, 1][len(args) - 1 :])[:4]
     big = 1 << 62
     return V.slice_(x, dim, None if start is None else start, None if end is None or end >= big else end, step)
 
@@ -239,6 +295,7 @@ def _split(args, kwargs, meta):
 # -- factories -----------------------------------------------------------------------------
 def _factory(value_arg: int | None, value: float = 0):
     """A constant tensor: its value is argument ``value_arg`` (full, scalar_tensor) or ``value`` (zeros, ones)."""
+
     def handler(args, kwargs, meta):
         shape, ctype = _out(meta)
         fill = value
@@ -247,15 +304,26 @@ def _factory(value_arg: int | None, value: float = 0):
         if not isinstance(fill, (int, float)):
             raise Unsupported("a tensor-valued fill")
         return Constant(shape, ctype, value=fill)
+
     return handler
 
 
 for _name, (_arg, _value) in {
-        "scalar_tensor": (0, 0), "full": (1, 0), "full_like": (1, 0), "new_full": (2, 0), "zeros": (None, 0),
-        "zeros_like": (None, 0), "new_zeros": (None, 0), "ones": (None, 1), "ones_like": (None, 1),
-        "new_ones": (None, 1),
-        # uninitialised memory: a reference that reads it is wrong anyway; its traced uses are overwritten
-        "empty": (None, 0), "empty_like": (None, 0), "new_empty": (None, 0)}.items():
+    "scalar_tensor": (0, 0),
+    "full": (1, 0),
+    "full_like": (1, 0),
+    "new_full": (2, 0),
+    "zeros": (None, 0),
+    "zeros_like": (None, 0),
+    "new_zeros": (None, 0),
+    "ones": (None, 1),
+    "ones_like": (None, 1),
+    "new_ones": (None, 1),
+    # uninitialised memory: a reference that reads it is wrong anyway; its traced uses are overwritten
+    "empty": (None, 0),
+    "empty_like": (None, 0),
+    "new_empty": (None, 0),
+}.items():
     handles(_name)(_factory(_arg, _value))
 
 
@@ -271,11 +339,19 @@ def _reduction(op: str):
         dims, keep = _dims_keep(args, kwargs)
         out = reduce(op, node(args[0]), dims, keep, _out(meta)[1] if op != "argmax" else None)
         return out
+
     return handler
 
 
-for _op, _names in {"sum": ("sum",), "mean": ("mean",), "max": ("amax",), "min": ("amin",), "prod": ("prod",),
-                    "argmax": ("argmax",), "argmin": ("argmin",)}.items():
+for _op, _names in {
+    "sum": ("sum",),
+    "mean": ("mean",),
+    "max": ("amax",),
+    "min": ("amin",),
+    "prod": ("prod",),
+    "argmax": ("argmax",),
+    "argmin": ("argmin",),
+}.items():
     for _name in _names:
         handles(_name)(_reduction(_op))
 
@@ -287,6 +363,7 @@ def _values_indices(op: str, arg_op: str):
             return reduce(op, x, None, False)
         dims, keep = _dims_keep(args, kwargs)
         return (reduce(op, x, dims, keep), reduce(arg_op, x, dims, keep))
+
     return handler
 
 
@@ -296,11 +373,13 @@ handles("min")(_values_indices("min", "argmin"))
 
 def _truth(op: str):
     """any (the largest truth value over the dims is 1) and all (the smallest is)."""
+
     def handler(args, kwargs, meta):
         dims, keep = _dims_keep(args, kwargs)
         x = node(args[0])
         truth = pointwise("where", [pointwise("ne", [x, 0], x.ctype), 1.0, 0.0], "float")
         return pointwise("gt", [reduce(op, truth, dims, keep), 0.5], "float")
+
     return handler
 
 

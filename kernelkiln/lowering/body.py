@@ -25,9 +25,15 @@ class Body:
     ``cached`` gives the load of a value an earlier pass of the row kept (ROWCACHE), else None.
     """
 
-    def __init__(self, buffers: dict[int, str], scalars: dict[int, str] | None = None,
-                 row: dict[int, str] | None = None, indent: str = "", names: Iterator[int] | None = None,
-                 cached: Callable[[Node, Index], str | None] | None = None):
+    def __init__(
+        self,
+        buffers: dict[int, str],
+        scalars: dict[int, str] | None = None,
+        row: dict[int, str] | None = None,
+        indent: str = "",
+        names: Iterator[int] | None = None,
+        cached: Callable[[Node, Index], str | None] | None = None,
+    ):
         self.buffers = buffers
         self.cached = cached
         self.scalars = scalars or {}
@@ -79,7 +85,7 @@ class Body:
             return self.value(node.base, tuple(node.where(idx)))
         if isinstance(node, Gather):
             position = self.value(node.index, idx)
-            return self.value(node.base, idx[:node.dim] + (position,) + idx[node.dim + 1:])
+            return self.value(node.base, idx[: node.dim] + (position,) + idx[node.dim + 1 :])
         if isinstance(node, Pointwise):
             return self._pointwise(node, idx)
         if isinstance(node, Concat):
@@ -115,7 +121,7 @@ class Body:
             self.lines.append(f"{self.indent}{test} {{")
             branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
             branch.memo = dict(self.memo)
-            shifted = idx[:d] + ((idx[d] if offset == 0 else f"({idx[d]}) - {offset}"),) + idx[d + 1:]
+            shifted = idx[:d] + ((idx[d] if offset == 0 else f"({idx[d]}) - {offset}"),) + idx[d + 1 :]
             value = branch.value(part, shifted)
             self.lines += branch.lines + [f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
             offset += size

@@ -206,8 +206,10 @@ class FunctionEmitter:
         v = self._arg_at(r, shape, scalars, row)
         position = flat_position(shape, live)
         better = ">" if r.op == "argmax" else "<"
-        w(f"if (({vt}){v} {better} {name}_v || ({v} != {v} && {name}_v == {name}_v)) "
-          f"{{ {name}_v = ({vt}){v}; {name} = {position}; }}")
+        w(
+            f"if (({vt}){v} {better} {name}_v || ({v} != {v} && {name}_v == {name}_v)) "
+            f"{{ {name}_v = ({vt}){v}; {name} = {position}; }}"
+        )
         for _ in live:
             w.close()
         scalars[id(r)] = name

@@ -142,12 +142,34 @@ def emit_gemm(w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node]
     w(f"const int64_t kc = KILN_MIN((int64_t)KC, {k} - pc);")
     # B's block in NR-wide slivers bp[js][p][r], then per block of MC rows A's MR-tall slivers ap[is][p][r],
     # packed just before the block is used (it stays in L2); each read along its contiguous dim.
-    _pack(w, buffers, names, mm.b, (*lead, "pc + p", "j"), "js", "ns", "NR", "j = jc + js * NR + r",
-          "j < jc + nc", "bp[(js * kc + p) * NR + r]")
+    _pack(
+        w,
+        buffers,
+        names,
+        mm.b,
+        (*lead, "pc + p", "j"),
+        "js",
+        "ns",
+        "NR",
+        "j = jc + js * NR + r",
+        "j < jc + nc",
+        "bp[(js * kc + p) * NR + r]",
+    )
     w.open(f"for (int64_t ib = 0; ib < {m}; ib += KILN_MCP)")  # blocks of MC rows rounded up to MR
     w(f"const int64_t ie = KILN_MIN(ib + KILN_MCP, (int64_t){m});")
-    _pack(w, buffers, names, mm.a, (*lead, "i", "pc + p"), "is", "(ie - ib + MR - 1) / MR", "MR",
-          "i = ib + is * MR + r", "i < ie", "ap[(is * kc + p) * MR + r]")
+    _pack(
+        w,
+        buffers,
+        names,
+        mm.a,
+        (*lead, "i", "pc + p"),
+        "is",
+        "(ie - ib + MR - 1) / MR",
+        "MR",
+        "i = ib + is * MR + r",
+        "i < ie",
+        "ap[(is * kc + p) * MR + r]",
+    )
     # the threads share out B's slivers; one stays in L1 across the block's A slivers
     w("#pragma omp for schedule(static)")
     w.open("for (int64_t js = 0; js < ns; ++js)")
@@ -199,8 +221,7 @@ def _reshaped(body: Body, idx: tuple[str, ...], product: tuple[int, ...], shape:
         return idx
     for k in range(len(shape) + 1):
         if math.prod(shape[k:]) == product[-1]:
-            return (_unflatten(body, linear(idx[:-1], product[:-1]), shape[:k])
-                    + _unflatten(body, idx[-1], shape[k:]))
+            return _unflatten(body, linear(idx[:-1], product[:-1]), shape[:k]) + _unflatten(body, idx[-1], shape[k:])
     return _unflatten(body, linear(idx, product), shape)
 
 
@@ -213,13 +234,31 @@ def _unflatten(body: Body, flat: str, shape: tuple[int, ...]) -> tuple[str, ...]
     position = body.temp("int64_t", flat)
     strides = contiguous_strides(shape)
     outer = next((d for d, size in enumerate(shape) if size != 1), None)
-    return tuple("0" if size == 1 else f"({position})/{stride}" if d == outer else
-                 f"(({position})/{stride})%{size}" if stride > 1 else f"({position})%{size}"
-                 for d, (size, stride) in enumerate(zip(shape, strides, strict=True)))
+    return tuple(
+        "0"
+        if size == 1
+        else f"({position})/{stride}"
+        if d == outer
+        else f"(({position})/{stride})%{size}"
+        if stride > 1
+        else f"({position})%{size}"
+        for d, (size, stride) in enumerate(zip(shape, strides, strict=True))
+    )
 
 
-def _pack(w: Writer, buffers: dict[int, str], names, node: Node, idx: tuple[str, ...], sliver: str, count: str,
-          width: str, position: str, inside: str, target: str) -> None:
+def _pack(
+    w: Writer,
+    buffers: dict[int, str],
+    names,
+    node: Node,
+    idx: tuple[str, ...],
+    sliver: str,
+    count: str,
+    width: str,
+    position: str,
+    inside: str,
+    target: str,
+) -> None:
     """Pack ``node`` at ``idx`` into slivers ``width`` wide; 0 past the edge (``inside`` false)."""
     patches = _patches_at(node, idx) if width == "NR" else None
     if patches is not None:
@@ -350,4 +389,4 @@ def _contiguous(node: Node, idx: tuple[str, ...]) -> str | None:
 def _offset(expr: str, row: int, col: int) -> int:
     # the index maps' C integer arithmetic on non-negative values is Python's (// for /); other loop variables at 0
     text = re.sub(r"\b(?!ROW\b|COL\b)[A-Za-z_]\w*", "0", expr.replace("/", "//"))
-    return int(eval(text, {"__builtins__": {}}, {"ROW": row, "COL": col}))  # noqa: S307  (our own index maps)
+    return int(eval(text, {"__builtins__": {}}, {"ROW": row, "COL": col}))

@@ -13,8 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 Index = tuple[str, ...]
-CTYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t", "bool": "uint8_t",
-          "uint8": "uint8_t"}
+CTYPES = {
+    "float32": "float",
+    "float64": "double",
+    "int64": "int64_t",
+    "int32": "int32_t",
+    "bool": "uint8_t",
+    "uint8": "uint8_t",
+}
 FLOATS = ("float", "double")
 
 
@@ -213,15 +219,20 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def linear(index: Index, shape: tuple[int, ...]) -> str:
     """The C expression of ``index``'s offset in a contiguous tensor of ``shape``."""
-    terms = [f"({i})" if stride == 1 else f"({i})*{stride}"
-             for i, size, stride in zip(index, shape, contiguous_strides(shape), strict=True) if size != 1]
+    terms = [
+        f"({i})" if stride == 1 else f"({i})*{stride}"
+        for i, size, stride in zip(index, shape, contiguous_strides(shape), strict=True)
+        if size != 1
+    ]
     return rejoin(" + ".join(terms) or "0")
 
 
 # (X/c)*c + X%c, an index split by one reshape and joined again by the next (C's / and % make it X for any X)
 _OPERAND = r"(?:[^()]|\((?:[^()]|\([^()]*\))*\))+"
-_REJOIN = re.compile(rf"(?:^|(?<=[(\[])|(?<=\+ )|(?<=, ))"  # a whole term of a sum, not a factor
-                     rf"\(\(({_OPERAND})\)/(\d+)\)\*\2 \+ (\()?\(\1\)%\2(?(3)\))(?=$|[)\],]| [+-])")
+_REJOIN = re.compile(
+    rf"(?:^|(?<=[(\[])|(?<=\+ )|(?<=, ))"  # a whole term of a sum, not a factor
+    rf"\(\(({_OPERAND})\)/(\d+)\)\*\2 \+ (\()?\(\1\)%\2(?(3)\))(?=$|[)\],]| [+-])"
+)
 
 
 def rejoin(expr: str) -> str:

@@ -45,8 +45,12 @@ HEADER = r"""#include <math.h>
 
 
 def combine(op: str, acc: str, v: str) -> str:
-    return {"sum": f"{acc} + {v}", "prod": f"{acc} * {v}", "max": f"({v} > {acc} || {v} != {v} ? {v} : {acc})",
-            "min": f"({v} < {acc} || {v} != {v} ? {v} : {acc})"}[op]
+    return {
+        "sum": f"{acc} + {v}",
+        "prod": f"{acc} * {v}",
+        "max": f"({v} > {acc} || {v} != {v} ? {v} : {acc})",
+        "min": f"({v} < {acc} || {v} != {v} ? {v} : {acc})",
+    }[op]
 
 
 class Writer:
@@ -103,5 +107,3 @@ def flat_position(shape: tuple[int, ...], live: list[int]) -> str:
 
 def parallel(work: int, extra: str = "") -> str | None:
     return f"#pragma omp parallel for num_threads(nt) schedule(static){extra}" if work >= PARALLEL_MIN else None
-
-

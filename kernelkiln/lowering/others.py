@@ -180,4 +180,3 @@ def window(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
         w(f"{target} = acc / ({acc})({divide});")
     w.close()
     w.close()
-

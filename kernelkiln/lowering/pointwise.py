@@ -9,11 +9,33 @@ from kernelkiln.lowering.graph import FLOATS, Unsupported
 
 # One-argument math: the C function (float variants take an 'f' suffix).
 _MATH = {
-    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2", "log10": "log10",
-    "log1p": "log1p", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "asin": "asin",
-    "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "asinh": "asinh", "acosh": "acosh",
-    "atanh": "atanh", "erf": "erf", "erfc": "erfc", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
-    "round": "rint", "abs": "fabs",
+    "exp": "exp",
+    "exp2": "exp2",
+    "expm1": "expm1",
+    "log": "log",
+    "log2": "log2",
+    "log10": "log10",
+    "log1p": "log1p",
+    "sqrt": "sqrt",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "tanh": "tanh",
+    "asin": "asin",
+    "acos": "acos",
+    "atan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "asinh": "asinh",
+    "acosh": "acosh",
+    "atanh": "atanh",
+    "erf": "erf",
+    "erfc": "erfc",
+    "floor": "floor",
+    "ceil": "ceil",
+    "trunc": "trunc",
+    "round": "rint",
+    "abs": "fabs",
 }
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _LOGICAL = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}
@@ -82,8 +104,14 @@ def _pow(args: list[str], ctype: str, params: tuple) -> str:
     if not params:
         return f"{_fn('pow', ctype)}({x}, {args[1]})"
     e = params[0]
-    simple = {1.0: x, 2.0: f"({x} * {x})", 3.0: f"({x} * {x} * {x})", 0.5: f"{_fn('sqrt', ctype)}({x})",
-              -1.0: f"({literal(1, ctype)} / {x})", 0.0: literal(1, ctype)}
+    simple = {
+        1.0: x,
+        2.0: f"({x} * {x})",
+        3.0: f"({x} * {x} * {x})",
+        0.5: f"{_fn('sqrt', ctype)}({x})",
+        -1.0: f"({literal(1, ctype)} / {x})",
+        0.0: literal(1, ctype),
+    }
     if float(e) in simple and ctype in FLOATS:
         return simple[float(e)]
     return f"{_fn('pow', ctype)}({x}, {literal(e, ctype)})"
@@ -94,8 +122,10 @@ def _gelu(args: list[str], ctype: str, params: tuple) -> str:
     if params and params[0] == "tanh":
         inner = f"{literal(math.sqrt(2 / math.pi), ctype)} * ({x} + {literal(0.044715, ctype)} * {x} * {x} * {x})"
         return f"({literal(0.5, ctype)} * {x} * ({literal(1, ctype)} + {_fn('tanh', ctype)}({inner})))"
-    return (f"({literal(0.5, ctype)} * {x} * ({literal(1, ctype)} + "
-            f"{_fn('erf', ctype)}({x} * {literal(math.sqrt(0.5), ctype)})))")
+    return (
+        f"({literal(0.5, ctype)} * {x} * ({literal(1, ctype)} + "
+        f"{_fn('erf', ctype)}({x} * {literal(math.sqrt(0.5), ctype)})))"
+    )
 
 
 def _elu(args: list[str], ctype: str, params: tuple) -> str:

@@ -19,7 +19,6 @@ from kernelkiln.lowering.graph import Constant, Index, Node, Pointwise, Reduce, 
 from kernelkiln.lowering.loops import Writer, var
 from kernelkiln.lowering.schedule import Kernel
 
-
 ROWCACHE_HEADER = r"""#ifndef ROWCACHE
 #define ROWCACHE 1
 #endif
@@ -89,8 +88,13 @@ class RowCache:
 
     def signature(self, node: Node, idx: Index) -> int | None:
         """``node``'s signature at ``idx`` when it is a value a row may keep; else None."""
-        keepable = isinstance(node, Pointwise) and node.shape == self.shape and idx == self.idx \
-            and id(node) not in self.sign.buffers and id(node) not in self.sign.scalars
+        keepable = (
+            isinstance(node, Pointwise)
+            and node.shape == self.shape
+            and idx == self.idx
+            and id(node) not in self.sign.buffers
+            and id(node) not in self.sign.scalars
+        )
         return self.sign(node, idx) if keepable else None
 
     def reads(self, root: Node) -> Callable[[Node, Index], str | None]:
@@ -100,6 +104,7 @@ class RowCache:
         def cached(node: Node, idx: Index) -> str | None:
             s = self.slots.get(self.signature(node, idx))
             return f"{s.name}[{self.position}]" if s is not None and s.step < step else None
+
         return cached
 
     def stores(self, root: Node, body: Body) -> list[str]:
@@ -116,8 +121,10 @@ class RowCache:
         """Declare this thread's scratch rows (once per thread, before its rows)."""
         for s in self.slots.values():
             w(f"static _Thread_local void* kiln_{s.name}_s; static _Thread_local size_t kiln_{s.name}_h;")
-            w(f"{s.ctype}* restrict {s.name} = ({s.ctype}*)kiln_scratch(&kiln_{s.name}_s, &kiln_{s.name}_h, "
-              f"sizeof({s.ctype}) * {self.extent});")
+            w(
+                f"{s.ctype}* restrict {s.name} = ({s.ctype}*)kiln_scratch(&kiln_{s.name}_s, &kiln_{s.name}_h, "
+                f"sizeof({s.ctype}) * {self.extent});"
+            )
             w(f"if (!{s.name}) abort();")
 
 
@@ -135,9 +142,16 @@ def row_cache(k: Kernel, buffers: dict[int, str], row: dict[int, str]) -> RowCac
     idx = tuple(var(shape, d) for d in range(len(shape)))
     roots: list[Node] = [*k.reductions, *k.writes]
     nodes = _nodes(roots)
-    cache = RowCache({}, [id(r) for r in roots], Signer(buffers, {id(r) for r in k.reductions}), nodes, idx, shape,
-                     linear(tuple(f"i{d}" for d in live), tuple(shape[d] for d in live)),
-                     math.prod(shape[d] for d in live))
+    cache = RowCache(
+        {},
+        [id(r) for r in roots],
+        Signer(buffers, {id(r) for r in k.reductions}),
+        nodes,
+        idx,
+        shape,
+        linear(tuple(f"i{d}" for d in live), tuple(shape[d] for d in live)),
+        math.prod(shape[d] for d in live),
+    )
     computed: dict[int, tuple[int, str]] = {}  # signature -> (the first pass computing it, its C type)
     kept: dict[int, tuple[int, str]] = {}  # those a later pass needs, in the order it first does
     scalars: dict[int, str] = {}

@@ -120,8 +120,12 @@ def plan(graph: Graph, solo: set[int], temp_prefix: str = "tmp") -> Plan:
     targets: list[Node] = []
     for k, out in enumerate(graph.outputs):
         target = out
-        while isinstance(target, View) and target.kind == "reshape" and not isinstance(target.base, (Input, Constant)) \
-                and id(target.base) not in buffers:
+        while (
+            isinstance(target, View)
+            and target.kind == "reshape"
+            and not isinstance(target.base, (Input, Constant))
+            and id(target.base) not in buffers
+        ):
             target = target.base
         if isinstance(target, (Input, Constant, View)) or id(target) in buffers:
             target = Pointwise(out.shape, out.ctype, op="identity", args=(out,))  # a fresh copy

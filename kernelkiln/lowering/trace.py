@@ -58,14 +58,15 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
     names = list(named)
 
     def run(*flat):
-        state = dict(zip(names, flat[:len(names)], strict=True))
-        return functional_call(model, state, tuple(flat[len(names):]))
+        state = dict(zip(names, flat[: len(names)], strict=True))
+        return functional_call(model, state, tuple(flat[len(names) :]))
 
     flat = [t.detach() for t in named.values()] + [x.detach() for x in inputs]
     try:
         with torch.no_grad():
-            gm = make_fx(functionalize(run, remove="mutations_and_views"),
-                         decomposition_table=core_aten_decompositions())(*flat)
+            gm = make_fx(
+                functionalize(run, remove="mutations_and_views"), decomposition_table=core_aten_decompositions()
+            )(*flat)
     except Unsupported:
         raise
     except Exception as exc:
@@ -77,11 +78,14 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
 def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     if any(n.op == "get_attr" for n in gm.graph.nodes):
-        raise Unsupported("the reference uses a constant tensor that is neither a parameter nor a buffer "
-                          "(an attribute, or a mask made while tracing such as is_causal=True): register it "
-                          "with register_buffer")
-    missing = sorted({op_name(n.target) for n in calls
-                      if _handler_name(n) not in HANDLERS and op_name(n.target) not in _PLUMBING})
+        raise Unsupported(
+            "the reference uses a constant tensor that is neither a parameter nor a buffer "
+            "(an attribute, or a mask made while tracing such as is_causal=True): register it "
+            "with register_buffer"
+        )
+    missing = sorted(
+        {op_name(n.target) for n in calls if _handler_name(n) not in HANDLERS and op_name(n.target) not in _PLUMBING}
+    )
     if missing:
         raise Unsupported("no lowering yet for " + ", ".join(f"aten.{m}" for m in missing))
     env: dict[Any, Any] = {}
@@ -104,8 +108,14 @@ def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
                 outputs.append(node(env[item]))
     ops = [op_name(n.target) for n in calls if op_name(n.target) not in _PLUMBING]
     graph = Graph(inputs=inputs, outputs=outputs, ops=ops)
-    return Traced(graph, tensors, [i.shape for i in inputs], [str(t.dtype).removeprefix("torch.") for t in flat],
-                  [o.shape for o in outputs], single)
+    return Traced(
+        graph,
+        tensors,
+        [i.shape for i in inputs],
+        [str(t.dtype).removeprefix("torch.") for t in flat],
+        [o.shape for o in outputs],
+        single,
+    )
 
 
 def _handler_name(fx: Any) -> str:
@@ -146,13 +156,17 @@ def _call(fx: Any, env: dict, placeholders: list) -> Any:
         env[target] = result
         return result
     result = HANDLERS[_handler_name(fx)](args, kwargs, meta)
-    pairs = zip(result, meta, strict=False) if isinstance(meta, (tuple, list)) and isinstance(result, tuple) else [
-        (result, meta)]
+    pairs = (
+        zip(result, meta, strict=False)
+        if isinstance(meta, (tuple, list)) and isinstance(result, tuple)
+        else [(result, meta)]
+    )
     for lowered, traced in pairs:
         if isinstance(lowered, Node) and hasattr(traced, "shape"):
             if tuple(lowered.shape) != tuple(int(s) for s in traced.shape):
-                raise Unsupported(f"aten.{name}: lowered shape {lowered.shape} differs from traced "
-                                  f"{tuple(traced.shape)}")
+                raise Unsupported(
+                    f"aten.{name}: lowered shape {lowered.shape} differs from traced {tuple(traced.shape)}"
+                )
     return result
 
 

@@ -130,11 +130,11 @@ def slice_(base: Node, dim: int, start: int | None, end: int | None, step: int =
     length = max(0, -(-(end - start) // step))
     if (start, length, step) == (0, size, 1):
         return base
-    shape = base.shape[:dim] + (length,) + base.shape[dim + 1:]
+    shape = base.shape[:dim] + (length,) + base.shape[dim + 1 :]
 
     def where(idx: Index) -> Index:
         i = idx[dim] if step == 1 else f"({idx[dim]})*{step}"
-        return idx[:dim] + (i if start == 0 else f"{start} + {i}",) + idx[dim + 1:]
+        return idx[:dim] + (i if start == 0 else f"{start} + {i}",) + idx[dim + 1 :]
 
     return View(shape, base.ctype, base=base, where=where)
 
@@ -142,7 +142,7 @@ def slice_(base: Node, dim: int, start: int | None, end: int | None, step: int =
 def select(base: Node, dim: int, index: int) -> Node:
     dim %= len(base.shape)
     index %= base.shape[dim]
-    shape = base.shape[:dim] + base.shape[dim + 1:]
+    shape = base.shape[:dim] + base.shape[dim + 1 :]
 
     def where(idx: Index) -> Index:
         return idx[:dim] + (str(index),) + idx[dim:]

@@ -67,8 +67,13 @@ def entry_for_attempt(board: Board, attempt: Attempt) -> BoardEntry | None:
     if attempt.verdict == "KEEP":
         gain = f" ({attempt.speedup:.2f}x)" if attempt.speedup else ""
         return board.entry(
-            attempt.task_id, "win", f"{summary}{gain}", attempt.journal,
-            agent=attempt.agent, speedup=attempt.speedup, attempt_id=attempt.id,
+            attempt.task_id,
+            "win",
+            f"{summary}{gain}",
+            attempt.journal,
+            agent=attempt.agent,
+            speedup=attempt.speedup,
+            attempt_id=attempt.id,
         )
     if attempt.verdict == "REJECT":
         cause = f" [{attempt.error_class}]" if attempt.error_class else ""

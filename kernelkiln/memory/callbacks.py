@@ -62,8 +62,13 @@ class MemoryCallbacks:
     task's signature and board) but no stage is scored, no value, rule or lesson is written.
     """
 
-    def __init__(self, store: Store, config: MemoryConfig | None = None, consolidator: Consolidator | None = None,
-                 learn: bool = True):
+    def __init__(
+        self,
+        store: Store,
+        config: MemoryConfig | None = None,
+        consolidator: Consolidator | None = None,
+        learn: bool = True,
+    ):
         self.store = store
         self.learn = learn
         self.config = config or MemoryConfig()
@@ -148,9 +153,15 @@ class MemoryCallbacks:
         records = []
         for outcome in outcomes:
             apply_stage_values(conn, self.store, outcome, self.config.value)
-            record = StageRecord(run_id=outcome.run_id, task_id=outcome.task_id, agent=outcome.agent,
-                                 stage=outcome.stage, score=outcome.score, retrieved=len(outcome.retrieved),
-                                 adopted=len(outcome.adopted))
+            record = StageRecord(
+                run_id=outcome.run_id,
+                task_id=outcome.task_id,
+                agent=outcome.agent,
+                stage=outcome.stage,
+                score=outcome.score,
+                retrieved=len(outcome.retrieved),
+                adopted=len(outcome.adopted),
+            )
             records.append(self.store.stages.add(conn, record))
             self.consolidator.fade(conn, set(outcome.adopted))
         self.consolidator.rebuild(conn)

@@ -40,20 +40,31 @@ def win(attempt: Attempt, parent: Attempt | None, op_family: str | None, platfor
     if changed:
         before = (parent.case.knobs or {}) if parent is not None else {}
         was = K.describe({n: before[n] for n in changed if n in before})
-        text = (f"{family} on {platform}: setting {K.describe(changed)}"
-                f"{f' (was {was})' if was else ''} made {attempt.task_id}{gain} "
-                f"{attempt.speedup:.2f}x the reference.")
+        text = (
+            f"{family} on {platform}: setting {K.describe(changed)}"
+            f"{f' (was {was})' if was else ''} made {attempt.task_id}{gain} "
+            f"{attempt.speedup:.2f}x the reference."
+        )
         conditions = [K.condition(n, v) for n, v in sorted(changed.items())]
         ident = _stable_id("win", platform, family, conditions)
     else:
         journal = attempt.journal.strip()[:_JOURNAL_CHARS]
-        text = (f"{family} on {platform}: {attempt.summary} made {attempt.task_id}{gain} "
-                f"{attempt.speedup:.2f}x the reference.\n{journal}").strip()
+        text = (
+            f"{family} on {platform}: {attempt.summary} made {attempt.task_id}{gain} "
+            f"{attempt.speedup:.2f}x the reference.\n{journal}"
+        ).strip()
         conditions = []
         ident = _stable_id("win", platform, family, attempt.task_id, attempt.summary)
-    return Experience(id=ident, text=text, summary=K.describe(changed) if changed else attempt.summary,
-                      platform=platform, op_family=family, stage="optimization", conditions=conditions,
-                      source_attempt_id=attempt.id)
+    return Experience(
+        id=ident,
+        text=text,
+        summary=K.describe(changed) if changed else attempt.summary,
+        platform=platform,
+        op_family=family,
+        stage="optimization",
+        conditions=conditions,
+        source_attempt_id=attempt.id,
+    )
 
 
 def best_configuration(best: Attempt, seed: Attempt | None, op_family: str | None, platform: str) -> Experience | None:
@@ -65,9 +76,18 @@ def best_configuration(best: Attempt, seed: Attempt | None, op_family: str | Non
         return None
     family = op_family or "unknown"
     over_seed = f", {best.speedup / seed.speedup:.2f}x its seed" if seed is not None and seed.speedup else ""
-    text = (f"Best configuration for {family} on {platform} (task {best.task_id}): {K.describe(settings)}, "
-            f"{best.speedup:.2f}x the reference{over_seed}.")
+    text = (
+        f"Best configuration for {family} on {platform} (task {best.task_id}): {K.describe(settings)}, "
+        f"{best.speedup:.2f}x the reference{over_seed}."
+    )
     conditions = [K.condition(n, v) for n, v in sorted(settings.items())]
-    return Experience(id=_stable_id("best", platform, family, conditions), text=text,
-                      summary=f"best configuration: {K.describe(settings)}", platform=platform,
-                      op_family=family, stage="optimization", conditions=conditions, source_attempt_id=best.id)
+    return Experience(
+        id=_stable_id("best", platform, family, conditions),
+        text=text,
+        summary=f"best configuration: {K.describe(settings)}",
+        platform=platform,
+        op_family=family,
+        stage="optimization",
+        conditions=conditions,
+        source_attempt_id=best.id,
+    )

@@ -30,8 +30,13 @@ class Memory:
     lesson, value or rule is learned.
     """
 
-    def __init__(self, store: Store, config: MemoryConfig | None = None, tokens: TokenCounter = estimate_tokens,
-                 lent: Store | None = None):
+    def __init__(
+        self,
+        store: Store,
+        config: MemoryConfig | None = None,
+        tokens: TokenCounter = estimate_tokens,
+        lent: Store | None = None,
+    ):
         self.store = store
         self.lent = lent
         self.config = config or MemoryConfig()

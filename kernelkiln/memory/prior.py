@@ -98,8 +98,10 @@ def rank_trials(figures: list[tuple[K.Settings, float | None]]) -> list[Trial]:
         below = sum(1 for s in measured if s < speedup) + 0.5 * (sum(1 for s in measured if s == speedup) - 1)
         ranks.setdefault(key, []).append(below / (len(measured) - 1) if len(measured) > 1 else 0.5)
         speedups.setdefault(key, []).append(speedup)
-    return [Trial(settings[k], statistics.median(v), statistics.median(speedups[k]) if k in speedups else None)
-            for k, v in ranks.items()]
+    return [
+        Trial(settings[k], statistics.median(v), statistics.median(speedups[k]) if k in speedups else None)
+        for k, v in ranks.items()
+    ]
 
 
 def _measured(outcome: Outcome) -> bool:
@@ -107,8 +109,11 @@ def _measured(outcome: Outcome) -> bool:
 
 
 def _outcomes(outcomes: list[Outcome]) -> list[tuple[K.Settings, bool | None, float | None]]:
-    return [(o.case.knobs, contest(o.verdict, o.case), o.speedup if _measured(o) else None)
-            for o in outcomes if o.case.knobs]
+    return [
+        (o.case.knobs, contest(o.verdict, o.case), o.speedup if _measured(o) else None)
+        for o in outcomes
+        if o.case.knobs
+    ]
 
 
 def _best(outcomes: list[Outcome]) -> Outcome | None:
@@ -126,12 +131,13 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
             d = distance(mine, s) if s.exact != mine.exact else None
             if d is not None and d <= config.max_distance and (s.task_id not in near or d < near[s.task_id][0]):
                 near[s.task_id] = (d, s)
-        chosen = sorted(near.values(), key=lambda p: (p[0], p[1].task_id))[:config.neighbours]
+        chosen = sorted(near.values(), key=lambda p: (p[0], p[1].task_id))[: config.neighbours]
         outcomes = store.attempts.outcomes(conn, [s.task_id for s in exact] + [s.task_id for _, s in chosen])
 
     def under(sig: Signature) -> list[Outcome]:
-        return [o for o in outcomes if o.task_id == sig.task_id and o.case.signature == sig.exact
-                and o.run_id != run_id]
+        return [
+            o for o in outcomes if o.task_id == sig.task_id and o.case.signature == sig.exact and o.run_id != run_id
+        ]
 
     known = [o for s in exact for o in under(s)]
     reuse = _best(known)
@@ -141,8 +147,11 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
         if not theirs:
             continue
         best = _best(theirs)
-        neighbours.append(Neighbour(s.task_id, d, best.case.knobs if best else None,
-                                    best.speedup if best else None, tuple(ranked(theirs))))
+        neighbours.append(
+            Neighbour(
+                s.task_id, d, best.case.knobs if best else None, best.speedup if best else None, tuple(ranked(theirs))
+            )
+        )
     # Evidence pooled over the neighbours: a trap lost in every evaluation that held it on each neighbour that
     # tried it (loss_evidence evaluations or more in all), on trap_tasks of them at least.
     pooled: dict[K.Value, tuple[int, int, bool]] = {}
@@ -150,17 +159,31 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
         for value, (held, won) in K.value_record(_outcomes(under(s))).items():
             total, tasks, any_won = pooled.get(value, (0, 0, False))
             pooled[value] = (total + held, tasks + 1, any_won or won)
-    traps = frozenset(v for v, (total, tasks, won) in pooled.items()
-                      if not won and total >= config.loss_evidence and tasks >= config.trap_tasks)
+    traps = frozenset(
+        v
+        for v, (total, tasks, won) in pooled.items()
+        if not won and total >= config.loss_evidence and tasks >= config.trap_tasks
+    )
     # A value that lost everywhere on an exact match lost on this very task.
     traps |= K.losing_values(_outcomes(known), config.loss_evidence)
     notes = []
     if reuse is not None:
-        notes.append(f"exact match {reuse.task_id}: its best ({reuse.speedup:.2f}x) first, "
-                     f"{len(ranked(known))} known settings not tried again")
+        notes.append(
+            f"exact match {reuse.task_id}: its best ({reuse.speedup:.2f}x) first, "
+            f"{len(ranked(known))} known settings not tried again"
+        )
     if neighbours:
-        notes.append("nearest stored tasks: " + ", ".join(f"{n.task_id} ({n.distance:.2f})" for n in neighbours)
-                     + (f"; {len(traps)} trap value(s)" if traps else ""))
-    return Prior(reuse=reuse.case.knobs if reuse else None, reused_from=reuse.task_id if reuse else None,
-                 known=tuple(ranked(known)), neighbours=tuple(neighbours), traps=traps,
-                 loss_evidence=config.loss_evidence, notes=tuple(notes))
+        notes.append(
+            "nearest stored tasks: "
+            + ", ".join(f"{n.task_id} ({n.distance:.2f})" for n in neighbours)
+            + (f"; {len(traps)} trap value(s)" if traps else "")
+        )
+    return Prior(
+        reuse=reuse.case.knobs if reuse else None,
+        reused_from=reuse.task_id if reuse else None,
+        known=tuple(ranked(known)),
+        neighbours=tuple(neighbours),
+        traps=traps,
+        loss_evidence=config.loss_evidence,
+        notes=tuple(notes),
+    )

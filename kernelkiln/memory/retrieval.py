@@ -70,8 +70,14 @@ class Retriever:
         c = self.config
         with self.store.read() as conn:
             pool = search_experiences(
-                conn, query, limit=c.pool_size, platform=platform, op_family=op_family, stage=stage,
-                kinds=kinds, postings_budget=c.postings_budget,
+                conn,
+                query,
+                limit=c.pool_size,
+                platform=platform,
+                op_family=op_family,
+                stage=stage,
+                kinds=kinds,
+                postings_budget=c.postings_budget,
             )
             graph_scores = self._graph_scores(conn, [e for e, _ in pool]) if c.graph_weight > 0 else {}
         values = [value_score(rel, exp.q, c.lam) for exp, rel in pool]

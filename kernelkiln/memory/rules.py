@@ -117,7 +117,9 @@ class Consolidator:
             if rule is None:
                 exp = self.store.experiences.get(conn, exp_id)
                 text = distill(exp, self.config.rule_chars)
-                rule = rules[exp_id] = self.store.rules.upsert(conn, Rule(id=exp_id, text=text, tokens=self.tokens(text)))
+                rule = rules[exp_id] = self.store.rules.upsert(
+                    conn, Rule(id=exp_id, text=text, tokens=self.tokens(text))
+                )
             if used + rule.tokens <= self.config.budget_tokens:
                 chosen.append(exp_id)
                 used += rule.tokens

@@ -52,8 +52,7 @@ def _sizes(task: Task) -> tuple[float, float]:
     return sum(elements) / n, sum(inner) / n
 
 
-def signature(task: Task, task_id: str, seed_code: str, *, generated: bool, platform: str,
-              machine: str) -> Signature:
+def signature(task: Task, task_id: str, seed_code: str, *, generated: bool, platform: str, machine: str) -> Signature:
     """``task``'s signature when its agents start from ``seed_code`` on ``machine`` (``platforms.machine_kind``)."""
     try:
         knobs = tuple(k.name for k in K.read_knobs(seed_code)) if seed_code else ()
@@ -62,8 +61,16 @@ def signature(task: Task, task_id: str, seed_code: str, *, generated: bool, plat
     reference = None if generated else [task.source, sorted(task.overrides.items())]
     exact = _digest(seed_code, reference, platform, machine, _compiler(platform))
     elements, inner = _sizes(task)
-    return Signature(exact=exact, task_id=task_id, platform=platform, machine=machine, family=task.op_family,
-                     knobs=list(knobs), elements=round(elements, 3), inner=round(inner, 3))
+    return Signature(
+        exact=exact,
+        task_id=task_id,
+        platform=platform,
+        machine=machine,
+        family=task.op_family,
+        knobs=list(knobs),
+        elements=round(elements, 3),
+        inner=round(inner, 3),
+    )
 
 
 def distance(a: Signature, b: Signature) -> float | None:

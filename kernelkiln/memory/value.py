@@ -26,8 +26,9 @@ def optimization_score(t_first_correct: float | None, t_best: float | None, eta:
     return 1.0 - t_best / t_first_correct
 
 
-def stage_feedback(score: float, retrieved: Iterable[str], adopted: Iterable[str], eta: float,
-                   credit: str = "adopted") -> dict[str, float]:
+def stage_feedback(
+    score: float, retrieved: Iterable[str], adopted: Iterable[str], eta: float, credit: str = "adopted"
+) -> dict[str, float]:
     """f for every experience of a stage: adopted share s, unadopted retrieved ones get −η.
 
     ``credit="uniform"`` gives every experience of the stage s instead, adopted or not.

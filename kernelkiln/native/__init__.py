@@ -12,7 +12,18 @@ from .records import BuildRequest, BuildResult, Diagnostic
 from .signature import SignatureError
 
 __all__ = [
-    "BuildError", "BuildRequest", "BuildResult", "Diagnostic", "FlagError",
-    "NativeFunction", "NativeLibrary", "SignatureError", "build", "cache_key",
-    "check_flags", "default_cache_dir", "load", "set_builder",
+    "BuildError",
+    "BuildRequest",
+    "BuildResult",
+    "Diagnostic",
+    "FlagError",
+    "NativeFunction",
+    "NativeLibrary",
+    "SignatureError",
+    "build",
+    "cache_key",
+    "check_flags",
+    "default_cache_dir",
+    "load",
+    "set_builder",
 ]

@@ -78,8 +78,13 @@ def cache_key(request: BuildRequest) -> str:
         toolchain = [compiler.path, compiler.version, compile_argv(request, compiler)]
     except (CompilerNotFound, KeyError):
         toolchain = ["<no compiler>", list(request.flags)]
-    fields = {"abi": NATIVE_ABI, "lang": request.lang, "source": request.source,
-              "toolchain": toolchain, "cpu": cpu_identity()}
+    fields = {
+        "abi": NATIVE_ABI,
+        "lang": request.lang,
+        "source": request.source,
+        "toolchain": toolchain,
+        "cpu": cpu_identity(),
+    }
     if request.lang == "cuda":
         # The argv above names the GPU architecture; nvcc compiles host code with g++.
         fields["host"] = host_compiler(toolchain[0])
@@ -87,10 +92,18 @@ def cache_key(request: BuildRequest) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def build(request: BuildRequest, *, cache_dir: Path | None = None,
-          user: int | None = None, group: int | None = None, timeout: float | None = None,
-          limits: Mapping[str, int | None] | None = None, required: Sequence[str] = (),
-          network: bool = True, filesystem: bool = True) -> BuildResult:
+def build(
+    request: BuildRequest,
+    *,
+    cache_dir: Path | None = None,
+    user: int | None = None,
+    group: int | None = None,
+    timeout: float | None = None,
+    limits: Mapping[str, int | None] | None = None,
+    required: Sequence[str] = (),
+    network: bool = True,
+    filesystem: bool = True,
+) -> BuildResult:
     """Compile ``request`` (or reuse the cache) and return the result as data.
 
     The compiler always runs under the isolation layers this kernel allows (see
@@ -112,16 +125,23 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
 
     def failed(message: str, log: str = "", diagnostics: tuple[Diagnostic, ...] = ()):
         diagnostics = diagnostics or (Diagnostic("error", message),)
-        return BuildResult(ok=False, key=key, path=None, diagnostics=diagnostics,
-                           cached=False, seconds=time.perf_counter() - started,
-                           log=log or message, isolation=held, isolation_notes=notes)
+        return BuildResult(
+            ok=False,
+            key=key,
+            path=None,
+            diagnostics=diagnostics,
+            cached=False,
+            seconds=time.perf_counter() - started,
+            log=log or message,
+            isolation=held,
+            isolation_notes=notes,
+        )
 
     problem = _request_problem(request)
     if problem is not None:
         return failed(problem)
     try:
-        directory = prepare_cache_dir(cache_dir if cache_dir is not None
-                                      else default_cache_dir())
+        directory = prepare_cache_dir(cache_dir if cache_dir is not None else default_cache_dir())
     except OSError as error:
         return failed(f"cache dir unusable: {error}")
     hit = lookup(directory, key)
@@ -140,12 +160,18 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
         try:
             _prepare_workdir(workdir, request, user, gid)
             base = CUDA_LIMITS if request.lang == "cuda" else DEFAULT_LIMITS
-            outcome = run_confined(compile_argv(request, compiler), cwd=workdir,
-                                   env=compiler_env(compiler.path, workdir), user=user,
-                                   group=gid, timeout=timeout, limits=limits, base_limits=base,
-                                   confinement=compiler_confinement(compiler.path, workdir, network=network,
-                                                                    filesystem=filesystem),
-                                   required=required)
+            outcome = run_confined(
+                compile_argv(request, compiler),
+                cwd=workdir,
+                env=compiler_env(compiler.path, workdir),
+                user=user,
+                group=gid,
+                timeout=timeout,
+                limits=limits,
+                base_limits=base,
+                confinement=compiler_confinement(compiler.path, workdir, network=network, filesystem=filesystem),
+                required=required,
+            )
         except OSError as error:
             return failed(f"could not start the compiler: {error}")
         if outcome.isolation is not None:
@@ -155,26 +181,34 @@ def build(request: BuildRequest, *, cache_dir: Path | None = None,
         diagnostics, text_lines = parse_diagnostics(outcome.output, request.filename)
         log = render_log(diagnostics, text_lines, request.filename)
         if outcome.returncode != 0:
-            exit_error = Diagnostic("error", _exit_message(outcome.returncode, timeout,
-                                                           text_lines))
+            exit_error = Diagnostic("error", _exit_message(outcome.returncode, timeout, text_lines))
             compiled_errors = any(d.severity == "error" for d in diagnostics)
             if not compiled_errors or outcome.returncode is None or outcome.returncode < 0:
                 diagnostics += (exit_error,)
             return failed(exit_error.message, log or exit_error.message, diagnostics)
         try:
             owner = os.geteuid() if user is None else user
-            path = publish(directory, key, os.path.join(workdir, _OUTPUT), owner=owner,
-                           diagnostics=diagnostics, log=log)
+            path = publish(
+                directory, key, os.path.join(workdir, _OUTPUT), owner=owner, diagnostics=diagnostics, log=log
+            )
         except OSError as error:
             return failed(f"could not store the library: {error}", log)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return BuildResult(ok=True, key=key, path=path, diagnostics=diagnostics, cached=False,
-                       seconds=time.perf_counter() - started, log=log, isolation=held, isolation_notes=notes)
+    return BuildResult(
+        ok=True,
+        key=key,
+        path=path,
+        diagnostics=diagnostics,
+        cached=False,
+        seconds=time.perf_counter() - started,
+        log=log,
+        isolation=held,
+        isolation_notes=notes,
+    )
 
 
-def _prepare_workdir(workdir: str, request: BuildRequest, user: int | None,
-                     gid: int | None) -> None:
+def _prepare_workdir(workdir: str, request: BuildRequest, user: int | None, gid: int | None) -> None:
     # mkdtemp gives 0700; hand it to the compiler's identity, source readable to it.
     if user is not None or gid is not None:
         os.chown(workdir, -1 if user is None else user, -1 if gid is None else gid)

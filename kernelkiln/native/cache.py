@@ -51,12 +51,12 @@ def lookup(cache_dir: Path, key: str) -> BuildResult | None:
         log = str(meta.get("log", ""))
     except (OSError, ValueError, KeyError, TypeError):
         pass  # the sidecar is informational; the library alone is a valid entry
-    return BuildResult(ok=True, key=key, path=str(library), diagnostics=diagnostics,
-                       cached=True, log=log)
+    return BuildResult(ok=True, key=key, path=str(library), diagnostics=diagnostics, cached=True, log=log)
 
 
-def publish(cache_dir: Path, key: str, built: str, *, owner: int | None,
-            diagnostics: tuple[Diagnostic, ...], log: str) -> str:
+def publish(
+    cache_dir: Path, key: str, built: str, *, owner: int | None, diagnostics: tuple[Diagnostic, ...], log: str
+) -> str:
     """Copy the library at ``built`` into the cache; return the cached path.
 
     ``owner`` is the uid that must own ``built`` (the sandboxed compiler's), checked

@@ -98,8 +98,15 @@ def host_compiler(nvcc: str) -> tuple[str, str]:
 
 def _run(argv: list[str], cwd: str | None = None) -> str:
     try:
-        done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30, cwd=cwd,
-                              env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C"})
+        done = subprocess.run(
+            argv,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=cwd,
+            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C"},
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     return f"{done.stdout}\n{done.stderr}" if done.returncode == 0 else ""

@@ -19,21 +19,37 @@ _ARCH = r"(sm|compute)_\d{2,3}[af]?"
 _NUM = r"\d{1,4}"
 _BOOL = r"(true|false)"
 
-_SIMPLE = frozenset({
-    "-O0", "-O1", "-O2", "-O3", "--use_fast_math", "-use_fast_math", "-lineinfo",
-    "--generate-line-info", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
-    "--extended-lambda", "-extended-lambda", "--expt-extended-lambda", "-expt-extended-lambda",
-})
+_SIMPLE = frozenset(
+    {
+        "-O0",
+        "-O1",
+        "-O2",
+        "-O3",
+        "--use_fast_math",
+        "-use_fast_math",
+        "-lineinfo",
+        "--generate-line-info",
+        "--expt-relaxed-constexpr",
+        "-expt-relaxed-constexpr",
+        "--extended-lambda",
+        "-extended-lambda",
+        "--expt-extended-lambda",
+        "-expt-extended-lambda",
+    }
+)
 
-_PATTERNS = tuple(re.compile(p) for p in (
-    rf"(-arch|--gpu-architecture)={_ARCH}",
-    rf"(-gencode|--generate-code)=arch=compute_\d{{2,3}}[af]?,code=({_ARCH}|\[{_ARCH}(,{_ARCH}){{0,3}}\])",
-    rf"-{{1,2}}maxrregcount={_NUM}",
-    rf"-{{1,2}}(ftz|prec-div|prec-sqrt|fmad)={_BOOL}",
-    r"-std=c\+\+(17|20)",
-    r"-[DU][A-Za-z_][A-Za-z0-9_]{0,63}",
-    r"-D[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+\-]{0,64}",
-))
+_PATTERNS = tuple(
+    re.compile(p)
+    for p in (
+        rf"(-arch|--gpu-architecture)={_ARCH}",
+        rf"(-gencode|--generate-code)=arch=compute_\d{{2,3}}[af]?,code=({_ARCH}|\[{_ARCH}(,{_ARCH}){{0,3}}\])",
+        rf"-{{1,2}}maxrregcount={_NUM}",
+        rf"-{{1,2}}(ftz|prec-div|prec-sqrt|fmad)={_BOOL}",
+        r"-std=c\+\+(17|20)",
+        r"-[DU][A-Za-z_][A-Za-z0-9_]{0,63}",
+        r"-D[A-Za-z_][A-Za-z0-9_]{0,63}=[A-Za-z0-9_.+\-]{0,64}",
+    )
+)
 
 # What ``-Xptxas`` may pass on to ptxas (comma-separated in one value).
 _PTXAS = re.compile(rf"(-v|--verbose|-O[0-3]|-{{1,2}}maxrregcount={_NUM})")
@@ -67,7 +83,7 @@ def _allowed(flag: str) -> bool:
         return True
     for prefix in _XPTXAS:
         if flag.startswith(prefix):
-            return _ptxas_ok(flag[len(prefix):])
+            return _ptxas_ok(flag[len(prefix) :])
     return any(p.fullmatch(flag) for p in _PATTERNS)
 
 

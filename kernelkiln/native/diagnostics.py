@@ -23,15 +23,17 @@ __all__ = ["parse_diagnostics", "render_log"]
 
 _CLASSIC = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*"
-    r"(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$")
+    r"(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$"
+)
 _NVCC = re.compile(
     r"^(?P<file>[^\n]+?)\((?P<line>\d+)\): (?P<sev>catastrophic error|internal error|error|"
-    r"warning|remark|note)(?: #(?P<num>[\w-]+))?:\s*(?P<msg>.*)$")
+    r"warning|remark|note)(?: #(?P<num>[\w-]+))?:\s*(?P<msg>.*)$"
+)
 _TOOL = re.compile(
     r"^(?P<tool>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+)(?: (?P<file>[^,\n]+), line "
-    r"(?P<line>\d+);)?\s+(?P<sev>fatal|error|warning|info)\s*:\s*(?P<msg>.*)$")
-_DRIVER = re.compile(
-    r"^(?P<tool>[^:\n]+):\s*(?P<sev>fatal error|internal compiler error|error):\s*(?P<msg>.*)$")
+    r"(?P<line>\d+);)?\s+(?P<sev>fatal|error|warning|info)\s*:\s*(?P<msg>.*)$"
+)
+_DRIVER = re.compile(r"^(?P<tool>[^:\n]+):\s*(?P<sev>fatal error|internal compiler error|error):\s*(?P<msg>.*)$")
 
 
 def parse_diagnostics(output: str, filename: str) -> tuple[tuple[Diagnostic, ...], list[str]]:
@@ -56,8 +58,7 @@ def parse_diagnostics(output: str, filename: str) -> tuple[tuple[Diagnostic, ...
     return tuple(dict.fromkeys(diagnostics)), text_lines
 
 
-def render_log(diagnostics: Iterable[Diagnostic], text_lines: Iterable[str],
-               filename: str) -> str:
+def render_log(diagnostics: Iterable[Diagnostic], text_lines: Iterable[str], filename: str) -> str:
     """A human-readable log: diagnostics in GCC style, then unparsed output lines."""
     lines = [d.format(filename) for d in diagnostics]
     lines.extend(t for t in text_lines if _from_text(t.strip(), filename) is None)
@@ -95,13 +96,13 @@ def _caret(entry: dict[str, Any]) -> dict[str, Any]:
 def _from_text(line: str, filename: str) -> Diagnostic | None:
     match = _CLASSIC.match(line)
     if match is not None:
-        return _located(_severity(match["sev"]), match["msg"], match["file"],
-                        int(match["line"]), _as_int(match["col"]), filename)
+        return _located(
+            _severity(match["sev"]), match["msg"], match["file"], int(match["line"]), _as_int(match["col"]), filename
+        )
     match = _NVCC.match(line)
     if match is not None:
         message = match["msg"] + (f" [#{match['num']}]" if match["num"] else "")
-        return _located(_severity(match["sev"]), message, match["file"], int(match["line"]),
-                        None, filename)
+        return _located(_severity(match["sev"]), message, match["file"], int(match["line"]), None, filename)
     match = _TOOL.match(line)
     if match is not None and not match["msg"].startswith("Compile time"):
         where = ""
@@ -115,8 +116,9 @@ def _from_text(line: str, filename: str) -> Diagnostic | None:
     return None
 
 
-def _located(severity: str, message: str, file: str | None, line: int | None,
-             column: int | None, filename: str) -> Diagnostic:
+def _located(
+    severity: str, message: str, file: str | None, line: int | None, column: int | None, filename: str
+) -> Diagnostic:
     if file is None or file == filename:
         return Diagnostic(severity, message, line, column)
     where = file if line is None else f"{file}:{line}"

@@ -22,7 +22,8 @@ class FlagError(ValueError):
 
 
 # -f<name> switches that only change optimisation or code generation.
-_F_SWITCHES = frozenset("""
+_F_SWITCHES = frozenset(
+    """
     unroll-loops unroll-all-loops peel-loops split-loops unswitch-loops
     fast-math associative-math reciprocal-math finite-math-only signed-zeros
     trapping-math math-errno rounding-math cx-limited-range
@@ -38,7 +39,8 @@ _F_SWITCHES = frozenset("""
     loop-unroll-and-jam loop-nest-optimize graphite-identity tracer
     move-loop-invariants reorder-blocks optimize-sibling-calls common
     opt-info-vec opt-info-vec-optimized opt-info-vec-missed opt-info-vec-all
-""".split())  # noqa: SIM905
+""".split()
+)
 
 # -f<name>=<value> options with the values each may take.
 _F_VALUED = {
@@ -54,9 +56,27 @@ _F_VALUED = {
     "inline-limit": re.compile(r"\d{1,6}"),
 }
 
-_SIMPLE = frozenset({"-O0", "-O1", "-O2", "-O3", "-Os", "-Ofast", "-Og", "-O",
-                     "-w", "-g", "-g0", "-g1", "-g2", "-g3", "-pthread",
-                     "-lm", "-lgomp"})
+_SIMPLE = frozenset(
+    {
+        "-O0",
+        "-O1",
+        "-O2",
+        "-O3",
+        "-Os",
+        "-Ofast",
+        "-Og",
+        "-O",
+        "-w",
+        "-g",
+        "-g0",
+        "-g1",
+        "-g2",
+        "-g3",
+        "-pthread",
+        "-lm",
+        "-lgomp",
+    }
+)
 
 _PATTERNS = (
     re.compile(r"-m(arch|tune)=[a-z0-9][a-z0-9_.+-]{0,40}"),

@@ -65,8 +65,7 @@ def set_builder(fn: Builder | None) -> None:
         _built.clear()
 
 
-def load(source: str, functions: Mapping[str, str], *, lang: str = "c",
-         flags: Sequence[str] = ()) -> NativeLibrary:
+def load(source: str, functions: Mapping[str, str], *, lang: str = "c", flags: Sequence[str] = ()) -> NativeLibrary:
     """Build ``source`` (cached) and bind ``functions`` (symbol -> C signature).
 
     Raises ``SignatureError`` for a bad signature and ``BuildError`` when the code
@@ -84,16 +83,14 @@ def load(source: str, functions: Mapping[str, str], *, lang: str = "c",
     try:
         handle = _open(result.path)
     except OSError as error:
-        raise BuildError(_load_failure(result, f"cannot load library: {error}"),
-                         request.filename) from None
+        raise BuildError(_load_failure(result, f"cannot load library: {error}"), request.filename) from None
     bound = {}
     for name, signature in signatures.items():
         try:
             pointer = handle[name]
         except AttributeError:
             hint = ' (declare it extern "C")' if lang in ("c++", "cuda") else ""
-            raise BuildError(_load_failure(result, f"symbol {name!r} not exported{hint}"),
-                             request.filename) from None
+            raise BuildError(_load_failure(result, f"symbol {name!r} not exported{hint}"), request.filename) from None
         bound[name] = NativeFunction(name, signature, pointer, DEVICES.get(lang, "cpu"))
     return NativeLibrary(bound, result)
 
@@ -109,13 +106,13 @@ class NativeFunction:
         self.name = name
         self.signature = signature
         self._pointer = pointer
-        self._converters = tuple(_converter(name, i, p, device)
-                                 for i, p in enumerate(signature.params))
+        self._converters = tuple(_converter(name, i, p, device) for i, p in enumerate(signature.params))
 
     def __call__(self, *args: Any) -> Any:
         if len(args) != len(self._converters):
-            raise TypeError(f"{self.name}() takes {len(self._converters)} arguments "
-                            f"({self.signature.text}), got {len(args)}")
+            raise TypeError(
+                f"{self.name}() takes {len(self._converters)} arguments ({self.signature.text}), got {len(args)}"
+            )
         return self._pointer(*[convert(arg) for convert, arg in zip(self._converters, args)])
 
     def __repr__(self) -> str:
@@ -141,8 +138,9 @@ class NativeLibrary:
         functions = self.__dict__.get("_functions", {})
         if name in functions:
             return functions[name]
-        raise AttributeError(f"native library has no declared function {name!r} "
-                             f"(declared: {', '.join(sorted(functions)) or 'none'})")
+        raise AttributeError(
+            f"native library has no declared function {name!r} (declared: {', '.join(sorted(functions)) or 'none'})"
+        )
 
     def __getitem__(self, name: str) -> NativeFunction:
         return self._functions[name]
@@ -176,10 +174,15 @@ def _open(path: str) -> ctypes.CDLL:
 
 
 def _load_failure(result: BuildResult, message: str) -> BuildResult:
-    return BuildResult(ok=False, key=result.key, path=result.path,
-                       diagnostics=result.diagnostics + (Diagnostic("error", message),),
-                       cached=result.cached, seconds=result.seconds,
-                       log=f"{result.log}\n{message}".strip())
+    return BuildResult(
+        ok=False,
+        key=result.key,
+        path=result.path,
+        diagnostics=result.diagnostics + (Diagnostic("error", message),),
+        cached=result.cached,
+        seconds=result.seconds,
+        log=f"{result.log}\n{message}".strip(),
+    )
 
 
 def _converter(function: str, index: int, param: Param, device: str) -> Callable[[Any], Any]:
@@ -189,10 +192,12 @@ def _converter(function: str, index: int, param: Param, device: str) -> Callable
         return lambda value: tensor_pointer(value, dtypes, device, where)
     _, kind, bounds = SCALARS[param.base]
     if kind == "float":
+
         def convert_float(value: Any) -> float:
             if isinstance(value, numbers.Real) and not isinstance(value, torch.Tensor):
                 return float(value)
             raise TypeError(f"{where}: expected a real number, got {type(value).__name__}")
+
         return convert_float
     low, high = bounds  # type: ignore[misc]
 
@@ -204,4 +209,5 @@ def _converter(function: str, index: int, param: Param, device: str) -> Callable
         if not low <= number <= high:
             raise TypeError(f"{where}: {number} out of range [{low}, {high}]")
         return number
+
     return convert_int

@@ -24,13 +24,16 @@ class Diagnostic:
     column: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"severity": self.severity, "message": self.message,
-                "line": self.line, "column": self.column}
+        return {"severity": self.severity, "message": self.message, "line": self.line, "column": self.column}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Diagnostic:
-        return cls(severity=str(data["severity"]), message=str(data["message"]),
-                   line=_opt_int(data.get("line")), column=_opt_int(data.get("column")))
+        return cls(
+            severity=str(data["severity"]),
+            message=str(data["message"]),
+            line=_opt_int(data.get("line")),
+            column=_opt_int(data.get("column")),
+        )
 
     def format(self, filename: str) -> str:
         """One line in the compiler's own style: ``kernel.c:12:5: error: ...``."""
@@ -66,8 +69,11 @@ class BuildRequest:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BuildRequest:
-        return cls(source=str(data["source"]), lang=str(data.get("lang", "c")),
-                   flags=tuple(str(f) for f in data.get("flags", ())))
+        return cls(
+            source=str(data["source"]),
+            lang=str(data.get("lang", "c")),
+            flags=tuple(str(f) for f in data.get("flags", ())),
+        )
 
 
 @dataclass(frozen=True)
@@ -91,21 +97,31 @@ class BuildResult:
         return tuple(d for d in self.diagnostics if d.severity == "error")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "key": self.key, "path": self.path,
-                "diagnostics": [d.to_dict() for d in self.diagnostics],
-                "cached": self.cached, "seconds": self.seconds, "log": self.log,
-                "isolation": dict(self.isolation), "isolation_notes": dict(self.isolation_notes)}
+        return {
+            "ok": self.ok,
+            "key": self.key,
+            "path": self.path,
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+            "cached": self.cached,
+            "seconds": self.seconds,
+            "log": self.log,
+            "isolation": dict(self.isolation),
+            "isolation_notes": dict(self.isolation_notes),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BuildResult:
-        return cls(ok=bool(data["ok"]), key=str(data.get("key", "")),
-                   path=None if data.get("path") is None else str(data["path"]),
-                   diagnostics=tuple(Diagnostic.from_dict(d)
-                                     for d in data.get("diagnostics", ())),
-                   cached=bool(data.get("cached", False)),
-                   seconds=float(data.get("seconds", 0.0)), log=str(data.get("log", "")),
-                   isolation={str(k): bool(v) for k, v in dict(data.get("isolation") or {}).items()},
-                   isolation_notes={str(k): str(v) for k, v in dict(data.get("isolation_notes") or {}).items()})
+        return cls(
+            ok=bool(data["ok"]),
+            key=str(data.get("key", "")),
+            path=None if data.get("path") is None else str(data["path"]),
+            diagnostics=tuple(Diagnostic.from_dict(d) for d in data.get("diagnostics", ())),
+            cached=bool(data.get("cached", False)),
+            seconds=float(data.get("seconds", 0.0)),
+            log=str(data.get("log", "")),
+            isolation={str(k): bool(v) for k, v in dict(data.get("isolation") or {}).items()},
+            isolation_notes={str(k): str(v) for k, v in dict(data.get("isolation_notes") or {}).items()},
+        )
 
 
 def _opt_int(value: Any) -> int | None:

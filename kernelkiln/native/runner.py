@@ -33,10 +33,10 @@ __all__ = [
 
 # prlimit long options -> value. Sized for gcc on one translation unit.
 DEFAULT_LIMITS: dict[str, int] = {
-    "as": 4 << 30,       # address space, bytes
-    "cpu": 60,           # CPU seconds
+    "as": 4 << 30,  # address space, bytes
+    "cpu": 60,  # CPU seconds
     "fsize": 256 << 20,  # largest file it may write, bytes
-    "nproc": 64,         # processes of the (real) uid
+    "nproc": 64,  # processes of the (real) uid
 }
 
 # nvcc runs cudafe++, cicc, ptxas, fatbinary, nvlink and gcc in turn; cicc alone took
@@ -70,12 +70,20 @@ class RunOutcome:
         return self.returncode == launch.REFUSED
 
 
-def compiler_confinement(compiler_path: str, workdir: str, *, network: bool = True,
-                         filesystem: bool = True) -> Confinement:
+def compiler_confinement(
+    compiler_path: str, workdir: str, *, network: bool = True, filesystem: bool = True
+) -> Confinement:
     """The compiler reads the system and its own installation, writes only ``workdir``."""
     prefix = os.path.dirname(os.path.dirname(os.path.realpath(compiler_path)))
-    return Confinement(workspace=workdir, read=sorted({*paths.SYSTEM, prefix}), devices=paths.devices(gpu=False),
-                       hide=paths.homes(), pids=False, network=network, filesystem=filesystem)
+    return Confinement(
+        workspace=workdir,
+        read=sorted({*paths.SYSTEM, prefix}),
+        devices=paths.devices(gpu=False),
+        hide=paths.homes(),
+        pids=False,
+        network=network,
+        filesystem=filesystem,
+    )
 
 
 def compiler_env(compiler_path: str, workdir: str) -> dict[str, str]:
@@ -104,8 +112,7 @@ def resolve_group(user: int | None, group: int | None) -> int | None:
         return user
 
 
-def merge_limits(limits: Mapping[str, int | None] | None,
-                 base: Mapping[str, int] = DEFAULT_LIMITS) -> dict[str, int]:
+def merge_limits(limits: Mapping[str, int | None] | None, base: Mapping[str, int] = DEFAULT_LIMITS) -> dict[str, int]:
     """``base`` overridden by ``limits``; a ``None`` value removes that limit."""
     merged: dict[str, int | None] = dict(base)
     for name, value in (limits or {}).items():
@@ -115,11 +122,19 @@ def merge_limits(limits: Mapping[str, int | None] | None,
     return {k: int(v) for k, v in merged.items() if v is not None}
 
 
-def run_confined(argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
-                 user: int | None, group: int | None, timeout: float,
-                 limits: Mapping[str, int | None] | None,
-                 base_limits: Mapping[str, int] = DEFAULT_LIMITS,
-                 confinement: Confinement | None = None, required: Sequence[str] = ()) -> RunOutcome:
+def run_confined(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    user: int | None,
+    group: int | None,
+    timeout: float,
+    limits: Mapping[str, int | None] | None,
+    base_limits: Mapping[str, int] = DEFAULT_LIMITS,
+    confinement: Confinement | None = None,
+    required: Sequence[str] = (),
+) -> RunOutcome:
     """Run ``argv`` confined and return its combined stdout/stderr (truncated).
 
     ``limits`` override ``base_limits`` (``DEFAULT_LIMITS`` unless given); ``confinement``
@@ -130,9 +145,16 @@ def run_confined(argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
     command = launch.argv(conf, list(argv), limits=merge_limits(limits, base_limits), required=list(required))
     # An unlinked file owned by the parent: no pipe deadlock, nothing the child can swap.
     with tempfile.TemporaryFile() as sink:
-        proc = subprocess.Popen(command, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                                stdout=sink, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
         try:
             timed_out = not _wait(proc, timeout)
         except BaseException:

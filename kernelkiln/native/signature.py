@@ -36,11 +36,14 @@ POINTER_DTYPES: dict[str, tuple[torch.dtype, ...]] = {
 
 # Scalar type -> (ctypes type, kind, inclusive range for integers).
 SCALARS: dict[str, tuple[type, str, tuple[int, int] | None]] = {
-    "int": (ctypes.c_int, "int", (-(2 ** 31), 2 ** 31 - 1)),
-    "int32_t": (ctypes.c_int32, "int", (-(2 ** 31), 2 ** 31 - 1)),
-    "long": (ctypes.c_long, "int", (-(2 ** (ctypes.sizeof(ctypes.c_long) * 8 - 1)),
-                                    2 ** (ctypes.sizeof(ctypes.c_long) * 8 - 1) - 1)),
-    "int64_t": (ctypes.c_int64, "int", (-(2 ** 63), 2 ** 63 - 1)),
+    "int": (ctypes.c_int, "int", (-(2**31), 2**31 - 1)),
+    "int32_t": (ctypes.c_int32, "int", (-(2**31), 2**31 - 1)),
+    "long": (
+        ctypes.c_long,
+        "int",
+        (-(2 ** (ctypes.sizeof(ctypes.c_long) * 8 - 1)), 2 ** (ctypes.sizeof(ctypes.c_long) * 8 - 1) - 1),
+    ),
+    "int64_t": (ctypes.c_int64, "int", (-(2**63), 2**63 - 1)),
     "size_t": (ctypes.c_size_t, "int", (0, 2 ** (ctypes.sizeof(ctypes.c_size_t) * 8) - 1)),
     "float": (ctypes.c_float, "float", None),
     "double": (ctypes.c_double, "float", None),
@@ -50,8 +53,12 @@ SCALARS: dict[str, tuple[type, str, tuple[int, int] | None]] = {
 DEVICES = {"c": "cpu", "c++": "cpu", "cuda": "cuda"}
 
 RETURNS: dict[str, type | None] = {
-    "void": None, "int": ctypes.c_int, "int32_t": ctypes.c_int32,
-    "int64_t": ctypes.c_int64, "float": ctypes.c_float, "double": ctypes.c_double,
+    "void": None,
+    "int": ctypes.c_int,
+    "int32_t": ctypes.c_int32,
+    "int64_t": ctypes.c_int64,
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
 }
 
 _SIGNATURE = re.compile(r"^\s*(?P<ret>[A-Za-z_][\w\s]*?)\s*\((?P<params>[^()]*)\)\s*$")
@@ -91,12 +98,10 @@ def parse_signature(text: str) -> Signature:
         raise SignatureError(f"signature must be a string, got {type(text).__name__}")
     match = _SIGNATURE.match(text)
     if match is None:
-        raise SignatureError(f"cannot parse signature {text!r}; expected e.g. "
-                             "'void(const float*, float*, int64_t)'")
+        raise SignatureError(f"cannot parse signature {text!r}; expected e.g. 'void(const float*, float*, int64_t)'")
     returns = " ".join(match["ret"].split())
     if returns not in RETURNS:
-        raise SignatureError(f"unsupported return type {returns!r} in {text!r}; "
-                             f"supported: {', '.join(RETURNS)}")
+        raise SignatureError(f"unsupported return type {returns!r} in {text!r}; supported: {', '.join(RETURNS)}")
     raw = match["params"].strip()
     pieces = [] if raw in ("", "void") else [p.strip() for p in raw.split(",")]
     return Signature(returns, tuple(_param(p, text) for p in pieces), text)
@@ -112,11 +117,13 @@ def _param(piece: str, text: str) -> Param:
         raise SignatureError(f"cannot parse parameter {piece!r} in {text!r}")
     base, pointer = words[0], stars == 1
     if pointer and base not in POINTER_DTYPES:
-        raise SignatureError(f"unsupported pointer type {base}* in {text!r}; "
-                             f"supported: {', '.join(t + '*' for t in POINTER_DTYPES)}")
+        raise SignatureError(
+            f"unsupported pointer type {base}* in {text!r}; supported: {', '.join(t + '*' for t in POINTER_DTYPES)}"
+        )
     if not pointer and base not in SCALARS:
-        raise SignatureError(f"unsupported parameter type {base!r} in {text!r}; "
-                             f"supported scalars: {', '.join(SCALARS)}")
+        raise SignatureError(
+            f"unsupported parameter type {base!r} in {text!r}; supported scalars: {', '.join(SCALARS)}"
+        )
     return Param(base, pointer, f"{'const ' if const else ''}{base}{'*' if pointer else ''}")
 
 
@@ -130,17 +137,20 @@ def tensor_pointer(value: Any, dtypes: tuple[torch.dtype, ...], device: str, whe
         raise TypeError(f"{where}: expected a tensor, got {type(value).__name__}")
     if value.dtype not in dtypes:
         expected = " or ".join(str(d).removeprefix("torch.") for d in dtypes)
-        raise TypeError(f"{where}: expected dtype {expected}, "
-                        f"got {str(value.dtype).removeprefix('torch.')}")
+        raise TypeError(f"{where}: expected dtype {expected}, got {str(value.dtype).removeprefix('torch.')}")
     if (not value.is_cpu) if device == "cpu" else value.device.type != device:  # is_cpu: no device object
         if device == "cuda":
-            raise TypeError(f"{where}: expected a CUDA tensor (CUDA kernels take device pointers), "
-                            f"got device {value.device}; move it with .cuda()")
+            raise TypeError(
+                f"{where}: expected a CUDA tensor (CUDA kernels take device pointers), "
+                f"got device {value.device}; move it with .cuda()"
+            )
         raise TypeError(f"{where}: expected a CPU tensor, got device {value.device}")
     if device == "cuda" and value.device.index not in (None, torch.cuda.current_device()):
         # The launcher runs on the thread's current device, not on the tensor's.
-        raise TypeError(f"{where}: tensor is on {value.device} but the current device is "
-                        f"cuda:{torch.cuda.current_device()} (use torch.cuda.device(...))")
+        raise TypeError(
+            f"{where}: tensor is on {value.device} but the current device is "
+            f"cuda:{torch.cuda.current_device()} (use torch.cuda.device(...))"
+        )
     if not value.is_contiguous():
         raise TypeError(f"{where}: tensor must be contiguous (call .contiguous())")
     return value.data_ptr()

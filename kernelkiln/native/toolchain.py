@@ -17,8 +17,7 @@ from dataclasses import dataclass
 __all__ = ["Compiler", "CompilerNotFound", "cpu_identity", "find_compiler"]
 
 # Candidates per language; KILN_CC / KILN_CXX / KILN_NVCC name an explicit compiler instead.
-_CANDIDATES = {"c": ("gcc", "cc"), "c++": ("g++", "c++"),
-               "cuda": ("nvcc", "/usr/local/cuda/bin/nvcc")}
+_CANDIDATES = {"c": ("gcc", "cc"), "c++": ("g++", "c++"), "cuda": ("nvcc", "/usr/local/cuda/bin/nvcc")}
 _ENV = {"c": "KILN_CC", "c++": "KILN_CXX", "cuda": "KILN_NVCC"}
 
 
@@ -57,8 +56,14 @@ def _probe(lang: str, override: str) -> Compiler:
             continue
         path = os.path.realpath(found)
         try:
-            done = subprocess.run([path, "--version"], check=False, capture_output=True, text=True,
-                                  timeout=30, env={"PATH": os.defpath, "LANG": "C"})
+            done = subprocess.run(
+                [path, "--version"],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                env={"PATH": os.defpath, "LANG": "C"},
+            )
         except (OSError, subprocess.SubprocessError):
             continue
         if done.returncode == 0:
@@ -80,8 +85,7 @@ def cpu_identity() -> str:
         key, sep, value = line.partition(":")
         key = key.strip()
         # x86 names these "model name"/"flags"; arm64 "CPU part"/"Features".
-        if sep and key in ("model name", "flags", "Features", "CPU implementer",
-                           "CPU part") and key not in wanted:
+        if sep and key in ("model name", "flags", "Features", "CPU implementer", "CPU part") and key not in wanted:
             wanted[key] = value.strip()
     if not wanted:
         return f"{platform.machine()}|{platform.processor()}"

@@ -87,7 +87,6 @@ class TaskState:
             self._ended.notify_all()
 
 
-
 def settle(attempt: Attempt, task: TaskState, incumbent_when_judged: Attempt | None) -> Attempt:
     """The attempt's final verdict once the task's incumbent is taken into account.
 
@@ -135,8 +134,11 @@ def advance(state: AgentState, attempt: Attempt, r_draft: int) -> None:
 
 def leaderboard(agents: list[AgentState], me: AgentState) -> tuple[Snapshot, ...]:
     """The other agents' best snapshots, best first (read-only for a drafting agent)."""
-    snaps = [Snapshot(a.name, a.lens.name, a.best.id, a.best.speedup or 0.0, a.best.summary, a.best.code)
-             for a in agents if a is not me and a.best is not None]
+    snaps = [
+        Snapshot(a.name, a.lens.name, a.best.id, a.best.speedup or 0.0, a.best.summary, a.best.code)
+        for a in agents
+        if a is not me and a.best is not None
+    ]
     return tuple(sorted(snaps, key=lambda s: -s.speedup))
 
 

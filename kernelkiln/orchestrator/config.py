@@ -23,9 +23,13 @@ PolicyName = Literal["tuner", "llm", "replay"]
 SEARCH_TIME_BUDGET_S = 8.0
 
 # Keys of runs stored before every field had one home: old key -> where it lives now (None: gone).
-_MOVED = {("experiences",): ("context", "max_experiences"), ("knowledge",): ("context", "max_knowledge"),
-          ("graph_attempts",): ("context", "max_graph_attempts"), ("memory", "value", "turn_budget"): None,
-          ("memory", "retrieval", "limit"): None}
+_MOVED = {
+    ("experiences",): ("context", "max_experiences"),
+    ("knowledge",): ("context", "max_knowledge"),
+    ("graph_attempts",): ("context", "max_graph_attempts"),
+    ("memory", "value", "turn_budget"): None,
+    ("memory", "retrieval", "limit"): None,
+}
 
 
 class ClusterConfig(BaseModel):
@@ -33,17 +37,27 @@ class ClusterConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    address: str = Field("local", description="local: this process and machine; ray: the Ray cluster ray.init() "
-                                              "finds ($RAY_ADDRESS), else a new local one; ray://HOST:PORT: a "
-                                              "cluster through Ray Client. Needs kernelkiln[ray] (--cluster).")
-    cpus_per_device: int | None = Field(None, ge=1, description="CPU nodes: cores per evaluation device, each a "
-                                                                "core set of its own that its timing is pinned to "
-                                                                "(None: all of a node's CPUs, as Ray counts them, "
-                                                                "are one device).")
-    device: str | None = Field(None, description="The device kind to judge on when the cluster's nodes differ, as "
-                                                 "`kiln optimize --cluster` prints it (e.g. 'cuda: NVIDIA H200'); "
-                                                 "None: the most numerous kind. Results of two kinds are never "
-                                                 "compared.")
+    address: str = Field(
+        "local",
+        description="local: this process and machine; ray: the Ray cluster ray.init() "
+        "finds ($RAY_ADDRESS), else a new local one; ray://HOST:PORT: a "
+        "cluster through Ray Client. Needs kernelkiln[ray] (--cluster).",
+    )
+    cpus_per_device: int | None = Field(
+        None,
+        ge=1,
+        description="CPU nodes: cores per evaluation device, each a "
+        "core set of its own that its timing is pinned to "
+        "(None: all of a node's CPUs, as Ray counts them, "
+        "are one device).",
+    )
+    device: str | None = Field(
+        None,
+        description="The device kind to judge on when the cluster's nodes differ, as "
+        "`kiln optimize --cluster` prints it (e.g. 'cuda: NVIDIA H200'); "
+        "None: the most numerous kind. Results of two kinds are never "
+        "compared.",
+    )
 
     @field_validator("address")
     @classmethod
@@ -68,56 +82,101 @@ class OptimizeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    policy: PolicyName = Field("tuner", description="tuner: offline knob search of the seed candidate (no network); "
-                                                    "llm: a model writes whole candidates (needs `llm`); replay: "
-                                                    "the llm policy answered offline by a recorded session "
-                                                    "(needs `replay`).")
+    policy: PolicyName = Field(
+        "tuner",
+        description="tuner: offline knob search of the seed candidate (no network); "
+        "llm: a model writes whole candidates (needs `llm`); replay: "
+        "the llm policy answered offline by a recorded session "
+        "(needs `replay`).",
+    )
     agents: int = Field(1, ge=1, le=8, description="Agents per task, each with a different eligible strategy lens.")
     budget: int = Field(30, ge=1, description="Evaluations per task, shared by its agents (DESIGN's turn budget).")
-    max_tokens: int | None = Field(None, ge=1, description="Stop starting new turns once the run's prompt plus "
-                                                           "completion tokens reach this.")
-    max_wall_s: float | None = Field(None, gt=0, description="Stop starting new turns after this many seconds "
-                                                             "(counted afresh when a run resumes).")
-    r_draft: int = Field(5, ge=1, description="Plateau length (ACCEPT/REVERT since the last KEEP) at which an agent "
-                                              "drafts: it abandons local tuning and changes strategy.")
-    platform: Literal["cpu", "cuda"] = Field("cpu", description="Where candidates run and are timed; the task's seed "
-                                                                "for this platform starts the search.")
-    seed_file: str | None = Field(None, description="A candidate file every agent starts from, instead of the task's "
-                                                    "KILN seed or the generated one (--seed FILE; one task per run).")
-    start_from_seed: bool = Field(True, description="Agents start from a seed: seed_file, else the task's KILN seed "
-                                                    "for the platform, else (cpu) the candidate `kiln seed` generates "
-                                                    "from the reference's operations. False (--no-seed): llm agents "
-                                                    "write their first candidate from scratch.")
-    seed: int = Field(0, ge=0, description="Seed of the tuner's random moves (its sampler, drafting jumps, untried "
-                                           "settings): benchmark repeats use 0, 1, 2, … for independent trajectories.")
+    max_tokens: int | None = Field(
+        None, ge=1, description="Stop starting new turns once the run's prompt plus completion tokens reach this."
+    )
+    max_wall_s: float | None = Field(
+        None, gt=0, description="Stop starting new turns after this many seconds (counted afresh when a run resumes)."
+    )
+    r_draft: int = Field(
+        5,
+        ge=1,
+        description="Plateau length (ACCEPT/REVERT since the last KEEP) at which an agent "
+        "drafts: it abandons local tuning and changes strategy.",
+    )
+    platform: Literal["cpu", "cuda"] = Field(
+        "cpu", description="Where candidates run and are timed; the task's seed for this platform starts the search."
+    )
+    seed_file: str | None = Field(
+        None,
+        description="A candidate file every agent starts from, instead of the task's "
+        "KILN seed or the generated one (--seed FILE; one task per run).",
+    )
+    start_from_seed: bool = Field(
+        True,
+        description="Agents start from a seed: seed_file, else the task's KILN seed "
+        "for the platform, else (cpu) the candidate `kiln seed` generates "
+        "from the reference's operations. False (--no-seed): llm agents "
+        "write their first candidate from scratch.",
+    )
+    seed: int = Field(
+        0,
+        ge=0,
+        description="Seed of the tuner's random moves (its sampler, drafting jumps, untried "
+        "settings): benchmark repeats use 0, 1, 2, … for independent trajectories.",
+    )
     search: Literal["tpe", "enumerate", "random"] = Field(
-        "tpe", description="How the tuner searches the knobs after memory's settings: tpe: Optuna's TPE sampler, "
+        "tpe",
+        description="How the tuner searches the knobs after memory's settings: tpe: Optuna's TPE sampler, "
         "told every attempt's rank and the trials memory lends, so values that measured slow are tried less; "
         "enumerate: single-knob moves from the working settings, then untried settings at random (the earlier "
         "search); random: best-of-N, the seed then untried settings uniformly at random, no memory (the floor "
-        "`kiln ablate` measures every search against).")
-    tool_calls: int = Field(4, ge=0, description="Diagnostic tool calls (checks, profile, vectorization report) an "
-                                                 "llm agent may make per turn before it must submit.")
-    reasks: int = Field(2, ge=0, description="Times an llm agent is asked again for a reply that lacks the candidate, "
-                                             "the summary or an adoption record, before its turn is given up.")
-    confirm_time_budget_s: float | None = Field(20.0, gt=0, description="When a task ends, its best is judged "
-                                                "again in a fresh session timing for this long; that figure is "
-                                                "the task's reported speedup (0 or None: report the search's "
-                                                "figure).")
-    guard: GuardConfig = Field(default_factory=search_guard, description="How candidates are judged "
-                                                                         "(a timing budget of 8 s unless set).")
+        "`kiln ablate` measures every search against).",
+    )
+    tool_calls: int = Field(
+        4,
+        ge=0,
+        description="Diagnostic tool calls (checks, profile, vectorization report) an "
+        "llm agent may make per turn before it must submit.",
+    )
+    reasks: int = Field(
+        2,
+        ge=0,
+        description="Times an llm agent is asked again for a reply that lacks the candidate, "
+        "the summary or an adoption record, before its turn is given up.",
+    )
+    confirm_time_budget_s: float | None = Field(
+        20.0,
+        gt=0,
+        description="When a task ends, its best is judged "
+        "again in a fresh session timing for this long; that figure is "
+        "the task's reported speedup (0 or None: report the search's "
+        "figure).",
+    )
+    guard: GuardConfig = Field(
+        default_factory=search_guard, description="How candidates are judged (a timing budget of 8 s unless set)."
+    )
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Experience values, rules, board.")
     context: ContextConfig = Field(default_factory=ContextConfig, description="What an agent is shown each turn.")
     llm: LLMConfig | None = Field(None, description="The model endpoint (llm policy only).")
-    record: str | None = Field(None, description="A directory where every exchange with the model is saved "
-                                                 "(request, reply, usage, latency), one JSON-lines stream per task "
-                                                 "and agent, for `--policy replay` (llm and replay policies).")
-    replay: str | None = Field(None, description="The recorded session (a `record` directory) the replay policy "
-                                                 "answers from; its model settings replace `llm`.")
-    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="Where candidates are judged "
-                                                                           "(--cluster local|ray|ray://HOST:PORT).")
-    store: StoreConfig = Field(default_factory=StoreConfig, exclude=True,
-                               description="Where memory lives; not kept with a run (a run is resumed from its store).")
+    record: str | None = Field(
+        None,
+        description="A directory where every exchange with the model is saved "
+        "(request, reply, usage, latency), one JSON-lines stream per task "
+        "and agent, for `--policy replay` (llm and replay policies).",
+    )
+    replay: str | None = Field(
+        None,
+        description="The recorded session (a `record` directory) the replay policy "
+        "answers from; its model settings replace `llm`.",
+    )
+    cluster: ClusterConfig = Field(
+        default_factory=ClusterConfig, description="Where candidates are judged (--cluster local|ray|ray://HOST:PORT)."
+    )
+    store: StoreConfig = Field(
+        default_factory=StoreConfig,
+        exclude=True,
+        description="Where memory lives; not kept with a run (a run is resumed from its store).",
+    )
 
     @classmethod
     def stored(cls, data: dict[str, Any]) -> OptimizeConfig:

@@ -31,7 +31,12 @@ def confirm(task: Task, best: Attempt | None, config: OptimizeConfig, pool: Eval
         verdict = session.evaluate(best.code)
     finally:
         session.close()
-    return Confirmation(attempt_id=best.id, verdict=verdict.verdict, correct=verdict.correct,
-                        speedup=verdict.speedup if verdict.correct else None,
-                        reason="" if verdict.correct else verdict.reason, time_budget_s=budget,
-                        workloads={w.name: w.speedup for w in verdict.workloads})
+    return Confirmation(
+        attempt_id=best.id,
+        verdict=verdict.verdict,
+        correct=verdict.correct,
+        speedup=verdict.speedup if verdict.correct else None,
+        reason="" if verdict.correct else verdict.reason,
+        time_budget_s=budget,
+        workloads={w.name: w.speedup for w in verdict.workloads},
+    )

@@ -67,5 +67,6 @@ def _recording(config: OptimizeConfig, agent: str, task_id: str, client: ChatCli
 
     header = SessionHeader(llm=config.llm, config=config.model_dump(mode="json"))
     key = os.environ.get(config.llm.key_env, "")
-    return RecordingClient(client or make_client(config.llm), config.record, task_id=task_id, agent=agent,
-                           header=header, secrets=[key])
+    return RecordingClient(
+        client or make_client(config.llm), config.record, task_id=task_id, agent=agent, header=header, secrets=[key]
+    )

@@ -28,8 +28,9 @@ class Evaluator(Protocol):
     task: Task
     config: GuardConfig
 
-    def evaluate(self, source: str, incumbent: str | None = None, *, timed: bool = True,
-                 time_budget_s: float | None = None) -> Verdict: ...
+    def evaluate(
+        self, source: str, incumbent: str | None = None, *, timed: bool = True, time_budget_s: float | None = None
+    ) -> Verdict: ...
 
     def close(self) -> None: ...
 
@@ -64,8 +65,7 @@ class LocalPool:
         pass
 
 
-def open_pool(config: OptimizeConfig, store_url: str, device_kind: str | None = None,
-              progress=None) -> EvaluationPool:
+def open_pool(config: OptimizeConfig, store_url: str, device_kind: str | None = None, progress=None) -> EvaluationPool:
     """The pool ``config.cluster`` names; ``device_kind``: the kind a resumed run was judged on."""
     if config.cluster.address == "local":
         return LocalPool()

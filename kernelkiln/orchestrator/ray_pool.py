@@ -75,8 +75,7 @@ def connect(address: str) -> None:
     with _without_secrets():
         for attempt in range(1, tries + 1):
             try:
-                ray.init(address=None if address == "ray" else address, log_to_driver=False,
-                         configure_logging=False)
+                ray.init(address=None if address == "ray" else address, log_to_driver=False, configure_logging=False)
                 return
             except ConnectionAbortedError as exc:
                 if attempt == tries:
@@ -106,11 +105,13 @@ class RemoteEvaluator:
         self.shipment = TaskShipment.of(task)
         self._guard = guard.model_dump(mode="json")
 
-    def evaluate(self, source: str, incumbent: str | None = None, *, timed: bool = True,
-                 time_budget_s: float | None = None) -> Verdict:
+    def evaluate(
+        self, source: str, incumbent: str | None = None, *, timed: bool = True, time_budget_s: float | None = None
+    ) -> Verdict:
         def work(device: Device) -> dict[str, Any]:
             ref = device.handle.evaluate.remote(self.shipment, self._guard, source, incumbent, timed, time_budget_s)
             return _result(ref)
+
         return Verdict.model_validate(self.queue.run(work))
 
     def native_requests(self, source: str) -> list[native.BuildRequest]:
@@ -119,8 +120,9 @@ class RemoteEvaluator:
         return [native.BuildRequest.from_dict(r) for r in data]
 
     def build_as_sandbox(self, request: native.BuildRequest) -> native.BuildResult:
-        data = self.queue.run(lambda d: _result(d.handle.build_as_sandbox.remote(
-            self.shipment, self._guard, request.to_dict())))
+        data = self.queue.run(
+            lambda d: _result(d.handle.build_as_sandbox.remote(self.shipment, self._guard, request.to_dict()))
+        )
         return native.BuildResult.from_dict(data)
 
     def close(self) -> None:
@@ -148,8 +150,14 @@ def _first_line(exc: BaseException) -> str:
 class RayPool:
     """Evaluation actors on every alive node of the cluster ``config.cluster.address`` names."""
 
-    def __init__(self, config: OptimizeConfig, store_url: str, device_kind: str | None = None,
-                 progress: Callable[[str], None] | None = None, actor_class: type = EvaluationActor):
+    def __init__(
+        self,
+        config: OptimizeConfig,
+        store_url: str,
+        device_kind: str | None = None,
+        progress: Callable[[str], None] | None = None,
+        actor_class: type = EvaluationActor,
+    ):
         self.say = progress or (lambda line: None)
         self.platform = config.platform
         self._actors: list[Any] = []
@@ -163,25 +171,34 @@ class RayPool:
     def _open(self, config: OptimizeConfig, store_url: str, device_kind: str | None, actor_class: type) -> None:
         nodes = alive_nodes()
         if len(nodes) > 1 and store_url.startswith("sqlite"):
-            raise UserError(f"the Ray cluster has {len(nodes)} nodes and one memory must serve them all: give a "
-                            f"PostgreSQL store (--store postgresql://…); SQLite is one machine's file")
+            raise UserError(
+                f"the Ray cluster has {len(nodes)} nodes and one memory must serve them all: give a "
+                f"PostgreSQL store (--store postgresql://…); SQLite is one machine's file"
+            )
         actors = self._start(nodes, config, actor_class)
         try:
             infos = _result([a.describe.remote() for a in actors], timeout=_START_TIMEOUT_S)
         except (DeviceLost, GetTimeoutError) as exc:
-            raise UserError(f"the cluster's evaluation actors did not start ({exc}); is kernelkiln installed "
-                            f"on every node?") from None
+            raise UserError(
+                f"the cluster's evaluation actors did not start ({exc}); is kernelkiln installed on every node?"
+            ) from None
         described = [DeviceInfo.model_validate(info) for info in infos]
         devices = [Device(name=info.name, kind=info.kind, handle=a) for a, info in zip(actors, described)]
         self.device_kind = choose_kind(devices, device_kind or config.cluster.device)
         unused = [d for d in devices if d.kind != self.device_kind]
         self._kill([d.handle for d in unused])
         used = [d for d in devices if d.kind == self.device_kind]
-        self.queue = DeviceQueue(used, on_lost=lambda d, why: self.say(
-            f"cluster: device {d.name} died ({why}); its candidate is evaluated again elsewhere"))
+        self.queue = DeviceQueue(
+            used,
+            on_lost=lambda d, why: self.say(
+                f"cluster: device {d.name} died ({why}); its candidate is evaluated again elsewhere"
+            ),
+        )
         others = sorted({d.kind for d in unused})
-        self.say(f"cluster: {len(nodes)} node(s), {len(used)} device(s) of {self.device_kind}"
-                 + (f" (not used: {', '.join(others)})" if others else ""))
+        self.say(
+            f"cluster: {len(nodes)} node(s), {len(used)} device(s) of {self.device_kind}"
+            + (f" (not used: {', '.join(others)})" if others else "")
+        )
 
     def _start(self, nodes: list[dict[str, Any]], config: OptimizeConfig, actor_class: type) -> list[Any]:
         remote = ray.remote(actor_class)
@@ -202,14 +219,15 @@ class RayPool:
                 count, options = (cpus // cores if cores else 0), {"num_cpus": cores}
             strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
             for index in range(count):
-                actor = remote.options(max_restarts=0, scheduling_strategy=strategy, runtime_env=blank,
-                                       **options).remote(
-                    self.platform, index, cores, node_id)
+                actor = remote.options(
+                    max_restarts=0, scheduling_strategy=strategy, runtime_env=blank, **options
+                ).remote(self.platform, index, cores, node_id)
                 actors.append(actor)
                 self._actors.append(actor)
         if not actors:
-            what = ("GPUs" if self.platform == "cuda" else
-                    f"{per_device} CPUs free on one node" if per_device else "CPUs")
+            what = (
+                "GPUs" if self.platform == "cuda" else f"{per_device} CPUs free on one node" if per_device else "CPUs"
+            )
             raise UserError(f"the Ray cluster offers no {self.platform} evaluation device (no node has {what})")
         return actors
 

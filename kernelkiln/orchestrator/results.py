@@ -31,8 +31,12 @@ def confirmation_of(best: Attempt | None, confirmation: Confirmation | None) -> 
     return confirmation
 
 
-def task_summary(attempts: list[Attempt], best_path: Path | None, confirmation: Confirmation | None = None,
-                 no_candidate: NoCandidate | None = None) -> dict[str, Any]:
+def task_summary(
+    attempts: list[Attempt],
+    best_path: Path | None,
+    confirmation: Confirmation | None = None,
+    no_candidate: NoCandidate | None = None,
+) -> dict[str, Any]:
     """One task's figures (the run.json entry).
 
     Tokens and cost count every model call, those of turns that gave no candidate too;
@@ -66,9 +70,14 @@ def safe_name(task_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.=," else "_" for c in task_id)
 
 
-def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, list[Attempt]],
-                  confirmed: dict[str, Confirmation | None] | None = None,
-                  no_candidate: dict[str, NoCandidate] | None = None) -> dict[str, Any]:
+def write_outputs(
+    out_dir: Path,
+    run_id: str,
+    status: str,
+    by_task: dict[str, list[Attempt]],
+    confirmed: dict[str, Confirmation | None] | None = None,
+    no_candidate: dict[str, NoCandidate] | None = None,
+) -> dict[str, Any]:
     """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object.
 
     ``confirmed``: each task's confirmation record (see ``orchestrator.confirm``), when it has one;
@@ -80,8 +89,12 @@ def write_outputs(out_dir: Path, run_id: str, status: str, by_task: dict[str, li
         path = out_dir / safe_name(task_id) / "best.py"
         if best is not None:
             write_atomic(path, best.code)
-        tasks[task_id] = task_summary(attempts, path.resolve() if best is not None else None,
-                                      (confirmed or {}).get(task_id), (no_candidate or {}).get(task_id))
+        tasks[task_id] = task_summary(
+            attempts,
+            path.resolve() if best is not None else None,
+            (confirmed or {}).get(task_id),
+            (no_candidate or {}).get(task_id),
+        )
     result = {
         "run_id": run_id,
         "status": status,

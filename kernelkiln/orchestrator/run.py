@@ -51,16 +51,24 @@ class TaskSpec:
 
 def order_tasks(tasks: list[Task]) -> list[Task]:
     """Easy tasks first: by KernelBench level, then by the reference's work (FLOPs when known), then name."""
+
     def work(task: Task) -> float:
         return sum(w.flops or 0.0 for w in task.workloads)
+
     return sorted(tasks, key=lambda t: (t.level, work(t), t.name))
 
 
 class Optimizer:
     """Starts and resumes runs over one store."""
 
-    def __init__(self, memory: Memory, out_root: Path, observer: Observer | None = None,
-                 client: ChatClient | None = None, pool: EvaluationPool | None = None):
+    def __init__(
+        self,
+        memory: Memory,
+        out_root: Path,
+        observer: Observer | None = None,
+        client: ChatClient | None = None,
+        pool: EvaluationPool | None = None,
+    ):
         """``client`` replaces the model endpoint of llm runs (tests, benchmarks with a scripted model);
         ``pool`` the evaluation pool ``cluster`` names (benchmarks with simulated devices; the caller closes it)."""
         self.client = client
@@ -79,9 +87,15 @@ class Optimizer:
         starts = {task_id_of(t): starting_code(t, config) for t in tasks}  # refuses, before the run exists
         run = Run(config=config.model_dump(mode="json"))
         out = out_dir or self.out_root / run.id
-        run = run.model_copy(update={"state": RunState(
-            status="running", out=str(out.resolve()),
-            tasks=[RunTask(path=str(t.path), overrides=t.overrides, id=task_id_of(t)) for t in tasks])})
+        run = run.model_copy(
+            update={
+                "state": RunState(
+                    status="running",
+                    out=str(out.resolve()),
+                    tasks=[RunTask(path=str(t.path), overrides=t.overrides, id=task_id_of(t)) for t in tasks],
+                )
+            }
+        )
         pool = self._pool(config, None)  # refuses before the run exists
         try:
             with self.store.write() as conn:
@@ -115,29 +129,44 @@ class Optimizer:
         if pool is not self.pool:  # the caller's own stays open
             pool.close()
 
-    def _execute(self, run: Run, tasks: list[Task], config: OptimizeConfig, starts: dict[str, tuple[str, str]],
-                 pool: EvaluationPool) -> dict[str, Any]:
+    def _execute(
+        self,
+        run: Run,
+        tasks: list[Task],
+        config: OptimizeConfig,
+        starts: dict[str, tuple[str, str]],
+        pool: EvaluationPool,
+    ) -> dict[str, Any]:
         try:
             return self._execute_on(pool, run, tasks, config, starts)
         finally:
             self._close(pool)
 
-    def _execute_on(self, pool: EvaluationPool, run: Run, tasks: list[Task], config: OptimizeConfig,
-                    starts: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    def _execute_on(
+        self,
+        pool: EvaluationPool,
+        run: Run,
+        tasks: list[Task],
+        config: OptimizeConfig,
+        starts: dict[str, tuple[str, str]],
+    ) -> dict[str, Any]:
         self.memory = self.memory.configured(config.memory)
-        control = RunControl(config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None,
-                             pool=pool)
+        control = RunControl(
+            config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None, pool=pool
+        )
         book = _Book(self, run if pool.device_kind is None else self._save_state(run, device=pool.device_kind))
         stored = self._attempts(run.id)
         control.tokens = sum(a.tokens_in + a.tokens_out for a in stored) + sum(
-            n.prompt_tokens + n.completion_tokens for n in run.state.no_candidate.values())
+            n.prompt_tokens + n.completion_tokens for n in run.state.no_candidate.values()
+        )
         policies = RunPolicies(config, self.client)  # one per run: its llm agents share one reply protocol
         todo = [t for t in tasks if task_id_of(t) not in run.state.finished]
 
         def one(task: Task, leave: Callable[[], None] = lambda: None) -> None:
             task_id = task_id_of(task)
-            runner = self._runner(task, book.run, config, control, policies,
-                                  [a for a in stored if a.task_id == task_id], *starts[task_id])
+            runner = self._runner(
+                task, book.run, config, control, policies, [a for a in stored if a.task_id == task_id], *starts[task_id]
+            )
             book.started(task_id, runner)
             runner.on_agent_done = leave  # the task's last round leaves devices free: the next task may start
             self.observer.seeded(task_id, starts[task_id][1])
@@ -170,20 +199,38 @@ class Optimizer:
             raise
         return self._outputs(book.save(status, final=True))
 
-    def _runner(self, task: Task, run: Run, config: OptimizeConfig, control: RunControl, policies: RunPolicies,
-                stored: list[Attempt], seed_code: str, origin: str) -> TaskRunner:
+    def _runner(
+        self,
+        task: Task,
+        run: Run,
+        config: OptimizeConfig,
+        control: RunControl,
+        policies: RunPolicies,
+        stored: list[Attempt],
+        seed_code: str,
+        origin: str,
+    ) -> TaskRunner:
         task_id = task_id_of(task)
         state = TaskState(task_id=task_id, budget=config.budget)
-        agents = [AgentState(name=f"a{i + 1}", lens=lens, code=seed_code,
-                             policy=policies.make(f"a{i + 1}", task_id))
-                  for i, lens in enumerate(assign_lenses(task.op_family, config.agents))]
+        agents = [
+            AgentState(name=f"a{i + 1}", lens=lens, code=seed_code, policy=policies.make(f"a{i + 1}", task_id))
+            for i, lens in enumerate(assign_lenses(task.op_family, config.agents))
+        ]
         with control.memory_lock.exclusive():  # tasks of a cluster run start while others' agents write
             self._replay(run.id, task_id, state, agents, stored, config)
-        return TaskRunner(task, state, agents, self.memory, control, run.id, self.observer, seed_code,
-                          generated=origin == GENERATED)
+        return TaskRunner(
+            task, state, agents, self.memory, control, run.id, self.observer, seed_code, generated=origin == GENERATED
+        )
 
-    def _replay(self, run_id: str, task_id: str, state: TaskState, agents: list[AgentState], stored: list[Attempt],
-                config: OptimizeConfig) -> None:
+    def _replay(
+        self,
+        run_id: str,
+        task_id: str,
+        state: TaskState,
+        agents: list[AgentState],
+        stored: list[Attempt],
+        config: OptimizeConfig,
+    ) -> None:
         """Bring states, policies and memory's open stages to where the stored attempts left them."""
         by_name = {a.name: a for a in agents}
         with self.store.read() as conn:
@@ -212,9 +259,15 @@ class Optimizer:
             self.store.runs.update(conn, run)
         return run
 
-    def _save(self, run: Run, *, status: RunStatus, finished: list[str],
-              confirmed: dict[str, Confirmation | None] | None = None,
-              no_candidate: dict[str, NoCandidate] | None = None) -> Run:
+    def _save(
+        self,
+        run: Run,
+        *,
+        status: RunStatus,
+        finished: list[str],
+        confirmed: dict[str, Confirmation | None] | None = None,
+        no_candidate: dict[str, NoCandidate] | None = None,
+    ) -> Run:
         update: dict[str, Any] = {"status": status, "finished": list(finished)}
         if confirmed is not None:
             update["confirmed"] = dict(confirmed)
@@ -227,8 +280,9 @@ class Optimizer:
         by_task: dict[str, list[Attempt]] = {t.id: [] for t in run.state.tasks}
         for attempt in attempts:
             by_task.setdefault(attempt.task_id, []).append(attempt)
-        return write_outputs(Path(run.state.out), run.id, run.state.status, by_task, run.state.confirmed,
-                             run.state.no_candidate)
+        return write_outputs(
+            Path(run.state.out), run.id, run.state.status, by_task, run.state.confirmed, run.state.no_candidate
+        )
 
 
 class _Book:
@@ -243,13 +297,18 @@ class _Book:
         with self.lock:
             self.active[task_id] = runner
 
-    def finished(self, task_id: str, confirmation: Confirmation | None, runner: TaskRunner,
-                 control: RunControl) -> None:
+    def finished(
+        self, task_id: str, confirmation: Confirmation | None, runner: TaskRunner, control: RunControl
+    ) -> None:
         with self.lock:
             state = self.run.state
-            self.run = self.optimizer._save(self.run, status="running", finished=[*state.finished, task_id],
-                                            confirmed={**state.confirmed, task_id: confirmation},
-                                            no_candidate=_no_candidate(self.run, runner, control))
+            self.run = self.optimizer._save(
+                self.run,
+                status="running",
+                finished=[*state.finished, task_id],
+                confirmed={**state.confirmed, task_id: confirmation},
+                no_candidate=_no_candidate(self.run, runner, control),
+            )
             self.active.pop(task_id, None)  # its work is saved
 
     def save(self, status: RunStatus, final: bool = False) -> Run:
@@ -259,11 +318,13 @@ class _Book:
             if not final:
                 run = self.run
                 for runner in self.active.values():
-                    run = run.model_copy(update={"state": run.state.model_copy(
-                        update={"no_candidate": _no_candidate(run, runner)})})
+                    run = run.model_copy(
+                        update={"state": run.state.model_copy(update={"no_candidate": _no_candidate(run, runner)})}
+                    )
                 no_candidate = run.state.no_candidate
-            self.run = self.optimizer._save(self.run, status=status, finished=self.run.state.finished,
-                                            no_candidate=no_candidate)
+            self.run = self.optimizer._save(
+                self.run, status=status, finished=self.run.state.finished, no_candidate=no_candidate
+            )
             return self.run
 
 
@@ -280,7 +341,10 @@ def _no_candidate(run: Run, runner: TaskRunner | None, control: RunControl | Non
     if now is not None:
         recorded[task_id] = recorded[task_id].plus(now) if task_id in recorded else now
     if control is not None and runner.state.used == 0 and task_id not in recorded:
-        why = ("the run's token or time budget ran out before any candidate" if control.stop.is_set()
-               else "no agent proposed a candidate")
+        why = (
+            "the run's token or time budget ran out before any candidate"
+            if control.stop.is_set()
+            else "no agent proposed a candidate"
+        )
         recorded[task_id] = NoCandidate(reasons=[why])
     return recorded

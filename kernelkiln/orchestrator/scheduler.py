@@ -84,8 +84,10 @@ class DeviceQueue:
                 device.busy_s += time.perf_counter() - start
             self._release(device)
             return result
-        raise DevicesGone(f"a candidate lost its device on each of {TRIES} tries (last: {why}); "
-                          f"the run stops and resumes with --resume RUN_ID")
+        raise DevicesGone(
+            f"a candidate lost its device on each of {TRIES} tries (last: {why}); "
+            f"the run stops and resumes with --resume RUN_ID"
+        )
 
     def tasks_at_once(self, agents: int) -> int:
         """As many tasks as it takes for ``agents`` per task to keep every live device busy."""
@@ -97,18 +99,24 @@ class DeviceQueue:
 
     def stats(self) -> QueueStats:
         with self._cond:
-            return QueueStats(devices=len(self.devices), alive=sum(d.alive for d in self.devices),
-                              evaluations=sum(d.evaluations for d in self.devices), retried=self._retried,
-                              busy_s=sum(d.busy_s for d in self.devices), waited_s=self._waited,
-                              lost=[d.name for d in self.devices if not d.alive])
+            return QueueStats(
+                devices=len(self.devices),
+                alive=sum(d.alive for d in self.devices),
+                evaluations=sum(d.evaluations for d in self.devices),
+                retried=self._retried,
+                busy_s=sum(d.busy_s for d in self.devices),
+                waited_s=self._waited,
+                lost=[d.name for d in self.devices if not d.alive],
+            )
 
     def _acquire(self) -> Device:
         start = time.perf_counter()
         with self._cond:
             while not self._free:
                 if not any(d.alive for d in self.devices):
-                    raise DevicesGone("every evaluation device of the cluster died; "
-                                      "the run stops and resumes with --resume RUN_ID")
+                    raise DevicesGone(
+                        "every evaluation device of the cluster died; the run stops and resumes with --resume RUN_ID"
+                    )
                 self._cond.wait()
             self._waited += time.perf_counter() - start
             return self._free.pop(0)
@@ -136,6 +144,7 @@ def choose_kind(devices: list[Device], wanted: str | None) -> str:
     if wanted is None:
         return max(sorted(kinds), key=lambda kind: kinds[kind])
     if wanted not in kinds:
-        raise UserError(f"the run is judged on {wanted!r}, and the cluster has none of it "
-                        f"(it has: {', '.join(sorted(kinds))})")
+        raise UserError(
+            f"the run is judged on {wanted!r}, and the cluster has none of it (it has: {', '.join(sorted(kinds))})"
+        )
     return wanted

@@ -48,6 +48,8 @@ def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
             return generated, GENERATED
         why = f"kernelkiln cannot generate one: {generated}"
     if config.policy == "tuner":
-        raise NoSeed(f"{task.path}: the tuner needs a seed candidate that declares KNOBS, and {why}; "
-                        "give one with --seed FILE, or use --policy llm")
+        raise NoSeed(
+            f"{task.path}: the tuner needs a seed candidate that declares KNOBS, and {why}; "
+            "give one with --seed FILE, or use --policy llm"
+        )
     return "", f"none ({why})"

@@ -65,8 +65,9 @@ class RunControl:
         return not self.stop.is_set()
 
 
-def concurrently(work: Callable[[Task, Callable[[], None]], None], tasks: list[Task], width: int,
-                 control: RunControl) -> None:
+def concurrently(
+    work: Callable[[Task, Callable[[], None]], None], tasks: list[Task], width: int, control: RunControl
+) -> None:
     """``work(task, leave)`` for ``tasks`` in threads, ``width`` searching at once (a cluster's devices
     outnumber one task's agents). ``leave()`` frees the task's place once its first agent stops, so the
     next task starts during this one's last round and its confirmation. A failure stops the run from
@@ -90,7 +91,7 @@ def concurrently(work: Callable[[Task, Callable[[], None]], None], tasks: list[T
 
         try:
             work(task, leave)
-        except BaseException as exc:  # noqa: BLE001 - raised below, in the main thread
+        except BaseException as exc:
             errors.append(exc)
             control.stop.set()
         finally:
@@ -129,18 +130,34 @@ def task_id_of(task: Task) -> str:
 class TaskRunner:
     """Runs the agents of one task to the end of its budget."""
 
-    def __init__(self, task: Task, state: TaskState, agents: list[AgentState], memory: Memory, control: RunControl,
-                 run_id: str, observer: Observer, seed_code: str = "", generated: bool = False):
+    def __init__(
+        self,
+        task: Task,
+        state: TaskState,
+        agents: list[AgentState],
+        memory: Memory,
+        control: RunControl,
+        run_id: str,
+        observer: Observer,
+        seed_code: str = "",
+        generated: bool = False,
+    ):
         """``seed_code``: what the agents start from (``generated``: by ``kiln seed`` from the reference)."""
         self.task, self.state, self.agents, self.seed_code = task, state, agents, seed_code
         self.memory, self.control, self.run_id, self.observer = memory, control, run_id, observer
         self.config = control.config
-        self.record = TaskRecord(id=state.task_id, op_family=task.op_family, platform=self.config.platform,
-                                 meta={"path": str(task.path), "overrides": task.overrides, "level": task.level})
-        machine = control.pool.device_kind or machine_kind(self.config.platform,
-                                                           self.config.guard.threads or default_threads())
-        self.signature = signature(task, state.task_id, seed_code, generated=generated,
-                                   platform=self.config.platform, machine=machine)
+        self.record = TaskRecord(
+            id=state.task_id,
+            op_family=task.op_family,
+            platform=self.config.platform,
+            meta={"path": str(task.path), "overrides": task.overrides, "level": task.level},
+        )
+        machine = control.pool.device_kind or machine_kind(
+            self.config.platform, self.config.guard.threads or default_threads()
+        )
+        self.signature = signature(
+            task, state.task_id, seed_code, generated=generated, platform=self.config.platform, machine=machine
+        )
         with control.memory_lock.shared():
             self.prior = memory.prior(self.signature, run_id)
         for note in self.prior.notes:
@@ -163,8 +180,12 @@ class TaskRunner:
         try:
             for agent in self.agents:
                 self.sessions[agent.name] = self.control.pool.evaluator(self.task, self.config.guard)
-            threads = [threading.Thread(target=self._agent_loop, args=(a, self.sessions[a.name]),
-                                        name=f"kiln-{a.name}", daemon=True) for a in self.agents]
+            threads = [
+                threading.Thread(
+                    target=self._agent_loop, args=(a, self.sessions[a.name]), name=f"kiln-{a.name}", daemon=True
+                )
+                for a in self.agents
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -201,7 +222,7 @@ class TaskRunner:
                 return
             try:
                 done = self._turn(agent, session)
-            except BaseException as exc:  # noqa: BLE001 - reported by run() in the main thread
+            except BaseException as exc:
                 self.state.give_back()
                 if not self.control.abort.is_set():
                     self.errors.append(exc)
@@ -234,16 +255,30 @@ class TaskRunner:
             return False
         agent.repeats = 0
         attempt_id = new_id("a")
-        adoptions = [Adoption(attempt_id=attempt_id, experience_id=c.experience_id, task_id=self.state.task_id,
-                              adopted=c.adopted, why=c.why) for c in proposal.choices]
+        adoptions = [
+            Adoption(
+                attempt_id=attempt_id,
+                experience_id=c.experience_id,
+                task_id=self.state.task_id,
+                adopted=c.adopted,
+                why=c.why,
+            )
+            for c in proposal.choices
+        ]
         judged_against = self.state.incumbent
         self.observer.evaluating(self.state.task_id, agent.name, proposal.summary)
         verdict = session.evaluate(proposal.code, incumbent=judged_against.code if judged_against else None)
         if self.control.abort.is_set():
             return False  # interrupted mid-evaluation: the verdict may be the interruption's
         attempt = settle(self._attempt(attempt_id, agent, turn, proposal, verdict), self.state, judged_against)
-        result = AttemptResult(attempt=attempt, task=self.record, adoptions=adoptions, parent=self._parent(attempt),
-                               incumbent=self.state.incumbent, signature=self.signature)
+        result = AttemptResult(
+            attempt=attempt,
+            task=self.record,
+            adoptions=adoptions,
+            parent=self._parent(attempt),
+            incumbent=self.state.incumbent,
+            signature=self.signature,
+        )
         with self.control.memory_lock.exclusive():
             for callback in self.callbacks:
                 callback.after_verdict(result)
@@ -271,14 +306,23 @@ class TaskRunner:
         shared = cfg.memory.board.shared
         others = [a for a in self.agents if a is not agent]
         with self.control.memory_lock.shared():
-            experiences = self.memory.retrieve(query, platform=cfg.platform, limit=shown.max_experiences) \
-                if shown.max_experiences else []
-            graph = self.memory.ranked_attempts(self.state.task_id, shown.max_graph_attempts) \
-                if shown.max_graph_attempts and layered else []
+            experiences = (
+                self.memory.retrieve(query, platform=cfg.platform, limit=shown.max_experiences)
+                if shown.max_experiences
+                else []
+            )
+            graph = (
+                self.memory.ranked_attempts(self.state.task_id, shown.max_graph_attempts)
+                if shown.max_graph_attempts and layered
+                else []
+            )
             board = self.memory.board.read(self.state.task_id) if layered else []
             resident = self.memory.resident_rules()
-            knowledge = self.memory.knowledge(query, cfg.platform, limit=shown.max_knowledge) \
-                if shown.max_knowledge and layered else []
+            knowledge = (
+                self.memory.knowledge(query, cfg.platform, limit=shown.max_knowledge)
+                if shown.max_knowledge and layered
+                else []
+            )
         if not shared:  # each agent sees only its own conclusions on this task
             theirs = {a.id for other in others for a in other.history}
             experiences = [e for e in experiences if e.experience.source_attempt_id not in theirs]
@@ -288,15 +332,31 @@ class TaskRunner:
             best = self.state.incumbent.speedup if self.state.incumbent is not None else None
             evaluated = frozenset(self.state.evaluated)
         return Turn(
-            task=self.task, platform=cfg.platform, agent=agent.name, lens=agent.lens, objective=objective,
-            turn=len(agent.history) + 1, code=agent.code, parent_id=agent.parent_id, best_speedup=best,
-            feedback=agent.history[-1] if agent.history else None, verdict=agent.verdict,
-            history=tuple(agent.history), experiences=tuple(experiences), graph=tuple(graph), board=tuple(board),
-            rules=tuple(r for r, _ in resident), rule_sources=tuple(e for _, e in resident),
+            task=self.task,
+            platform=cfg.platform,
+            agent=agent.name,
+            lens=agent.lens,
+            objective=objective,
+            turn=len(agent.history) + 1,
+            code=agent.code,
+            parent_id=agent.parent_id,
+            best_speedup=best,
+            feedback=agent.history[-1] if agent.history else None,
+            verdict=agent.verdict,
+            history=tuple(agent.history),
+            experiences=tuple(experiences),
+            graph=tuple(graph),
+            board=tuple(board),
+            rules=tuple(r for r, _ in resident),
+            rule_sources=tuple(e for _, e in resident),
             knowledge=tuple(knowledge),
             leaderboard=leaderboard(self.agents, agent) if objective == "draft" and shared else (),
-            peers=tuple(a for other in others for a in other.history) if shared else (), evaluated=evaluated,
-            prior=self.prior, origin=self.seed_code, diagnose=self._diagnoser(self.sessions.get(agent.name)))
+            peers=tuple(a for other in others for a in other.history) if shared else (),
+            evaluated=evaluated,
+            prior=self.prior,
+            origin=self.seed_code,
+            diagnose=self._diagnoser(self.sessions.get(agent.name)),
+        )
 
     def _diagnoser(self, session: Evaluator | None):
         """The agent's diagnostic tools, run by its own guard session (None before it has one)."""
@@ -305,24 +365,52 @@ class TaskRunner:
         return diagnose.diagnoser(session, profile_budget_s=self.config.guard.time_budget_s / 4)
 
     # -- the record of a judged candidate --------------------------------------------------
-    def _attempt(self, attempt_id: str, agent: AgentState, turn: Turn, proposal: Proposal,
-                 verdict: Verdict) -> Attempt:
-        case = proposal.case.model_copy(update={
-            "objective": turn.objective, "code_hash": code_hash(proposal.code), "stage": verdict.stage,
-            "reason": verdict.reason, "noise_margin": verdict.noise_margin,
-            "speedup_vs_incumbent": verdict.speedup_vs_incumbent,
-            "diagnostics": verdict.diagnostics[:_DIAGNOSTICS_KEPT], "cost_usd": proposal.cost_usd,
-            "device": verdict.device, "signature": self.signature.exact})
-        measurements = [Measurement(workload=w.name, t_ref_ms=w.t_ref_s * 1e3, t_cand_ms=w.t_cand_s * 1e3,
-                                    speedup=w.speedup, sol_fraction=w.sol_fraction) for w in verdict.workloads]
+    def _attempt(self, attempt_id: str, agent: AgentState, turn: Turn, proposal: Proposal, verdict: Verdict) -> Attempt:
+        case = proposal.case.model_copy(
+            update={
+                "objective": turn.objective,
+                "code_hash": code_hash(proposal.code),
+                "stage": verdict.stage,
+                "reason": verdict.reason,
+                "noise_margin": verdict.noise_margin,
+                "speedup_vs_incumbent": verdict.speedup_vs_incumbent,
+                "diagnostics": verdict.diagnostics[:_DIAGNOSTICS_KEPT],
+                "cost_usd": proposal.cost_usd,
+                "device": verdict.device,
+                "signature": self.signature.exact,
+            }
+        )
+        measurements = [
+            Measurement(
+                workload=w.name,
+                t_ref_ms=w.t_ref_s * 1e3,
+                t_cand_ms=w.t_cand_s * 1e3,
+                speedup=w.speedup,
+                sol_fraction=w.sol_fraction,
+            )
+            for w in verdict.workloads
+        ]
         time_ms = geomean(m.t_cand_ms for m in measurements)
         journal = f"{proposal.journal.rstrip()}\n\n## Verdict\n{verdict.verdict} at {verdict.stage}: {verdict.reason}\n"
         return Attempt(
-            id=attempt_id, task_id=self.state.task_id, run_id=self.run_id, parent_id=proposal.parent_id,
-            agent=agent.name, lens=agent.lens.name, summary=proposal.summary, journal=journal, case=case,
-            code=proposal.code, verdict=verdict.verdict, error_class=verdict.stage if not verdict.correct else None,
-            time_ms=time_ms, speedup=verdict.speedup if verdict.correct else None, measurements=measurements,
-            tokens_in=proposal.prompt_tokens, tokens_out=proposal.completion_tokens)
+            id=attempt_id,
+            task_id=self.state.task_id,
+            run_id=self.run_id,
+            parent_id=proposal.parent_id,
+            agent=agent.name,
+            lens=agent.lens.name,
+            summary=proposal.summary,
+            journal=journal,
+            case=case,
+            code=proposal.code,
+            verdict=verdict.verdict,
+            error_class=verdict.stage if not verdict.correct else None,
+            time_ms=time_ms,
+            speedup=verdict.speedup if verdict.correct else None,
+            measurements=measurements,
+            tokens_in=proposal.prompt_tokens,
+            tokens_out=proposal.completion_tokens,
+        )
 
     def no_candidate(self) -> NoCandidate | None:
         """The turns whose model calls gave no candidate, with their cost and the agents' reasons."""
@@ -330,10 +418,13 @@ class TaskRunner:
             gave_up = list(self.state.gave_up)
         if not gave_up:
             return None
-        return NoCandidate(turns=len(gave_up), prompt_tokens=sum(g.prompt_tokens for g in gave_up),
-                           completion_tokens=sum(g.completion_tokens for g in gave_up),
-                           cost_usd=sum(g.cost_usd for g in gave_up),
-                           reasons=list(dict.fromkeys(g.reason for g in gave_up)))
+        return NoCandidate(
+            turns=len(gave_up),
+            prompt_tokens=sum(g.prompt_tokens for g in gave_up),
+            completion_tokens=sum(g.completion_tokens for g in gave_up),
+            cost_usd=sum(g.cost_usd for g in gave_up),
+            reasons=list(dict.fromkeys(g.reason for g in gave_up)),
+        )
 
     # -- the end of the task -------------------------------------------------------------
     def finish(self) -> None:
@@ -341,7 +432,10 @@ class TaskRunner:
         best = self.state.incumbent
         correct = [a for agent in self.agents for a in agent.history if a.correct]
         first = min(correct, key=lambda a: a.created_at) if correct else None
-        lesson = distill.best_configuration(best, first, self.task.op_family, self.config.platform) \
-            if best is not None else None
+        lesson = (
+            distill.best_configuration(best, first, self.task.op_family, self.config.platform)
+            if best is not None
+            else None
+        )
         with self.control.memory_lock.exclusive():
             self.memory.callbacks.on_task_end(self.state.task_id, [a.name for a in self.agents], lesson)

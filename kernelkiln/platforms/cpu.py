@@ -36,13 +36,19 @@ class CpuPlatform:
         if record is None:
             return Peaks(source="not measured on this CPU yet (run `kiln machine`)")
         if cores is None or cores == record.cores:
-            return Peaks(bandwidth_gbs=record.bandwidth_gbs, gflops_fp32=record.peak_gflops,
-                         source=f"kiln machine, {record.measured_at[:10]}, {cores_text(record.cores)}")
+            return Peaks(
+                bandwidth_gbs=record.bandwidth_gbs,
+                gflops_fp32=record.peak_gflops,
+                source=f"kiln machine, {record.measured_at[:10]}, {cores_text(record.cores)}",
+            )
         at = record.per_cores.get(str(cores))
         if not at:
             return Peaks(source=f"kiln machine measured no figures for {cores_text(cores)}")
-        return Peaks(bandwidth_gbs=at.get("bandwidth_gbs"), gflops_fp32=at.get("peak_gflops"),
-                     source=f"kiln machine, {record.measured_at[:10]}, {cores_text(cores)}")
+        return Peaks(
+            bandwidth_gbs=at.get("bandwidth_gbs"),
+            gflops_fp32=at.get("peak_gflops"),
+            source=f"kiln machine, {record.measured_at[:10]}, {cores_text(cores)}",
+        )
 
     def lock_clocks(self, mhz: int | None) -> str | None:
         return "clock locking is not supported on the CPU platform" if mhz is not None else None

@@ -61,6 +61,9 @@ class CudaPlatform:
         argv = [smi, "-i", index, "-rgc"] if mhz is None else [smi, "-i", index, "-lgc", f"{mhz},{mhz}"]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
         if done.returncode != 0:
-            return (done.stderr or done.stdout).strip().splitlines()[0] if (done.stderr or done.stdout).strip() \
+            return (
+                (done.stderr or done.stdout).strip().splitlines()[0]
+                if (done.stderr or done.stdout).strip()
                 else f"nvidia-smi exited with {done.returncode}"
+            )
         return None

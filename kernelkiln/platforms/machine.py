@@ -225,9 +225,16 @@ def default_array_bytes() -> int:
     return min(wanted, free // 8) if free else wanted
 
 
-def measure(refresh: bool = False, *, progress: Progress | None = None, array_bytes: int | None = None,
-            fma_target_s: float = FMA_TARGET_S, triad_reps: int = TRIAD_REPS, fma_reps: int = FMA_REPS,
-            store: bool = True) -> MachineRecord:
+def measure(
+    refresh: bool = False,
+    *,
+    progress: Progress | None = None,
+    array_bytes: int | None = None,
+    fma_target_s: float = FMA_TARGET_S,
+    triad_reps: int = TRIAD_REPS,
+    fma_reps: int = FMA_REPS,
+    store: bool = True,
+) -> MachineRecord:
     """This machine's record: the cached one unless ``refresh``, else measured now (and stored).
 
     Size parameters exist for tests; the defaults are for real use (about a second per
@@ -237,15 +244,17 @@ def measure(refresh: bool = False, *, progress: Progress | None = None, array_by
         cached = load_peaks()
         if cached is not None:
             return cached
-    record = _measure(progress or (lambda _line: None), array_bytes or default_array_bytes(),
-                      fma_target_s, triad_reps, fma_reps)
+    record = _measure(
+        progress or (lambda _line: None), array_bytes or default_array_bytes(), fma_target_s, triad_reps, fma_reps
+    )
     if store:
         write_atomic(cache_path(), json.dumps(record.to_dict(), indent=2) + "\n")
     return record
 
 
-def _measure(progress: Progress, array_bytes: int, fma_target_s: float, triad_reps: int,
-             fma_reps: int) -> MachineRecord:
+def _measure(
+    progress: Progress, array_bytes: int, fma_target_s: float, triad_reps: int, fma_reps: int
+) -> MachineRecord:
     import torch
 
     from kernelkiln import __version__, native
@@ -275,14 +284,25 @@ def _measure(progress: Progress, array_bytes: int, fma_target_s: float, triad_re
     top = per_cores[str(default)]
     isa = f"{lanes * 32}-bit vectors"
     return MachineRecord(
-        cpu=cpu_name(), cpu_key=cpu_key(), cpu_count=cpus, cores=default,
-        bandwidth_gbs=top["bandwidth_gbs"], peak_gflops=top["peak_gflops"], per_cores=per_cores,
+        cpu=cpu_name(),
+        cpu_key=cpu_key(),
+        cpu_count=cpus,
+        cores=default,
+        bandwidth_gbs=top["bandwidth_gbs"],
+        peak_gflops=top["peak_gflops"],
+        per_cores=per_cores,
         measured_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        kernelkiln_version=__version__, kernel=f"{isa}, {accumulators} FMA accumulators",
-        array_mib=round(n * 4 / 2**20, 1), seconds=round(time.perf_counter() - started, 2),
-        notes=(("bandwidth_gbs counts 3 x 4 B per triad element (STREAM); bandwidth_write_allocate_gbs "
-                "counts 4 x 4 B (the store's read for ownership)"),
-               f"top-level figures are at {cores_text(default)}, the guard's default (all but one)"),
+        kernelkiln_version=__version__,
+        kernel=f"{isa}, {accumulators} FMA accumulators",
+        array_mib=round(n * 4 / 2**20, 1),
+        seconds=round(time.perf_counter() - started, 2),
+        notes=(
+            (
+                "bandwidth_gbs counts 3 x 4 B per triad element (STREAM); bandwidth_write_allocate_gbs "
+                "counts 4 x 4 B (the store's read for ownership)"
+            ),
+            f"top-level figures are at {cores_text(default)}, the guard's default (all but one)",
+        ),
     )
 
 

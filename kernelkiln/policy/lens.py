@@ -56,13 +56,17 @@ def load_lenses() -> tuple[Lens, ...]:
 
 def eligible_lenses(op_family: str | None) -> list[Lens]:
     """The lenses a task of ``op_family`` may get, by priority then name."""
-    return sorted((lens for lens in load_lenses() if lens.eligible(op_family)), key=lambda lens: (lens.priority, lens.name))
+    return sorted(
+        (lens for lens in load_lenses() if lens.eligible(op_family)), key=lambda lens: (lens.priority, lens.name)
+    )
 
 
 def assign_lenses(op_family: str | None, agents: int) -> list[Lens]:
     """A different eligible lens for each of ``agents`` agents."""
     lenses = eligible_lenses(op_family)
     if agents > len(lenses):
-        raise UserError(f"{agents} agents asked for, but only {len(lenses)} lenses suit op family "
-                        f"{op_family or 'unknown'!r}: use --agents {len(lenses)} or fewer")
+        raise UserError(
+            f"{agents} agents asked for, but only {len(lenses)} lenses suit op family "
+            f"{op_family or 'unknown'!r}: use --agents {len(lenses)} or fewer"
+        )
     return lenses[:agents]

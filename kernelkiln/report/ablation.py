@@ -17,36 +17,45 @@ EXTRA_CSS = """
 table.arms td:first-child{white-space:nowrap}tr.ratio td{background:#fafafa;font-style:italic}tr.floor td{color:#555}
 td .ci{color:#777;font-size:.9em}td.n.better{color:#1b5e20;background:#e8f5e9}td.n.worse{color:#b71c1c;background:#ffebee}
 """
-FIGURES = ("final: the incumbent's value when the budget is spent; anytime: its mean over the budget (reaching a "
-           "good kernel early counts); evaluations to 95%: until the incumbent is worth 95% of the task's best known "
-           "figure (budget + 1 when never; fewer is better). Each a geometric mean over tasks, then over repeats "
-           "with its 95% interval [low, high]; a ratio row is the arm over the study's first arm (its reference), "
-           "paired by repeat, and anytime / best-of-N the arm over the floor: the seed, then random settings at the "
-           "same budget.")
+FIGURES = (
+    "final: the incumbent's value when the budget is spent; anytime: its mean over the budget (reaching a "
+    "good kernel early counts); evaluations to 95%: until the incumbent is worth 95% of the task's best known "
+    "figure (budget + 1 when never; fewer is better). Each a geometric mean over tasks, then over repeats "
+    "with its 95% interval [low, high]; a ratio row is the arm over the study's first arm (its reference), "
+    "paired by repeat, and anytime / best-of-N the arm over the floor: the seed, then random settings at the "
+    "same budget."
+)
 TONES = "Green: the ratio's 95% interval lies wholly on the better side of 1; red: on the worse side."
 
 
 def render_html(ablation: Ablation) -> str:
     """The whole page: what was run, then a section per study."""
     heading = f"kiln ablation: {', '.join(s.name for s in ablation.studies) or 'no studies'}"
-    parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(heading)}</title>",
-             f"<style>{CSS}{EXTRA_CSS}</style></head><body><h1>{esc(heading)}</h1>", _header(ablation)]
+    parts = [
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{esc(heading)}</title>',
+        f"<style>{CSS}{EXTRA_CSS}</style></head><body><h1>{esc(heading)}</h1>",
+        _header(ablation),
+    ]
     if ablation.studies:
         links = " · ".join(f'<a href="#study-{esc(s.name)}">{esc(s.name)}</a>' for s in ablation.studies)
         parts.append(f'<p class="meta">studies: {links}</p>')
     parts += [_study(ablation, s) for s in ablation.studies]
-    parts.append(f'<p class="meta">made by kernelkiln {esc(__version__)} at {esc(fmt_date(time.time()))} from '
-                 f'<code>{esc(ablation.folder / "ablation.json")}</code> · one self-contained file: no scripts, no '
-                 f'external assets; hover a point for its figures.</p></body></html>\n')
+    parts.append(
+        f'<p class="meta">made by kernelkiln {esc(__version__)} at {esc(fmt_date(time.time()))} from '
+        f"<code>{esc(ablation.folder / 'ablation.json')}</code> · one self-contained file: no scripts, no "
+        f"external assets; hover a point for its figures.</p></body></html>\n"
+    )
     return "".join(parts)
 
 
 def _header(ablation: Ablation) -> str:
     tasks = ", ".join(f"<code>{esc(t)}</code>" for t in ablation.tasks) or "none"
-    return (f'<p class="meta">{len(ablation.tasks)} task(s): {tasks}<br>budget {ablation.budget} evaluations per '
-            f'task · {ablation.repeat} repeat(s) · wall time {esc(fmt_duration(ablation.seconds))}</p>'
-            f'<p class="meta"><b>Figures</b> — {esc(ablation.figures or "as measured")}. {esc(FIGURES)}</p>'
-            f'<p class="meta">{esc(STORES)} {esc(TONES)}</p>')
+    return (
+        f'<p class="meta">{len(ablation.tasks)} task(s): {tasks}<br>budget {ablation.budget} evaluations per '
+        f"task · {ablation.repeat} repeat(s) · wall time {esc(fmt_duration(ablation.seconds))}</p>"
+        f'<p class="meta"><b>Figures</b> — {esc(ablation.figures or "as measured")}. {esc(FIGURES)}</p>'
+        f'<p class="meta">{esc(STORES)} {esc(TONES)}</p>'
+    )
 
 
 def _study(ablation: Ablation, study: Study) -> str:
@@ -63,8 +72,10 @@ def _study(ablation: Ablation, study: Study) -> str:
     parts.append(_html_table(table(study, ablation.floor)))
     if study.metric == "speedup":
         curves = reach(study, ablation.floor, ablation.budget, arm_colours(ablation.studies))
-        parts.append(f'<div class="plots"><div><h4>Each arm over {esc(study.reference)}</h4>{forest(study)}</div>'
-                     f"<div><h4>Evaluations to 95% of the best</h4>{curves}</div></div>")
+        parts.append(
+            f'<div class="plots"><div><h4>Each arm over {esc(study.reference)}</h4>{forest(study)}</div>'
+            f"<div><h4>Evaluations to 95% of the best</h4>{curves}</div></div>"
+        )
     return "".join(parts)
 
 
@@ -73,8 +84,10 @@ def _html_table(t: Table) -> str:
     rows = []
     for row in t.rows:
         label = f"<b>{esc(row.label)}</b>" if row.kind == "arm" else esc(row.label)
-        rows.append(f'<tr class="{row.kind}"><td>{label}</td><td class="muted">{esc(row.memory)}</td>'
-                    f'{"".join(_html_cell(c) for c in row.cells)}</tr>')
+        rows.append(
+            f'<tr class="{row.kind}"><td>{label}</td><td class="muted">{esc(row.memory)}</td>'
+            f"{''.join(_html_cell(c) for c in row.cells)}</tr>"
+        )
     return f'<table class="arms"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
@@ -86,9 +99,13 @@ def _html_cell(cell: Shown) -> str:
 def render_markdown(ablation: Ablation) -> str:
     """The header and every study's table (the reuse study's sentence) in GitHub Markdown."""
     tasks = ", ".join(md(t) for t in ablation.tasks) or "none"
-    lines = [f"### kiln ablation: {len(ablation.studies)} studies", "",
-             f"{len(ablation.tasks)} tasks ({tasks}), budget {ablation.budget}, {ablation.repeat} repeats, "
-             f"wall time {fmt_duration(ablation.seconds)}. Figures: {md(ablation.figures or 'as measured')}.", ""]
+    lines = [
+        f"### kiln ablation: {len(ablation.studies)} studies",
+        "",
+        f"{len(ablation.tasks)} tasks ({tasks}), budget {ablation.budget}, {ablation.repeat} repeats, "
+        f"wall time {fmt_duration(ablation.seconds)}. Figures: {md(ablation.figures or 'as measured')}.",
+        "",
+    ]
     for study in ablation.studies:
         lines += [f"#### {md(study.name)}: {md(study.question)}", ""]
         if study.metric == "reuse":

@@ -16,8 +16,10 @@ from kernelkiln.report.format import fmt_tokens, fmt_x
 SPEED = {"speedup": "final speedup", "anytime": "anytime speedup", "evals_to_95": "evaluations to 95%"}
 TOKENS = {"prompt_tokens": "prompt tokens per run", "max_prompt_tokens": "largest prompt"}
 FEWER_IS_BETTER = {"evals_to_95", "prompt_tokens", "max_prompt_tokens"}
-STORES = ("store: empty = a fresh store per task; crossfit = built on the other half of the tasks, still learning; "
-          "readonly = that store lent read-only; reuse = the store that already holds the tasks.")
+STORES = (
+    "store: empty = a fresh store per task; crossfit = built on the other half of the tasks, still learning; "
+    "readonly = that store lent read-only; reuse = the store that already holds the tasks."
+)
 
 
 @dataclass(frozen=True)
@@ -89,21 +91,35 @@ class Ablation:
 def parse(folder: Path, data: dict[str, Any]) -> Ablation:
     """ablation.json's object; missing parts read as empty."""
     studies = tuple(_study(str(name), s) for name, s in data["studies"].items() if isinstance(s, dict))
-    return Ablation(folder=folder, budget=int(data.get("budget") or 0), repeat=int(data.get("repeat") or 0),
-                    tasks=tuple(str(t) for t in data.get("tasks") or ()), figures=str(data.get("figures") or ""),
-                    floor=_arm(data["floor"]) if isinstance(data.get("floor"), dict) else None, studies=studies,
-                    total_seconds=float(data["seconds"]) if isinstance(data.get("seconds"), int | float) else None)
+    return Ablation(
+        folder=folder,
+        budget=int(data.get("budget") or 0),
+        repeat=int(data.get("repeat") or 0),
+        tasks=tuple(str(t) for t in data.get("tasks") or ()),
+        figures=str(data.get("figures") or ""),
+        floor=_arm(data["floor"]) if isinstance(data.get("floor"), dict) else None,
+        studies=studies,
+        total_seconds=float(data["seconds"]) if isinstance(data.get("seconds"), int | float) else None,
+    )
 
 
 def _study(name: str, raw: dict[str, Any]) -> Study:
-    common = {"name": name, "question": str(raw.get("question", "")), "metric": str(raw.get("metric", "speedup")),
-              "reference": str(raw.get("reference", "")), "seconds": float(raw.get("seconds") or 0.0)}
+    common = {
+        "name": name,
+        "question": str(raw.get("question", "")),
+        "metric": str(raw.get("metric", "speedup")),
+        "reference": str(raw.get("reference", "")),
+        "seconds": float(raw.get("seconds") or 0.0),
+    }
     if common["metric"] == "reuse":
         runs = [r for r in raw.get("runs") or () if isinstance(r, dict)]
-        return Study(**common, second_pass_budget=raw.get("second_pass_budget") or None,
-                     evaluations=Cell.of(raw.get("evaluations_to_first_best")),
-                     per_repeat=tuple(r.get("evaluations_to_first_best") for r in runs),
-                     in_one=tuple(n for n in raw.get("in_one") or () if isinstance(n, int)))
+        return Study(
+            **common,
+            second_pass_budget=raw.get("second_pass_budget") or None,
+            evaluations=Cell.of(raw.get("evaluations_to_first_best")),
+            per_repeat=tuple(r.get("evaluations_to_first_best") for r in runs),
+            in_one=tuple(n for n in raw.get("in_one") or () if isinstance(n, int)),
+        )
     return Study(**common, arms=tuple(_arm(a) for a in raw.get("arms") or () if isinstance(a, dict)))
 
 
@@ -111,9 +127,14 @@ def _arm(raw: dict[str, Any]) -> Arm:
     def cells(figures: Any) -> dict[str, Cell | None] | None:
         return {k: Cell.of(v) for k, v in figures.items()} if isinstance(figures, dict) else None
 
-    return Arm(label=str(raw.get("arm", "?")), memory=str(raw.get("memory", "")),
-               figures={k: Cell.of(raw.get(k)) for k in (*SPEED, *TOKENS)}, ratio=cells(raw.get("ratio")),
-               vs_floor=cells(raw.get("vs_floor")), reach=tuple(float(v) for v in raw.get("reach") or ()))
+    return Arm(
+        label=str(raw.get("arm", "?")),
+        memory=str(raw.get("memory", "")),
+        figures={k: Cell.of(raw.get(k)) for k in (*SPEED, *TOKENS)},
+        ratio=cells(raw.get("ratio")),
+        vs_floor=cells(raw.get("vs_floor")),
+        reach=tuple(float(v) for v in raw.get("reach") or ()),
+    )
 
 
 # -- tables ---------------------------------------------------------------------------------
@@ -158,8 +179,14 @@ def table(study: Study, floor: Arm | None) -> Table:
         vs = [ratio(arm.vs_floor.get("anytime"), "anytime") if arm.vs_floor else Shown("—")] if against_floor else []
         rows.append(Row(arm.label, "arm", arm.memory, (*(show(arm.figures.get(f), f) for f in figures), *vs)))
         if arm.ratio is not None:
-            rows.append(Row(f"{arm.label} / {study.reference}", "ratio", "",
-                            (*(ratio(arm.ratio.get(f), f) for f in figures), *([Shown("")] if vs else []))))
+            rows.append(
+                Row(
+                    f"{arm.label} / {study.reference}",
+                    "ratio",
+                    "",
+                    (*(ratio(arm.ratio.get(f), f) for f in figures), *([Shown("")] if vs else [])),
+                )
+            )
     if against_floor and floor is not None:
         rows.append(Row(floor.label, "floor", "floor", (*(show(floor.figures.get(f), f) for f in figures), Shown(""))))
     return Table(head, tuple(rows))

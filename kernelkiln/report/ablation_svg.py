@@ -40,10 +40,8 @@ def forest(study: Study) -> str:
         body.append(text(x(t), base + 15, tick_label(t), "middle", 'fill="#555"'))
     body.append(f'<line x1="{x(1.0):.1f}" y1="{top - 4}" x2="{x(1.0):.1f}" y2="{base}" stroke="#000"/>')
     body.append(f'<line x1="{left}" y1="{base}" x2="{right}" y2="{base}" stroke="#999"/>')
-    body.append(text((left + right) / 2, base + 32, f"ratio to {study.reference} (log scale)", "middle",
-                     'fill="#333"'))
-    body.append(text(WIDTH / 2, base + 48, "speedups: > 1 better · evaluations: < 1 better", "middle",
-                     'fill="#555"'))
+    body.append(text((left + right) / 2, base + 32, f"ratio to {study.reference} (log scale)", "middle", 'fill="#333"'))
+    body.append(text(WIDTH / 2, base + 48, "speedups: > 1 better · evaluations: < 1 better", "middle", 'fill="#555"'))
     y = top
     for arm in arms:
         body.append(text(6, y + 14, arm.label, extra='font-weight="bold"'))
@@ -63,12 +61,12 @@ def _whisker(arm: Arm, figure: str, x, y: float, middle: float) -> str:
     line = text(x(cell.mean) + 8, y + 4, f"k = {cell.k}, no interval", extra='fill="#888"')
     if cell.interval is not None:
         lo, hi = x(cell.low), x(cell.high)
-        caps = "".join(f"M{end:.1f},{y - 4:.1f}v8" for end, v in ((lo, cell.low), (hi, cell.high))
-                       if RANGE[0] < v < RANGE[1])
+        caps = "".join(
+            f"M{end:.1f},{y - 4:.1f}v8" for end, v in ((lo, cell.low), (hi, cell.high)) if RANGE[0] < v < RANGE[1]
+        )
         line = f'<path class="ci" d="M{lo:.1f},{y:.1f}H{hi:.1f}{caps}" stroke="{colour}" stroke-width="1.5"/>'
     tip = f"{arm.label}, {SPEED[figure]}: {ratio(cell, figure)} over the reference (k = {cell.k})"
-    return (f'<g><title>{esc(tip)}</title>{line}<circle cx="{x(cell.mean):.1f}" cy="{y:.1f}" r="4" '
-            f'fill="{colour}"/></g>')
+    return f'<g><title>{esc(tip)}</title>{line}<circle cx="{x(cell.mean):.1f}" cy="{y:.1f}" r="4" fill="{colour}"/></g>'
 
 
 def _ratio_range(cells: Sequence[Cell]) -> tuple[float, float]:
@@ -79,8 +77,11 @@ def _ratio_range(cells: Sequence[Cell]) -> tuple[float, float]:
 
 def _ratio_ticks(low: float, high: float, x) -> list[float]:
     """Round ratios in ``[low, high]``, at least 40 px apart, 1 always among them."""
-    candidates = [m * 10 ** e for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
-                  for m in (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)]
+    candidates = [
+        m * 10**e
+        for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        for m in (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
+    ]
     ticks = [1.0]
     for t in sorted((t for t in candidates if low <= t <= high), key=lambda t: abs(math.log(t))):
         if all(abs(x(t) - x(u)) >= 40 for u in ticks):
@@ -112,8 +113,15 @@ def reach(study: Study, floor: Arm | None, budget: int, colours: dict[str, str])
     for t in (0, 0.25, 0.5, 0.75, 1.0):
         body.append(f'<line x1="{xs.left}" y1="{y(t):.1f}" x2="{xs.right}" y2="{y(t):.1f}" stroke="#eee"/>')
         body.append(text(xs.left - 6, y(t) + 4, fmt_pct(t), "end", 'fill="#555"'))
-    body.append(text(14, top + plot_h / 2, "pairs within 95% of best", "middle",
-                     f'transform="rotate(-90 14 {top + plot_h / 2:.0f})" fill="#333"'))
+    body.append(
+        text(
+            14,
+            top + plot_h / 2,
+            "pairs within 95% of best",
+            "middle",
+            f'transform="rotate(-90 14 {top + plot_h / 2:.0f})" fill="#333"',
+        )
+    )
     body += xs.axis(base, "evaluation")
     for n, (arm, colour, kind) in enumerate(lines):
         if not arm.reach:
@@ -122,9 +130,11 @@ def reach(study: Study, floor: Arm | None, budget: int, colours: dict[str, str])
         wide = 2 + 1.2 * max(len(study.arms) - 1 - n, 0)  # earlier arms wider: equal curves show one edged by another
         points = " ".join(f"{xs(i):.1f},{y(v):.1f}" for i, v in enumerate(arm.reach, 1))
         body.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="{wide:g}"{dash}/>')
-        body += [f'<circle cx="{xs(i):.1f}" cy="{y(v):.1f}" r="2.5" fill="{colour}"><title>{esc(arm.label)} after '
-                 f'evaluation {i}: {fmt_pct(v)} of pairs within 95% of their best</title></circle>'
-                 for i, v in enumerate(arm.reach, 1)]
+        body += [
+            f'<circle cx="{xs(i):.1f}" cy="{y(v):.1f}" r="2.5" fill="{colour}"><title>{esc(arm.label)} after '
+            f"evaluation {i}: {fmt_pct(v)} of pairs within 95% of their best</title></circle>"
+            for i, v in enumerate(arm.reach, 1)
+        ]
     items = [(a.label + ("" if a.reach else " (no curve)"), colour, kind) for a, colour, kind in lines]
     legend_y = base + 56
     for row in _rows(items, xs.right - xs.left):
@@ -152,7 +162,13 @@ def reuse_bars(study: Study) -> str:
     """The second pass's evaluations to the first pass's best, a bar per repeat."""
     rows = [(f"repeat {k}", [v if isinstance(v, int | float) else None]) for k, v in enumerate(study.per_repeat, 1)]
     n = study.second_pass_budget
-    return hbars(rows, [("evaluations to the first pass's best", "#00838f")], unit="evaluations per task (mean)",
-                 ref=n, ref_label=f"budget {n}" if n else "", fmt=fmt_evals, title=f"{study.name}: per repeat",
-                 width=WIDTH)
-
+    return hbars(
+        rows,
+        [("evaluations to the first pass's best", "#00838f")],
+        unit="evaluations per task (mean)",
+        ref=n,
+        ref_label=f"budget {n}" if n else "",
+        fmt=fmt_evals,
+        title=f"{study.name}: per repeat",
+        width=WIDTH,
+    )

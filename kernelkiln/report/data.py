@@ -158,8 +158,11 @@ def collect(targets: list[str], store: Store | None, store_error: str = "") -> R
         try:
             if holder is None:
                 where = f"not in store {store.url}" if store is not None else store_error
-                run = from_run_json(data, str(folder), f"run {run_id} is {where}: attempt history, graphs and "
-                                                       "memory growth are unavailable")
+                run = from_run_json(
+                    data,
+                    str(folder),
+                    f"run {run_id} is {where}: attempt history, graphs and memory growth are unavailable",
+                )
             else:
                 run = _from_store(holder, run_id, str(folder))
                 rules.setdefault(holder.url, tuple(resident_rules(holder)))
@@ -188,8 +191,10 @@ def _with_sol(run: RunReport, fractions: dict[str, float]) -> RunReport:
     """SOL fractions recorded elsewhere (bench.json) for tasks that carry none."""
     if not fractions:
         return run
-    tasks = tuple(t if t.sol_fraction is not None or t.task_id not in fractions
-                  else replace(t, sol_fraction=fractions[t.task_id]) for t in run.tasks)
+    tasks = tuple(
+        t if t.sol_fraction is not None or t.task_id not in fractions else replace(t, sol_fraction=fractions[t.task_id])
+        for t in run.tasks
+    )
     return replace(run, tasks=tasks)
 
 
@@ -197,21 +202,36 @@ def from_run_json(data: dict[str, Any], out: str | None, note: str = "") -> RunR
     """A run as run.json alone describes it (no attempts, no memory)."""
     tasks = tuple(_task_from_json(task_id, t) for task_id, t in data["tasks"].items())
     return RunReport(
-        run_id=str(data.get("run_id", "?")), status=str(data.get("status", "unknown")), tasks=tasks,
-        prompt_tokens=int(data.get("prompt_tokens") or 0), completion_tokens=int(data.get("completion_tokens") or 0),
-        cost_usd=float(data.get("cost_usd") or 0.0), out=out, history=False, note=note)
+        run_id=str(data.get("run_id", "?")),
+        status=str(data.get("status", "unknown")),
+        tasks=tasks,
+        prompt_tokens=int(data.get("prompt_tokens") or 0),
+        completion_tokens=int(data.get("completion_tokens") or 0),
+        cost_usd=float(data.get("cost_usd") or 0.0),
+        out=out,
+        history=False,
+        note=note,
+    )
 
 
 def _task_from_json(task_id: str, t: dict[str, Any]) -> TaskReport:
     verdicts = t.get("verdicts") or {}
     return TaskReport(
-        task_id=task_id, best_speedup=t.get("confirmed_speedup") or t.get("best_speedup"),
-        search_speedup=t.get("best_speedup"), confirmed=t.get("confirmed_speedup") is not None,
-        confirm_failure=_failure(t.get("confirmation")), seed_speedup=t.get("seed_speedup"),
-        attempts=int(t.get("attempts") or 0), verdicts={v: int(verdicts.get(v, 0)) for v in VERDICTS},
-        prompt_tokens=int(t.get("prompt_tokens") or 0), completion_tokens=int(t.get("completion_tokens") or 0),
-        cost_usd=float(t.get("cost_usd") or 0.0), best_summary=t.get("best_summary"),
-        best_attempt=t.get("best_attempt"), sol_fraction=_number(t.get("sol_fraction")))
+        task_id=task_id,
+        best_speedup=t.get("confirmed_speedup") or t.get("best_speedup"),
+        search_speedup=t.get("best_speedup"),
+        confirmed=t.get("confirmed_speedup") is not None,
+        confirm_failure=_failure(t.get("confirmation")),
+        seed_speedup=t.get("seed_speedup"),
+        attempts=int(t.get("attempts") or 0),
+        verdicts={v: int(verdicts.get(v, 0)) for v in VERDICTS},
+        prompt_tokens=int(t.get("prompt_tokens") or 0),
+        completion_tokens=int(t.get("completion_tokens") or 0),
+        cost_usd=float(t.get("cost_usd") or 0.0),
+        best_summary=t.get("best_summary"),
+        best_attempt=t.get("best_attempt"),
+        sol_fraction=_number(t.get("sol_fraction")),
+    )
 
 
 # -- the store ------------------------------------------------------------------------
@@ -231,15 +251,26 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
     by_task: dict[str, list[Attempt]] = {t.id: [] for t in run.state.tasks}
     for attempt in attempts:
         by_task.setdefault(attempt.task_id, []).append(attempt)
-    tasks = tuple(task_report(task_id, found, run.state.confirmed.get(task_id), run.state.no_candidate.get(task_id))
-                  for task_id, found in by_task.items())
+    tasks = tuple(
+        task_report(task_id, found, run.state.confirmed.get(task_id), run.state.no_candidate.get(task_id))
+        for task_id, found in by_task.items()
+    )
     finished = max((a.created_at for a in attempts), default=None)
     growth, before = memory_growth(run.created_at, attempts, experiences)
     return RunReport(
-        run_id=run.id, status=run.state.status, tasks=tasks, created_at=run.created_at,
-        finished_at=finished, prompt_tokens=sum(t.prompt_tokens for t in tasks),
-        completion_tokens=sum(t.completion_tokens for t in tasks), cost_usd=round(sum(t.cost_usd for t in tasks), 6),
-        out=out or run.state.out, growth=growth, experiences_before=before, budget=run.config.get("budget"))
+        run_id=run.id,
+        status=run.state.status,
+        tasks=tasks,
+        created_at=run.created_at,
+        finished_at=finished,
+        prompt_tokens=sum(t.prompt_tokens for t in tasks),
+        completion_tokens=sum(t.completion_tokens for t in tasks),
+        cost_usd=round(sum(t.cost_usd for t in tasks), 6),
+        out=out or run.state.out,
+        growth=growth,
+        experiences_before=before,
+        budget=run.config.get("budget"),
+    )
 
 
 def _failure(confirmation: dict[str, Any] | None) -> str:
@@ -248,24 +279,49 @@ def _failure(confirmation: dict[str, Any] | None) -> str:
     return f"{confirmation.get('verdict', 'REJECT')}: {confirmation.get('reason', '')}"
 
 
-def task_report(task_id: str, attempts: list[Attempt], confirmation: Confirmation | None = None,
-                no_candidate: NoCandidate | None = None) -> TaskReport:
+def task_report(
+    task_id: str,
+    attempts: list[Attempt],
+    confirmation: Confirmation | None = None,
+    no_candidate: NoCandidate | None = None,
+) -> TaskReport:
     """One task's figures (as run.json has them), its attempts as points and the path to its best."""
     s = task_summary(attempts, None, confirmation, no_candidate)
     points = tuple(
-        Point(index=i, id=a.id, agent=a.agent or "—", lens=a.lens, verdict=a.verdict,
-              speedup=a.speedup if a.correct else None, objective=a.case.objective,
-              parent_id=a.parent_id, summary=a.summary, sol_fraction=attempt_sol(a),
-              vs_best=_number(a.case.speedup_vs_incumbent))
-        for i, a in enumerate(attempts, start=1))
+        Point(
+            index=i,
+            id=a.id,
+            agent=a.agent or "—",
+            lens=a.lens,
+            verdict=a.verdict,
+            speedup=a.speedup if a.correct else None,
+            objective=a.case.objective,
+            parent_id=a.parent_id,
+            summary=a.summary,
+            sol_fraction=attempt_sol(a),
+            vs_best=_number(a.case.speedup_vs_incumbent),
+        )
+        for i, a in enumerate(attempts, start=1)
+    )
     best = incumbent(attempts)
     return TaskReport(
-        task_id=task_id, best_speedup=s["confirmed_speedup"] or s["best_speedup"], search_speedup=s["best_speedup"],
-        confirmed=s["confirmed_speedup"] is not None, confirm_failure=_failure(s["confirmation"]),
-        seed_speedup=s["seed_speedup"], attempts=s["attempts"],
-        verdicts=s["verdicts"], prompt_tokens=s["prompt_tokens"], completion_tokens=s["completion_tokens"],
-        cost_usd=s["cost_usd"], best_summary=s["best_summary"], best_attempt=s["best_attempt"],
-        sol_fraction=attempt_sol(best) if best else None, points=points, best_path=path_to(attempts, best))
+        task_id=task_id,
+        best_speedup=s["confirmed_speedup"] or s["best_speedup"],
+        search_speedup=s["best_speedup"],
+        confirmed=s["confirmed_speedup"] is not None,
+        confirm_failure=_failure(s["confirmation"]),
+        seed_speedup=s["seed_speedup"],
+        attempts=s["attempts"],
+        verdicts=s["verdicts"],
+        prompt_tokens=s["prompt_tokens"],
+        completion_tokens=s["completion_tokens"],
+        cost_usd=s["cost_usd"],
+        best_summary=s["best_summary"],
+        best_attempt=s["best_attempt"],
+        sol_fraction=attempt_sol(best) if best else None,
+        points=points,
+        best_path=path_to(attempts, best),
+    )
 
 
 def path_to(attempts: list[Attempt], best: Attempt | None) -> tuple[str, ...]:
@@ -288,8 +344,10 @@ def memory_growth(start: float, attempts: list[Attempt], experiences) -> tuple[t
     attempts was written after it (a task's best configuration is distilled when the task ends).
     """
     ids = {a.id for a in attempts}
-    end = max([a.created_at for a in attempts] +
-              [e.created_at for e in experiences if e.source_attempt_id in ids], default=start)
+    end = max(
+        [a.created_at for a in attempts] + [e.created_at for e in experiences if e.source_attempt_id in ids],
+        default=start,
+    )
     times = sorted(e.created_at for e in experiences)
     before = sum(1 for t in times if t < start)
     growth = [(0.0, before)]
@@ -308,10 +366,17 @@ def resident_rules(store: Store) -> list[RuleRow]:
     with store.read() as conn:
         rules = store.rules.list(conn, resident=True)
         values = store.experiences.get_many(conn, [r.id for r in rules])
-    rows = [RuleRow(id=r.id, text=r.text, q=values[r.id].q if r.id in values else 0.0, frequency=r.frequency,
-                    tokens=r.tokens, priority=priority(values[r.id].q if r.id in values else 0.0, r.frequency,
-                                                       r.tokens))
-            for r in rules]
+    rows = [
+        RuleRow(
+            id=r.id,
+            text=r.text,
+            q=values[r.id].q if r.id in values else 0.0,
+            frequency=r.frequency,
+            tokens=r.tokens,
+            priority=priority(values[r.id].q if r.id in values else 0.0, r.frequency, r.tokens),
+        )
+        for r in rules
+    ]
     return sorted(rows, key=lambda r: (-r.priority, r.id))
 
 
@@ -323,5 +388,8 @@ def attempt_sol(attempt: Attempt) -> float | None:
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+    return (
+        float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         else None
+    )

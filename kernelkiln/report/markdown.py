@@ -5,8 +5,22 @@ from __future__ import annotations
 from kernelkiln.report.data import Report, RunReport
 from kernelkiln.report.format import fmt_date, fmt_pct, fmt_tokens, fmt_verdicts, fmt_x
 
-_SPECIAL = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
-                          "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " "})
+_SPECIAL = str.maketrans(
+    {
+        "\\": "\\\\",
+        "|": "\\|",
+        "`": "\\`",
+        "*": "\\*",
+        "_": "\\_",
+        "[": "\\[",
+        "]": "\\]",
+        "<": "&lt;",
+        ">": "&gt;",
+        "&": "&amp;",
+        "\n": " ",
+        "\r": " ",
+    }
+)
 
 
 def md(text: object) -> str:
@@ -26,33 +40,45 @@ def render_run(run: RunReport) -> str:
         lines += [f"_{md(run.note)}_", ""]
     sol = run.has_sol
     searched = run.confirmed
-    lines.append(f"| task | best vs torch |{' in search |' if searched else ''} seed vs torch | best / seed | attempts "
-                 f"| KEEP | ACCEPT | REVERT | REJECT | tokens |{' SOL |' if sol else ''}")
-    lines.append("| --- | ---: |" + (" ---: |" if searched else "") + " ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-                 "| ---: |" + (" ---: |" if sol else ""))
+    lines.append(
+        f"| task | best vs torch |{' in search |' if searched else ''} seed vs torch | best / seed | attempts "
+        f"| KEEP | ACCEPT | REVERT | REJECT | tokens |{' SOL |' if sol else ''}"
+    )
+    lines.append(
+        "| --- | ---: |" + (" ---: |" if searched else "") + " ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |" + (" ---: |" if sol else "")
+    )
     for t in run.tasks:
         counts = " | ".join(str(t.verdicts.get(v, 0)) for v in ("KEEP", "ACCEPT", "REVERT", "REJECT"))
         best = f"**{fmt_x(t.best_speedup)}**" if t.best_speedup is not None else "—"
         search = f" {fmt_x(t.search_speedup)} |" if searched else ""
-        lines.append(f"| {md(t.task_id)} | {best} |{search} {fmt_x(t.seed_speedup)} | "
-                     f"{fmt_x(t.best_over_seed)} | {t.attempts} | {counts} | {fmt_tokens(t.tokens)} |"
-                     + (f" {fmt_pct(t.sol_fraction)} |" if sol else ""))
+        lines.append(
+            f"| {md(t.task_id)} | {best} |{search} {fmt_x(t.seed_speedup)} | "
+            f"{fmt_x(t.best_over_seed)} | {t.attempts} | {counts} | {fmt_tokens(t.tokens)} |"
+            + (f" {fmt_pct(t.sol_fraction)} |" if sol else "")
+        )
     lines.append("")
     for t in run.tasks:
         if not t.attempts:
             lines.append(f"- **{md(t.task_id)}**: not started")
             continue
         if t.best_speedup is None:
-            lines.append(f"- **{md(t.task_id)}**: no correct candidate in {t.attempts} attempts "
-                         f"({fmt_verdicts(t.verdicts)})")
+            lines.append(
+                f"- **{md(t.task_id)}**: no correct candidate in {t.attempts} attempts ({fmt_verdicts(t.verdicts)})"
+            )
             continue
         over = f" ({fmt_x(t.best_over_seed)} over the seed)" if t.best_over_seed is not None else ""
         change = f"; best: {md(t.best_summary)}" if t.best_summary else ""
-        lines.append(f"- **{md(t.task_id)}**: {fmt_x(t.best_speedup)} vs torch{over} after {t.attempts} attempts "
-                     f"({fmt_verdicts(t.verdicts)}){change}")
+        lines.append(
+            f"- **{md(t.task_id)}**: {fmt_x(t.best_speedup)} vs torch{over} after {t.attempts} attempts "
+            f"({fmt_verdicts(t.verdicts)}){change}"
+        )
     if searched:
-        lines += ["", "best vs torch: the best judged again with a longer timing budget when its task ended; "
-                      "in search: as the search measured it."]
+        lines += [
+            "",
+            "best vs torch: the best judged again with a longer timing budget when its task ended; "
+            "in search: as the search measured it.",
+        ]
     if not sol:
         lines += ["", "SOL: not available (run `kiln machine`)"]
     return "\n".join(lines)

@@ -20,8 +20,10 @@ def read_run_json(target: str) -> tuple[Path, dict[str, Any]] | None:
         return None
     file = path / "run.json"
     if not file.is_file():
-        raise UserError(f"{path}: no run.json or ablation.json (give an output DIR of `kiln optimize` or "
-                        "`kiln ablate`, or a run id)")
+        raise UserError(
+            f"{path}: no run.json or ablation.json (give an output DIR of `kiln optimize` or "
+            "`kiln ablate`, or a run id)"
+        )
     return path.resolve(), _object(file, "tasks", "`kiln optimize`")
 
 
@@ -61,6 +63,9 @@ def bench_sol(folder: Path, run_id: str) -> dict[str, float]:
         return {}
     for repeat in bench.get("repeats", []) if isinstance(bench, dict) else []:
         if isinstance(repeat, dict) and repeat.get("run_id") == run_id and isinstance(repeat.get("sol_fraction"), dict):
-            return {k: float(v) for k, v in repeat["sol_fraction"].items()
-                    if isinstance(v, int | float) and not isinstance(v, bool)}
+            return {
+                k: float(v)
+                for k, v in repeat["sol_fraction"].items()
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            }
     return {}

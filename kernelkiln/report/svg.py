@@ -28,9 +28,11 @@ def esc(text: object) -> str:
 
 def svg(width: float, height: float, body: list[str], title: str) -> str:
     """An ``<svg>`` element with an accessible title."""
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{esc(title)}" {FONT}>'
-            f'<title>{esc(title)}</title>{"".join(body)}</svg>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{esc(title)}" {FONT}>'
+        f"<title>{esc(title)}</title>{''.join(body)}</svg>"
+    )
 
 
 def text(x: float, y: float, content: object, anchor: str = "start", extra: str = "") -> str:
@@ -51,14 +53,14 @@ def log_ticks(low: float, high: float) -> list[float]:
     """1-2-5 ticks covering ``[low, high]``."""
     ticks = []
     for exp in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
-        ticks += [m * 10 ** exp for m in (1, 2, 5) if low <= m * 10 ** exp <= high]
+        ticks += [m * 10**exp for m in (1, 2, 5) if low <= m * 10**exp <= high]
     return ticks
 
 
 def log_floor(value: float) -> float:
     """The largest 1-2-5 value at or below ``value``."""
     exp = math.floor(math.log10(value))
-    return next((m * 10 ** exp for m in (5, 2) if m * 10 ** exp <= value), 10 ** exp)
+    return next((m * 10**exp for m in (5, 2) if m * 10**exp <= value), 10**exp)
 
 
 def tick_label(value: float) -> str:
@@ -67,9 +69,18 @@ def tick_label(value: float) -> str:
 
 
 # -- bars -----------------------------------------------------------------------------
-def hbars(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[tuple[str, str]], *, unit: str,
-          ref: float | None = None, ref_label: str = "", fmt=fmt_x, tick_fmt=None, title: str,
-          width: int = 760) -> str:
+def hbars(
+    rows: Sequence[tuple[str, Sequence[float | None]]],
+    series: Sequence[tuple[str, str]],
+    *,
+    unit: str,
+    ref: float | None = None,
+    ref_label: str = "",
+    fmt=fmt_x,
+    tick_fmt=None,
+    title: str,
+    width: int = 760,
+) -> str:
     """Horizontal bars: a group per row (its label left), a bar per series (name, colour), value labels.
 
     ``ref`` draws a dashed vertical line (e.g. 1.0x: as fast as torch) labelled ``ref_label``.
@@ -89,8 +100,7 @@ def hbars(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[t
 
     body = [legend(left, 14, [(name, colour, "bar") for name, colour in series])]
     for t in ticks:
-        body.append(f'<line x1="{x(t):.1f}" y1="{top - 4}" x2="{x(t):.1f}" y2="{height - bottom + 4}" '
-                    f'stroke="#eee"/>')
+        body.append(f'<line x1="{x(t):.1f}" y1="{top - 4}" x2="{x(t):.1f}" y2="{height - bottom + 4}" stroke="#eee"/>')
         body.append(text(x(t), height - bottom + 18, (tick_fmt or tick_label)(t), "middle", 'fill="#555"'))
     body.append(text((left + right) / 2, height - 6, unit, "middle", 'fill="#333"'))
     for i, (label, vs) in enumerate(rows):
@@ -105,12 +115,16 @@ def hbars(rows: Sequence[tuple[str, Sequence[float | None]]], series: Sequence[t
                 body.append(text(left + 4, y + bar_h - 3, f"{name}: none", extra='fill="#888"'))
                 continue
             w = max(x(v) - left, 1.0)
-            body.append(f'<rect x="{left}" y="{y:.1f}" width="{w:.1f}" height="{bar_h - 2}" fill="{colour}">'
-                        f'<title>{esc(label)} {esc(name)}: {esc(fmt(v))}</title></rect>')
+            body.append(
+                f'<rect x="{left}" y="{y:.1f}" width="{w:.1f}" height="{bar_h - 2}" fill="{colour}">'
+                f"<title>{esc(label)} {esc(name)}: {esc(fmt(v))}</title></rect>"
+            )
             body.append(text(left + w + 4, y + bar_h - 3, fmt(v), extra='fill="#333"'))
     if ref is not None:
-        body.append(f'<line x1="{x(ref):.1f}" y1="{top - 6}" x2="{x(ref):.1f}" y2="{height - bottom}" '
-                    f'stroke="#000" stroke-dasharray="4 3"/>')
+        body.append(
+            f'<line x1="{x(ref):.1f}" y1="{top - 6}" x2="{x(ref):.1f}" y2="{height - bottom}" '
+            f'stroke="#000" stroke-dasharray="4 3"/>'
+        )
         body.append(text(x(ref) + 4, top - 8, ref_label, extra='fill="#000"'))
     return svg(width, height, body, title)
 
@@ -127,8 +141,10 @@ def marker(verdict: str, x: float, y: float, tip: str = "", r: float = 5.0) -> s
         pts = f"{x - r:.1f},{y - r + 1:.1f} {x + r:.1f},{y - r + 1:.1f} {x:.1f},{y + r:.1f}"
         return f'<polygon points="{pts}" fill="{c}" stroke="#fff">{title}</polygon>'
     if verdict == "REJECT":
-        d = f"M{x - r + 1:.1f},{y - r + 1:.1f}L{x + r - 1:.1f},{y + r - 1:.1f}M{x - r + 1:.1f},{y + r - 1:.1f}" \
+        d = (
+            f"M{x - r + 1:.1f},{y - r + 1:.1f}L{x + r - 1:.1f},{y + r - 1:.1f}M{x - r + 1:.1f},{y + r - 1:.1f}"
             f"L{x + r - 1:.1f},{y - r + 1:.1f}"
+        )
         hit = f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="transparent"/>'
         return f'<g>{title}{hit}<path d="{d}" stroke="{c}" stroke-width="2.2"/></g>'
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{c}" stroke="#fff">{title}</circle>'
@@ -142,8 +158,10 @@ def legend(x: float, y: float, items: Sequence[tuple[str, str, str]]) -> str:
             out.append(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="12" height="10" fill="{colour}"/>')
         elif kind in ("line", "dash", "draft"):
             dash = {"line": "", "dash": ' stroke-dasharray="5 3"', "draft": ' stroke-dasharray="2 3"'}[kind]
-            out.append(f'<line x1="{x:.1f}" y1="{y - 4:.1f}" x2="{x + 14:.1f}" y2="{y - 4:.1f}" stroke="{colour}" '
-                       f'stroke-width="2"{dash}/>')
+            out.append(
+                f'<line x1="{x:.1f}" y1="{y - 4:.1f}" x2="{x + 14:.1f}" y2="{y - 4:.1f}" stroke="{colour}" '
+                f'stroke-width="2"{dash}/>'
+            )
         else:
             out.append(marker(kind, x + 6, y - 4, r=4.5))
         out.append(text(x + 18, y, label, extra='fill="#333"'))
@@ -206,16 +224,26 @@ def trajectory(points: Sequence[Point], agents: Sequence[str], title: str, width
 
         def y(v: float) -> float:
             return base - plot_h * v / high
+
     body: list[str] = []
     for t in ticks:
         body.append(f'<line x1="{xs.left}" y1="{y(t):.1f}" x2="{xs.right}" y2="{y(t):.1f}" stroke="#eee"/>')
         body.append(text(xs.left - 6, y(t) + 4, tick_label(t), "end", 'fill="#555"'))
-    body.append(f'<line x1="{xs.left}" y1="{y(1.0):.1f}" x2="{xs.right}" y2="{y(1.0):.1f}" stroke="#000" '
-                f'stroke-dasharray="4 3"/>')
+    body.append(
+        f'<line x1="{xs.left}" y1="{y(1.0):.1f}" x2="{xs.right}" y2="{y(1.0):.1f}" stroke="#000" '
+        f'stroke-dasharray="4 3"/>'
+    )
     body.append(text(xs.right + 4, y(1.0) + 4, "torch", extra='fill="#000"'))
     scale = ", log scale" if use_log else ""
-    body.append(text(16, top + plot_h / 2, f"speedup (x vs torch{scale})", "middle",
-                     f'transform="rotate(-90 16 {top + plot_h / 2:.0f})" fill="#333"'))
+    body.append(
+        text(
+            16,
+            top + plot_h / 2,
+            f"speedup (x vs torch{scale})",
+            "middle",
+            f'transform="rotate(-90 16 {top + plot_h / 2:.0f})" fill="#333"',
+        )
+    )
     body.append(text(xs.left - 6, reject_y + 4, "rejected", "end", 'fill="#c62828"'))
     body += _draft_lines(points, xs, top, reject_y)
     best, steps = None, []
@@ -227,14 +255,18 @@ def trajectory(points: Sequence[Point], agents: Sequence[str], title: str, width
         if best is not None:
             steps.append(f"{xs(p.index):.1f},{y(best):.1f}")
     if steps:
-        body.append(f'<polyline points="{" ".join(steps)}" fill="none" stroke="#2e7d32" stroke-width="1.5" '
-                    f'stroke-dasharray="6 3" opacity="0.7"/>')
+        body.append(
+            f'<polyline points="{" ".join(steps)}" fill="none" stroke="#2e7d32" stroke-width="1.5" '
+            f'stroke-dasharray="6 3" opacity="0.7"/>'
+        )
     colours = {a: AGENT_COLOURS[i % len(AGENT_COLOURS)] for i, a in enumerate(agents)}
     for agent in agents:
         line = [f"{xs(p.index):.1f},{y(p.speedup):.1f}" for p in points if p.agent == agent and p.speedup]
         if len(line) > 1:
-            body.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="{colours[agent]}" '
-                        f'stroke-width="1.5" opacity="0.8"/>')
+            body.append(
+                f'<polyline points="{" ".join(line)}" fill="none" stroke="{colours[agent]}" '
+                f'stroke-width="1.5" opacity="0.8"/>'
+            )
     for p in points:
         py = y(p.speedup) if p.speedup else reject_y
         body.append(marker(p.verdict, xs(p.index), py, tip(p)))
@@ -253,9 +285,11 @@ def _draft_lines(points: Sequence[Point], xs: XScale, top: float, bottom: float)
     for p in points:
         if p.drafting and not drafting.get(p.agent):
             x = xs(p.index) - 0.5 * (xs(2) - xs(1) if xs.count > 1 else 0)
-            out.append(f'<line x1="{x:.1f}" y1="{top - 8}" x2="{x:.1f}" y2="{bottom + 6}" stroke="{DRAFT_COLOUR}" '
-                       f'stroke-dasharray="2 3" stroke-width="1.5"><title>{esc(p.agent)} drafts from attempt '
-                       f'#{p.index}</title></line>')
+            out.append(
+                f'<line x1="{x:.1f}" y1="{top - 8}" x2="{x:.1f}" y2="{bottom + 6}" stroke="{DRAFT_COLOUR}" '
+                f'stroke-dasharray="2 3" stroke-width="1.5"><title>{esc(p.agent)} drafts from attempt '
+                f"#{p.index}</title></line>"
+            )
             label = f"{p.agent} drafts"
             if x - last_label > CHAR_W * len(label) + 4:
                 out.append(text(x + 3, top - 10, label, extra=f'fill="{DRAFT_COLOUR}"'))
@@ -289,10 +323,24 @@ def growth(series: Sequence[tuple[float, int]], title: str, width: int = 760) ->
     for t in xticks:
         body.append(text(x(t * unit), base + 16, tick_label(t), "middle", 'fill="#555"'))
     body.append(f'<line x1="{left}" y1="{base}" x2="{right}" y2="{base}" stroke="#999"/>')
-    body.append(text((left + right) / 2, base + 34, f"{'minutes' if minutes else 'seconds'} since the run started",
-                     "middle", 'fill="#333"'))
-    body.append(text(16, top + plot_h / 2, "experiences in store", "middle",
-                     f'transform="rotate(-90 16 {top + plot_h / 2:.0f})" fill="#333"'))
+    body.append(
+        text(
+            (left + right) / 2,
+            base + 34,
+            f"{'minutes' if minutes else 'seconds'} since the run started",
+            "middle",
+            'fill="#333"',
+        )
+    )
+    body.append(
+        text(
+            16,
+            top + plot_h / 2,
+            "experiences in store",
+            "middle",
+            f'transform="rotate(-90 16 {top + plot_h / 2:.0f})" fill="#333"',
+        )
+    )
     steps, previous = [], None
     for t, c in series:
         if previous is not None:
@@ -303,6 +351,8 @@ def growth(series: Sequence[tuple[float, int]], title: str, width: int = 760) ->
         body.append(f'<polyline points="{" ".join(steps)}" fill="none" stroke="#1565c0" stroke-width="2"/>')
     for i, (t, c) in enumerate(series):
         if i and c > series[i - 1][1]:
-            body.append(f'<circle cx="{x(t):.1f}" cy="{y(c):.1f}" r="3" fill="#1565c0"><title>{c} experiences '
-                        f'at {t / unit:.1f} {"min" if minutes else "s"}</title></circle>')
+            body.append(
+                f'<circle cx="{x(t):.1f}" cy="{y(c):.1f}" r="3" fill="#1565c0"><title>{c} experiences '
+                f"at {t / unit:.1f} {'min' if minutes else 's'}</title></circle>"
+            )
     return svg(width, base + 44, body, title)

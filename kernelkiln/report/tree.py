@@ -66,9 +66,11 @@ def attempt_graph(points: Sequence[Point], best_path: Sequence[str], title: str,
         parent = _parent(p, by_id)
         if parent is None:
             if p.parent_id:
-                nodes.append(f'<line x1="{xs(p.index) - 14:.1f}" y1="{y(p):.1f}" x2="{xs(p.index):.1f}" '
-                             f'y2="{y(p):.1f}" stroke="#999" stroke-dasharray="2 2"><title>derived from '
-                             f'{esc(p.parent_id)}, outside this run</title></line>')
+                nodes.append(
+                    f'<line x1="{xs(p.index) - 14:.1f}" y1="{y(p):.1f}" x2="{xs(p.index):.1f}" '
+                    f'y2="{y(p):.1f}" stroke="#999" stroke-dasharray="2 2"><title>derived from '
+                    f"{esc(p.parent_id)}, outside this run</title></line>"
+                )
             continue
         d = f"M{xs(parent.index):.1f},{y(parent):.1f}L{xs(parent.index):.1f},{y(p):.1f}L{xs(p.index):.1f},{y(p):.1f}"
         if p.id in on_path and parent.id in on_path:
@@ -77,17 +79,25 @@ def attempt_graph(points: Sequence[Point], best_path: Sequence[str], title: str,
             edges.append(f'<path d="{d}" fill="none" stroke="#b0b0b0" stroke-width="1.3"/>')
     for p in points:
         if p.id in on_path:
-            nodes.append(f'<circle cx="{xs(p.index):.1f}" cy="{y(p):.1f}" r="8.5" fill="#fff" stroke="{BEST_COLOUR}" '
-                         f'stroke-width="3"/>')
+            nodes.append(
+                f'<circle cx="{xs(p.index):.1f}" cy="{y(p):.1f}" r="8.5" fill="#fff" stroke="{BEST_COLOUR}" '
+                f'stroke-width="3"/>'
+            )
         nodes.append(marker(p.verdict, xs(p.index), y(p), tip(p)))
     body = edges + highlighted + nodes
     best = by_id.get(best_path[-1]) if best_path else None
     best_label = f"path to the best (#{best.index}, {fmt_x(best.speedup)} vs torch)" if best else "no best"
     bottom = top + (count - 1) * ROW_H + 14
     body += xs.axis(bottom)
-    body.insert(0, f'<line x1="{xs.left}" y1="12" x2="{xs.left + 22}" y2="12" stroke="{BEST_COLOUR}" '
-                   f'stroke-width="4"/>' + text(xs.left + 28, 16, best_label, extra='fill="#333"')
-                + f'<line x1="{xs.left + 310}" y1="12" x2="{xs.left + 332}" y2="12" stroke="#b0b0b0" '
-                  f'stroke-width="1.3"/>' + text(xs.left + 338, 16, "parent → child (derived from its code); "
-                                                 "branches take lanes below", extra='fill="#333"'))
+    body.insert(
+        0,
+        f'<line x1="{xs.left}" y1="12" x2="{xs.left + 22}" y2="12" stroke="{BEST_COLOUR}" '
+        f'stroke-width="4"/>'
+        + text(xs.left + 28, 16, best_label, extra='fill="#333"')
+        + f'<line x1="{xs.left + 310}" y1="12" x2="{xs.left + 332}" y2="12" stroke="#b0b0b0" '
+        f'stroke-width="1.3"/>'
+        + text(
+            xs.left + 338, 16, "parent → child (derived from its code); branches take lanes below", extra='fill="#333"'
+        ),
+    )
     return svg(width, bottom + 44, body, title)

@@ -22,7 +22,9 @@ class Adoptions:
         attempt_ids = sorted({a.attempt_id for a in adoptions})
         existing = {
             (r.attempt_id, r.experience_id)
-            for r in conn.execute(sa.select(_t.c.attempt_id, _t.c.experience_id).where(_t.c.attempt_id.in_(attempt_ids)))
+            for r in conn.execute(
+                sa.select(_t.c.attempt_id, _t.c.experience_id).where(_t.c.attempt_id.in_(attempt_ids))
+            )
         }
         rows, seen = [], set(existing)
         for adoption in adoptions:

@@ -64,8 +64,11 @@ class Attempts:
         """Attempt count of every task one of ``attempt_ids`` belongs to (attempts are append-only,
         so the count versions a task's graph)."""
         tasks = sa.select(_t.c.task_id).where(_t.c.id.in_(attempt_ids)).distinct()
-        query = (sa.select(_t.c.task_id, sa.func.count()).where(_t.c.task_id.in_(tasks.scalar_subquery()))
-                 .group_by(_t.c.task_id))
+        query = (
+            sa.select(_t.c.task_id, sa.func.count())
+            .where(_t.c.task_id.in_(tasks.scalar_subquery()))
+            .group_by(_t.c.task_id)
+        )
         return {task: int(n) for task, n in conn.execute(query)}
 
     def outcomes(self, conn: Connection, task_ids: list[str]) -> list[Outcome]:
@@ -73,14 +76,26 @@ class Attempts:
         if not task_ids:
             return []
         columns = [_t.c.id, _t.c.task_id, _t.c.run_id, _t.c.verdict, _t.c.speedup, _t.c.case]
-        rows = conn.execute(sa.select(*columns).where(_t.c.task_id.in_(sorted(set(task_ids))))
-                            .order_by(_t.c.created_at, _t.c.id))
-        return [Outcome(r.id, r.task_id, r.run_id, r.verdict, r.speedup, Case.model_validate_json(r.case))
-                for r in rows]
+        rows = conn.execute(
+            sa.select(*columns).where(_t.c.task_id.in_(sorted(set(task_ids)))).order_by(_t.c.created_at, _t.c.id)
+        )
+        return [
+            Outcome(r.id, r.task_id, r.run_id, r.verdict, r.speedup, Case.model_validate_json(r.case)) for r in rows
+        ]
 
     def _graph_nodes(self, conn: Connection, condition) -> list[GraphNode]:
-        columns = [_t.c.id, _t.c.task_id, _t.c.parent_id, _t.c.verdict, _t.c.speedup, _t.c.time_ms,
-                   _t.c.created_at, _t.c.agent, _t.c.lens, _t.c.summary]
+        columns = [
+            _t.c.id,
+            _t.c.task_id,
+            _t.c.parent_id,
+            _t.c.verdict,
+            _t.c.speedup,
+            _t.c.time_ms,
+            _t.c.created_at,
+            _t.c.agent,
+            _t.c.lens,
+            _t.c.summary,
+        ]
         return [GraphNode(*r) for r in conn.execute(sa.select(*columns).where(condition))]
 
 

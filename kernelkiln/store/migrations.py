@@ -77,13 +77,17 @@ def _v3_run_state_and_matmul(conn: Connection) -> None:
     for row in conn.execute(sa.select(schema.runs)).all():
         run = from_row(Run, row)  # Run reads the old layout (see Run._split_legacy_layout)
         new = to_row(run, schema.runs)
-        conn.execute(schema.runs.update().where(schema.runs.c.id == run.id)
-                     .values(config=new["config"], state=new["state"]))
+        conn.execute(
+            schema.runs.update().where(schema.runs.c.id == run.id).values(config=new["config"], state=new["state"])
+        )
     experiences = schema.experiences
     for row in conn.execute(sa.select(experiences).where(experiences.c.op_family == "gemm")).all():
         renamed = from_row(Experience, row).model_copy(update={"op_family": "matmul"})
-        conn.execute(experiences.update().where(experiences.c.id == renamed.id)
-                     .values(op_family="matmul", tags_text=renamed.tags_text))
+        conn.execute(
+            experiences.update()
+            .where(experiences.c.id == renamed.id)
+            .values(op_family="matmul", tags_text=renamed.tags_text)
+        )
     conn.execute(schema.tasks.update().where(schema.tasks.c.op_family == "gemm").values(op_family="matmul"))
 
 

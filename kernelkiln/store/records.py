@@ -68,10 +68,13 @@ class NoCandidate(Record):
 
     def plus(self, other: NoCandidate) -> NoCandidate:
         """Both counts together (a resumed task's earlier and later turns)."""
-        return NoCandidate(turns=self.turns + other.turns, prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-                           completion_tokens=self.completion_tokens + other.completion_tokens,
-                           cost_usd=self.cost_usd + other.cost_usd,
-                           reasons=list(dict.fromkeys(self.reasons + other.reasons)))
+        return NoCandidate(
+            turns=self.turns + other.turns,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            reasons=list(dict.fromkeys(self.reasons + other.reasons)),
+        )
 
 
 class RunState(Record):

@@ -21,8 +21,11 @@ class Runs:
     def update(self, conn: Connection, run: Run) -> Run:
         """Store ``run``'s note, config and state over the stored ones (its progress, as the run goes)."""
         row = to_row(run, schema.runs)
-        conn.execute(schema.runs.update().where(schema.runs.c.id == run.id)
-                     .values(note=row["note"], config=row["config"], state=row["state"]))
+        conn.execute(
+            schema.runs.update()
+            .where(schema.runs.c.id == run.id)
+            .values(note=row["note"], config=row["config"], state=row["state"])
+        )
         return run
 
     def get(self, conn: Connection, run_id: str) -> Run | None:

@@ -24,8 +24,11 @@ class Signatures:
         """Every signature recorded for ``platform`` on ``machine``, oldest first ([] in a store before schema 4)."""
         if not sa.inspect(conn).has_table(_t.name):
             return []
-        rows = conn.execute(sa.select(_t).where(_t.c.platform == platform, _t.c.machine == machine)
-                            .order_by(_t.c.created_at, _t.c.task_id))
+        rows = conn.execute(
+            sa.select(_t)
+            .where(_t.c.platform == platform, _t.c.machine == machine)
+            .order_by(_t.c.created_at, _t.c.task_id)
+        )
         return [from_row(Signature, r) for r in rows]
 
     def all(self, conn: Connection) -> list[Signature]:

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import OperationalError
 
@@ -29,8 +28,8 @@ from kernelkiln.store.url import resolve_store_url
 class Store:
     """Memory's persistence. Work inside ``read()`` or ``write()`` transactions::
 
-        with store.write() as conn:
-            store.attempts.add(conn, attempt)
+    with store.write() as conn:
+        store.attempts.add(conn, attempt)
     """
 
     def __init__(self, engine: Engine, url: URL | None = None) -> None:
@@ -93,7 +92,9 @@ class Store:
             indexed = conn.exec_driver_sql("SELECT count(*) FROM experiences_fts").scalar_one()
             stored = conn.exec_driver_sql("SELECT count(*) FROM experiences").scalar_one()
             if unindexed or indexed != stored:
-                problems.append(f"full-text index out of step: {stored} experiences, {indexed} indexed, {unindexed} missing")
+                problems.append(
+                    f"full-text index out of step: {stored} experiences, {indexed} indexed, {unindexed} missing"
+                )
             return problems
 
     def close(self) -> None:
@@ -101,8 +102,9 @@ class Store:
         self.engine.dispose()
 
 
-def open_store(url: str | None = None, config: StoreConfig | None = None, *, upgrade: bool = True,
-               readonly: bool = False) -> Store:
+def open_store(
+    url: str | None = None, config: StoreConfig | None = None, *, upgrade: bool = True, readonly: bool = False
+) -> Store:
     """Open (and create or migrate, if ``upgrade``) the store at ``url``.
 
     ``url`` defaults to ``config.url``, then ``$KILN_STORE``, then the user's data directory.
@@ -123,8 +125,14 @@ def open_store(url: str | None = None, config: StoreConfig | None = None, *, upg
             if readonly and not 1 <= version <= SCHEMA_VERSION:
                 engine.dispose()
                 shown = resolved.render_as_string(hide_password=True)
-                raise UserError(f"cannot lend store {shown}: " + ("it is no kernelkiln store" if version < 1 else
-                                f"its schema version {version} is newer than this kernelkiln's; upgrade kernelkiln"))
+                raise UserError(
+                    f"cannot lend store {shown}: "
+                    + (
+                        "it is no kernelkiln store"
+                        if version < 1
+                        else f"its schema version {version} is newer than this kernelkiln's; upgrade kernelkiln"
+                    )
+                )
     except OperationalError as exc:
         engine.dispose()
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)

@@ -5,12 +5,12 @@ from kernelkiln.task.model import Task, Tolerance, Workload
 from kernelkiln.task.suite import Suite, bundled_suites, load_suite
 
 __all__ = [
+    "Suite",
     "Task",
     "Tolerance",
     "Workload",
-    "Suite",
-    "load_task",
-    "load_suite",
     "bundled_suites",
+    "load_suite",
+    "load_task",
     "parse_overrides",
 ]

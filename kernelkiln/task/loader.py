@@ -16,7 +16,15 @@ from kernelkiln.task.sizes import execute, key, size_vars
 
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 _KILN_KEYS = {
-    "op_family", "workloads", "tolerance", "flops", "bytes", "forbidden_ops", "allowed_ops", "seed", "level",
+    "op_family",
+    "workloads",
+    "tolerance",
+    "flops",
+    "bytes",
+    "forbidden_ops",
+    "allowed_ops",
+    "seed",
+    "level",
     "robustness",
 }
 
@@ -67,16 +75,21 @@ def _workloads(meta: dict, task: Task, tree: ast.Module, where: str) -> list[Wor
             raise UserError(f"{where}: workload {name!r} sets unknown size variable(s): {', '.join(sorted(unknown))}")
         sets = {**spec, **task.overrides}
         label = ", ".join(f"{k}={v}" for k, v in sets.items())
-        module = task.module if sets == task.overrides else execute(
-            task.path, tree, task.module.__name__, sets, f"{where}: workload {name} ({label})")
+        module = (
+            task.module
+            if sets == task.overrides
+            else execute(task.path, tree, task.module.__name__, sets, f"{where}: workload {name} ({label})")
+        )
         sizes = {k: module.__dict__.get(k) for k in task.size_vars}
         task.modules.setdefault(key(sizes), module)
-        workloads.append(Workload(
-            name=name,
-            sizes=sizes,
-            flops=_metric(meta.get("flops"), sizes, "flops", where),
-            bytes=_metric(meta.get("bytes"), sizes, "bytes", where),
-        ))
+        workloads.append(
+            Workload(
+                name=name,
+                sizes=sizes,
+                flops=_metric(meta.get("flops"), sizes, "flops", where),
+                bytes=_metric(meta.get("bytes"), sizes, "bytes", where),
+            )
+        )
     return workloads
 
 
@@ -106,7 +119,9 @@ def _ops(raw: Any, key: str, where: str) -> tuple[str, ...] | None:
     return tuple(raw)
 
 
-def exec_module(path: Path, source: str, name: str, before_exec: Callable[[dict], None] | None = None) -> types.ModuleType:
+def exec_module(
+    path: Path, source: str, name: str, before_exec: Callable[[dict], None] | None = None
+) -> types.ModuleType:
     """Execute ``source`` as a fresh module; errors become one-line UserErrors."""
     try:
         code = compile(source, str(path), "exec")
@@ -133,8 +148,9 @@ def read_task_source(path: Path) -> str:
         raise UserError(f"cannot read task file {path}: {exc}") from None
 
 
-def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_family: bool = True,
-              seeds: bool = True) -> Task:
+def load_task(
+    path: str | Path, overrides: dict[str, Any] | None = None, infer_family: bool = True, seeds: bool = True
+) -> Task:
     """Load a task file; ``overrides`` (from ``--set``) replace module-level size variables.
 
     Without ``KILN["op_family"]``, the family is inferred from the reference's calls
@@ -157,14 +173,18 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_f
         known = ", ".join(sorted(defaults)) or "none"
         raise UserError(f"{path}: --set {sorted(unknown)[0]}: no such module-level size variable (known: {known})")
     # A stored run's overrides come back from JSON with lists for tuples: give them the file's own kind.
-    overrides = {k: type(defaults[k])(v) if isinstance(v, (list, tuple)) and isinstance(defaults[k], (list, tuple))
-                 else v for k, v in overrides.items()}
+    overrides = {
+        k: type(defaults[k])(v) if isinstance(v, (list, tuple)) and isinstance(defaults[k], (list, tuple)) else v
+        for k, v in overrides.items()
+    }
     meta = getattr(pristine, "KILN", {}) or {}
     if not isinstance(meta, dict):
         raise UserError(f"{path}: KILN must be a dict")
     extra = set(meta) - _KILN_KEYS
     if extra:
-        raise UserError(f"{path}: unknown KILN key(s): {', '.join(sorted(extra))} (known: {', '.join(sorted(_KILN_KEYS))})")
+        raise UserError(
+            f"{path}: unknown KILN key(s): {', '.join(sorted(extra))} (known: {', '.join(sorted(_KILN_KEYS))})"
+        )
     level = meta.get("level", _folder_level(path))
     if not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= 4:
         raise UserError(f"{path}: KILN['level'] must be 1, 2, 3 or 4 (KernelBench's levels), got {level!r}")
@@ -172,8 +192,11 @@ def load_task(path: str | Path, overrides: dict[str, Any] | None = None, infer_f
     if not isinstance(robustness, bool):
         raise UserError(f"{path}: KILN['robustness'] must be True or False, got {robustness!r}")
     seed_paths = _seeds(meta.get("seed"), path) if seeds else {}
-    module = execute(path, tree, pristine.__name__, overrides, f"{path}: --set {_shown(overrides)}") \
-        if overrides else pristine
+    module = (
+        execute(path, tree, pristine.__name__, overrides, f"{path}: --set {_shown(overrides)}")
+        if overrides
+        else pristine
+    )
     task = Task(
         name=name,
         path=path.resolve(),
@@ -233,4 +256,5 @@ def _probe(task: Task) -> None:
         except Exception as exc:
             raise UserError(
                 f"{task.path}: workload {workload.name} ({workload.label()}): "
-                f"get_inputs/get_init_inputs failed: {type(exc).__name__}: {exc}") from None
+                f"get_inputs/get_init_inputs failed: {type(exc).__name__}: {exc}"
+            ) from None

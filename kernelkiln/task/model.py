@@ -156,8 +156,10 @@ class Task:
 
     def reference_failure(self, workload: Workload, exc: BaseException) -> UserError:
         """The one-line error for a reference that cannot be built or run at ``workload``'s sizes."""
-        return UserError(f"{self.path}: workload {workload.name} ({workload.label()}): the reference fails at "
-                         f"these sizes: {type(exc).__name__}: {first_line(exc)}")
+        return UserError(
+            f"{self.path}: workload {workload.name} ({workload.label()}): the reference fails at "
+            f"these sizes: {type(exc).__name__}: {first_line(exc)}"
+        )
 
     def summary(self) -> dict[str, Any]:
         return {

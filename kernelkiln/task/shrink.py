@@ -24,9 +24,31 @@ from kernelkiln.task.sizes import execute, roots, size_vars
 
 _SMALL = 8  # ints up to this are kept: axes (dim = 1), small counts, tiny batches
 # Words a name's parts start with (``num_groups`` -> num, groups); matched per part, so ``head_dim`` is a size.
-_KEEP = ("kernel", "stride", "pad", "dilation", "group", "heads", "nhead", "eps", "classes", "axis", "axes",
-         "factor", "scale", "scaling", "layers", "experts", "topk", "bins", "window", "pool", "patch", "block",
-         "chunk")
+_KEEP = (
+    "kernel",
+    "stride",
+    "pad",
+    "dilation",
+    "group",
+    "heads",
+    "nhead",
+    "eps",
+    "classes",
+    "axis",
+    "axes",
+    "factor",
+    "scale",
+    "scaling",
+    "layers",
+    "experts",
+    "topk",
+    "bins",
+    "window",
+    "pool",
+    "patch",
+    "block",
+    "chunk",
+)
 _DIVISORS = ("group", "heads", "nhead")  # what channel/embedding counts must stay multiples of
 _TILES = ("pool", "patch", "window", "block", "chunk")  # what spatial sizes must stay multiples of
 _KERNELS = ("kernel", "window", "pool", "patch")  # a spatial size must not drop below these
@@ -104,6 +126,7 @@ def _plan(base: dict[str, Any], shrinkable: set[str], k: float, spatial_k: float
 
     def values(words: tuple[str, ...]) -> list[int]:
         return [x for n, v in kept.items() if _has(n, words) for x in _ints(v) if x > 1]
+
     divisors, tiles, kernel = values(_DIVISORS), values(_TILES), max(values(_KERNELS), default=1)
     out: dict[str, Any] = {}
     for name, value in base.items():
@@ -137,7 +160,7 @@ def _failure(path: Path, overrides: dict[str, Any]) -> str | None:
                     model(*task.make_inputs(workload, seed=0))
             except UserError as exc:
                 return str(exc)
-            except Exception as exc:  # noqa: BLE001 - the reference's own code, at the shrunk sizes
+            except Exception as exc:
                 return str(task.reference_failure(workload, exc))
     return None
 
@@ -157,8 +180,10 @@ def shrink(path: str | Path, k: float, explicit: dict[str, Any] | None = None) -
     known = size_vars(tree, module.__dict__)
     unknown = sorted(set(explicit) - set(known))
     if unknown:
-        raise UserError(f"{path}: --set {unknown[0]}: no such module-level size variable "
-                        f"(known: {', '.join(sorted(known)) or 'none'})")
+        raise UserError(
+            f"{path}: --set {unknown[0]}: no such module-level size variable "
+            f"(known: {', '.join(sorted(known)) or 'none'})"
+        )
     if explicit:
         module = execute(path, tree, module.__name__, explicit, f"{path}: --set")
     base = {n: module.__dict__.get(n) for n in known}
@@ -170,8 +195,9 @@ def shrink(path: str | Path, k: float, explicit: dict[str, Any] | None = None) -
         overrides = {**plan, **explicit}
         why = _failure(path, overrides) if plan else None
         if why is None:
-            return Shrunk(overrides, tuple(Change(n, base[n], v) for n, v in plan.items()),
-                          spatial_k if spatial_k != k else None)
+            return Shrunk(
+                overrides, tuple(Change(n, base[n], v) for n, v in plan.items()), spatial_k if spatial_k != k else None
+            )
         first = first or why
         if spatial_k <= 1:
             break
@@ -184,5 +210,5 @@ def _tail(message: str, path: Path) -> str:
     """``message`` without a leading path, which the caller already names."""
     for prefix in (f"{path.resolve()}: ", f"{path}: "):
         if message.startswith(prefix):
-            return message[len(prefix):]
+            return message[len(prefix) :]
     return message

@@ -44,8 +44,11 @@ def is_size_value(value: Any) -> bool:
     """An int, float, bool or str, or a non-empty tuple/list of ints and floats."""
     if isinstance(value, (int, float, bool, str)):
         return True
-    return isinstance(value, (tuple, list)) and bool(value) and all(
-        isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+    return (
+        isinstance(value, (tuple, list))
+        and bool(value)
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+    )
 
 
 def size_vars(tree: ast.Module, namespace: dict[str, Any]) -> dict[str, Any]:
@@ -66,8 +69,11 @@ def roots(tree: ast.Module) -> set[str]:
     for node in tree.body:
         value = getattr(node, "value", None)
         names = bound_names(node)
-        plain = value is not None and not isinstance(node, ast.AugAssign) and not any(
-            isinstance(n, ast.Name) for n in ast.walk(value))
+        plain = (
+            value is not None
+            and not isinstance(node, ast.AugAssign)
+            and not any(isinstance(n, ast.Name) for n in ast.walk(value))
+        )
         (literal if plain else derived).update(names)
     return literal - derived
 
@@ -92,9 +98,10 @@ def execute(path: Path, tree: ast.Module, name: str, sets: dict[str, Any], where
     module.__dict__[_SET] = copy.deepcopy(sets)  # a list value must not be shared between modules
     try:
         exec(code, module.__dict__)
-    except Exception as exc:  # noqa: BLE001 - the task's own top level
-        raise UserError(f"{where}: the module's top level fails at these sizes: "
-                        f"{type(exc).__name__}: {first_line(exc)}") from None
+    except Exception as exc:
+        raise UserError(
+            f"{where}: the module's top level fails at these sizes: {type(exc).__name__}: {first_line(exc)}"
+        ) from None
     finally:
         module.__dict__.pop(_SET, None)
     return module

@@ -28,8 +28,11 @@ class Suite:
 
 def bundled_suites() -> dict[str, Suite]:
     """Suites shipped with kernelkiln, by name."""
-    return {"examples": Suite("examples", _PACKAGE / "examples"), "cpu": Suite("cpu", _PACKAGE / "suites" / "cpu"),
-            "kb-cpu": Suite("kb-cpu", _PACKAGE / "suites" / "kb_cpu")}
+    return {
+        "examples": Suite("examples", _PACKAGE / "examples"),
+        "cpu": Suite("cpu", _PACKAGE / "suites" / "cpu"),
+        "kb-cpu": Suite("kb-cpu", _PACKAGE / "suites" / "kb_cpu"),
+    }
 
 
 def load_suite(name_or_path: str | Path) -> Suite:

@@ -13,12 +13,17 @@ import typer
 
 def kiln(*args: str, cwd: Path | str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """``python -m kernelkiln ARGS`` in a subprocess; its exit code, stdout and stderr as text."""
-    return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "kernelkiln", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        check=False,
+    )
 
 
-def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120,
-                 sig: int | None = None) -> tuple[int, str]:
+def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120, sig: int | None = None) -> tuple[int, str]:
     """Run ``kiln ARGS``, press Ctrl-C (SIGINT to its process group) once stderr shows a line starting with
     ``line_prefix`` — or send ``sig`` to the kiln process alone, as ``kill PID`` does; its exit code and all
     it wrote to stderr.
@@ -26,9 +31,14 @@ def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120,
     The child starts with SIGINT at its default, as a terminal's foreground job does: a test runner started in
     the background of a non-interactive shell (as CI may be) ignores SIGINT, an ignored signal is inherited
     across exec, and Python whose SIGINT is ignored at start-up never raises KeyboardInterrupt."""
-    proc = subprocess.Popen([sys.executable, "-m", "kernelkiln", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_sigint_default)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelkiln", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_sigint_default,
+    )
     seen = []
     for line in proc.stderr:
         seen.append(line)

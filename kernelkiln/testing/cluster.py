@@ -29,8 +29,12 @@ FAKE_KEY = ("OPENAI_API_KEY", "sk-kiln-test-fixture-not-a-key")
 # test cluster says what it wants rather than depend on the home directory. AUTH_OFF is for its drivers too.
 AUTH_OFF = ("RAY_AUTH_MODE", "disabled")
 # Failure detection in seconds rather than Ray's default of about half a minute.
-_FAST_HEALTH = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "1000",
-                "RAY_health_check_failure_threshold": "4", "RAY_health_check_initial_delay_ms": "1000"}
+_FAST_HEALTH = {
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "4",
+    "RAY_health_check_initial_delay_ms": "1000",
+}
 _ACTIVE = re.compile(r"^\s*\d+\s+node_[0-9a-f]+", re.M)
 
 
@@ -59,8 +63,15 @@ class LocalCluster:
         self.nodes: list[subprocess.Popen] = []
 
     def start(self, nodes: int = 2) -> LocalCluster:
-        self._spawn(["--head", f"--port={self.port}", f"--ray-client-server-port={self.client_port}",
-                     "--include-dashboard=false", f"--temp-dir={self.temp}"])
+        self._spawn(
+            [
+                "--head",
+                f"--port={self.port}",
+                f"--ray-client-server-port={self.client_port}",
+                "--include-dashboard=false",
+                f"--temp-dir={self.temp}",
+            ]
+        )
         self.wait_for(1)
         for _ in range(nodes - 1):
             self.add_node()
@@ -80,8 +91,9 @@ class LocalCluster:
 
     def alive(self) -> int:
         """Nodes the cluster counts as active (``ray status``)."""
-        out = subprocess.run([_ray(), "status", f"--address={self.address}"], capture_output=True, text=True,
-                             env=self.env, timeout=60)
+        out = subprocess.run(
+            [_ray(), "status", f"--address={self.address}"], capture_output=True, text=True, env=self.env, timeout=60
+        )
         if out.returncode != 0:
             return 0
         active = out.stdout.split("Active:", 1)[-1].split("Pending:", 1)[0]
@@ -101,11 +113,25 @@ class LocalCluster:
         shutil.rmtree(self.temp, ignore_errors=True)
 
     def _spawn(self, args: list[str]) -> None:
-        command = [_ray(), "start", "--block", "--node-ip-address=127.0.0.1", f"--num-cpus={self.cpus}",
-                   "--disable-usage-stats", *args]
-        self.nodes.append(subprocess.Popen(command, env=self.env, start_new_session=True,
-                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL))
+        command = [
+            _ray(),
+            "start",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            f"--num-cpus={self.cpus}",
+            "--disable-usage-stats",
+            *args,
+        ]
+        self.nodes.append(
+            subprocess.Popen(
+                command,
+                env=self.env,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
 
     def _kill_strays(self) -> None:
         """Ray's worker processes run in groups of their own; those of this cluster name its temp dir."""

@@ -71,10 +71,10 @@ def main(argv: list[str]) -> None:
     cluster = ClusterConfig(address=argv[4]) if len(argv) > 4 else ClusterConfig()
     _kill_after(*BOUNDARIES[boundary], nth)
     store = open_store(url)
-    config = OptimizeConfig(budget=BUDGET, guard=fast_config(time_budget_s=0.3), confirm_time_budget_s=0.3,
-                            cluster=cluster)
-    Optimizer(Memory(store), out, _PrintRunId(store)).start([TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config,
-                                                            out)
+    config = OptimizeConfig(
+        budget=BUDGET, guard=fast_config(time_budget_s=0.3), confirm_time_budget_s=0.3, cluster=cluster
+    )
+    Optimizer(Memory(store), out, _PrintRunId(store)).start([TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config, out)
     store.close()
 
 

@@ -59,12 +59,16 @@ class MaxJitter(random.Random):
 TOOLS_REJECTED = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
 
 
-def text_reply(code: str, summary: str = "text protocol candidate", adopted: Sequence[str] = (),
-               not_adopted: Sequence[str] = (), prose: str = "Here is my candidate.") -> str:
+def text_reply(
+    code: str,
+    summary: str = "text protocol candidate",
+    adopted: Sequence[str] = (),
+    not_adopted: Sequence[str] = (),
+    prose: str = "Here is my candidate.",
+) -> str:
     """A complete text-protocol reply: prose, one python block, a Summary line and the adoption JSON."""
     adoptions = {"adopted": list(adopted), "not_adopted": [{"id": i, "why": "does not apply"} for i in not_adopted]}
-    return (f"{prose}\n\n```python\n{code.strip()}\n```\n\nSummary: {summary}\n\n"
-            f"```json\n{json.dumps(adoptions)}\n```\n")
+    return f"{prose}\n\n```python\n{code.strip()}\n```\n\nSummary: {summary}\n\n```json\n{json.dumps(adoptions)}\n```\n"
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,12 @@ class LoopbackServer:
     spending no script entry. Every request is kept in ``.requests``.
     """
 
-    def __init__(self, script: Iterable[Reply | dict[str, Any]], routes: dict[str, Any] | None = None,
-                 reject_tools: bool | str = False) -> None:
+    def __init__(
+        self,
+        script: Iterable[Reply | dict[str, Any]],
+        routes: dict[str, Any] | None = None,
+        reject_tools: bool | str = False,
+    ) -> None:
         self._script = deque(script)
         self.routes = dict(routes or {})
         self.reject_tools = TOOLS_REJECTED if reject_tools is True else reject_tools
@@ -123,8 +131,9 @@ class LoopbackServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def respond(self, path: str, headers: dict[str, str], body: dict[str, Any],
-                method: str = "POST") -> tuple[int, dict[str, str], Any]:
+    def respond(
+        self, path: str, headers: dict[str, str], body: dict[str, Any], method: str = "POST"
+    ) -> tuple[int, dict[str, str], Any]:
         """Status, extra headers and body (JSON, or a str sent as is) answering one request (from the handler thread)."""
         wire = "anthropic" if path.endswith("/messages") else "openai" if path.endswith("/chat/completions") else ""
         with self._lock:
@@ -166,8 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode(errors="replace")}
-        status, extra, payload = self.server.loopback.respond(self.path, dict(self.headers.items()), body,
-                                                              self.command)
+        status, extra, payload = self.server.loopback.respond(self.path, dict(self.headers.items()), body, self.command)
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
         try:
             self.send_response(status)
@@ -229,8 +237,9 @@ def _from_anthropic(body: dict[str, Any]) -> tuple[list[Message], list[ToolSpec]
             elif block["type"] == "thinking":
                 thinking.append(block)
         if texts or calls:
-            messages.append(Message(role=turn["role"], content="".join(texts), tool_calls=tuple(calls),
-                                    thinking=tuple(thinking)))
+            messages.append(
+                Message(role=turn["role"], content="".join(texts), tool_calls=tuple(calls), thinking=tuple(thinking))
+            )
     tools = [
         ToolSpec(name=t["name"], description=t.get("description", ""), parameters=t.get("input_schema") or {})
         for t in body.get("tools") or ()
@@ -269,8 +278,9 @@ _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool
 
 
 def _to_anthropic(c: Completion, number: int) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "thinking", "thinking": c.reasoning, "signature": f"sig-{number}"}
-                                     ] if c.reasoning else []
+    content: list[dict[str, Any]] = (
+        [{"type": "thinking", "thinking": c.reasoning, "signature": f"sig-{number}"}] if c.reasoning else []
+    )
     content += [{"type": "text", "text": c.text}] if c.text else []
     content += [{"type": "tool_use", "id": t.id, "name": t.name, "input": t.arguments} for t in c.tool_calls]
     return {

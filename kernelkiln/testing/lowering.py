@@ -20,8 +20,17 @@ from kernelkiln.task.model import Task, Workload
 ATOL = RTOL = 1e-4  # float32's default tolerance, compared in float64
 
 
-def task_source(forward: str, sizes: dict[str, Any], inputs: str, init: str = "[]", init_body: str = "",
-                args: str = "", signature: str = "x", kiln: dict | None = None, model: str | None = None) -> str:
+def task_source(
+    forward: str,
+    sizes: dict[str, Any],
+    inputs: str,
+    init: str = "[]",
+    init_body: str = "",
+    args: str = "",
+    signature: str = "x",
+    kiln: dict | None = None,
+    model: str | None = None,
+) -> str:
     """A task file: ``Model`` (``init_body`` in ``__init__(self, args)``; ``forward(self, signature)`` returns
     the expression ``forward``, or runs it as its body when it has several lines); ``model`` replaces the class."""
     if model is None:
@@ -30,9 +39,10 @@ def task_source(forward: str, sizes: dict[str, Any], inputs: str, init: str = "[
             "class Model(nn.Module):\n"
             f"    def __init__(self{', ' + args if args else ''}):\n"
             "        super().__init__()\n"
-            + textwrap.indent(textwrap.dedent(init_body).strip() or "pass", " " * 8) + "\n\n"
-            f"    def forward(self, {signature}):\n"
-            + textwrap.indent(textwrap.dedent(body).strip(), " " * 8) + "\n")
+            + textwrap.indent(textwrap.dedent(init_body).strip() or "pass", " " * 8)
+            + "\n\n"
+            f"    def forward(self, {signature}):\n" + textwrap.indent(textwrap.dedent(body).strip(), " " * 8) + "\n"
+        )
     lines = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F", "", textwrap.dedent(model), ""]
     lines += [f"{name} = {value!r}" for name, value in sizes.items()]
     if kiln is not None:
@@ -41,8 +51,15 @@ def task_source(forward: str, sizes: dict[str, Any], inputs: str, init: str = "[
     return "\n".join(lines)
 
 
-def write_task(directory: Path, name: str, forward: str, sizes: dict[str, Any], inputs: str,
-               overrides: dict[str, Any] | None = None, **options: Any) -> Task:
+def write_task(
+    directory: Path,
+    name: str,
+    forward: str,
+    sizes: dict[str, Any],
+    inputs: str,
+    overrides: dict[str, Any] | None = None,
+    **options: Any,
+) -> Task:
     """Write ``name``.py into ``directory`` and load it."""
     path = Path(directory) / f"{name}.py"
     path.write_text(task_source(forward, sizes, inputs, **options))
@@ -52,7 +69,7 @@ def write_task(directory: Path, name: str, forward: str, sizes: dict[str, Any], 
 def run_candidate(source: str) -> dict[str, Any]:
     """The candidate's module namespace (it compiles its C source as it is imported)."""
     namespace: dict[str, Any] = {"__name__": "kiln_candidate"}
-    exec(compile(source, "candidate.py", "exec"), namespace)  # noqa: S102  (as the guard's worker loads it)
+    exec(compile(source, "candidate.py", "exec"), namespace)
     return namespace
 
 
@@ -60,8 +77,13 @@ def _outputs(value: Any) -> list[torch.Tensor]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
-def mismatch(task: Task, source: str, workload: Workload | None = None, seeds: tuple[int, ...] = (1, 2),
-             namespace: dict[str, Any] | None = None) -> str | None:
+def mismatch(
+    task: Task,
+    source: str,
+    workload: Workload | None = None,
+    seeds: tuple[int, ...] = (1, 2),
+    namespace: dict[str, Any] | None = None,
+) -> str | None:
     """Why the candidate's outputs differ from the reference's at ``workload`` (all when None); None when they match.
 
     Inputs are drawn with seeds other than the one the lowering traced at (0); floating

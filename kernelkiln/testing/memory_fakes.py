@@ -34,7 +34,7 @@ def attempt(
     task_id: str = "t1",
     *,
     verdict: str = "KEEP",
-    speedup: float | None | object = _UNSET,
+    speedup: float | object | None = _UNSET,
     time_ms: float | None = None,
     parent: Attempt | str | None = None,
     agent: str = "",
@@ -57,10 +57,13 @@ def attempt(
     )
 
 
-def result(att: Attempt, adopted: list[str] = (), unadopted: list[str] = (), task: TaskRecord | None = None
-           ) -> AttemptResult:
+def result(
+    att: Attempt, adopted: list[str] = (), unadopted: list[str] = (), task: TaskRecord | None = None
+) -> AttemptResult:
     """An AttemptResult whose agent adopted ``adopted`` and passed over ``unadopted`` (on a task without tags)."""
-    records = [Adoption(attempt_id=att.id, experience_id=e, task_id=att.task_id, adopted=True, why="fits") for e in adopted]
+    records = [
+        Adoption(attempt_id=att.id, experience_id=e, task_id=att.task_id, adopted=True, why="fits") for e in adopted
+    ]
     records += [
         Adoption(attempt_id=att.id, experience_id=e, task_id=att.task_id, adopted=False, why="not applicable")
         for e in unadopted

@@ -37,8 +37,9 @@ def simulated_speedup(code: str) -> float:
     return 0.5 + 1.5 * int(hashlib.sha256(code.encode("utf-8")).hexdigest()[:8], 16) / 2**32
 
 
-def simulated_verdict(workloads: list, source: str, incumbent: str | None, timed: bool, device: str,
-                      seconds: float) -> Verdict:
+def simulated_verdict(
+    workloads: list, source: str, incumbent: str | None, timed: bool, device: str, seconds: float
+) -> Verdict:
     """The verdict a simulated device gives ``source``: KEEP, ACCEPT or REVERT against ``incumbent``."""
     speedup = simulated_speedup(source)
     if incumbent is None:
@@ -46,10 +47,23 @@ def simulated_verdict(workloads: list, source: str, incumbent: str | None, timed
     else:
         ratio = speedup / simulated_speedup(incumbent)
         decision = "KEEP" if ratio > 1 + _NOISE else "ACCEPT" if ratio >= 1 - _NOISE else "REVERT"
-    results = [WorkloadResult(name=name, sizes={}, t_ref_s=1e-3, t_cand_s=1e-3 / speedup, speedup=speedup,
-                              spread=0.01, rounds=1, reps=1) for name in workloads]
-    return Verdict(verdict=decision, stage="verdict", reason="simulated evaluation", correct=True, timed=timed,
-                   speedup=speedup, workloads=results, device=device, seconds=seconds)
+    results = [
+        WorkloadResult(
+            name=name, sizes={}, t_ref_s=1e-3, t_cand_s=1e-3 / speedup, speedup=speedup, spread=0.01, rounds=1, reps=1
+        )
+        for name in workloads
+    ]
+    return Verdict(
+        verdict=decision,
+        stage="verdict",
+        reason="simulated evaluation",
+        correct=True,
+        timed=timed,
+        speedup=speedup,
+        workloads=results,
+        device=device,
+        seconds=seconds,
+    )
 
 
 class SimulatedActor:
@@ -68,14 +82,22 @@ class SimulatedActor:
     def describe(self) -> dict:
         return self.info
 
-    def evaluate(self, shipment, guard: dict, code: str, incumbent: str | None = None, timed: bool = True,
-                 time_budget_s: float | None = None) -> dict:
+    def evaluate(
+        self,
+        shipment,
+        guard: dict,
+        code: str,
+        incumbent: str | None = None,
+        timed: bool = True,
+        time_budget_s: float | None = None,
+    ) -> dict:
         start = time.time()
         time.sleep(self.duration_s)
         self.log.append((start, time.time()))
         # One workload, "simulated": loading the task for its workloads' names would import torch here.
-        return simulated_verdict(["simulated"], code, incumbent, timed, self.name,
-                                 self.duration_s).model_dump(mode="json")
+        return simulated_verdict(["simulated"], code, incumbent, timed, self.name, self.duration_s).model_dump(
+            mode="json"
+        )
 
     def evaluations(self) -> list[tuple[float, float]]:
         return list(self.log)
@@ -120,8 +142,9 @@ class SimulatedEvaluator:
     def __init__(self, pool: SimulatedPool, task: Task):
         self.pool, self.task, self.config = pool, task, GuardConfig()
 
-    def evaluate(self, source: str, incumbent: str | None = None, *, timed: bool = True,
-                 time_budget_s: float | None = None) -> Verdict:
+    def evaluate(
+        self, source: str, incumbent: str | None = None, *, timed: bool = True, time_budget_s: float | None = None
+    ) -> Verdict:
         called = time.time()
 
         def work(device: Device) -> tuple[float, float, str]:
@@ -131,8 +154,7 @@ class SimulatedEvaluator:
 
         started, ended, name = self.pool.queue.run(work)
         self.pool.record(Call(id(self), called, started, ended))
-        return simulated_verdict([w.name for w in self.task.workloads], source, incumbent, timed, name,
-                                 ended - started)
+        return simulated_verdict([w.name for w in self.task.workloads], source, incumbent, timed, name, ended - started)
 
     def close(self) -> None:
         pass

@@ -43,7 +43,12 @@ def write_batches_forever(url: str, batch: int, ready_path: str) -> None:
     number = 0
     while True:
         with store.write() as conn:
-            exps = [Experience(id=f"e-b{number}-{k}", text=f"batch {number} lesson {k} vectorize tile", summary=f"b{number}") for k in range(batch)]
+            exps = [
+                Experience(
+                    id=f"e-b{number}-{k}", text=f"batch {number} lesson {k} vectorize tile", summary=f"b{number}"
+                )
+                for k in range(batch)
+            ]
             store.experiences.add_many(conn, exps)
             store.adoptions.add_many(
                 conn,

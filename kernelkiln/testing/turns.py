@@ -13,7 +13,7 @@ from kernelkiln.store.records import Experience
 from kernelkiln.task import Task, load_task
 from kernelkiln.testing.tasks import TASKS
 
-SEED_CODE = '''import torch
+SEED_CODE = """import torch
 import torch.nn as nn
 from kernelkiln import native
 
@@ -26,7 +26,7 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)
         lib.softmax_rows(x, y, x.shape[0], x.shape[1])
         return y
-'''
+"""
 
 
 @cache
@@ -58,8 +58,16 @@ def make_turn(**overrides: Any) -> Turn:
     return dataclasses.replace(base, **overrides)
 
 
-def retrieved(experience_id: str, text: str, *, kind: str = "experience", summary: str = "", q: float = 0.0,
-              score: float = 1.0, **fields: Any) -> Retrieved:
+def retrieved(
+    experience_id: str,
+    text: str,
+    *,
+    kind: str = "experience",
+    summary: str = "",
+    q: float = 0.0,
+    score: float = 1.0,
+    **fields: Any,
+) -> Retrieved:
     """A retrieved experience (or knowledge section, ``kind="knowledge"``) as the retriever returns it."""
     experience = Experience(id=experience_id, kind=kind, text=text, summary=summary, q=q, **fields)
     return Retrieved(experience=experience, relevance=score, value_score=score, graph_score=0.0, score=score)

@@ -78,15 +78,20 @@ def test_a_seed_the_run_already_evaluated_goes_to_the_model():
 # -- a complete submit -------------------------------------------------------------------------
 def test_a_complete_submit_becomes_a_proposal_with_choices_in_shown_order():
     turn = later_turn(experiences=(retrieved("e-1", "mark pointers restrict"), retrieved("e-2", "unroll by 4")))
-    reply = submit(adoptions=[adoption("e-2", False, "no loop to unroll"), adoption("e-1", True, "did it")],
-                   prompt_tokens=1200, completion_tokens=300)
+    reply = submit(
+        adoptions=[adoption("e-2", False, "no loop to unroll"), adoption("e-1", True, "did it")],
+        prompt_tokens=1200,
+        completion_tokens=300,
+    )
     llm, _ = policy([reply])
     proposal = llm.propose(turn)
     assert proposal.code == CANDIDATE
     assert proposal.summary == "restrict pointers and unroll"
     assert proposal.parent_id == "a-parent"
     assert [(c.experience_id, c.adopted, c.why) for c in proposal.choices] == [
-        ("e-1", True, "did it"), ("e-2", False, "no loop to unroll")]
+        ("e-1", True, "did it"),
+        ("e-2", False, "no loop to unroll"),
+    ]
     assert (proposal.prompt_tokens, proposal.completion_tokens) == (1200, 300)
     assert (proposal.case.move, proposal.case.calls) == ("llm", [(1200, 300)])
     assert "e-1: adopted" in proposal.journal and "e-2: not adopted" in proposal.journal
@@ -105,7 +110,9 @@ def test_the_prompt_names_the_shown_experiences_and_offers_every_tool_when_diagn
 def test_tools_yaml_describes_submit_and_every_guard_diagnostic_and_nothing_else():
     described = yaml.safe_load((Path(llm_module.__file__).with_name("tools.yaml")).read_text())
     assert list(described) == [SUBMIT, *diagnose.TOOLS]
-    assert f"at most {SUMMARY_CHARS} characters" in described[SUBMIT]["parameters"]["properties"]["summary"]["description"]
+    assert (
+        f"at most {SUMMARY_CHARS} characters" in described[SUBMIT]["parameters"]["properties"]["summary"]["description"]
+    )
 
 
 def test_without_diagnose_only_submit_candidate_is_offered():
@@ -142,8 +149,12 @@ def test_every_call_is_recorded_with_its_tokens():
 
 # -- re-asks -----------------------------------------------------------------------------------
 def test_a_reply_without_submit_is_asked_again_naming_the_problem():
-    llm, client = policy([{"text": "I would tile it.", "prompt_tokens": 100, "completion_tokens": 10},
-                          submit(prompt_tokens=150, completion_tokens=40)])
+    llm, client = policy(
+        [
+            {"text": "I would tile it.", "prompt_tokens": 100, "completion_tokens": 10},
+            submit(prompt_tokens=150, completion_tokens=40),
+        ]
+    )
     proposal = llm.propose(later_turn())
     assert proposal is not None
     assert len(client.calls) == 2
@@ -170,8 +181,10 @@ def test_after_reasks_failures_propose_gives_up_counting_every_call():
     assert isinstance(gave_up, GaveUp)
     assert len(client.calls) == 3
     assert (gave_up.prompt_tokens, gave_up.completion_tokens, gave_up.calls) == (300, 30, ((100, 10),) * 3)
-    assert gave_up.reason == ("the model answered 3 times without calling submit_candidate; this endpoint may not "
-                              "support tool calls: try --reply-protocol text")
+    assert gave_up.reason == (
+        "the model answered 3 times without calling submit_candidate; this endpoint may not "
+        "support tool calls: try --reply-protocol text"
+    )
 
 
 def test_with_zero_reasks_one_bad_reply_gives_up():
@@ -189,8 +202,9 @@ def test_incomplete_submits_give_up_naming_what_they_lacked():
 
 def test_a_submit_missing_an_adoption_record_is_asked_again_naming_the_id():
     turn = later_turn(experiences=(retrieved("e-1", "restrict"), retrieved("e-2", "unroll")))
-    llm, client = policy([submit(adoptions=[adoption("e-1", True)]),
-                          submit(adoptions=[adoption("e-1", True), adoption("e-2", False)])])
+    llm, client = policy(
+        [submit(adoptions=[adoption("e-1", True)]), submit(adoptions=[adoption("e-1", True), adoption("e-2", False)])]
+    )
     proposal = llm.propose(turn)
     assert [c.experience_id for c in proposal.choices] == ["e-1", "e-2"]
     messages, _ = client.calls[1]
@@ -221,8 +235,9 @@ def test_a_submit_with_malformed_arguments_is_asked_again():
 
 def test_a_submit_with_badly_shaped_adoptions_is_asked_again():
     turn = later_turn(experiences=(retrieved("e-1", "restrict"),))
-    llm, client = policy([submit(adoptions=[{"experience_id": "e-1", "adopted": "yes"}]),
-                          submit(adoptions=[adoption("e-1", False)])])
+    llm, client = policy(
+        [submit(adoptions=[{"experience_id": "e-1", "adopted": "yes"}]), submit(adoptions=[adoption("e-1", False)])]
+    )
     assert llm.propose(turn).choices[0].adopted is False
     assert "adoptions" in user_messages(client.calls[1][0])[-1]
 
@@ -286,8 +301,12 @@ def test_with_no_diagnostic_calls_allowed_the_first_one_is_refused():
 
 
 def test_every_tool_call_of_a_reply_gets_its_own_answer():
-    reply = {"tool_calls": [{"name": "run_checks", "arguments": {"code": CANDIDATE}, "id": "a"},
-                            {"name": "profile", "arguments": {"code": CANDIDATE}, "id": "b"}]}
+    reply = {
+        "tool_calls": [
+            {"name": "run_checks", "arguments": {"code": CANDIDATE}, "id": "a"},
+            {"name": "profile", "arguments": {"code": CANDIDATE}, "id": "b"},
+        ]
+    }
     llm, client = policy([reply, submit()])
     llm.propose(later_turn(diagnose=lambda tool, code: f"{tool} report"))
     answers = {m.tool_call_id: m.content for m in client.calls[1][0] if m.role == "tool"}
@@ -325,8 +344,10 @@ def test_end_to_end_through_the_loopback_server_with_a_diagnostic_then_a_submit(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     asked = []
-    script = [diagnostic("run_checks", call_id="call_1"),
-              submit(summary="checked then submitted", prompt_tokens=900, completion_tokens=60)]
+    script = [
+        diagnostic("run_checks", call_id="call_1"),
+        submit(summary="checked then submitted", prompt_tokens=900, completion_tokens=60),
+    ]
     with LoopbackServer(script) as server:
         cfg = config(llm={"model": "m", "base_url": server.base_url, "max_retries": 0, "reply_protocol": "tools"})
         llm = LLMPolicy(cfg, "a1")
@@ -348,8 +369,16 @@ def test_end_to_end_through_the_loopback_server_with_a_diagnostic_then_a_submit(
 
 # -- the model's context window ------------------------------------------------------------------
 def test_a_prompt_that_cannot_fit_the_window_is_never_sent():
-    llm, client = policy([submit()], llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": "tools",
-                                          "context_window": 1500, "max_output_tokens": 1024})
+    llm, client = policy(
+        [submit()],
+        llm={
+            "model": "m",
+            "base_url": "http://127.0.0.1:9/v1",
+            "reply_protocol": "tools",
+            "context_window": 1500,
+            "max_output_tokens": 1024,
+        },
+    )
     gave_up = llm.propose(later_turn())
     assert isinstance(gave_up, GaveUp) and client.calls == [] and gave_up.calls == ()
     assert "window of 1500" in gave_up.reason and "--context-window" in gave_up.reason
@@ -357,16 +386,34 @@ def test_a_prompt_that_cannot_fit_the_window_is_never_sent():
 
 def test_a_conversation_that_outgrows_the_window_stops_before_it_is_sent():
     window, generation = 4000, 1024
-    first = llm_module.LLMPolicy(config(llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "context_window": window,
-                                             "max_output_tokens": generation, "reply_protocol": "tools"}),
-                                 "a1", client=ScriptedClient([]))
+    first = llm_module.LLMPolicy(
+        config(
+            llm={
+                "model": "m",
+                "base_url": "http://127.0.0.1:9/v1",
+                "context_window": window,
+                "max_output_tokens": generation,
+                "reply_protocol": "tools",
+            }
+        ),
+        "a1",
+        client=ScriptedClient([]),
+    )
     prompt = first._open(later_turn(), "tools", llm_module._Spent())
     sent = first.estimator.estimate("".join(m.content for m in prompt.messages))
     # Each useless reply is long prose: a few re-asks push the conversation past the window.
     chatter = {"text": "x" * (4 * (window - generation - sent) // 2), "prompt_tokens": 10, "completion_tokens": 10}
-    llm, client = policy([chatter] * 10, reasks=8, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1",
-                                                          "context_window": window, "max_output_tokens": generation,
-                                                          "reply_protocol": "tools"})
+    llm, client = policy(
+        [chatter] * 10,
+        reasks=8,
+        llm={
+            "model": "m",
+            "base_url": "http://127.0.0.1:9/v1",
+            "context_window": window,
+            "max_output_tokens": generation,
+            "reply_protocol": "tools",
+        },
+    )
     gave_up = llm.propose(later_turn())
     assert isinstance(gave_up, GaveUp) and "the conversation, after" in gave_up.reason
     assert 1 <= len(client.calls) < 9  # stopped for the window, not for the re-asks

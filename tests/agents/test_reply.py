@@ -37,8 +37,10 @@ def test_markdown_around_the_summary_and_a_long_summary_are_tolerated_and_clippe
 
 
 def test_adopted_entries_may_carry_a_why_and_ids_not_shown_are_ignored():
-    text = (f"```python\n{CODE}\n```\nSummary: s\n```json\n"
-            '{"adopted": [{"id": "e-1", "why": "used it"}, "e-ghost"], "not_adopted": []}\n```\n')
+    text = (
+        f"```python\n{CODE}\n```\nSummary: s\n```json\n"
+        '{"adopted": [{"id": "e-1", "why": "used it"}, "e-ghost"], "not_adopted": []}\n```\n'
+    )
     reply, problems = parse_text_reply(text, ("e-1",))
     assert problems == [] and reply.choices == (Choice("e-1", True, "used it"),)
 
@@ -49,24 +51,46 @@ def test_other_fences_are_prose_and_a_summary_inside_a_fence_does_not_count():
     assert reply is None and parts(problems) == ["Summary line"]
 
 
-@pytest.mark.parametrize(("text", "part", "words"), [
-    ("Summary: s\n```json\n{\"adopted\": [\"e-1\"]}\n```\n", "python block", "no ```python block"),
-    (f"```python\n{CODE}\n```\n```python\n{CODE}\n```\nSummary: s\n```json\n{{\"adopted\": [\"e-1\"]}}\n```\n",
-     "python block", "2 ```python blocks"),
-    ("```python\nprint('hi')\n```\nSummary: s\n```json\n{\"adopted\": [\"e-1\"]}\n```\n", "python block",
-     "defining ModelNew"),
-    (f"```python\n{CODE}\n```\n```json\n{{\"adopted\": [\"e-1\"]}}\n```\n", "Summary line", "no `Summary: ...` line"),
-    (f"```python\n{CODE}\n```\nSummary: a\nSummary: b\n```json\n{{\"adopted\": [\"e-1\"]}}\n```\n", "Summary line",
-     "2 Summary lines"),
-    (f"```python\n{CODE}\n```\nSummary: s\n", "adoption JSON", "no ```json block"),
-    (f"```python\n{CODE}\n```\nSummary: s\n```json\n{{\"adopted\": [\"e-1\",]}}\n```\n", "adoption JSON",
-     "not valid JSON"),
-    (f"```python\n{CODE}\n```\nSummary: s\n```json\n[\"e-1\"]\n```\n", "adoption JSON", '{"adopted": [ids]'),
-    (f"```python\n{CODE}\n```\nSummary: s\n```json\n{{\"adopted\": []}}\n```\n", "adoption JSON",
-     "no adoption record for e-1"),
-    (f"```python\n{CODE}\n```\nSummary: s\n```json\n{{\"adopted\": [\"e-1\"], \"not_adopted\": [{{\"id\": \"e-1\"}}]}}"
-     "\n```\n", "adoption JSON", "listed more than once: e-1"),
-])
+@pytest.mark.parametrize(
+    ("text", "part", "words"),
+    [
+        ('Summary: s\n```json\n{"adopted": ["e-1"]}\n```\n', "python block", "no ```python block"),
+        (
+            f'```python\n{CODE}\n```\n```python\n{CODE}\n```\nSummary: s\n```json\n{{"adopted": ["e-1"]}}\n```\n',
+            "python block",
+            "2 ```python blocks",
+        ),
+        (
+            '```python\nprint(\'hi\')\n```\nSummary: s\n```json\n{"adopted": ["e-1"]}\n```\n',
+            "python block",
+            "defining ModelNew",
+        ),
+        (f'```python\n{CODE}\n```\n```json\n{{"adopted": ["e-1"]}}\n```\n', "Summary line", "no `Summary: ...` line"),
+        (
+            f'```python\n{CODE}\n```\nSummary: a\nSummary: b\n```json\n{{"adopted": ["e-1"]}}\n```\n',
+            "Summary line",
+            "2 Summary lines",
+        ),
+        (f"```python\n{CODE}\n```\nSummary: s\n", "adoption JSON", "no ```json block"),
+        (
+            f'```python\n{CODE}\n```\nSummary: s\n```json\n{{"adopted": ["e-1",]}}\n```\n',
+            "adoption JSON",
+            "not valid JSON",
+        ),
+        (f'```python\n{CODE}\n```\nSummary: s\n```json\n["e-1"]\n```\n', "adoption JSON", '{"adopted": [ids]'),
+        (
+            f'```python\n{CODE}\n```\nSummary: s\n```json\n{{"adopted": []}}\n```\n',
+            "adoption JSON",
+            "no adoption record for e-1",
+        ),
+        (
+            f'```python\n{CODE}\n```\nSummary: s\n```json\n{{"adopted": ["e-1"], "not_adopted": [{{"id": "e-1"}}]}}'
+            "\n```\n",
+            "adoption JSON",
+            "listed more than once: e-1",
+        ),
+    ],
+)
 def test_a_missing_repeated_or_garbled_part_is_a_problem_never_a_guess(text, part, words):
     reply, problems = parse_text_reply(text, ("e-1",))
     assert reply is None

@@ -18,8 +18,9 @@ REJECTED = {"status": 400, "message": "registry.ollama.ai/library/gemma:2b does 
 
 
 def config(protocol: str = "auto", **fields) -> OptimizeConfig:
-    return OptimizeConfig(policy="llm", llm={"model": "m", "base_url": "http://127.0.0.1:9/v1",
-                                             "reply_protocol": protocol}, **fields)
+    return OptimizeConfig(
+        policy="llm", llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": protocol}, **fields
+    )
 
 
 def policy(script, protocol: str = "auto", said: list[str] | None = None, **fields):
@@ -44,8 +45,11 @@ def last_user(messages) -> str:
 # -- text mode -----------------------------------------------------------------------------------
 def test_text_mode_sends_no_tools_says_so_and_accepts_a_complete_reply():
     experiences = (retrieved("e-1", "restrict"), retrieved("e-2", "unroll"))
-    reply = {"text": text_reply(CANDIDATE, "unrolled by 4", adopted=["e-1"], not_adopted=["e-2"]),
-             "prompt_tokens": 900, "completion_tokens": 80}
+    reply = {
+        "text": text_reply(CANDIDATE, "unrolled by 4", adopted=["e-1"], not_adopted=["e-2"]),
+        "prompt_tokens": 900,
+        "completion_tokens": 80,
+    }
     llm, client = policy([reply], "text")
     proposal = llm.propose(turn(experiences=experiences, diagnose=lambda name, code: "PASS"))
     assert isinstance(proposal, Proposal)
@@ -60,13 +64,16 @@ def test_text_mode_sends_no_tools_says_so_and_accepts_a_complete_reply():
     assert "Here is my candidate." in proposal.journal and "```" not in proposal.journal
 
 
-@pytest.mark.parametrize(("broken", "named"), [
-    (text_reply(CANDIDATE, "s").replace("Summary: s\n", ""), "Summary"),
-    (text_reply(CANDIDATE, "s").replace("```python", "```"), "```python"),
-    (text_reply(CANDIDATE, "s") + f"\n```python\n{CANDIDATE}\n```\n", "2 ```python blocks"),
-    (text_reply(CANDIDATE, "s", adopted=["e-1"]).replace('"e-1"]', '"e-1"'), "not valid JSON"),
-    (text_reply(CANDIDATE, "s"), "no adoption record for e-1"),
-])
+@pytest.mark.parametrize(
+    ("broken", "named"),
+    [
+        (text_reply(CANDIDATE, "s").replace("Summary: s\n", ""), "Summary"),
+        (text_reply(CANDIDATE, "s").replace("```python", "```"), "```python"),
+        (text_reply(CANDIDATE, "s") + f"\n```python\n{CANDIDATE}\n```\n", "2 ```python blocks"),
+        (text_reply(CANDIDATE, "s", adopted=["e-1"]).replace('"e-1"]', '"e-1"'), "not valid JSON"),
+        (text_reply(CANDIDATE, "s"), "no adoption record for e-1"),
+    ],
+)
 def test_text_mode_asks_again_for_each_missing_or_broken_part(broken, named):
     fixed = text_reply(CANDIDATE, "s", adopted=["e-1"])
     llm, client = policy([broken, fixed], "text")
@@ -84,14 +91,17 @@ def test_text_mode_gives_up_after_the_reasks_with_every_calls_tokens():
     gave_up = llm.propose(turn())
     assert isinstance(gave_up, GaveUp) and len(client.calls) == 3
     assert (gave_up.prompt_tokens, gave_up.completion_tokens, gave_up.calls) == (1500, 60, ((500, 20),) * 3)
-    assert gave_up.reason.startswith("the model answered 3 times in text without a usable python block / "
-                                     "Summary line")
+    assert gave_up.reason.startswith("the model answered 3 times in text without a usable python block / Summary line")
     assert "\n" not in gave_up.reason
 
 
 def test_a_candidate_only_in_the_reasoning_is_never_taken():
-    hidden = {"text": "Done thinking.", "reasoning": text_reply(CANDIDATE, "from reasoning"),
-              "prompt_tokens": 100, "completion_tokens": 900}
+    hidden = {
+        "text": "Done thinking.",
+        "reasoning": text_reply(CANDIDATE, "from reasoning"),
+        "prompt_tokens": 100,
+        "completion_tokens": 900,
+    }
     llm, client = policy([hidden, text_reply(CANDIDATE, "from the answer")], "text")
     proposal = llm.propose(turn())
     assert proposal.summary == "from the answer" and len(client.calls) == 2
@@ -114,23 +124,28 @@ def test_auto_switches_to_text_when_the_endpoint_rejects_tools_and_the_turn_goes
     assert proposal.summary == "in text"
     assert [len(tools) for _, tools in client.calls] == [4, 0]
     assert "text protocol" in client.calls[1][0][0].content
-    assert said == ["kiln: the endpoint rejected tool calls (400 Bad Request: registry.ollama.ai/library/gemma:2b "
-                    "does not support tools): replying in text from now on (--reply-protocol text)"]
+    assert said == [
+        "kiln: the endpoint rejected tool calls (400 Bad Request: registry.ollama.ai/library/gemma:2b "
+        "does not support tools): replying in text from now on (--reply-protocol text)"
+    ]
     assert llm.protocol.mode == "text"
 
 
 def test_auto_switches_after_two_text_replies_in_a_row_and_reasks_in_text_for_free():
     said: list[str] = []
-    llm, client = policy(["I would unroll.", "Unroll by 4.", text_reply(CANDIDATE, "after the switch")], said=said,
-                         reasks=1)
+    llm, client = policy(
+        ["I would unroll.", "Unroll by 4.", text_reply(CANDIDATE, "after the switch")], said=said, reasks=1
+    )
     proposal = llm.propose(turn())
     assert proposal.summary == "after the switch" and len(client.calls) == 3  # the switch's re-ask spent no reask
     messages, tools = client.calls[2]
     assert tools == [] and "text protocol" in messages[0].content
     assert [m.role for m in messages] == ["system", "user", "assistant", "user"]
     assert "tool calls are not used any more" in last_user(messages) and "```python" in last_user(messages)
-    assert said == ["kiln: the model answered twice in a row without calling a tool: replying in text from now "
-                    "on (--reply-protocol text)"]
+    assert said == [
+        "kiln: the model answered twice in a row without calling a tool: replying in text from now "
+        "on (--reply-protocol text)"
+    ]
 
 
 def test_the_reply_that_triggers_the_switch_is_taken_when_it_is_already_complete_text():

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from kernelkiln.agents.tuner import Tuner
-from kernelkiln.memory.prior import Prior, Trial
+from kernelkiln.memory.prior import Prior
 from kernelkiln.policy.turn import Proposal, Snapshot, code_hash
 from kernelkiln.store.records import Attempt, Experience
 from kernelkiln.task import knobs as K
@@ -31,8 +31,15 @@ def turn_on_seed(**overrides):
 
 
 def attempt_of(proposal, verdict: str = "REVERT", **fields) -> Attempt:
-    return Attempt(task_id="tiny_softmax", agent="a0", verdict=verdict, case=proposal.case, code=proposal.code,
-                   summary=proposal.summary, **fields)
+    return Attempt(
+        task_id="tiny_softmax",
+        agent="a0",
+        verdict=verdict,
+        case=proposal.case,
+        code=proposal.code,
+        summary=proposal.summary,
+        **fields,
+    )
 
 
 def tried_seed(tuner: Tuner) -> None:
@@ -334,8 +341,9 @@ def measured(knobs: K.Settings, speedup: float | None, verdict: str = "REVERT", 
     return Attempt(task_id="t", agent="a0", verdict=verdict, speedup=speedup, case={"knobs": knobs, **case})
 
 
-def search(tuner: Tuner, speedup: Speedup, budget: int, target: float = math.inf, turn=None,
-           follow: bool = True) -> list[Proposal]:
+def search(
+    tuner: Tuner, speedup: Speedup, budget: int, target: float = math.inf, turn=None, follow: bool = True
+) -> list[Proposal]:
     """Up to ``budget`` proposals, each observed with its speedup; the working code follows each KEEP, as an
     agent's does (unless not ``follow``). Stops once a speedup reaches ``target``."""
     turn, best, made = turn or make_turn(code=SPACE), 0.0, []
@@ -366,7 +374,10 @@ def test_rules_and_experiences_are_proposed_before_any_sampled_setting_and_each_
     assert [p.case.changed for p in made[1:4]] == [{"A": 3}, {"A": 2, "B": 4}, {"C": 1}]
     for proposal, adopted in zip(made[1:4], ("e-rule", "e-whole", "e-single"), strict=True):
         assert {c.experience_id: c.adopted for c in proposal.choices} == {
-            "e-rule": adopted == "e-rule", "e-whole": adopted == "e-whole", "e-single": adopted == "e-single"}
+            "e-rule": adopted == "e-rule",
+            "e-whole": adopted == "e-whole",
+            "e-single": adopted == "e-single",
+        }
     assert not any(c.adopted for c in made[4].choices)
 
 

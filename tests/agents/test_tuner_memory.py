@@ -21,12 +21,25 @@ def quadratic(centre: dict[str, int], scale: float = 1.0):
     return lambda s: scale / (1.0 + 0.05 * sum((s[n] - centre[n]) ** 2 for n in NAMES))
 
 
-def observed(tuner: Tuner, settings: K.Settings, verdict: str, speedup: float | None, vs_incumbent: float | None = 1.0,
-             move: str = "sampled"):
+def observed(
+    tuner: Tuner,
+    settings: K.Settings,
+    verdict: str,
+    speedup: float | None,
+    vs_incumbent: float | None = 1.0,
+    move: str = "sampled",
+):
     from kernelkiln.store.records import Attempt
 
-    tuner.observe(Attempt(task_id="t", agent="a0", verdict=verdict, speedup=speedup,
-                          case={"knobs": settings, "speedup_vs_incumbent": vs_incumbent, "move": move}))
+    tuner.observe(
+        Attempt(
+            task_id="t",
+            agent="a0",
+            verdict=verdict,
+            speedup=speedup,
+            case={"knobs": settings, "speedup_vs_incumbent": vs_incumbent, "move": move},
+        )
+    )
 
 
 def run(tuner: Tuner, speedup, budget: int, prior: Prior = Prior(), target: float = float("inf")) -> list[K.Settings]:
@@ -48,6 +61,7 @@ def run(tuner: Tuner, speedup, budget: int, prior: Prior = Prior(), target: floa
 
 
 # -- the set-aside rule ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("search", ["tpe", "enumerate"])
 def test_a_value_that_lost_three_times_below_the_median_is_not_proposed_while_untried_settings_remain(search):
@@ -97,10 +111,14 @@ def test_values_set_aside_are_proposed_once_every_other_setting_was_tried():
 
 # -- what memory lends -----------------------------------------------------------------------
 
+
 def test_an_exact_match_s_best_is_the_first_candidate_and_its_known_settings_are_never_proposed():
     known = [{"A": a, "B": 0, "C": 0, "D": 0} for a in range(6)]
-    prior = Prior(reuse={"A": 3, "B": 0, "C": 0, "D": 0}, reused_from="t",
-                  known=tuple(Trial(s, i / 5, 1.0 + i) for i, s in enumerate(known)))
+    prior = Prior(
+        reuse={"A": 3, "B": 0, "C": 0, "D": 0},
+        reused_from="t",
+        known=tuple(Trial(s, i / 5, 1.0 + i) for i, s in enumerate(known)),
+    )
     made = run(Tuner("a0"), lambda s: 1.0, 25, prior)
     assert made[0] == {"A": 3, "B": 0, "C": 0, "D": 0}
     assert not [s for s in made[1:] if s in known]
@@ -121,8 +139,11 @@ def test_neighbours_best_settings_come_first_nearest_first_and_fit_the_knobs_the
     near = Neighbour("n1", 0.2, {"A": 2, "B": 9, "E": 1}, 1.5, ())  # B=9 is no option here
     far = Neighbour("n2", 0.9, {"A": 4}, 2.0, ())
     made = run(Tuner("a0"), lambda s: 1.0, 3, Prior(neighbours=(near, far)))
-    assert made == [{"A": 2, "B": 0, "C": 0, "D": 0}, {"A": 4, "B": 0, "C": 0, "D": 0},
-                    {"A": 0, "B": 0, "C": 0, "D": 0}]
+    assert made == [
+        {"A": 2, "B": 0, "C": 0, "D": 0},
+        {"A": 4, "B": 0, "C": 0, "D": 0},
+        {"A": 0, "B": 0, "C": 0, "D": 0},
+    ]
 
 
 def test_a_trap_is_not_proposed_from_the_first_evaluation_on_even_when_a_neighbour_s_best_holds_it():
@@ -134,8 +155,9 @@ def test_a_trap_is_not_proposed_from_the_first_evaluation_on_even_when_a_neighbo
 
 
 def test_the_random_search_ignores_memory_and_proposes_the_seed_then_untried_settings():
-    prior = Prior(reuse={"A": 3, "B": 0, "C": 0, "D": 0}, reused_from="t",
-                  neighbours=(Neighbour("n1", 0.2, {"A": 2}, 1.5, ()),))
+    prior = Prior(
+        reuse={"A": 3, "B": 0, "C": 0, "D": 0}, reused_from="t", neighbours=(Neighbour("n1", 0.2, {"A": 2}, 1.5, ()),)
+    )
     made = run(Tuner("a0", search="random"), lambda s: 1.0, 12, prior)
     assert made[0] == {"A": 0, "B": 0, "C": 0, "D": 0}
     assert len({K.key(s) for s in made}) == 12
@@ -166,8 +188,9 @@ def test_a_siblings_trials_warm_start_tpe_to_reach_95_percent_of_the_best_in_few
 def test_a_lesson_whose_settings_a_transfer_move_proposes_is_recorded_as_adopted():
     from kernelkiln.testing.turns import retrieved
 
-    lesson = retrieved("e-best", "A=2", conditions=[K.condition(n, v) for n, v in {"A": 2, "B": 0, "C": 0,
-                                                                                   "D": 0}.items()])
+    lesson = retrieved(
+        "e-best", "A=2", conditions=[K.condition(n, v) for n, v in {"A": 2, "B": 0, "C": 0, "D": 0}.items()]
+    )
     other = retrieved("e-other", "C=5", conditions=[K.condition("C", 5)])
     near = Neighbour("n1", 0.2, {"A": 2}, 1.5, ())
     turn = make_turn(code=SPACE, prior=Prior(neighbours=(near,)), experiences=(lesson, other))

@@ -27,8 +27,13 @@ def base(budget: int = 2) -> OptimizeConfig:
 
 
 def test_halves_deal_each_family_s_tasks_to_both_sides_in_order():
-    tasks = [tiny_task("tiny_softmax"), tiny_task("plain_softmax"), tiny_task("tiny_relu"), tiny_task("tiny_sigmoid"),
-             tiny_task("plain_row_sum")]
+    tasks = [
+        tiny_task("tiny_softmax"),
+        tiny_task("plain_softmax"),
+        tiny_task("tiny_relu"),
+        tiny_task("tiny_sigmoid"),
+        tiny_task("plain_row_sum"),
+    ]
     a, b = halves(tasks)
     assert [t.name for t in a] == ["tiny_softmax", "tiny_relu", "plain_row_sum"]
     assert [t.name for t in b] == ["plain_softmax", "tiny_sigmoid"]
@@ -56,17 +61,24 @@ def test_the_search_study_compares_tpe_with_the_enumerate_search_as_its_referenc
 def test_a_patch_merges_nested_settings_and_leaves_the_rest():
     base_ = {"agents": 1, "memory": {"value": {"eta": 0.2}, "rules": {"beta": 0.1}}}
     patch = studies(3)["credit"].arms[1].patch
-    assert merged(base_, patch) == {"agents": 1, "memory": {"value": {"eta": 0.2, "credit": "uniform"},
-                                                            "rules": {"beta": 0.1}}}
+    assert merged(base_, patch) == {
+        "agents": 1,
+        "memory": {"value": {"eta": 0.2, "credit": "uniform"}, "rules": {"beta": 0.1}},
+    }
 
 
 def test_the_scripted_player_submits_distinct_variants_adopting_the_first_experience_shown():
     player = scripted_player((CANDIDATES / "softmax_knobs.py").read_text(), turns=3)
-    prompt = [Message(role="system", content="s"), Message(role="user", content="e-0123456789abcdef e-fedcba9876543210")]
+    prompt = [
+        Message(role="system", content="s"),
+        Message(role="user", content="e-0123456789abcdef e-fedcba9876543210"),
+    ]
     calls = [player.complete(prompt).tool_calls[0].arguments for _ in range(3)]
     assert len({c["code"] for c in calls}) == 3
     assert [(a["experience_id"], a["adopted"]) for a in calls[0]["adoptions"]] == [
-        ("e-0123456789abcdef", True), ("e-fedcba9876543210", False)]
+        ("e-0123456789abcdef", True),
+        ("e-fedcba9876543210", False),
+    ]
 
 
 def test_an_arms_config_keeps_the_base_settings_including_the_ones_turned_off(tmp_path):
@@ -125,14 +137,15 @@ def test_the_read_only_unit_learns_from_the_lent_stores_and_never_writes_them(tw
     result = Units(tmp_path / "runs", None, lambda task: None).readonly("u", two_tasks, base(1), built)
     assert {name: _digest(built / f"{name}.db") for name in ("A", "B")} == before
     assert {task: [p["role"] for p in passes.values()] for task, passes in result.items()} == {
-        "tiny_a": ["measured"], "tiny_b": ["measured"]}
+        "tiny_a": ["measured"],
+        "tiny_b": ["measured"],
+    }
     with open_store(f"sqlite:///{tmp_path / 'runs' / 'u' / 'tiny_a.db'}").read() as conn:
         assert len(open_store(f"sqlite:///{tmp_path / 'runs' / 'u' / 'tiny_a.db'}").attempts.all(conn)) == 1
 
 
 def test_the_context_study_counts_prompt_tokens_of_a_scripted_model(two_tasks, tmp_path):
-    out = Ablation(tmp_path, base(3), progress=lambda m: None).run(
-        [studies(2)["context"]], two_tasks[:1], repeat=1)
+    out = Ablation(tmp_path, base(3), progress=lambda m: None).run([studies(2)["context"]], two_tasks[:1], repeat=1)
     study = out["studies"]["context"]
     active, passive = study["arms"]
     assert active["prompt_tokens"]["mean"] > 0 and passive["prompt_tokens"]["mean"] > 0

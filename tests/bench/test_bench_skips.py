@@ -30,7 +30,8 @@ def test_a_tuner_bench_skips_a_task_it_cannot_seed_and_runs_the_rest(tmp_path):
     write_unlowerable(suite)
     said = []
     out = Bench(tmp_path / "out", compile_baseline=False, progress=said.append).run(
-        sorted(suite.glob("*.py")), tuner(), repeat=1)
+        sorted(suite.glob("*.py")), tuner(), repeat=1
+    )
     assert json.loads((tmp_path / "out" / "bench.json").read_text()) == out
     assert out["tasks_run"] == 1 and set(out["tasks"]) == {"tiny_relu"}
     assert set(out["skipped"]) == {"tiny_sort"} and "no lowering yet for aten.sort" in out["skipped"]["tiny_sort"]
@@ -42,8 +43,12 @@ def test_a_bench_whose_tasks_the_tuner_cannot_start_is_refused(tmp_path):
     suite = tmp_path / "suite"
     suite.mkdir()
     write_unlowerable(suite)
-    with pytest.raises(UserError, match=r"no task of the suite can be optimized with the tuner policy: .*"
-                                        r"no lowering yet for aten\.sort"):
+    with pytest.raises(
+        UserError,
+        match=r"no task of the suite can be optimized with the tuner policy: .*"
+        r"no lowering yet for aten\.sort",
+    ):
         Bench(tmp_path / "out", compile_baseline=False, progress=lambda m: None).run(
-            sorted(suite.glob("*.py")), tuner(), repeat=1)
+            sorted(suite.glob("*.py")), tuner(), repeat=1
+        )
     assert not (tmp_path / "out" / "bench.json").exists()

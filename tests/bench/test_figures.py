@@ -12,15 +12,20 @@ def step(code: str, verdict: str, speedup: float | None = None) -> Step:
 
 
 def test_a_candidate_is_worth_the_median_of_all_its_measurements_anywhere():
-    consensus = Consensus([{"t": [step("a", "KEEP", 1.0), step("b", "KEEP", 3.0)]},
-                           {"t": [step("b", "REVERT", 1.0), step("b", "ACCEPT", 2.0), step("c", "REJECT")]}])
+    consensus = Consensus(
+        [
+            {"t": [step("a", "KEEP", 1.0), step("b", "KEEP", 3.0)]},
+            {"t": [step("b", "REVERT", 1.0), step("b", "ACCEPT", 2.0), step("c", "REJECT")]},
+        ]
+    )
     assert consensus.value("t", "a") == 1.0 and consensus.value("t", "b") == 2.0
     assert consensus.value("t", "c") == 0.0 and consensus.value("u", "a") == 0.0
 
 
 def test_the_best_known_figure_ignores_a_candidate_measured_once_when_others_were_measured_twice():
-    consensus = Consensus([{"t": [step("lucky", "KEEP", 9.0), step("b", "KEEP", 2.0)]},
-                           {"t": [step("b", "KEEP", 2.2)]}])
+    consensus = Consensus(
+        [{"t": [step("lucky", "KEEP", 9.0), step("b", "KEEP", 2.0)]}, {"t": [step("b", "KEEP", 2.2)]}]
+    )
     assert consensus.best("t") == pytest.approx(2.1)
     assert Consensus([{"t": [step("only", "KEEP", 3.0)]}]).best("t") == 3.0
 
@@ -32,8 +37,14 @@ def test_the_curve_values_the_latest_keep_and_pads_an_early_end_with_its_last_va
 
 
 def test_a_noisy_keep_counts_for_what_the_candidate_is_worth_not_what_it_measured_once():
-    consensus = Consensus([{"t": [step("slow", "KEEP", 1.0)]}, {"t": [step("slow", "KEEP", 1.0)]},
-                           {"t": [step("fast", "KEEP", 2.0)]}, {"t": [step("fast", "KEEP", 2.0)]}])
+    consensus = Consensus(
+        [
+            {"t": [step("slow", "KEEP", 1.0)]},
+            {"t": [step("slow", "KEEP", 1.0)]},
+            {"t": [step("fast", "KEEP", 2.0)]},
+            {"t": [step("fast", "KEEP", 2.0)]},
+        ]
+    )
     lucky = [step("fast", "KEEP", 2.0), step("slow", "KEEP", 2.5)]  # noise made "slow" look faster once
     figures = task_figures("t", lucky, consensus, 2)
     assert figures.final == 1.0 and figures.search_best == 2.5
@@ -41,8 +52,9 @@ def test_a_noisy_keep_counts_for_what_the_candidate_is_worth_not_what_it_measure
 
 
 def test_evaluations_to_95_percent_is_the_budget_plus_one_when_never_reached():
-    consensus = Consensus([{"t": [step("a", "KEEP", 1.0), step("a", "KEEP", 1.0), step("b", "KEEP", 2.0),
-                                  step("b", "KEEP", 2.0)]}])
+    consensus = Consensus(
+        [{"t": [step("a", "KEEP", 1.0), step("a", "KEEP", 1.0), step("b", "KEEP", 2.0), step("b", "KEEP", 2.0)]}]
+    )
     assert task_figures("t", [step("a", "KEEP", 1.0)], consensus, 3).evals_to_target == 4
     assert task_figures("t", [step("a", "KEEP"), step("b", "KEEP")], consensus, 3).evals_to_target == 2
 

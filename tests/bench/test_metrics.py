@@ -17,10 +17,22 @@ def test_fast_p_counts_correct_tasks_faster_than_p():
 
 
 def test_the_summary_has_the_promised_keys_and_geometric_means_over_correct_tasks():
-    out = summarize([figures("a", best=2.0, first=1.0, ratio=2.0), figures("b", best=8.0, first=2.0, ratio=None),
-                     figures("c", correct=False)])
-    assert set(out) >= {"correct_rate", "fast_p", "geomean_speedup_eager", "geomean_speedup_compile",
-                        "median_self_speedup", "sol_fraction", "tasks"}
+    out = summarize(
+        [
+            figures("a", best=2.0, first=1.0, ratio=2.0),
+            figures("b", best=8.0, first=2.0, ratio=None),
+            figures("c", correct=False),
+        ]
+    )
+    assert set(out) >= {
+        "correct_rate",
+        "fast_p",
+        "geomean_speedup_eager",
+        "geomean_speedup_compile",
+        "median_self_speedup",
+        "sol_fraction",
+        "tasks",
+    }
     assert out["correct_rate"] == pytest.approx(2 / 3)
     assert out["geomean_speedup_eager"] == pytest.approx(4.0)  # sqrt(2 * 8)
     assert out["geomean_speedup_compile"] == pytest.approx(1.0)  # only a: 2.0 / 2.0

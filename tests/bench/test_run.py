@@ -24,7 +24,8 @@ def suite():
 
 def test_a_bench_writes_bench_json_with_every_repeat_and_their_means(suite, tmp_path):
     out = Bench(tmp_path / "out", compile_baseline=False, progress=lambda m: None).run(
-        sorted(suite.glob("*.py")), OptimizeConfig(guard=fast_config(), budget=2), repeat=2)
+        sorted(suite.glob("*.py")), OptimizeConfig(guard=fast_config(), budget=2), repeat=2
+    )
     assert json.loads((tmp_path / "out" / "bench.json").read_text()) == out
     assert len(out["repeats"]) == 2 and {r["run_id"] for r in out["repeats"]} != {None}
     assert out["correct_rate"] == 1.0 and out["evaluations"] == 2
@@ -44,5 +45,6 @@ def test_the_compile_ratio_of_an_identity_compiler_is_about_one_and_a_failing_on
 
     def broken(model):
         raise RuntimeError("no backend here\nmore detail")
+
     ratio, why = compile_ratio(task, threads=1, compiler=broken)
     assert ratio is None and why == "torch.compile failed: RuntimeError: no backend here"

@@ -11,15 +11,30 @@ from kernelkiln.testing.tasks import tiny_suite
 def test_help_teaches_the_studies_and_the_interval():
     done = kiln("ablate", "--help")
     assert done.returncode == 0
-    for word in ("memory", "transfer", "reuse", "agents", "credit", "rules", "search", "context", "best-of-N",
-                 "consensus", "95%", "--repeat", "runs.jsonl", "kiln report DIR"):
+    for word in (
+        "memory",
+        "transfer",
+        "reuse",
+        "agents",
+        "credit",
+        "rules",
+        "search",
+        "context",
+        "best-of-N",
+        "consensus",
+        "95%",
+        "--repeat",
+        "runs.jsonl",
+        "kiln report DIR",
+    ):
         assert word in done.stdout
 
 
 def test_an_unknown_study_is_one_line_and_exit_2():
     done = kiln("ablate", "cpu", "--study", "luck")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        "kiln: error: unknown study 'luck' (known: memory, transfer, reuse, credit, rules, agents, search, context)"]
+        "kiln: error: unknown study 'luck' (known: memory, transfer, reuse, credit, rules, agents, search, context)"
+    ]
 
 
 def test_an_unknown_task_is_one_line_naming_the_suites_tasks():
@@ -30,14 +45,43 @@ def test_an_unknown_task_is_one_line_naming_the_suites_tasks():
 
 def test_a_small_ablation_prints_json_and_a_table(tmp_path):
     with tiny_suite(("tiny_a",)) as suite:
-        done = kiln("ablate", str(suite), "--study", "search", "--budget", "2", "--repeat", "2", "--time-budget",
-                    "0.2", "--confirm-budget", "0", "--out", str(tmp_path / "ab"), "--json")
+        done = kiln(
+            "ablate",
+            str(suite),
+            "--study",
+            "search",
+            "--budget",
+            "2",
+            "--repeat",
+            "2",
+            "--time-budget",
+            "0.2",
+            "--confirm-budget",
+            "0",
+            "--out",
+            str(tmp_path / "ab"),
+            "--json",
+        )
         assert done.returncode == 0, done.stderr
         study = json.loads(done.stdout)["studies"]["search"]
         assert [a["arm"] for a in study["arms"]] == ["enumerate", "empty store"]
         assert study["arms"][1]["ratio"]["speedup"]["k"] == 2
-        table = kiln("ablate", str(suite), "--study", "search", "--budget", "2", "--repeat", "2", "--time-budget",
-                     "0.2", "--confirm-budget", "0", "--out", str(tmp_path / "ab"))
+        table = kiln(
+            "ablate",
+            str(suite),
+            "--study",
+            "search",
+            "--budget",
+            "2",
+            "--repeat",
+            "2",
+            "--time-budget",
+            "0.2",
+            "--confirm-budget",
+            "0",
+            "--out",
+            str(tmp_path / "ab"),
+        )
     assert table.returncode == 0 and "empty store / enumerate" in table.stdout and "best-of-N" in table.stdout
     assert "0 runs to go (6 done earlier)" in table.stderr
 
@@ -45,8 +89,22 @@ def test_a_small_ablation_prints_json_and_a_table(tmp_path):
 def test_ctrl_c_keeps_finished_runs_and_the_same_command_continues(tmp_path):
     with tiny_suite(("tiny_a",)) as suite:
         # timing up to 2 s: run 2 is still going when a test reading stderr on a busy machine presses Ctrl-C
-        args = ["ablate", str(suite), "--study", "search", "--budget", "2", "--repeat", "1", "--time-budget", "2",
-                "--confirm-budget", "0", "--out", str(tmp_path / "ab")]
+        args = [
+            "ablate",
+            str(suite),
+            "--study",
+            "search",
+            "--budget",
+            "2",
+            "--repeat",
+            "1",
+            "--time-budget",
+            "2",
+            "--confirm-budget",
+            "0",
+            "--out",
+            str(tmp_path / "ab"),
+        ]
         code, stderr = interrupt_at(args, "[run 2/3]")
         assert code == 130, stderr
         assert "kiln: interrupted: run the same command again to continue" in stderr
@@ -63,19 +121,45 @@ def test_the_table_shows_speed_and_token_studies_each_with_its_own_columns_and_t
     cell = {"mean": 1.5, "ci95": [1.2, 1.9], "k": 3}
     evals = {"mean": 12.25, "ci95": [10.0, 15.0], "k": 3}
     ratio = {"speedup": cell, "anytime": None, "evals_to_95": cell}
-    speed = {"metric": "speedup", "reference": "empty store", "arms": [
-        {"arm": "empty store", "speedup": cell, "anytime": cell, "evals_to_95": evals, "vs_floor": ratio},
-        {"arm": "memory", "speedup": cell, "anytime": None, "ratio": ratio, "vs_floor": {**ratio, "anytime": cell}}]}
-    tokens = {"metric": "tokens", "reference": "active", "arms": [
-        {"arm": "active", "prompt_tokens": {"mean": 1234.0, "ci95": None, "k": 1}, "max_prompt_tokens": cell},
-        {"arm": "passive", "prompt_tokens": cell, "max_prompt_tokens": cell,
-         "ratio": {"prompt_tokens": cell, "max_prompt_tokens": cell}}]}
-    reuse = {"metric": "reuse", "evaluations_to_first_best": {"mean": 1.1, "ci95": [1.0, 1.2], "k": 3},
-             "second_pass_budget": 3, "in_one": [2, 2, 1]}
+    speed = {
+        "metric": "speedup",
+        "reference": "empty store",
+        "arms": [
+            {"arm": "empty store", "speedup": cell, "anytime": cell, "evals_to_95": evals, "vs_floor": ratio},
+            {"arm": "memory", "speedup": cell, "anytime": None, "ratio": ratio, "vs_floor": {**ratio, "anytime": cell}},
+        ],
+    }
+    tokens = {
+        "metric": "tokens",
+        "reference": "active",
+        "arms": [
+            {"arm": "active", "prompt_tokens": {"mean": 1234.0, "ci95": None, "k": 1}, "max_prompt_tokens": cell},
+            {
+                "arm": "passive",
+                "prompt_tokens": cell,
+                "max_prompt_tokens": cell,
+                "ratio": {"prompt_tokens": cell, "max_prompt_tokens": cell},
+            },
+        ],
+    }
+    reuse = {
+        "metric": "reuse",
+        "evaluations_to_first_best": {"mean": 1.1, "ci95": [1.0, 1.2], "k": 3},
+        "second_pass_budget": 3,
+        "in_one": [2, 2, 1],
+    }
     floor = {"arm": "best-of-N", "speedup": cell, "anytime": cell, "evals_to_95": evals}
     console = Console(record=True, width=200)
-    _table({"tasks": ["a", "b"], "budget": 10, "repeat": 3, "floor": floor,
-            "studies": {"memory": speed, "context": tokens, "reuse": reuse}}, console)
+    _table(
+        {
+            "tasks": ["a", "b"],
+            "budget": 10,
+            "repeat": 3,
+            "floor": floor,
+            "studies": {"memory": speed, "context": tokens, "reuse": reuse},
+        },
+        console,
+    )
     text = console.export_text()
     assert "1.5x [1.2, 1.9]" in text and "memory / empty store" in text and "final speedup" in text
     assert "evaluations to 95%" in text and "12.2 [10.0, 15.0]" in text and "best-of-N" in text

@@ -15,4 +15,5 @@ def test_help_names_the_metrics_and_the_repeat_option():
 def test_an_unknown_suite_is_one_line_and_exit_2():
     done = kiln("bench", "no_such_suite")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        "kiln: error: no such suite: no_such_suite (bundled: examples, cpu, kb-cpu)"]
+        "kiln: error: no such suite: no_such_suite (bundled: examples, cpu, kb-cpu)"
+    ]

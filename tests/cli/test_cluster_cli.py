@@ -31,15 +31,38 @@ def test_every_command_that_runs_agents_takes_cluster(command):
 
 
 def test_cluster_ray_without_ray_installed_says_how_to_install_it(tmp_path):
-    out = subprocess.run([sys.executable, "-c", _WITHOUT_RAY, "optimize", str(TASKS / "tiny_clamp.py"),
-                          "--cluster", "ray", "--budget", "1", "--store", f"sqlite:///{tmp_path / 'k.db'}"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _WITHOUT_RAY,
+            "optimize",
+            str(TASKS / "tiny_clamp.py"),
+            "--cluster",
+            "ray",
+            "--budget",
+            "1",
+            "--store",
+            f"sqlite:///{tmp_path / 'k.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2, out.stderr[-2000:]
     assert out.stderr.strip().splitlines()[-1] == "kiln: error: --cluster ray needs Ray: pip install 'kernelkiln[ray]'"
 
 
 def test_an_unknown_cluster_address_is_refused_in_one_line(tmp_path):
-    out = kiln("optimize", str(TASKS / "tiny_clamp.py"), "--cluster", "spark://x:7077", "--budget", "1",
-               "--store", f"sqlite:///{tmp_path / 'k.db'}")
+    out = kiln(
+        "optimize",
+        str(TASKS / "tiny_clamp.py"),
+        "--cluster",
+        "spark://x:7077",
+        "--budget",
+        "1",
+        "--store",
+        f"sqlite:///{tmp_path / 'k.db'}",
+    )
     assert out.returncode == 2
     assert "give local, ray or ray://HOST:PORT" in out.stderr and len(out.stderr.strip().splitlines()) == 1

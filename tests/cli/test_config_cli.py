@@ -40,6 +40,7 @@ def toml(tmp_path):
         path = tmp_path / "kiln.toml"
         path.write_text(text)
         return path
+
     return write
 
 
@@ -47,8 +48,11 @@ def model_fields(model: type[BaseModel], prefix: str = "") -> list[str]:
     """Every leaf field of the tree, walked from the pydantic models themselves."""
     out = []
     for name, info in model.model_fields.items():
-        nested = [a for a in (getattr(info.annotation, "__args__", None) or (info.annotation,))
-                  if isinstance(a, type) and issubclass(a, BaseModel)]
+        nested = [
+            a
+            for a in (getattr(info.annotation, "__args__", None) or (info.annotation,))
+            if isinstance(a, type) and issubclass(a, BaseModel)
+        ]
         out += model_fields(nested[0], f"{prefix}{name}.") if nested else [f"{prefix}{name}"]
     return out
 
@@ -64,8 +68,11 @@ def test_a_file_loads_the_whole_tree(toml):
 
 
 def test_flags_given_override_the_file_and_flags_left_out_do_not(toml):
-    settings = load_settings(toml(), {"--budget": ("budget", 7), "--agents": ("agents", None),
-                                      "--threads": ("guard.threads", None)}, ["memory.retrieval.pool_size=9"])
+    settings = load_settings(
+        toml(),
+        {"--budget": ("budget", 7), "--agents": ("agents", None), "--threads": ("guard.threads", None)},
+        ["memory.retrieval.pool_size=9"],
+    )
     c = settings.config
     assert (c.budget, c.agents, c.guard.threads, c.memory.retrieval.pool_size) == (7, 2, 2, 9)
     assert [settings.source(p) for p in ("budget", "agents", "memory.retrieval.pool_size")] == ["flag", "file", "flag"]
@@ -88,6 +95,7 @@ def _captured(monkeypatch):
     def start(self, specs, config, out_dir=None):
         seen["config"] = config
         return {"run_id": "r-test", "status": "done", "tasks": {}}
+
     monkeypatch.setattr(optimize_cli, "open_store", open_store)
     monkeypatch.setattr(Optimizer, "start", start)
     return seen
@@ -97,8 +105,9 @@ def test_optimize_runs_the_files_settings_under_the_flags_given(toml, tmp_path, 
     seen = _captured(monkeypatch)
     store = f"sqlite:///{tmp_path / 'kiln.db'}"
     app = command_app(optimize_cli.register)
-    done = CliRunner().invoke(app, ["optimize", TINY, "--config", str(toml()), "--store", store, "--budget", "5",
-                                    "--json"])
+    done = CliRunner().invoke(
+        app, ["optimize", TINY, "--config", str(toml()), "--store", store, "--budget", "5", "--json"]
+    )
     assert done.exit_code == 0, done.output
     c = seen["config"]
     assert (c.budget, c.agents, c.policy, c.guard.threads, c.confirm_time_budget_s) == (5, 2, "tuner", 2, 20.0)
@@ -110,8 +119,19 @@ def test_the_probed_context_window_is_the_one_the_run_budgets_prompts_with(tmp_p
     routes = {"GET /v1/models": {"data": [{"id": "qwen", "max_model_len": 32768}]}}
     app = command_app(optimize_cli.register)
     with LoopbackServer([], routes) as server:
-        args = ["optimize", TINY, "--policy", "llm", "--model", "qwen", "--base-url", server.base_url, "--store",
-                f"sqlite:///{tmp_path / 'kiln.db'}", "--json"]
+        args = [
+            "optimize",
+            TINY,
+            "--policy",
+            "llm",
+            "--model",
+            "qwen",
+            "--base-url",
+            server.base_url,
+            "--store",
+            f"sqlite:///{tmp_path / 'kiln.db'}",
+            "--json",
+        ]
         done = CliRunner().invoke(app, args)
         assert done.exit_code == 0, done.output
         assert seen["config"].llm.context_window == 32768  # LLMPolicy builds every prompt for this window
@@ -120,8 +140,9 @@ def test_the_probed_context_window_is_the_one_the_run_budgets_prompts_with(tmp_p
         assert seen["config"].llm.context_window == 4096 and len(server.requests) == 1  # set: not probed
 
 
-@pytest.mark.parametrize("command", [["config", "show"], ["optimize", TINY], ["bench", "examples"],
-                                     ["ablate", "examples"]])
+@pytest.mark.parametrize(
+    "command", [["config", "show"], ["optimize", TINY], ["bench", "examples"], ["ablate", "examples"]]
+)
 def test_an_unknown_key_is_one_line_naming_the_file_and_field_exit_2(toml, command):
     path = toml("budget = 3\n[guard]\ntyme_budget_s = 2\n")
     done = kiln(*command, "--config", str(path))
@@ -130,9 +151,11 @@ def test_an_unknown_key_is_one_line_naming_the_file_and_field_exit_2(toml, comma
 
 
 def test_bad_values_and_bad_toml_are_one_line(toml):
-    for text, words in (("budget = 'many'\n", "budget: Input should be a valid integer"),
-                        ("budget = \n", "not valid TOML"),
-                        ("[llm]\nbase_url = 'http://127.0.0.1:9/v1'\n", "llm.model: Field required")):
+    for text, words in (
+        ("budget = 'many'\n", "budget: Input should be a valid integer"),
+        ("budget = \n", "not valid TOML"),
+        ("[llm]\nbase_url = 'http://127.0.0.1:9/v1'\n", "llm.model: Field required"),
+    ):
         done = kiln("config", "show", "--config", str(toml(text)))
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert words in done.stderr
@@ -148,7 +171,11 @@ def test_config_show_lists_every_field_once_with_its_source(toml):
     assert len(fields) == len(set(fields)) and set(fields) == set(model_fields(OptimizeConfig))
     sources = dict(printed)
     assert (sources["budget"], sources["store.busy_timeout_s"], sources["seed"], sources["r_draft"]) == (
-        "file", "file", "flag", "default")
+        "file",
+        "file",
+        "flag",
+        "default",
+    )
     assert "Evaluations per task" in done.stdout  # descriptions
 
 

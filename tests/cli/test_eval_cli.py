@@ -12,8 +12,6 @@ from kernelkiln.testing.tasks import TASKS
 QUICK = ["--threads", "1", "--time-budget", "0.5"]
 
 
-
-
 def test_eval_json_reports_a_verdict_with_per_workload_timings():
     done = kiln("eval", str(TASKS / "tiny_softmax.py"), str(CANDIDATES / "softmax_c.py"), *QUICK, "--json")
     assert done.returncode == 0, done.stderr
@@ -41,8 +39,12 @@ def test_a_rejected_candidate_still_exits_zero_with_a_null_speedup():
 def test_unusable_input_is_one_line_and_exit_code_two(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("def f(:\n")
-    for args in (["eval", str(broken)], ["eval", "no_such_task"], ["eval", "row_sum", "--set", "nope=1"],
-                 ["eval", "row_sum", str(tmp_path / "missing.py")]):
+    for args in (
+        ["eval", str(broken)],
+        ["eval", "no_such_task"],
+        ["eval", "row_sum", "--set", "nope=1"],
+        ["eval", "row_sum", str(tmp_path / "missing.py")],
+    ):
         done = kiln(*args)
         assert done.returncode == 2, (args, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr

@@ -19,25 +19,53 @@ KEY = "sk-test-0123456789abcdef"
 def optimize(tmp_path, base_url: str, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OPENAI_API_KEY": KEY}
     env.pop("OPENAI_BASE_URL", None)
-    args = ["optimize", PLAIN, "--policy", "llm", "--model", "m", "--base-url", base_url, "--budget", "2",
-            "--store", str(tmp_path / "kiln.db"), "--out", str(tmp_path / "out"), "--threads", "1",
-            "--time-budget", "0.3", "--confirm-budget", "0", "--set-config", "llm.max_retries=0", "--no-seed", *extra]
-    return subprocess.run([sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=240,
-                          env=env, check=False)
+    args = [
+        "optimize",
+        PLAIN,
+        "--policy",
+        "llm",
+        "--model",
+        "m",
+        "--base-url",
+        base_url,
+        "--budget",
+        "2",
+        "--store",
+        str(tmp_path / "kiln.db"),
+        "--out",
+        str(tmp_path / "out"),
+        "--threads",
+        "1",
+        "--time-budget",
+        "0.3",
+        "--confirm-budget",
+        "0",
+        "--set-config",
+        "llm.max_retries=0",
+        "--no-seed",
+        *extra,
+    ]
+    return subprocess.run(
+        [sys.executable, "-m", "kernelkiln", *args], capture_output=True, text=True, timeout=240, env=env, check=False
+    )
 
 
 def error_line(done: subprocess.CompletedProcess) -> str:
     assert "Traceback" not in done.stderr, done.stderr
-    lines = [line for line in done.stderr.splitlines()
-             if line.startswith("kiln: error:") or "nothing was evaluated" in line]
+    lines = [
+        line for line in done.stderr.splitlines() if line.startswith("kiln: error:") or "nothing was evaluated" in line
+    ]
     assert len(lines) == 1, done.stderr
     assert KEY not in done.stderr and KEY not in done.stdout
     return lines[0]
 
 
 def test_a_model_that_never_submits_is_an_error_with_its_cause_and_its_tokens_counted(tmp_path):
-    prose = {"text": "Here is my plan: first I will think about the kernel.", "prompt_tokens": 700,
-             "completion_tokens": 40}
+    prose = {
+        "text": "Here is my plan: first I will think about the kernel.",
+        "prompt_tokens": 700,
+        "completion_tokens": 40,
+    }
     with LoopbackServer([prose] * 6) as server:
         done = optimize(tmp_path, server.base_url, "--reply-protocol", "tools", "--json")
         asked = sum(r.path.endswith("/chat/completions") for r in server.requests)
@@ -53,15 +81,23 @@ def test_a_model_that_never_submits_is_an_error_with_its_cause_and_its_tokens_co
 
 
 def test_help_documents_the_exit_codes():
-    done = subprocess.run([sys.executable, "-m", "kernelkiln", "optimize", "--help"], capture_output=True, text=True,
-                          check=False, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelkiln", "optimize", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert "Exit codes" in done.stdout and "3" in done.stdout and "evaluated nothing" in done.stdout
 
 
-@pytest.mark.parametrize(("status", "message", "says"), [
-    (404, "The model `m` does not exist", "m"),
-    (401, f"Incorrect API key provided: {KEY}", "key"),
-])
+@pytest.mark.parametrize(
+    ("status", "message", "says"),
+    [
+        (404, "The model `m` does not exist", "m"),
+        (401, f"Incorrect API key provided: {KEY}", "key"),
+    ],
+)
 def test_an_endpoint_that_refuses_is_one_line_and_exit_2(tmp_path, status, message, says):
     with LoopbackServer([{"status": status, "message": message}] * 4) as server:
         done = optimize(tmp_path, server.base_url, "--reply-protocol", "tools")

@@ -20,10 +20,20 @@ def cached(tmp_path, monkeypatch):
     """A pre-written cache record, so no test waits for a real measurement."""
     monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path))
     record = machine.MachineRecord(
-        cpu="Test CPU", cpu_key=machine.cpu_key(), cpu_count=2, cores=1, bandwidth_gbs=20.0, peak_gflops=100.0,
-        per_cores={"1": {"bandwidth_gbs": 20.0, "bandwidth_write_allocate_gbs": 26.67, "peak_gflops": 100.0},
-                   "2": {"bandwidth_gbs": 30.0, "bandwidth_write_allocate_gbs": 40.0, "peak_gflops": 200.0}},
-        measured_at="2026-01-02T03:04:05+00:00", kernelkiln_version="0.1.0", kernel="256-bit vectors, 12 FMA accumulators")
+        cpu="Test CPU",
+        cpu_key=machine.cpu_key(),
+        cpu_count=2,
+        cores=1,
+        bandwidth_gbs=20.0,
+        peak_gflops=100.0,
+        per_cores={
+            "1": {"bandwidth_gbs": 20.0, "bandwidth_write_allocate_gbs": 26.67, "peak_gflops": 100.0},
+            "2": {"bandwidth_gbs": 30.0, "bandwidth_write_allocate_gbs": 40.0, "peak_gflops": 200.0},
+        },
+        measured_at="2026-01-02T03:04:05+00:00",
+        kernelkiln_version="0.1.0",
+        kernel="256-bit vectors, 12 FMA accumulators",
+    )
     path = machine.cache_path()
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(record.to_dict()))
@@ -33,8 +43,6 @@ def cached(tmp_path, monkeypatch):
 @pytest.fixture
 def app():
     return command_app(machine_cli.register)
-
-
 
 
 def test_json_prints_the_cached_record_with_the_peaks_and_per_core_figures(cached):

@@ -26,10 +26,16 @@ def url(tmp_path):
     url = f"sqlite:///{tmp_path / 'kiln.db'}"
     store = open_store(url)
     memory = Memory(store)
-    memory.add_experience(Experience(id="e-acc", text="Use four accumulators in row reductions.", platform="cpu", op_family="reduction"))
-    memory.add_experience(Experience(id="e-tile", text="Tile the matmul by 64 for cache reuse.", platform="cpu", op_family="matmul"))
+    memory.add_experience(
+        Experience(id="e-acc", text="Use four accumulators in row reductions.", platform="cpu", op_family="reduction")
+    )
+    memory.add_experience(
+        Experience(id="e-tile", text="Tile the matmul by 64 for cache reuse.", platform="cpu", op_family="matmul")
+    )
     root = attempt("row_sum", verdict="KEEP", time_ms=1.0, summary="naive", journal="# naive loop", created_at=1.0)
-    child = attempt("row_sum", verdict="KEEP", time_ms=0.5, speedup=2.0, parent=root, summary="4 accumulators", created_at=2.0)
+    child = attempt(
+        "row_sum", verdict="KEEP", time_ms=0.5, speedup=2.0, parent=root, summary="4 accumulators", created_at=2.0
+    )
     bad = attempt("row_sum", verdict="REJECT", parent=root, summary="avx512", error_class="build", created_at=3.0)
     for judged in (result(root), result(child, adopted=["e-acc"], unadopted=["e-tile"]), result(bad)):
         memory.callbacks.after_verdict(judged)
@@ -61,7 +67,9 @@ def test_search_ranks_and_filters(app, url):
     data = run_json(app, "search", "accumulators row reduction", "--store", url[0], "--kind", "experience")
     found = [r["id"] for r in data["results"]]
     assert found[0] == "e-acc" and "e-tile" not in found
-    knowledge = run_json(app, "search", "avx2 intrinsics horizontal sum", "--store", url[0], "--platform", "cpu", "--kind", "knowledge")
+    knowledge = run_json(
+        app, "search", "avx2 intrinsics horizontal sum", "--store", url[0], "--platform", "cpu", "--kind", "knowledge"
+    )
     assert knowledge["results"] and all(r["kind"] == "knowledge" for r in knowledge["results"])
     assert run(app, "search", "zzzz", "--store", url[0]).strip() == "no match"
 
@@ -88,7 +96,10 @@ def test_kiln_prints_user_errors_as_one_line_with_exit_2(url):
     code = "import sys; from kernelkiln.cli.app import main; sys.argv = ['kiln', *sys.argv[1:]]; main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, "memory", "show", "e-missing", "--store", url[0]],
-        capture_output=True, text=True, env={**os.environ, "KILN_STORE": url[0]}, timeout=120,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KILN_STORE": url[0]},
+        timeout=120,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["kiln: error: no experience, rule or attempt with id 'e-missing'"]
@@ -121,7 +132,10 @@ def test_export_import_round_trip(app, url, tmp_path):
     assert first["added"] == exported["records"]
     assert run_json(app, "import", str(out), "--store", target)["added"] == {}
     assert run_json(app, "stats", "--store", target)["attempts"] == 3
-    assert run_json(app, "show", "e-acc", "--store", target)["experience"]["q"] == run_json(app, "show", "e-acc", "--store", url[0])["experience"]["q"]
+    assert (
+        run_json(app, "show", "e-acc", "--store", target)["experience"]["q"]
+        == run_json(app, "show", "e-acc", "--store", url[0])["experience"]["q"]
+    )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"type": "attempt", "data": {}}\n')
     with pytest.raises(UserError, match="bad.jsonl:1"):
@@ -135,5 +149,9 @@ def test_prune_help_says_what_it_prunes(app):
 
 
 def test_prune(app, url):
-    assert run_json(app, "prune", "--dry-run", "--store", url[0]) == {"dry_run": True, "board_entries": 0, "experiences": []}
+    assert run_json(app, "prune", "--dry-run", "--store", url[0]) == {
+        "dry_run": True,
+        "board_entries": 0,
+        "experiences": [],
+    }
     assert "removed 0 board entries" in run(app, "prune", "--store", url[0])

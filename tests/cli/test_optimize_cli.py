@@ -15,8 +15,6 @@ TINY = str(TASKS / "tiny_softmax.py")
 QUICK = ["--threads", "1", "--time-budget", "0.3", "--confirm-budget", "0.3"]
 
 
-
-
 def test_help_teaches_the_targets_policies_and_resume():
     done = kiln("optimize", "--help")
     assert done.returncode == 0
@@ -30,8 +28,15 @@ def test_json_prints_run_json_and_best_py_is_written(tmp_path):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     task = out["tasks"]["tiny_softmax"]
-    assert set(task) >= {"best_speedup", "seed_speedup", "attempts", "verdicts", "prompt_tokens",
-                         "completion_tokens", "best"}
+    assert set(task) >= {
+        "best_speedup",
+        "seed_speedup",
+        "attempts",
+        "verdicts",
+        "prompt_tokens",
+        "completion_tokens",
+        "best",
+    }
     assert set(task["verdicts"]) == {"KEEP", "ACCEPT", "REVERT", "REJECT"} and task["attempts"] == 2
     assert os.path.isfile(task["best"]) and json.loads((tmp_path / "out" / "run.json").read_text()) == out
     assert "[tiny_softmax 2/2]" in done.stderr  # progress, one line per judged attempt when not a terminal
@@ -67,9 +72,25 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_without_repeating_an_attempt(t
     store = f"sqlite:///{db}"
     # timing up to 2 s per evaluation: the run is still going when a test reading stderr on a busy machine presses
     # Ctrl-C (with 0.3 s the remaining four could finish first, and the run exit 0)
-    code, stderr = interrupt_at(["optimize", TINY, "--budget", "6", "--store", store, "--out", str(tmp_path / "out"),
-                                 "--threads", "1", "--time-budget", "2", "--confirm-budget", "0.3"],
-                                "[tiny_softmax 2/6]")
+    code, stderr = interrupt_at(
+        [
+            "optimize",
+            TINY,
+            "--budget",
+            "6",
+            "--store",
+            store,
+            "--out",
+            str(tmp_path / "out"),
+            "--threads",
+            "1",
+            "--time-budget",
+            "2",
+            "--confirm-budget",
+            "0.3",
+        ],
+        "[tiny_softmax 2/6]",
+    )
     assert code == 130, stderr
     run_id = re.search(r"--resume (r-[0-9a-f]+)", stderr).group(1)
     done = kiln("optimize", "--resume", run_id, "--store", store, "--json")
@@ -88,8 +109,11 @@ def test_a_usage_error_prints_usage_not_a_traceback():
 
 def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path):
     store = f"sqlite:///{tmp_path / 'kiln.db'}"
-    code, stderr = interrupt_at(["optimize", TINY, "--budget", "6", "--store", store, "--out", str(tmp_path / "out"),
-                                 *QUICK], "[tiny_softmax 1/6]", sig=signal.SIGTERM)
+    code, stderr = interrupt_at(
+        ["optimize", TINY, "--budget", "6", "--store", store, "--out", str(tmp_path / "out"), *QUICK],
+        "[tiny_softmax 1/6]",
+        sig=signal.SIGTERM,
+    )
     assert code == 130 and "kiln: interrupted: resume with `kiln optimize --resume" in stderr, stderr
 
 
@@ -98,11 +122,24 @@ def test_memory_readonly_applies_the_store_writes_nothing_to_it_and_keeps_the_ru
 
     db = tmp_path / "team.db"
     store = f"sqlite:///{db}"
-    assert kiln("optimize", TINY, "--budget", "2", "--store", store, "--out", str(tmp_path / "a"), *QUICK).returncode == 0
+    assert (
+        kiln("optimize", TINY, "--budget", "2", "--store", store, "--out", str(tmp_path / "a"), *QUICK).returncode == 0
+    )
     open_store(store).close()  # the writer's log folded into the file
     digest = hashlib.sha256(db.read_bytes()).hexdigest()
-    done = kiln("optimize", TINY, "--budget", "2", "--store", store, "--memory-readonly", "--out",
-                str(tmp_path / "b"), "--json", *QUICK)
+    done = kiln(
+        "optimize",
+        TINY,
+        "--budget",
+        "2",
+        "--store",
+        store,
+        "--memory-readonly",
+        "--out",
+        str(tmp_path / "b"),
+        "--json",
+        *QUICK,
+    )
     assert done.returncode == 0, done.stderr
     assert f"memory lent read-only from {store}" in done.stderr and "[tiny_softmax 1/2] a1 KEEP" in done.stderr
     assert "reuse:" in done.stderr  # the stored best is the first candidate
@@ -115,4 +152,5 @@ def test_memory_readonly_applies_the_store_writes_nothing_to_it_and_keeps_the_ru
 def test_memory_readonly_from_a_store_that_does_not_exist_is_one_line_and_exit_2(tmp_path):
     done = kiln("optimize", TINY, "--store", f"sqlite:///{tmp_path / 'none.db'}", "--memory-readonly", *QUICK)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        f"kiln: error: cannot lend store sqlite:///{tmp_path / 'none.db'}: no such file"]
+        f"kiln: error: cannot lend store sqlite:///{tmp_path / 'none.db'}: no such file"
+    ]

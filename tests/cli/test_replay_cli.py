@@ -17,9 +17,23 @@ def test_record_then_replay_offline_then_a_changed_prompt_is_one_line_and_exit_2
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     session = tmp_path / "session"
     with LoopbackServer([submits()] * 4) as server:
-        done = kiln("optimize", str(TINY), "--policy", "llm", "--model", "scripted", "--base-url", server.base_url,
-                    "--record", str(session), "--store", f"sqlite:///{tmp_path / 'a.db'}", "--out",
-                    str(tmp_path / "a"), *QUICK)
+        done = kiln(
+            "optimize",
+            str(TINY),
+            "--policy",
+            "llm",
+            "--model",
+            "scripted",
+            "--base-url",
+            server.base_url,
+            "--record",
+            str(session),
+            "--store",
+            f"sqlite:///{tmp_path / 'a.db'}",
+            "--out",
+            str(tmp_path / "a"),
+            *QUICK,
+        )
         assert done.returncode == 0, done.stderr
         assert KEY in server.requests[-1].headers["authorization"]  # the key was in play
     recorded = json.loads(done.stdout)["tasks"]["tiny_softmax"]
@@ -28,21 +42,45 @@ def test_record_then_replay_offline_then_a_changed_prompt_is_one_line_and_exit_2
     assert not any(KEY in p.read_text() for p in session.rglob("*") if p.is_file())
 
     monkeypatch.delenv("OPENAI_API_KEY")
-    done = kiln("optimize", str(TINY), "--policy", "replay", "--replay", str(session),
-                "--store", f"sqlite:///{tmp_path / 'b.db'}", "--out", str(tmp_path / "b"), *QUICK)
+    done = kiln(
+        "optimize",
+        str(TINY),
+        "--policy",
+        "replay",
+        "--replay",
+        str(session),
+        "--store",
+        f"sqlite:///{tmp_path / 'b.db'}",
+        "--out",
+        str(tmp_path / "b"),
+        *QUICK,
+    )
     assert done.returncode == 0, done.stderr
     replayed = json.loads(done.stdout)["tasks"]["tiny_softmax"]
     assert replayed["attempts"] == 3
-    assert (replayed["prompt_tokens"], replayed["completion_tokens"]) == (recorded["prompt_tokens"],
-                                                                          recorded["completion_tokens"])
+    assert (replayed["prompt_tokens"], replayed["completion_tokens"]) == (
+        recorded["prompt_tokens"],
+        recorded["completion_tokens"],
+    )
 
     stream = session / "tiny_softmax" / "a1.jsonl"
     first, rest = stream.read_text().split("\n", 1)
     line = json.loads(first)
     line["request"]["messages"][0]["content"] += "\nWrite in verse."
     stream.write_text(json.dumps(line) + "\n" + rest)
-    done = kiln("optimize", str(TINY), "--policy", "replay", "--replay", str(session),
-                "--store", f"sqlite:///{tmp_path / 'c.db'}", "--out", str(tmp_path / "c"), *QUICK)
+    done = kiln(
+        "optimize",
+        str(TINY),
+        "--policy",
+        "replay",
+        "--replay",
+        str(session),
+        "--store",
+        f"sqlite:///{tmp_path / 'c.db'}",
+        "--out",
+        str(tmp_path / "c"),
+        *QUICK,
+    )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert "diverged at exchange 1 of a1 on tiny_softmax: message 0 (system) differs" in lines[-1], done.stderr

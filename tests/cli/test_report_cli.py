@@ -33,9 +33,11 @@ def test_a_real_run_reported_from_its_dir_and_as_markdown(tmp_path):
     url = f"sqlite:///{tmp_path / 'kiln.db'}"
     store = open_store(url)
     try:
-        result = Optimizer(Memory(store), tmp_path).start([TaskSpec(str(TASKS / "tiny_softmax.py"), {})],
-                                                          OptimizeConfig(guard=fast_config(), budget=3),
-                                                          tmp_path / "out")
+        result = Optimizer(Memory(store), tmp_path).start(
+            [TaskSpec(str(TASKS / "tiny_softmax.py"), {})],
+            OptimizeConfig(guard=fast_config(), budget=3),
+            tmp_path / "out",
+        )
     finally:
         store.close()
     done = kiln("report", str(tmp_path / "out"), "--store", url)

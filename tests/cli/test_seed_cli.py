@@ -57,8 +57,9 @@ def test_seed_json_prints_the_summary_with_the_source_when_there_is_no_out(app):
 
 def test_seed_json_with_out_names_the_file_instead_of_printing_the_source(app, tmp_path):
     path = tmp_path / "seed.py"
-    done = CliRunner().invoke(app, ["seed", RELU, "--threads", "1", "--json", "--out", str(path)],
-                              catch_exceptions=False)
+    done = CliRunner().invoke(
+        app, ["seed", RELU, "--threads", "1", "--json", "--out", str(path)], catch_exceptions=False
+    )
     assert done.exit_code == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["out"] == str(path) and "source" not in out and "class ModelNew" in path.read_text()

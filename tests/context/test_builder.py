@@ -12,28 +12,53 @@ HOT = ("task", "lens", "objective", "code", "feedback")
 
 
 def experiences(count, chars=2_000, prefix="e"):
-    return tuple(retrieved(f"{prefix}-{i:03d}", f"lesson {i}: " + "unroll the inner loop " * (chars // 22),
-                           summary=f"lesson {i}", q=0.1) for i in range(count))
+    return tuple(
+        retrieved(
+            f"{prefix}-{i:03d}",
+            f"lesson {i}: " + "unroll the inner loop " * (chars // 22),
+            summary=f"lesson {i}",
+            q=0.1,
+        )
+        for i in range(count)
+    )
 
 
 def knowledge(count, chars=3_000):
-    return tuple(retrieved(f"k-{i:03d}", f"note {i}: " + "prefer contiguous loads " * (chars // 24), kind="knowledge",
-                           summary=f"CPU note {i}") for i in range(count))
+    return tuple(
+        retrieved(
+            f"k-{i:03d}",
+            f"note {i}: " + "prefer contiguous loads " * (chars // 24),
+            kind="knowledge",
+            summary=f"CPU note {i}",
+        )
+        for i in range(count)
+    )
 
 
 def attempt(i, verdict="REVERT", **fields):
-    return Attempt(id=f"a-{i:03d}", task_id="tiny_softmax", verdict=verdict, summary=f"try {i}",
-                   code=f"# candidate {i}\n" + "x = 1\n" * 100, **fields)
+    return Attempt(
+        id=f"a-{i:03d}",
+        task_id="tiny_softmax",
+        verdict=verdict,
+        summary=f"try {i}",
+        code=f"# candidate {i}\n" + "x = 1\n" * 100,
+        **fields,
+    )
 
 
 def piled_turn(**overrides):
     history = tuple(attempt(i) for i in range(6))
     fields = {
-        "turn": 7, "feedback": history[-1], "history": history, "experiences": experiences(60),
+        "turn": 7,
+        "feedback": history[-1],
+        "history": history,
+        "experiences": experiences(60),
         "knowledge": knowledge(40),
         "graph": tuple(attempt(100 + i, "KEEP", speedup=1.0 + i / 10) for i in range(20)),
-        "board": tuple(BoardEntry(id=i, task_id="tiny_softmax", kind="win", summary=f"win {i}", reflection="r" * 900)
-                       for i in range(30)),
+        "board": tuple(
+            BoardEntry(id=i, task_id="tiny_softmax", kind="win", summary=f"win {i}", reflection="r" * 900)
+            for i in range(30)
+        ),
         "rules": (Rule(id="e-rule", text="Always compile with -O3.", tokens=6),),
     }
     fields.update(overrides)
@@ -71,9 +96,16 @@ def test_passive_prompt_grows_turn_over_turn():
         latest = attempt(turn)
         history = (*history, latest)
         prompt = builder.build(
-            make_turn(turn=turn + 1, feedback=latest, history=history,
-                      experiences=experiences(3, prefix=f"e{turn}"), knowledge=knowledge(2)),
-            window=8_000, generation=1_000)
+            make_turn(
+                turn=turn + 1,
+                feedback=latest,
+                history=history,
+                experiences=experiences(3, prefix=f"e{turn}"),
+                knowledge=knowledge(2),
+            ),
+            window=8_000,
+            generation=1_000,
+        )
         sizes.append(prompt.estimated_tokens)
         assert "e1-000" in prompt.user  # shown on the first turn, still there
         assert "# candidate 1" in prompt.user
@@ -108,8 +140,12 @@ def test_hot_sections_come_first():
     prompt = ContextBuilder().build(piled_turn(), window=20_000, generation=1_000)
     layers = [s.layer for s in prompt.sections]
     assert layers[: len(HOT)] == ["hot"] * len(HOT)
-    assert prompt.user.index("## Task: tiny_softmax") < prompt.user.index("## Latest feedback") \
-        < prompt.user.index("## Your earlier attempts") < prompt.user.index("## Retrieved experiences")
+    assert (
+        prompt.user.index("## Task: tiny_softmax")
+        < prompt.user.index("## Latest feedback")
+        < prompt.user.index("## Your earlier attempts")
+        < prompt.user.index("## Retrieved experiences")
+    )
 
 
 def test_shown_experiences_are_exactly_those_in_the_prompt():
@@ -156,26 +192,42 @@ def test_recent_history_keeps_the_last_r_earlier_turns_without_repeating_the_fee
 
 def test_graph_attempts_already_in_view_are_not_repeated():
     history = (attempt(1), attempt(2))
-    prompt = ContextBuilder().build(make_turn(feedback=history[-1], history=history, graph=history + (attempt(3),)),
-                                    window=100_000, generation=1_000)
+    prompt = ContextBuilder().build(
+        make_turn(feedback=history[-1], history=history, graph=history + (attempt(3),)),
+        window=100_000,
+        generation=1_000,
+    )
     assert prompt.section("graph").items_total == 1
     assert prompt.user.count("a-002") == 1
 
 
 def test_latest_feedback_shows_the_verdict_reason_diagnostics_and_workloads():
     latest = attempt(1, "REJECT", error_class="build")
-    verdict = Verdict.reject("build", "compile failed", diagnostics=[
-        {"severity": "error", "line": 7, "column": 3, "message": "expected ';'"}])
-    prompt = ContextBuilder().build(make_turn(feedback=latest, history=(latest,), verdict=verdict),
-                                    window=100_000, generation=1_000)
+    verdict = Verdict.reject(
+        "build",
+        "compile failed",
+        diagnostics=[{"severity": "error", "line": 7, "column": 3, "message": "expected ';'"}],
+    )
+    prompt = ContextBuilder().build(
+        make_turn(feedback=latest, history=(latest,), verdict=verdict), window=100_000, generation=1_000
+    )
     assert "Attempt a-001: REJECT" in prompt.user
     assert "Reason (build): compile failed" in prompt.user
     assert "line 7:3: error: expected ';'" in prompt.user
 
-    timed = Verdict(verdict="KEEP", stage="verdict", reason="faster", correct=True, speedup=1.8, workloads=[
-        WorkloadResult(name="w0", sizes={}, t_ref_s=2e-3, t_cand_s=1e-3, speedup=2.0, spread=0.01, rounds=5, reps=3)])
-    prompt = ContextBuilder().build(make_turn(feedback=attempt(2, "KEEP"), verdict=timed), window=100_000,
-                                    generation=1_000)
+    timed = Verdict(
+        verdict="KEEP",
+        stage="verdict",
+        reason="faster",
+        correct=True,
+        speedup=1.8,
+        workloads=[
+            WorkloadResult(name="w0", sizes={}, t_ref_s=2e-3, t_cand_s=1e-3, speedup=2.0, spread=0.01, rounds=5, reps=3)
+        ],
+    )
+    prompt = ContextBuilder().build(
+        make_turn(feedback=attempt(2, "KEEP"), verdict=timed), window=100_000, generation=1_000
+    )
     assert "1.80x over the reference" in prompt.user
     assert "w0: reference 2 ms, yours 1 ms, 2.00x" in prompt.user
 
@@ -194,10 +246,13 @@ def test_no_draft_directive_outside_drafting(objective):
 
 
 def test_draft_objective_includes_the_directive_and_the_leaderboard():
-    board = (Snapshot("a1", "tiling", "a-077", 2.5, "8x8 register tiles", "def tiled():\n    pass\n"),
-             Snapshot("a2", "fusion", "a-078", 1.7, "one pass", "y = 2\n" * 2_000))
+    board = (
+        Snapshot("a1", "tiling", "a-077", 2.5, "8x8 register tiles", "def tiled():\n    pass\n"),
+        Snapshot("a2", "fusion", "a-078", 1.7, "one pass", "y = 2\n" * 2_000),
+    )
     prompt = ContextBuilder(ContextConfig(code_excerpt_chars=300)).build(
-        make_turn(objective="draft", leaderboard=board, best_speedup=2.5), window=100_000, generation=1_000)
+        make_turn(objective="draft", leaderboard=board, best_speedup=2.5), window=100_000, generation=1_000
+    )
     draft = prompt.section("draft")
     assert draft is not None and draft.layer == "hot"
     assert "Draft directive" in prompt.user and "Abandon" in prompt.user

@@ -8,16 +8,30 @@ from kernelkiln.store.records import SUMMARY_CHARS
 @pytest.mark.parametrize("platform", ["cpu", "cuda"])
 def test_system_prompt_explains_the_candidate_and_the_submit_tool(platform):
     text = render("system", platform=platform, summary_chars=SUMMARY_CHARS)
-    for needle in ("ModelNew", "submit_candidate", "summary", "adoptions", "experience_id", "run_checks", "profile",
-                   "vectorization_report", "from kernelkiln import native", "160"):
+    for needle in (
+        "ModelNew",
+        "submit_candidate",
+        "summary",
+        "adoptions",
+        "experience_id",
+        "run_checks",
+        "profile",
+        "vectorization_report",
+        "from kernelkiln import native",
+        "160",
+    ):
         assert needle in text
     assert "native.load(" in text
     assert ('lang="cuda"' in text and "@triton.jit" in text) == (platform == "cuda")
 
 
 def test_reask_lists_each_problem_and_the_ids_owed():
-    text = render("reask.md.j2", problems=["no call of submit_candidate", "summary has 212 characters"],
-                  experience_ids=["e-1", "e-2"], summary_chars=160)
+    text = render(
+        "reask.md.j2",
+        problems=["no call of submit_candidate", "summary has 212 characters"],
+        experience_ids=["e-1", "e-2"],
+        summary_chars=160,
+    )
     assert "- no call of submit_candidate\n" in text and "- summary has 212 characters\n" in text
     assert "e-1, e-2" in text
 

@@ -10,9 +10,13 @@ from kernelkiln.task import knobs as K
 from kernelkiln.testing.guard import fast_config
 
 EXAMPLES = bundled_suites()["examples"].task_paths()
-SMALL = {"row_softmax": {"batch_size": 8, "dim": 200}, "log_softmax": {"batch_size": 8, "dim": 200},
-         "row_sum": {"batch_size": 8, "dim": 200}, "layer_norm": {"batch_size": 8, "dim": 200},
-         "matmul": {"M": 48, "K": 40, "N": 72}}
+SMALL = {
+    "row_softmax": {"batch_size": 8, "dim": 200},
+    "log_softmax": {"batch_size": 8, "dim": 200},
+    "row_sum": {"batch_size": 8, "dim": 200},
+    "layer_norm": {"batch_size": 8, "dim": 200},
+    "matmul": {"M": 48, "K": 40, "N": 72},
+}
 
 
 def test_the_matmul_example_and_the_suite_matmul_share_one_op_family():

@@ -115,8 +115,9 @@ def _expectation(path: Path) -> tuple[str, str, str]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[p.stem for p in CASES])
-def test_hostile_candidate_is_rejected_with_a_specific_reason(case, sessions, listener, datagrams, home_secret,
-                                                              tmp_path):
+def test_hostile_candidate_is_rejected_with_a_specific_reason(
+    case, sessions, listener, datagrams, home_secret, tmp_path
+):
     port, connections = listener
     udp_port, received = datagrams
     secret_in_home, planted_in_home = home_secret
@@ -128,10 +129,16 @@ def test_hostile_candidate_is_rejected_with_a_specific_reason(case, sessions, li
     secret_file = tmp_path / "secret.h"
     secret_file.write_text(f'const char* leaked = "{SECRET}";\n')
     secret_file.chmod(0o600)
-    source = (case.read_text().replace("@PORT@", str(port)).replace("@OUTSIDE@", str(outside))
-              .replace("@SECRET_FILE@", str(secret_file)).replace("@UDP_PORT@", str(udp_port))
-              .replace("@HOME_SECRET@", str(secret_in_home)).replace("@HOME_DIR@", str(Path.home()))
-              .replace("@CACHE_DIR@", str(cache)))
+    source = (
+        case.read_text()
+        .replace("@PORT@", str(port))
+        .replace("@OUTSIDE@", str(outside))
+        .replace("@SECRET_FILE@", str(secret_file))
+        .replace("@UDP_PORT@", str(udp_port))
+        .replace("@HOME_SECRET@", str(secret_in_home))
+        .replace("@HOME_DIR@", str(Path.home()))
+        .replace("@CACHE_DIR@", str(cache))
+    )
     stage, reason, task = _expectation(case)
 
     verdict = sessions(task).evaluate(source)

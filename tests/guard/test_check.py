@@ -22,7 +22,8 @@ from kernelkiln.testing.tasks import TASKS
 
 TASK = load_task(TASKS / "tiny_softmax.py")
 LONG = load_task(TASKS / "long_row_sum.py")
-SEQUENTIAL = native.load(r"""
+SEQUENTIAL = native.load(
+    r"""
 #include <stdint.h>
 void row_sum(const float* x, float* y, int64_t rows, int64_t cols) {
     for (int64_t r = 0; r < rows; ++r) {
@@ -31,7 +32,9 @@ void row_sum(const float* x, float* y, int64_t rows, int64_t cols) {
         y[r] = s;
     }
 }
-""", {"row_sum": "void(const float*, float*, int64_t, int64_t)"})
+""",
+    {"row_sum": "void(const float*, float*, int64_t, int64_t)"},
+)
 
 
 def _sequential(x: torch.Tensor) -> torch.Tensor:
@@ -62,6 +65,7 @@ def _task_file(folder: Path, source: Path, name: str, replace: tuple[str, str]) 
 
 
 # -- the rule, on outputs ---------------------------------------------------------------
+
 
 def test_reordered_float32_arithmetic_passes():
     x = torch.randn(64, 4096)
@@ -119,8 +123,13 @@ def test_an_explicit_tolerance_is_the_bound_measured_against_the_oracle(tmp_path
     tasks = {}
     for name, tolerance in (("strict", '{"atol": 1e-6, "rtol": 1e-6}'), ("loose", '{"atol": 1.0, "rtol": 0.01}')):
         path = tmp_path / f"{name}_sum.py"
-        path.write_text((TASKS / "long_row_sum.py").read_text().replace(
-            'KILN = {"op_family": "reduction"}', f'KILN = {{"op_family": "reduction", "tolerance": {tolerance}}}'))
+        path.write_text(
+            (TASKS / "long_row_sum.py")
+            .read_text()
+            .replace(
+                'KILN = {"op_family": "reduction"}', f'KILN = {{"op_family": "reduction", "tolerance": {tolerance}}}'
+            )
+        )
         tasks[name] = load_task(path)
     x, ref, exact = _long_trial(tasks["strict"])
     problem = compare(tasks["strict"], ref, _sequential(x), "output 0", exact)  # passes under the default rule
@@ -133,8 +142,9 @@ def test_a_reference_that_is_not_finite_is_matched_as_it_is():
     ref = torch.tensor([1.0, float("inf"), float("nan")])
     expected = reference_outputs(TASK, TASK.make_model(TASK.workloads[0], 0), 0, 0)
     assert compare(TASK, ref, ref.clone(), "output 0") is None
-    problem = compare(TASK, expected.outputs[0], torch.full_like(expected.outputs[0], float("nan")), "output 0",
-                      expected.oracle[0])
+    problem = compare(
+        TASK, expected.outputs[0], torch.full_like(expected.outputs[0], float("nan")), "output 0", expected.oracle[0]
+    )
     assert "non-finite values where the reference is finite" in problem
 
 
@@ -147,7 +157,10 @@ def test_integer_outputs_must_be_equal_and_the_check_reports_that_no_oracle_was_
     wrong[0] += 1
     assert compare(task, expected.outputs[0], wrong, "output 0") == "output 0: 1 of 16 elements differ"
     setup = summarize(task, [cases])
-    assert not setup.oracle and setup.oracle_note == "workload w0: integer or bool outputs: compared exactly with the reference"
+    assert (
+        not setup.oracle
+        and setup.oracle_note == "workload w0: integer or bool outputs: compared exactly with the reference"
+    )
     assert (setup.trials, setup.robustness_trials) == (5, 2)
 
 
@@ -167,7 +180,10 @@ def test_inputs_and_reference_outputs_stay_reproducible_while_other_threads_make
     def generate(index: int) -> None:
         for seed in range(30):
             trial = reference_outputs(TASK, models[index], index, seed)
-            if not torch.equal(trial.inputs[0], expected[(index, seed)]) or trial.outputs[0].shape != trial.inputs[0].shape:
+            if (
+                not torch.equal(trial.inputs[0], expected[(index, seed)])
+                or trial.outputs[0].shape != trial.inputs[0].shape
+            ):
                 wrong.append((index, seed))
 
     threads = [threading.Thread(target=generate, args=(i % 2,)) for i in range(4)]
@@ -186,6 +202,7 @@ def test_robustness_trials_are_dropped_where_the_reference_is_not_finite_on_wide
 
 # -- the rule, in evaluations -----------------------------------------------------------
 
+
 def test_an_honest_sequential_long_sum_is_accepted_on_every_evaluation():
     with GuardSession(LONG, fast_config()) as guard:
         for _ in range(3):
@@ -203,8 +220,9 @@ def test_relu_as_identity_is_rejected_as_correct_only_on_the_tasks_inputs():
 
 
 def test_with_robustness_off_only_the_tasks_own_inputs_are_checked(world_readable):
-    path = _task_file(world_readable, TASKS / "tiny_relu.py", "relu_domain",
-                      ('"workloads"', '"robustness": False, "workloads"'))
+    path = _task_file(
+        world_readable, TASKS / "tiny_relu.py", "relu_domain", ('"workloads"', '"robustness": False, "workloads"')
+    )
     with GuardSession(load_task(path), fast_config()) as guard:
         verdict = guard.evaluate((HOSTILE / "relu_identity.py").read_text(), timed=False)
     assert verdict.verdict == "ACCEPT", verdict.reason
@@ -213,15 +231,20 @@ def test_with_robustness_off_only_the_tasks_own_inputs_are_checked(world_readabl
 
 def test_robustness_trials_where_the_reference_is_not_finite_are_skipped_and_counted():
     with GuardSession(load_task(TASKS / "tiny_sqrt.py"), fast_config()) as guard:
-        verdict = guard.evaluate("import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
-                                 "    def forward(self, x):\n        return x ** 0.5\n", timed=False)
+        verdict = guard.evaluate(
+            "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+            "    def forward(self, x):\n        return x ** 0.5\n",
+            timed=False,
+        )
     assert verdict.verdict == "ACCEPT", verdict.reason
     assert verdict.check.robustness_trials == 0 and verdict.check.robustness_skipped == 2
 
 
 def test_a_random_reference_falls_back_to_the_float32_reference_and_the_verdict_says_why():
     with GuardSession(load_task(TASKS / "tiny_dropout.py"), fast_config()) as guard:
-        verdict = guard.evaluate("import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
-                                 "    def forward(self, x):\n        return x * 2\n", timed=False)
+        verdict = guard.evaluate(
+            "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x * 2\n",
+            timed=False,
+        )
     assert verdict.verdict == "REJECT"
     assert verdict.check.oracle is False and "the reference is random" in verdict.check.oracle_note

@@ -164,8 +164,10 @@ def test_shared_and_exclusive_never_hold_together_under_contention():
                 with guard:
                     state[mode] -= 1
 
-    threads = [threading.Thread(target=worker, args=(m,), daemon=True)
-               for m in ("shared", "shared", "shared", "exclusive", "exclusive")]
+    threads = [
+        threading.Thread(target=worker, args=(m,), daemon=True)
+        for m in ("shared", "shared", "shared", "exclusive", "exclusive")
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

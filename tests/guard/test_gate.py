@@ -7,7 +7,7 @@ import pytest
 from kernelkiln.guard import gate
 from kernelkiln.task import bundled_suites
 
-OK = '''
+OK = """
 import math
 import torch
 import torch.nn as nn
@@ -23,7 +23,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
         w = self.linear.weight
         return F.relu(x) * math.sqrt(2.0) + w.sum()
-'''
+"""
 
 
 def messages(source: str, forbidden=()) -> list[str]:
@@ -34,21 +34,24 @@ def test_an_ordinary_candidate_passes():
     assert messages(OK, {"softmax"}) == []
 
 
-@pytest.mark.parametrize("snippet, message", [
-    ("import os", "import of 'os'"),
-    ("import torch.utils.cpp_extension", "import of 'torch.utils.cpp_extension'"),
-    ("from kernelkiln.native import set_builder", "not available to candidates"),
-    ("from kernelkiln import native\nnative.set_builder(None)", "not available to candidates"),
-    ("from . import x", "import of"),
-    ("x = eval('1')", "use of 'eval'"),
-    ("x = __builtins__", "access to '__builtins__'"),
-    ("import torch\nx = torch._C", "private torch._C"),
-    ("import torch\ntorch.load('f')", "torch.load is not allowed"),
-    ("import torch\nx = torch.ops.aten.softmax", "torch.ops is not allowed"),
-    ("import torch.nn.functional as F\nF.gelu = None", "monkeypatching torch.nn.functional"),
-    ("import math\nmath.pi += 1", "monkeypatching math"),
-    ("def f():\n    global g", "global statements"),
-])
+@pytest.mark.parametrize(
+    "snippet, message",
+    [
+        ("import os", "import of 'os'"),
+        ("import torch.utils.cpp_extension", "import of 'torch.utils.cpp_extension'"),
+        ("from kernelkiln.native import set_builder", "not available to candidates"),
+        ("from kernelkiln import native\nnative.set_builder(None)", "not available to candidates"),
+        ("from . import x", "import of"),
+        ("x = eval('1')", "use of 'eval'"),
+        ("x = __builtins__", "access to '__builtins__'"),
+        ("import torch\nx = torch._C", "private torch._C"),
+        ("import torch\ntorch.load('f')", "torch.load is not allowed"),
+        ("import torch\nx = torch.ops.aten.softmax", "torch.ops is not allowed"),
+        ("import torch.nn.functional as F\nF.gelu = None", "monkeypatching torch.nn.functional"),
+        ("import math\nmath.pi += 1", "monkeypatching math"),
+        ("def f():\n    global g", "global statements"),
+    ],
+)
 def test_dangerous_constructs_are_refused(snippet, message):
     found = messages(snippet + "\nclass ModelNew:\n    pass\n")
     assert any(message in m for m in found), found
@@ -56,7 +59,9 @@ def test_dangerous_constructs_are_refused(snippet, message):
 
 def test_reference_ops_are_refused_in_any_spelling():
     src = "import torch\nfrom torch.nn.functional import softmax\nclass ModelNew:\n    def f(self, x, w):\n{}\n"
-    assert "calls the reference op 'softmax'" in messages(src.format("        return torch.softmax(x, 1)"), {"softmax"})[0]
+    assert (
+        "calls the reference op 'softmax'" in messages(src.format("        return torch.softmax(x, 1)"), {"softmax"})[0]
+    )
     assert messages(src.format("        return x.softmax(1)"), {"softmax"})
     assert messages(src.format("        return softmax(x, 1)"), {"softmax"})
     assert "@ operator" in messages(src.format("        return x @ w"), {"matmul"})[0]
@@ -98,12 +103,15 @@ def test_functions_of_a_native_library_the_candidate_loaded_may_be_named_like_re
         assert found == []
 
 
-@pytest.mark.parametrize("extra", [
-    "lib = torch",  # the same name bound to torch elsewhere
-    "def g(lib):\n    return lib.relu(1)",  # a parameter of that name
-    "for lib in [torch]:\n    pass",
-    "import torch as lib",
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "lib = torch",  # the same name bound to torch elsewhere
+        "def g(lib):\n    return lib.relu(1)",  # a parameter of that name
+        "for lib in [torch]:\n    pass",
+        "import torch as lib",
+    ],
+)
 def test_a_name_also_bound_to_something_else_gets_no_native_exemption(extra):
     found = messages(NATIVE.format(loader="native.load", extra=extra), {"relu", "matmul"})
     assert any("calls the reference op 'relu'" in m for m in found), found
@@ -163,27 +171,30 @@ def test_the_bundled_triton_seeds_pass():
         assert messages(seed.read_text(), {"softmax", "layer_norm", "matmul"}) == [], seed.name
 
 
-@pytest.mark.parametrize("snippet, message", [
-    ("import triton.runtime", "import of 'triton.runtime'"),
-    ("from triton import runtime", "triton.runtime is not available"),
-    ("from triton.compiler import compile", "triton.compiler is not available"),
-    ("import triton\nx = triton.testing.do_bench", "triton.testing is not available"),
-    ("import triton\nx = triton.tools", "triton.tools is not available"),
-    ("import triton\nx = triton.backends", "triton.backends is not available"),
-    ("import triton\nx = triton.autotune", "triton.autotune is not available"),
-    ("import triton\nx = triton.knobs.cache", "triton.knobs is not available"),
-    ("import triton.language as tl\nx = tl.core.builtins.open", "triton.language.core is not available"),
-    ("import triton.language as tl\nx = tl.extra.pkgutil", "triton.language.extra.pkgutil is not available"),
-    ("from triton.language import *", "import of '*'"),
-    ("from triton import jit\nx = jit.cache", "triton.jit.cache is not allowed"),
-    ("import triton\n@triton.jit\ndef k(x):\n    pass\nx = k.cache", "k.cache is not allowed"),
-    ("import triton\n@triton.jit\ndef k(x):\n    pass\nf = k\nx = f.compile", "access to .compile is not allowed"),
-    ("import triton.language as tl\ns = tl.sum\nx = s.get_capture_scope()", "access to .get_capture_scope"),
-    ("import triton.language as tl\nx = tl.sum._do_compile", "access to private triton.language._do_compile"),
-    ("import triton.language as tl\nx = tl.load(1).handle.data", "access to .handle is not allowed"),
-    ("import torch\nx = torch.ones(2).numpy().tofile('f')", "access to .tofile is not allowed"),
-    ("import torch\ns = torch.cuda.Stream()", "torch.cuda is not available on the cpu platform"),
-])
+@pytest.mark.parametrize(
+    "snippet, message",
+    [
+        ("import triton.runtime", "import of 'triton.runtime'"),
+        ("from triton import runtime", "triton.runtime is not available"),
+        ("from triton.compiler import compile", "triton.compiler is not available"),
+        ("import triton\nx = triton.testing.do_bench", "triton.testing is not available"),
+        ("import triton\nx = triton.tools", "triton.tools is not available"),
+        ("import triton\nx = triton.backends", "triton.backends is not available"),
+        ("import triton\nx = triton.autotune", "triton.autotune is not available"),
+        ("import triton\nx = triton.knobs.cache", "triton.knobs is not available"),
+        ("import triton.language as tl\nx = tl.core.builtins.open", "triton.language.core is not available"),
+        ("import triton.language as tl\nx = tl.extra.pkgutil", "triton.language.extra.pkgutil is not available"),
+        ("from triton.language import *", "import of '*'"),
+        ("from triton import jit\nx = jit.cache", "triton.jit.cache is not allowed"),
+        ("import triton\n@triton.jit\ndef k(x):\n    pass\nx = k.cache", "k.cache is not allowed"),
+        ("import triton\n@triton.jit\ndef k(x):\n    pass\nf = k\nx = f.compile", "access to .compile is not allowed"),
+        ("import triton.language as tl\ns = tl.sum\nx = s.get_capture_scope()", "access to .get_capture_scope"),
+        ("import triton.language as tl\nx = tl.sum._do_compile", "access to private triton.language._do_compile"),
+        ("import triton.language as tl\nx = tl.load(1).handle.data", "access to .handle is not allowed"),
+        ("import torch\nx = torch.ones(2).numpy().tofile('f')", "access to .tofile is not allowed"),
+        ("import torch\ns = torch.cuda.Stream()", "torch.cuda is not available on the cpu platform"),
+    ],
+)
 def test_triton_beyond_kernels_and_device_apis_on_cpu_are_refused(snippet, message):
     found = messages(snippet + "\nclass ModelNew:\n    pass\n")
     assert any(message in m for m in found), found

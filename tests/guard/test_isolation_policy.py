@@ -29,8 +29,12 @@ def test_strict_requires_every_offered_layer_that_the_configuration_turns_on():
 
 def test_a_required_layer_that_did_not_hold_is_one_line_naming_it_and_why():
     with pytest.raises(UserError) as caught:
-        sandbox.refuse_unless_held(["network", "landlock"], {"network": True, "landlock": False},
-                                   {"landlock": "Landlock is disabled"}, "a worker")
+        sandbox.refuse_unless_held(
+            ["network", "landlock"],
+            {"network": True, "landlock": False},
+            {"landlock": "Landlock is disabled"},
+            "a worker",
+        )
     message = str(caught.value)
     assert "landlock" in message and "Landlock is disabled" in message and "\n" not in message
     sandbox.refuse_unless_held(["network"], {"network": True}, {}, "a worker")  # held: no error
@@ -44,13 +48,15 @@ def test_the_tuner_defaults_to_best_effort_and_the_llm_policy_to_strict():
 
 
 def test_a_process_that_left_the_session_is_still_found_among_those_a_worker_started():
-    code = ("import os, sys, time\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            "    time.sleep(30)\n"
-            "    os._exit(0)\n"
-            "print('ready', flush=True)\n"
-            "time.sleep(30)\n")
+    code = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(30)\n"
+    )
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert parent.stdout.readline().strip() == "ready"

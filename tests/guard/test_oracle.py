@@ -58,12 +58,15 @@ def test_a_deterministic_module_gets_a_float64_copy_made_once():
     assert model.linear.weight.dtype == torch.float32  # the reference itself is untouched
 
 
-@pytest.mark.parametrize("module, note", [
-    (_Random, "the reference is random"),
-    (_Float32Constant, "does not run in float64: RuntimeError"),
-    (_Float32Output, "output 0 is torch.float32"),
-    (_Index, "integer or bool outputs"),
-])
+@pytest.mark.parametrize(
+    "module, note",
+    [
+        (_Random, "the reference is random"),
+        (_Float32Constant, "does not run in float64: RuntimeError"),
+        (_Float32Output, "output 0 is torch.float32"),
+        (_Index, "integer or bool outputs"),
+    ],
+)
 def test_the_oracle_steps_aside_with_a_reason(module, note):
     oracle = Oracle()
     assert _outputs(module(), oracle, torch.randn(16, 64)) == [None]

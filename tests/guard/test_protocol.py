@@ -13,8 +13,13 @@ from kernelkiln.guard import protocol
 
 def test_tensors_of_every_dtype_round_trip_inside_nested_messages():
     a, b = Pipe()
-    tensors = [torch.randn(3, 4), torch.arange(6, dtype=torch.int64).reshape(2, 3), torch.zeros(0, 5),
-               torch.randn(5).to(torch.bfloat16), torch.tensor([True, False])]
+    tensors = [
+        torch.randn(3, 4),
+        torch.arange(6, dtype=torch.int64).reshape(2, 3),
+        torch.zeros(0, 5),
+        torch.randn(5).to(torch.bfloat16),
+        torch.tensor([True, False]),
+    ]
     protocol.send(a, {"ok": True, "outputs": tensors, "meta": {"x": tensors[0]}})
     got = protocol.recv(b)
     for sent, back in zip(tensors, got["outputs"]):
@@ -29,12 +34,15 @@ def test_a_pickle_from_a_worker_is_refused_not_executed():
         protocol.recv(b)
 
 
-@pytest.mark.parametrize("header, blobs", [
-    ({"body": {"x": {"__tensor__": 0, "dtype": "float32", "shape": [4]}}, "blobs": 1}, [b"\0" * 3]),
-    ({"body": {"x": {"__tensor__": 0, "dtype": "object", "shape": [1]}}, "blobs": 1}, [b"\0" * 8]),
-    ({"body": {"x": {"__tensor__": 5, "dtype": "float32", "shape": [1]}}, "blobs": 0}, []),
-    ({"body": [], "blobs": 0}, []),
-])
+@pytest.mark.parametrize(
+    "header, blobs",
+    [
+        ({"body": {"x": {"__tensor__": 0, "dtype": "float32", "shape": [4]}}, "blobs": 1}, [b"\0" * 3]),
+        ({"body": {"x": {"__tensor__": 0, "dtype": "object", "shape": [1]}}, "blobs": 1}, [b"\0" * 8]),
+        ({"body": {"x": {"__tensor__": 5, "dtype": "float32", "shape": [1]}}, "blobs": 0}, []),
+        ({"body": [], "blobs": 0}, []),
+    ],
+)
 def test_malformed_frames_are_protocol_errors(header, blobs):
     a, b = Pipe()
     a.send_bytes(json.dumps(header).encode())

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import torch
-
 import pytest
+import torch
 
 from kernelkiln.guard import aliases
 from kernelkiln.guard.reference_ops import PLUMBING, OpRecorder, forbidden_ops, record
@@ -41,20 +40,23 @@ class Call(torch.nn.Module):
 X, Y = torch.rand(4, 4) + 0.5, torch.rand(4, 4) + 0.5
 
 
-@pytest.mark.parametrize("reference, spellings", [
-    (lambda x, y: x * y, ["mul", "multiply", "imul"]),
-    (lambda x, y: torch.multiply(x, y), ["mul", "multiply"]),
-    (lambda x, y: x / y, ["div", "divide", "true_divide", "truediv", "itruediv"]),
-    (lambda x, y: x - y, ["sub", "subtract", "rsub", "isub"]),
-    (lambda x, y: torch.clamp(x, 0.7, 1.2), ["clip", "clamp_min", "clamp_max", "hardtanh", "relu6"]),
-    (lambda x, y: torch.relu(x), ["relu", "clamp_min", "clamp", "clip", "threshold"]),
-    (lambda x, y: torch.sigmoid(x), ["expit", "special_expit"]),
-    (lambda x, y: torch.special.expit(x), ["sigmoid", "expit"]),
-    (lambda x, y: torch.abs(x), ["absolute"]),
-    (lambda x, y: torch.acos(x - 1), ["arccos"]),
-    (lambda x, y: torch.matmul(x, y), ["mm", "linalg_matmul", "linear", "einsum"]),
-    (lambda x, y: x.amax(1), ["max"]),
-])
+@pytest.mark.parametrize(
+    "reference, spellings",
+    [
+        (lambda x, y: x * y, ["mul", "multiply", "imul"]),
+        (lambda x, y: torch.multiply(x, y), ["mul", "multiply"]),
+        (lambda x, y: x / y, ["div", "divide", "true_divide", "truediv", "itruediv"]),
+        (lambda x, y: x - y, ["sub", "subtract", "rsub", "isub"]),
+        (lambda x, y: torch.clamp(x, 0.7, 1.2), ["clip", "clamp_min", "clamp_max", "hardtanh", "relu6"]),
+        (lambda x, y: torch.relu(x), ["relu", "clamp_min", "clamp", "clip", "threshold"]),
+        (lambda x, y: torch.sigmoid(x), ["expit", "special_expit"]),
+        (lambda x, y: torch.special.expit(x), ["sigmoid", "expit"]),
+        (lambda x, y: torch.abs(x), ["absolute"]),
+        (lambda x, y: torch.acos(x - 1), ["arccos"]),
+        (lambda x, y: torch.matmul(x, y), ["mm", "linalg_matmul", "linear", "einsum"]),
+        (lambda x, y: x.amax(1), ["max"]),
+    ],
+)
 def test_every_alias_of_a_forbidden_op_is_forbidden(reference, spellings):
     banned = forbidden_ops(record(Call(reference), [X, Y]), None, ())
     assert set(spellings) <= banned, set(spellings) - banned
@@ -65,10 +67,15 @@ def test_an_explicit_list_is_closed_under_aliases_too():
     assert {"mul", "multiply"} <= forbidden_ops({"add"}, ["multiply"], ())
 
 
-@pytest.mark.parametrize("call", [
-    lambda x, y: torch.multiply(x, y), lambda x, y: torch.mul(x, y), lambda x, y: x.multiply_(y),
-    lambda x, y: y.__rmul__(x),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x, y: torch.multiply(x, y),
+        lambda x, y: torch.mul(x, y),
+        lambda x, y: x.multiply_(y),
+        lambda x, y: y.__rmul__(x),
+    ],
+)
 def test_an_alias_recorded_at_run_time_is_named_in_the_forbidden_set(call):
     recorder = OpRecorder()
     with recorder:

@@ -16,8 +16,19 @@ PEAKS = Peaks(bandwidth_gbs=10.0, gflops_fp32=100.0, source="test peaks")
 
 
 def _timed(speedup: float = 10.0, sol: float | None = None, ref_sol: float | None = None, vs_inc=None):
-    return WorkloadResult(name="w0", sizes={}, t_ref_s=1e-3, t_cand_s=1e-3 / speedup, speedup=speedup, spread=0.01,
-                          rounds=6, reps=10, sol_fraction=sol, ref_sol_fraction=ref_sol, speedup_vs_incumbent=vs_inc)
+    return WorkloadResult(
+        name="w0",
+        sizes={},
+        t_ref_s=1e-3,
+        t_cand_s=1e-3 / speedup,
+        speedup=speedup,
+        spread=0.01,
+        rounds=6,
+        reps=10,
+        sol_fraction=sol,
+        ref_sol_fraction=ref_sol,
+        speedup_vs_incumbent=vs_inc,
+    )
 
 
 def _series(ratios: list[float]) -> Series:

@@ -58,8 +58,11 @@ def test_models_with_positional_init_args_get_the_same_seeded_parameters():
 
 
 def test_calling_the_reference_module_at_run_time_is_rejected():
-    cheat = (CANDIDATES / "linear_c.py").read_text().replace(
-        "        x = x.contiguous()\n", "        return self.linear(x)\n", 1)
+    cheat = (
+        (CANDIDATES / "linear_c.py")
+        .read_text()
+        .replace("        x = x.contiguous()\n", "        return self.linear(x)\n", 1)
+    )
     with GuardSession(load_task(TASKS / "tiny_linear.py"), fast_config()) as guard:
         verdict = guard.evaluate(cheat)
     assert (verdict.verdict, verdict.stage) == ("REJECT", "check")

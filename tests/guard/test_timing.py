@@ -50,8 +50,15 @@ def test_inexact_readings_take_nothing_out_and_flag_the_round():
 
 
 def test_a_device_is_timed_by_the_wall_clock_and_disturbed_rounds_are_flagged():
-    sample = batch_time(0.01, Delta(cpu_s=0.0001, worker_wait_s=0.004, exact=True), COST, 1,
-                        cpu_accounting=False, accounted=True, reps=1)
+    sample = batch_time(
+        0.01,
+        Delta(cpu_s=0.0001, worker_wait_s=0.004, exact=True),
+        COST,
+        1,
+        cpu_accounting=False,
+        accounted=True,
+        reps=1,
+    )
     assert sample.seconds == pytest.approx(0.01 - COST.wall_s) and sample.correction == pytest.approx(0.4)
 
 

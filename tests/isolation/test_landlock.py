@@ -18,8 +18,9 @@ import pytest
 
 from kernelkiln.isolation import landlock
 
-READABLE = sorted({sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"],
-                   "/usr", "/bin", "/lib", "/lib64", "/etc", "/proc"})
+READABLE = sorted(
+    {sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"], "/usr", "/bin", "/lib", "/lib64", "/etc", "/proc"}
+)
 
 PRELUDE = """\
 import os, socket, subprocess, sys
@@ -39,8 +40,9 @@ assert landlock.restrict(read={read!r}, write=[{workspace!r}], devices=["/dev/nu
 
 def needs_abi(version: int) -> None:
     if landlock.abi() < version:
-        pytest.skip(landlock.unavailable_reason() or f"needs Landlock ABI >= {version}, "
-                    f"the kernel has {landlock.abi()}")
+        pytest.skip(
+            landlock.unavailable_reason() or f"needs Landlock ABI >= {version}, the kernel has {landlock.abi()}"
+        )
 
 
 def run_restricted(tmp_path, body: str, read: list[str] = READABLE) -> None:
@@ -48,8 +50,7 @@ def run_restricted(tmp_path, body: str, read: list[str] = READABLE) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     code = PRELUDE.format(read=read, workspace=str(workspace)) + textwrap.dedent(body)
-    result = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
 
@@ -78,45 +79,57 @@ def test_a_kernel_without_landlock_is_reported_and_refuses_to_restrict(monkeypat
 
 def test_files_outside_the_rules_can_be_neither_read_nor_listed(tmp_path, outside):
     needs_abi(1)
-    run_restricted(tmp_path, f"""
+    run_restricted(
+        tmp_path,
+        f"""
         assert refused(open, {str(outside / "secret.txt")!r})
         assert refused(os.listdir, {str(outside)!r})
-    """)
+    """,
+    )
 
 
 def test_only_the_workspace_is_writable(tmp_path, outside):
     needs_abi(1)
-    run_restricted(tmp_path, f"""
+    run_restricted(
+        tmp_path,
+        f"""
         with open("made-here.txt", "w") as f:
             f.write("ok")
         assert refused(open, {str(outside / "new.txt")!r}, "w")
         assert refused(open, {str(outside / "secret.txt")!r}, "a")
-    """)
+    """,
+    )
     assert (tmp_path / "workspace" / "made-here.txt").read_text() == "ok"
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
 
 
-def test_single_files_and_devices_can_be_granted_and_missing_paths_are_skipped(
-        tmp_path, outside):
+def test_single_files_and_devices_can_be_granted_and_missing_paths_are_skipped(tmp_path, outside):
     needs_abi(1)
     (outside / "granted.txt").write_text("granted")
     granted, missing = str(outside / "granted.txt"), str(tmp_path / "missing")
     read = [*READABLE, granted, missing, "/usr"]  # /usr a second time
-    run_restricted(tmp_path, f"""
+    run_restricted(
+        tmp_path,
+        f"""
         assert open({granted!r}).read() == "granted"
         assert refused(open, {str(outside / "secret.txt")!r})
         with open("/dev/null", "w") as f:
             f.write("discarded")
-    """, read=read)
+    """,
+        read=read,
+    )
 
 
 def test_tcp_connections_are_refused(tmp_path):
     needs_abi(4)
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
-        run_restricted(tmp_path, f"""
+        run_restricted(
+            tmp_path,
+            f"""
             assert refused(socket.create_connection, ("127.0.0.1", {port}), 5)
-        """)
+        """,
+        )
         listener.setblocking(False)
         with pytest.raises(BlockingIOError):
             listener.accept()
@@ -124,9 +137,12 @@ def test_tcp_connections_are_refused(tmp_path):
 
 def test_the_guard_cannot_be_signalled(tmp_path):
     needs_abi(6)
-    run_restricted(tmp_path, """
+    run_restricted(
+        tmp_path,
+        """
         assert refused(os.kill, os.getppid(), 0)
-    """)
+    """,
+    )
 
 
 def test_abstract_unix_sockets_outside_the_domain_are_unreachable(tmp_path):
@@ -135,27 +151,36 @@ def test_abstract_unix_sockets_outside_the_domain_are_unreachable(tmp_path):
     with socket.socket(socket.AF_UNIX) as listener:
         listener.bind(name)
         listener.listen()
-        run_restricted(tmp_path, f"""
+        run_restricted(
+            tmp_path,
+            f"""
             with socket.socket(socket.AF_UNIX) as client:
                 assert refused(client.connect, {name!r})
-        """)
+        """,
+        )
 
 
 def test_other_processes_environment_cannot_be_read(tmp_path):
     needs_abi(1)
     # CAP_SYS_ADMIN or CAP_PERFMON lets root read it despite Landlock (seen on Linux 6.18);
     # workers hold no capabilities, so this child gives them up first.
-    run_restricted(tmp_path, f"""
+    run_restricted(
+        tmp_path,
+        f"""
         import ctypes
         header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
         assert ctypes.CDLL(None).capset(header, (ctypes.c_uint32 * 6)()) == 0
         assert open("/proc/self/status").read().startswith("Name:")  # /proc itself is readable
         assert refused(open, "/proc/{os.getpid()}/environ", "rb")
-    """)
+    """,
+    )
 
 
 def test_programs_under_the_read_paths_still_run(tmp_path):
     needs_abi(1)
-    run_restricted(tmp_path, """
+    run_restricted(
+        tmp_path,
+        """
         subprocess.run(["/bin/true"], check=True)
-    """)
+    """,
+    )

@@ -15,8 +15,16 @@ OFFERED = offer.offered()
 
 
 def _run(argv: list[str], workdir: Path, **kwargs):
-    return run_confined(argv, cwd=str(workdir), env=compiler_env(argv[0], str(workdir)), user=None, group=None,
-                        timeout=30, limits=None, **kwargs)
+    return run_confined(
+        argv,
+        cwd=str(workdir),
+        env=compiler_env(argv[0], str(workdir)),
+        user=None,
+        group=None,
+        timeout=30,
+        limits=None,
+        **kwargs,
+    )
 
 
 def test_every_layer_is_offered_or_says_why_not():

@@ -14,8 +14,9 @@ def test_the_plan_brings_back_each_needed_path_once_and_never_a_whole_home(tmp_p
     task.write_text("")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    masked, hidden, back = namespaces._plan(str(scratch), [], [str(home), str(user)],
-                                            [str(user), str(venv), str(task), str(home)])
+    masked, hidden, back = namespaces._plan(
+        str(scratch), [], [str(home), str(user)], [str(user), str(venv), str(task), str(home)]
+    )
     assert hidden == [str(home)]  # /home covers /home/user
     assert back == [str(venv)]  # the venv once (its task file with it); never the home itself
 

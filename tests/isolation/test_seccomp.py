@@ -71,8 +71,7 @@ def sandboxed():
 
     def run(body: str) -> str:
         code = CHILD_PRELUDE + "seccomp.install()\n" + textwrap.dedent(body)
-        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
 
@@ -149,8 +148,12 @@ def test_a_supervisor_in_the_parent_records_denied_calls_and_answers_eperm():
     with parent_end, child_end:
         proc = subprocess.Popen(
             [sys.executable, "-c", CHILD_PRELUDE + textwrap.dedent(body), str(child_end.fileno())],
-            pass_fds=[child_end.fileno()], cwd=REPO,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            pass_fds=[child_end.fileno()],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         child_end.close()  # so a child that dies early unblocks recv_fds
         _, fds, _, _ = socket.recv_fds(parent_end, 1, 1)
     if not fds:

@@ -13,8 +13,13 @@ THOUGHT = "The rows are short, so one pass with a running max is enough. " * 10
 
 @pytest.fixture(autouse=True)
 def no_ambient_keys(monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                 "ANTHROPIC_BASE_URL"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -41,8 +46,15 @@ def test_reasoning_content_is_kept_apart_counted_and_not_sent_back():
 
 def _bare(message: dict) -> dict:
     """A chat completion with no usage, as some servers send."""
-    return {"body": {"id": "c1", "object": "chat.completion", "created": 0, "model": "r1",
-                     "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}}
+    return {
+        "body": {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "r1",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
+    }
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])

@@ -46,8 +46,11 @@ def recorder(tmp_path, inner, agent: str = "a1", task_id: str = "t") -> Recordin
 
 
 def test_every_exchange_is_saved_with_its_request_reply_usage_latency_and_kind(tmp_path):
-    submit = {"tool_calls": [{"name": "submit_candidate", "arguments": {"code": "x"}}],
-              "prompt_tokens": 11, "completion_tokens": 3}
+    submit = {
+        "tool_calls": [{"name": "submit_candidate", "arguments": {"code": "x"}}],
+        "prompt_tokens": 11,
+        "completion_tokens": 3,
+    }
     client = recorder(tmp_path, ScriptedClient(["thinking aloud", submit]))
     first = client.complete(conversation(), TOOLS, max_tokens=64)
     client.complete([*conversation(), first.as_message(), Message(role="user", content="again")], TOOLS, 64)
@@ -92,6 +95,7 @@ def test_a_resumed_recording_appends_and_threads_each_keep_their_own_stream(tmp_
         client = recorder(tmp_path, ScriptedClient([f"{name}-{i}" for i in range(20)]), agent=name, task_id="u")
         for _ in range(20):
             client.complete(conversation(), TOOLS)
+
     threads = [threading.Thread(target=agent, args=(f"a{i}",)) for i in range(1, 4)]
     for t in threads:
         t.start()
@@ -137,14 +141,22 @@ def request(messages, tools=TOOLS, max_tokens=64) -> Request:
 
 
 def test_measurements_ids_and_memory_may_vary_but_the_task_and_instructions_may_not():
-    recorded = request([*conversation(user=TASK_TEXT + "\n\n## Feedback\nKEEP 1.52x, a-0123456789abcdef"),
-                        Message(role="assistant", content="x"),
-                        Message(role="tool", content="took 3.1 ms", name="profile", tool_call_id="call_1"),
-                        Message(role="user", content="no adoption record for e-0123456789abcdef; 2 left")])
-    same = request([*conversation(user=TASK_TEXT + "\n\n## Feedback\nACCEPT 0.98x, a-fedcba9876543210"),
-                    Message(role="assistant", content="x"),
-                    Message(role="tool", content="took 2.7 ms", name="profile", tool_call_id="call_9"),
-                    Message(role="user", content="no adoption record for e-fedcba9876543210; 1 left")])
+    recorded = request(
+        [
+            *conversation(user=TASK_TEXT + "\n\n## Feedback\nKEEP 1.52x, a-0123456789abcdef"),
+            Message(role="assistant", content="x"),
+            Message(role="tool", content="took 3.1 ms", name="profile", tool_call_id="call_1"),
+            Message(role="user", content="no adoption record for e-0123456789abcdef; 2 left"),
+        ]
+    )
+    same = request(
+        [
+            *conversation(user=TASK_TEXT + "\n\n## Feedback\nACCEPT 0.98x, a-fedcba9876543210"),
+            Message(role="assistant", content="x"),
+            Message(role="tool", content="took 2.7 ms", name="profile", tool_call_id="call_9"),
+            Message(role="user", content="no adoption record for e-fedcba9876543210; 1 left"),
+        ]
+    )
     assert difference(recorded, same) is None
 
     cases = {
@@ -152,8 +164,9 @@ def test_measurements_ids_and_memory_may_vary_but_the_task_and_instructions_may_
         "message 1 (user) differs": request(conversation(user=TASK_TEXT.replace("softmax", "matmul"))),
         "the tools offered differ": request(conversation(), tools=()),
         "max_tokens was 64 in the recording, 32 in the run": request(conversation(), max_tokens=32),
-        "message 2 is a user message in the run where the recording has an assistant message":
-            request([*conversation(), Message(role="user", content="x")]),
+        "message 2 is a user message in the run where the recording has an assistant message": request(
+            [*conversation(), Message(role="user", content="x")]
+        ),
         "the run sent 2 messages where the recording has 5": request(conversation()),
     }
     base = request(conversation())
@@ -193,8 +206,12 @@ def test_each_bundled_session_loads_and_replays_its_own_requests(name):
 
 def test_the_bundled_sessions_cover_tool_and_text_replies_and_two_agents():
     def kinds(name):
-        return {(p.stem, e.reply, bool(e.request.tools)) for p in (SESSIONS / name).glob("*/*.jsonl")
-                for e in read_stream(SESSIONS / name, p.parent.name, p.stem)}
+        return {
+            (p.stem, e.reply, bool(e.request.tools))
+            for p in (SESSIONS / name).glob("*/*.jsonl")
+            for e in read_stream(SESSIONS / name, p.parent.name, p.stem)
+        }
+
     assert kinds("tools_one_agent") == {("a1", "tool", True)}
     assert {agent for agent, _, _ in kinds("tools_two_agents")} == {"a1", "a2"}
     assert kinds("text_one_agent") == {("a1", "text", False)}

@@ -12,14 +12,20 @@ COMPILE = ToolSpec(name="compile", parameters={"type": "object", "properties": {
 
 @pytest.fixture(autouse=True)
 def no_ambient_keys(monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                 "ANTHROPIC_BASE_URL"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
 def openai(server, **fields) -> OpenAIClient:
-    return OpenAIClient(LLMConfig(model="m", base_url=server.base_url, **fields), sleep=RecordedSleep(),
-                        rng=MaxJitter())
+    return OpenAIClient(
+        LLMConfig(model="m", base_url=server.base_url, **fields), sleep=RecordedSleep(), rng=MaxJitter()
+    )
 
 
 def test_a_400_naming_tools_is_tools_rejected_with_the_servers_reason():
@@ -43,8 +49,10 @@ def test_ollama_and_llama_cpp_refusals_count_too(status):
 
 
 def test_a_400_about_something_else_or_without_tools_sent_is_a_plain_llm_error():
-    script = [{"status": 400, "message": "maximum context length is 8192 tokens"},
-              {"status": 400, "message": "tools param requires --jinja flag"}]
+    script = [
+        {"status": 400, "message": "maximum context length is 8192 tokens"},
+        {"status": 400, "message": "tools param requires --jinja flag"},
+    ]
     with LoopbackServer(script) as server:
         client = openai(server)
         for tools in ([COMPILE], []):
@@ -63,7 +71,8 @@ def test_failure_rejects_tools_only_for_400_and_422():
 def test_anthropic_client_raises_it_too():
     config = LLMConfig(provider="anthropic", model="claude-test", base_url="")
     with LoopbackServer([], reject_tools="tools: Extra inputs are not permitted") as server:
-        client = AnthropicClient(config.model_copy(update={"base_url": server.root_url}), sleep=RecordedSleep(),
-                                 rng=MaxJitter())
+        client = AnthropicClient(
+            config.model_copy(update={"base_url": server.root_url}), sleep=RecordedSleep(), rng=MaxJitter()
+        )
         with pytest.raises(ToolsRejected, match="rejected tool calls"):
             client.complete(ASK, tools=[COMPILE])

@@ -15,16 +15,22 @@ def _llm(server: LoopbackServer, model: str = "qwen") -> LLMConfig:
 
 
 def test_vllm_reports_max_model_len_per_model():
-    routes = {"GET /v1/models": {"object": "list", "data": [{"id": "other", "max_model_len": 8192},
-                                                            {"id": "qwen", "max_model_len": 32768}]}}
+    routes = {
+        "GET /v1/models": {
+            "object": "list",
+            "data": [{"id": "other", "max_model_len": 8192}, {"id": "qwen", "max_model_len": 32768}],
+        }
+    }
     with LoopbackServer([], routes) as server:
         assert probe_context_window(_llm(server)) == Window(32768, f"max_model_len at {server.base_url}/models")
         assert server.requests[0].headers["authorization"].startswith("Bearer ")
 
 
 def test_ollama_reports_the_context_length_on_its_native_api():
-    routes = {"GET /v1/models": {"object": "list", "data": [{"id": "qwen", "owned_by": "library"}]},
-              "POST /api/show": {"model_info": {"general.architecture": "qwen2", "qwen2.context_length": 40960}}}
+    routes = {
+        "GET /v1/models": {"object": "list", "data": [{"id": "qwen", "owned_by": "library"}]},
+        "POST /api/show": {"model_info": {"general.architecture": "qwen2", "qwen2.context_length": 40960}},
+    }
     with LoopbackServer([], routes) as server:
         window = probe_context_window(_llm(server))
         assert window == Window(40960, f"qwen2.context_length at {server.root_url}/api/show")
@@ -32,8 +38,12 @@ def test_ollama_reports_the_context_length_on_its_native_api():
 
 
 def test_ollamas_num_ctx_wins_over_what_the_model_was_trained_for():
-    routes = {"POST /api/show": {"parameters": "stop \"<|im_end|>\"\nnum_ctx                        8192",
-                                 "model_info": {"qwen2.context_length": 40960}}}
+    routes = {
+        "POST /api/show": {
+            "parameters": 'stop "<|im_end|>"\nnum_ctx                        8192',
+            "model_info": {"qwen2.context_length": 40960},
+        }
+    }
     with LoopbackServer([], routes) as server:
         assert probe_context_window(_llm(server)).tokens == 8192
 
@@ -52,8 +62,11 @@ def test_a_run_probes_once_unless_the_user_set_the_window_and_says_which_it_uses
     said = []
     routes = {"GET /v1/models": {"data": [{"id": "qwen", "max_model_len": 32768}]}}
     with LoopbackServer([], routes) as server:
-        flags = {"--policy": ("policy", "llm"), "--model": ("llm.model", "qwen"),
-                 "--base-url": ("llm.base_url", server.base_url)}
+        flags = {
+            "--policy": ("policy", "llm"),
+            "--model": ("llm.model", "qwen"),
+            "--base-url": ("llm.base_url", server.base_url),
+        }
         probed = with_endpoint_window(load_settings(None, flags), said.append)
         assert probed.config.llm.context_window == 32768 and probed.source("llm.context_window") == "endpoint"
         assert said == [f"kiln: context window 32768 tokens (max_model_len at {server.base_url}/models)"]

@@ -17,8 +17,17 @@ TWO = {"workloads": [{"name": "wide", "B": 37, "N": 203}, {"name": "narrow", "B"
 
 
 def test_each_kiln_workload_gets_its_own_correct_kernel(tmp_path):
-    task = write_task(tmp_path, "task", "torch.softmax(x, dim=1) * self.w", S2, R2, init="[N]", args="n",
-                      init_body="self.w = nn.Parameter(torch.randn(n))", kiln=TWO)
+    task = write_task(
+        tmp_path,
+        "task",
+        "torch.softmax(x, dim=1) * self.w",
+        S2,
+        R2,
+        init="[N]",
+        args="n",
+        init_body="self.w = nn.Parameter(torch.randn(n))",
+        kiln=TWO,
+    )
     generated = generate(task)
     namespace = run_candidate(generated.source)
     assert sorted(namespace["WORKLOADS"]) == [((8, 129),), ((37, 203),)]
@@ -57,8 +66,7 @@ def test_a_half_precision_input_is_refused_naming_its_dtype(tmp_path, dtype):
 def _forbidden(task) -> frozenset[str]:
     """The ops the guard forbids a candidate for ``task`` (the reference's own, as GuardSession computes them)."""
     w = task.workloads[0]
-    return forbidden_ops(record(task.make_model(w, 0), task.make_inputs(w, 0)), task.forbidden_ops,
-                         task.allowed_ops)
+    return forbidden_ops(record(task.make_model(w, 0), task.make_inputs(w, 0)), task.forbidden_ops, task.allowed_ops)
 
 
 @pytest.mark.parametrize("forward", ["torch.softmax(x, dim=1)", "self.ln(x)"], ids=["softmax", "layer_norm_module"])
@@ -69,16 +77,28 @@ def test_the_generated_source_passes_the_guard_s_static_gate(tmp_path, forward):
     assert "softmax" in forbidden or "layer_norm" in forbidden  # the gate is checking something
     assert gate.check(source, forbidden, "cpu") == []
     # The same file calling the reference's op in forward is refused: the gate is not blind to it.
-    cheat = source.replace("        key = tuple(", "        torch.softmax(inputs[0], dim=1)\n"
-                                               "        torch.layer_norm(inputs[0], (inputs[0].shape[1],))\n"
-                                               "        key = tuple(", 1)
+    cheat = source.replace(
+        "        key = tuple(",
+        "        torch.softmax(inputs[0], dim=1)\n"
+        "        torch.layer_norm(inputs[0], (inputs[0].shape[1],))\n"
+        "        key = tuple(",
+        1,
+    )
     assert cheat != source and gate.check(cheat, forbidden, "cpu")
 
 
 @pytest.mark.slow
 def test_the_guard_judges_a_generated_layer_norm_candidate_correct(tmp_path):
-    task = write_task(tmp_path, "task", "F.gelu(self.ln(x))", S2, R2, init="[N]", args="n",
-                      init_body="self.ln = nn.LayerNorm(n)\nwith torch.no_grad():\n    self.ln.weight.normal_()")
+    task = write_task(
+        tmp_path,
+        "task",
+        "F.gelu(self.ln(x))",
+        S2,
+        R2,
+        init="[N]",
+        args="n",
+        init_body="self.ln = nn.LayerNorm(n)\nwith torch.no_grad():\n    self.ln.weight.normal_()",
+    )
     config = fast_config()
     source = generate(task, threads=config.threads).source
     with GuardSession(task, config) as guard:
@@ -89,6 +109,13 @@ def test_the_guard_judges_a_generated_layer_norm_candidate_correct(tmp_path):
 
 # -- known bugs ----------------------------------------------------------------------------
 def test_a_reference_whose_init_reads_a_size_variable_follows_the_overridden_size(tmp_path):
-    task = write_task(tmp_path, "task", "x * self.w", S2, R2, overrides={"N": 64},
-                      init_body="self.w = nn.Parameter(torch.arange(N, dtype=torch.float32) / N)")
+    task = write_task(
+        tmp_path,
+        "task",
+        "x * self.w",
+        S2,
+        R2,
+        overrides={"N": 64},
+        init_body="self.w = nn.Parameter(torch.arange(N, dtype=torch.float32) / N)",
+    )
     assert mismatch(task, generate(task).source) is None

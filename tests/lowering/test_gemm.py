@@ -28,38 +28,117 @@ def case(name: str, kinds: tuple[str, ...], forward: str, sizes: dict, inputs: s
 PRODUCTS = [
     case("square", ("gemm",), "torch.matmul(A, B)", {"M": 96, "K": 96, "N": 96}, PAIR, signature="A, B"),
     case("rectangular_odd", ("gemm",), "torch.matmul(A, B)", S, PAIR, signature="A, B"),
-    case("transposed_a", ("gemm",), "torch.matmul(A.T, B)", S, "[torch.randn(K, M), torch.randn(K, N)]",
-         signature="A, B"),
-    case("transposed_b", ("gemm",), "torch.matmul(A, B.T)", S, "[torch.randn(M, K), torch.randn(N, K)]",
-         signature="A, B"),
-    case("batched", ("gemm",), "torch.bmm(A, B)", {"b": 3, **S}, "[torch.randn(b, M, K), torch.randn(b, K, N)]",
-         signature="A, B"),
-    case("batch_broadcast_against_a_matrix", ("gemm",), "torch.matmul(A, B)", {"b": 3, **S},
-         "[torch.randn(b, M, K), torch.randn(K, N)]", signature="A, B"),
-    case("addmm_with_beta_and_alpha", ("gemm",), "torch.addmm(C, A, B, beta=0.5, alpha=2.0)", S,
-         "[torch.randn(M, N), torch.randn(M, K), torch.randn(K, N)]", signature="C, A, B"),
-    case("baddbmm", ("gemm",), "torch.baddbmm(C, A, B)", {"b": 2, **S},
-         "[torch.randn(b, M, N), torch.randn(b, M, K), torch.randn(b, K, N)]", signature="C, A, B"),
-    case("linear_on_a_3d_input", ("gemm",), "self.fc(x)", {"B": 3, "T": 23, "I": 129}, "[torch.randn(B, T, I)]",
-         init_body="self.fc = nn.Linear(129, 45)"),
-    case("matrix_vector", ("row",), "torch.matmul(A, B)", {"M": 67, "K": 129}, "[torch.randn(M, K), torch.randn(K, 1)]",
-         signature="A, B"),
-    case("vector_matrix", ("column",), "torch.matmul(A, B)", {"K": 129, "N": 45},
-         "[torch.randn(1, K), torch.randn(K, N)]", signature="A, B"),
-    case("float64_is_a_reduction", ("row",), "torch.matmul(A, B)", S, "[torch.randn(M, K).double(), "
-         "torch.randn(K, N).double()]", signature="A, B"),
-    case("conv2d_padding_stride_dilation", ("gemm", "row"), "self.c(x)", {"B": 2}, "[torch.randn(B, 5, 19, 17)]",
-         init_body="self.c = nn.Conv2d(5, 12, 3, stride=2, padding=2, dilation=2)"),
-    case("conv2d_groups_no_bias", ("gemm", "row"), "self.c(x)", {"B": 2}, "[torch.randn(B, 6, 15, 13)]",
-         init_body="self.c = nn.Conv2d(6, 24, (3, 5), padding=(1, 2), groups=3, bias=False)"),
-    case("conv1d", ("gemm", "row"), "self.c(x)", {"B": 3}, "[torch.randn(B, 7, 101)]",
-         init_body="self.c = nn.Conv1d(7, 16, 5, padding=1)"),
-    case("sdpa", ("gemm", "row"), "F.scaled_dot_product_attention(q, k, v)", {"b": 2, "h": 3, "s": 37, "d": 24},
-         "[torch.randn(b, h, s, d), torch.randn(b, h, s, d), torch.randn(b, h, s, d)]", signature="q, k, v"),
-    case("sdpa_with_a_mask_buffer", ("gemm", "row"), "F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)",
-         {"b": 2, "h": 3, "s": 37, "d": 24},
-         "[torch.randn(b, h, s, d), torch.randn(b, h, s, d), torch.randn(b, h, s, d)]", signature="q, k, v",
-         init_body="self.register_buffer('mask', torch.ones(37, 37, dtype=torch.bool).tril())"),
+    case(
+        "transposed_a", ("gemm",), "torch.matmul(A.T, B)", S, "[torch.randn(K, M), torch.randn(K, N)]", signature="A, B"
+    ),
+    case(
+        "transposed_b", ("gemm",), "torch.matmul(A, B.T)", S, "[torch.randn(M, K), torch.randn(N, K)]", signature="A, B"
+    ),
+    case(
+        "batched",
+        ("gemm",),
+        "torch.bmm(A, B)",
+        {"b": 3, **S},
+        "[torch.randn(b, M, K), torch.randn(b, K, N)]",
+        signature="A, B",
+    ),
+    case(
+        "batch_broadcast_against_a_matrix",
+        ("gemm",),
+        "torch.matmul(A, B)",
+        {"b": 3, **S},
+        "[torch.randn(b, M, K), torch.randn(K, N)]",
+        signature="A, B",
+    ),
+    case(
+        "addmm_with_beta_and_alpha",
+        ("gemm",),
+        "torch.addmm(C, A, B, beta=0.5, alpha=2.0)",
+        S,
+        "[torch.randn(M, N), torch.randn(M, K), torch.randn(K, N)]",
+        signature="C, A, B",
+    ),
+    case(
+        "baddbmm",
+        ("gemm",),
+        "torch.baddbmm(C, A, B)",
+        {"b": 2, **S},
+        "[torch.randn(b, M, N), torch.randn(b, M, K), torch.randn(b, K, N)]",
+        signature="C, A, B",
+    ),
+    case(
+        "linear_on_a_3d_input",
+        ("gemm",),
+        "self.fc(x)",
+        {"B": 3, "T": 23, "I": 129},
+        "[torch.randn(B, T, I)]",
+        init_body="self.fc = nn.Linear(129, 45)",
+    ),
+    case(
+        "matrix_vector",
+        ("row",),
+        "torch.matmul(A, B)",
+        {"M": 67, "K": 129},
+        "[torch.randn(M, K), torch.randn(K, 1)]",
+        signature="A, B",
+    ),
+    case(
+        "vector_matrix",
+        ("column",),
+        "torch.matmul(A, B)",
+        {"K": 129, "N": 45},
+        "[torch.randn(1, K), torch.randn(K, N)]",
+        signature="A, B",
+    ),
+    case(
+        "float64_is_a_reduction",
+        ("row",),
+        "torch.matmul(A, B)",
+        S,
+        "[torch.randn(M, K).double(), torch.randn(K, N).double()]",
+        signature="A, B",
+    ),
+    case(
+        "conv2d_padding_stride_dilation",
+        ("gemm", "row"),
+        "self.c(x)",
+        {"B": 2},
+        "[torch.randn(B, 5, 19, 17)]",
+        init_body="self.c = nn.Conv2d(5, 12, 3, stride=2, padding=2, dilation=2)",
+    ),
+    case(
+        "conv2d_groups_no_bias",
+        ("gemm", "row"),
+        "self.c(x)",
+        {"B": 2},
+        "[torch.randn(B, 6, 15, 13)]",
+        init_body="self.c = nn.Conv2d(6, 24, (3, 5), padding=(1, 2), groups=3, bias=False)",
+    ),
+    case(
+        "conv1d",
+        ("gemm", "row"),
+        "self.c(x)",
+        {"B": 3},
+        "[torch.randn(B, 7, 101)]",
+        init_body="self.c = nn.Conv1d(7, 16, 5, padding=1)",
+    ),
+    case(
+        "sdpa",
+        ("gemm", "row"),
+        "F.scaled_dot_product_attention(q, k, v)",
+        {"b": 2, "h": 3, "s": 37, "d": 24},
+        "[torch.randn(b, h, s, d), torch.randn(b, h, s, d), torch.randn(b, h, s, d)]",
+        signature="q, k, v",
+    ),
+    case(
+        "sdpa_with_a_mask_buffer",
+        ("gemm", "row"),
+        "F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)",
+        {"b": 2, "h": 3, "s": 37, "d": 24},
+        "[torch.randn(b, h, s, d), torch.randn(b, h, s, d), torch.randn(b, h, s, d)]",
+        signature="q, k, v",
+        init_body="self.register_buffer('mask', torch.ones(37, 37, dtype=torch.bool).tril())",
+    ),
 ]
 
 
@@ -72,8 +151,14 @@ def test_a_product_matches_the_reference_on_fresh_inputs(tmp_path, kinds, spec):
 
 
 def test_a_linear_layer_s_bias_and_gelu_run_as_the_gemm_s_epilogue(tmp_path):
-    task = write_task(tmp_path, "task", "F.gelu(self.fc(x))", {"B": 64, "I": 100}, "[torch.randn(B, I)]",
-                      init_body="self.fc = nn.Linear(100, 72)")
+    task = write_task(
+        tmp_path,
+        "task",
+        "F.gelu(self.fc(x))",
+        {"B": 64, "I": 100},
+        "[torch.randn(B, I)]",
+        init_body="self.fc = nn.Linear(100, 72)",
+    )
     generated = generate(task)
     assert generated.kinds == ("gemm",) and generated.fused == 1  # one loop nest: no pass over C afterwards
     assert mismatch(task, generated.source) is None
@@ -81,31 +166,48 @@ def test_a_linear_layer_s_bias_and_gelu_run_as_the_gemm_s_epilogue(tmp_path):
 
 def test_a_write_that_reads_the_product_transposed_is_not_fused_and_stays_correct(tmp_path):
     # y + y.T reads another tile's element: fused into the GEMM it would read C before it is final
-    task = write_task(tmp_path, "task", "y = torch.matmul(A, B)\nreturn y + y.T", {"M": 70, "K": 90},
-                      "[torch.randn(M, K), torch.randn(K, M)]", signature="A, B")
+    task = write_task(
+        tmp_path,
+        "task",
+        "y = torch.matmul(A, B)\nreturn y + y.T",
+        {"M": 70, "K": 90},
+        "[torch.randn(M, K), torch.randn(K, M)]",
+        signature="A, B",
+    )
     generated = generate(task)
     assert generated.fused == 2
     assert mismatch(task, generated.source) is None
 
 
 def test_a_reduction_of_the_product_reads_it_after_the_gemm(tmp_path):
-    task = write_task(tmp_path, "task", "torch.sigmoid(self.fc(x)).sum(dim=1, keepdim=True)", {"B": 64, "I": 100},
-                      "[torch.randn(B, I)]", init_body="self.fc = nn.Linear(100, 72)")
+    task = write_task(
+        tmp_path,
+        "task",
+        "torch.sigmoid(self.fc(x)).sum(dim=1, keepdim=True)",
+        {"B": 64, "I": 100},
+        "[torch.randn(B, I)]",
+        init_body="self.fc = nn.Linear(100, 72)",
+    )
     generated = generate(task)
     assert generated.kinds == ("gemm", "row")
     assert mismatch(task, generated.source) is None
 
 
-@pytest.mark.parametrize("forward", ["torch.any(x > 1.5, dim=1)", "torch.all(x > -2.0, dim=1)"],
-                         ids=["any", "all"])
+@pytest.mark.parametrize("forward", ["torch.any(x > 1.5, dim=1)", "torch.all(x > -2.0, dim=1)"], ids=["any", "all"])
 def test_any_and_all_give_the_reference_s_booleans(tmp_path, forward):
     task = write_task(tmp_path, "task", forward, {"B": 37, "N": 203}, "[torch.randn(B, N)]")
     assert mismatch(task, generate(task).source) is None
 
 
 def test_a_transposed_convolution_is_refused_naming_it(tmp_path):
-    task = write_task(tmp_path, "task", "self.c(x)", {"B": 2}, "[torch.randn(B, 4, 9, 9)]",
-                      init_body="self.c = nn.ConvTranspose2d(4, 6, 3)")
+    task = write_task(
+        tmp_path,
+        "task",
+        "self.c(x)",
+        {"B": 2},
+        "[torch.randn(B, 4, 9, 9)]",
+        init_body="self.c = nn.ConvTranspose2d(4, 6, 3)",
+    )
     with pytest.raises(Unsupported, match="transposed convolution"):
         generate(task)
 
@@ -121,6 +223,7 @@ def test_packing_reads_each_operand_along_its_contiguous_dim():
 
 def test_a_convolution_s_patches_are_packed_from_tap_and_position_tables_and_other_operands_are_not():
     from kernelkiln.lowering.graph import Patches
+
     x = Input((2, 3, 9, 9), "float")
     patches = Patches((2, 3, 3, 3, 7, 7), "float", base=x, stride=(1, 1), padding=(0, 0), dilation=(1, 1))
     found = G._patches_at(V.reshape(patches, (2, 27, 49)), ("b", "pc + p", "j"))
@@ -142,8 +245,12 @@ def test_register_tiles_follow_the_cpu_s_vector_registers(monkeypatch):
 
 
 # K = 16*3*3 = 144 > the smallest KC, N = OH*OW = 576 > the smallest NC, M = 13 rows: every path has a tail.
-CONV = {"forward": "torch.relu(self.c(x))", "sizes": {"B": 2}, "inputs": "[torch.randn(B, 16, 24, 24)]",
-        "init_body": "self.c = nn.Conv2d(16, 13, 3, padding=1)"}
+CONV = {
+    "forward": "torch.relu(self.c(x))",
+    "sizes": {"B": 2},
+    "inputs": "[torch.randn(B, 16, 24, 24)]",
+    "init_body": "self.c = nn.Conv2d(16, 13, 3, padding=1)",
+}
 GEMM_SWEEP = ["MR", "NR", "MC", "KC", "NC", "CONV", "THREADS"]
 
 
@@ -176,8 +283,15 @@ def test_every_option_of_a_gemm_knob_still_gives_a_correct_kernel(conv, name):
 
 def test_two_workloads_of_the_same_shapes_share_one_gemm_function(tmp_path):
     same = {"M": 67, "K": 129, "N": 45}
-    task = write_task(tmp_path, "task", "torch.matmul(A, B)", same, PAIR, signature="A, B",
-                      kiln={"workloads": [{"name": "a", **same}, {"name": "b", **same}]})
+    task = write_task(
+        tmp_path,
+        "task",
+        "torch.matmul(A, B)",
+        same,
+        PAIR,
+        signature="A, B",
+        kiln={"workloads": [{"name": "a", **same}, {"name": "b", **same}]},
+    )
     generated = generate(task)  # the GEMM's scratch buffers are named per function: not a difference
     assert generated.source.count("void kiln_w") == 1
     assert mismatch(task, generated.source) is None

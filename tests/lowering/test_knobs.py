@@ -33,8 +33,9 @@ def test_a_sum_task_and_a_softmax_task_share_knob_names_and_options(tmp_path):
 def test_knobs_are_declared_for_the_kernels_the_candidate_has(tmp_path):
     elementwise = generate(write_task(tmp_path, "relu", "torch.relu(x)", S2, R2))
     column = generate(write_task(tmp_path, "column_sum", "torch.sum(x, dim=0)", S2, R2))
-    pool = generate(write_task(tmp_path, "pool", "F.max_pool1d(x, 3)", {"B": 3, "C": 5, "L": 31},
-                               "[torch.randn(B, C, L)]"))
+    pool = generate(
+        write_task(tmp_path, "pool", "F.max_pool1d(x, 3)", {"B": 3, "C": 5, "L": 31}, "[torch.randn(B, C, L)]")
+    )
     assert elementwise.knobs == ("THREADS", "UNROLL", "VEC", "TILE", "FLAGS")  # no reduction: no ACC
     assert column.kinds == ("column",) and "ACC" not in column.knobs and "TILE" in column.knobs
     assert pool.kinds == ("window",) and pool.knobs == ("THREADS", "FLAGS")  # its loops read no UNROLL or VEC
@@ -46,8 +47,16 @@ def test_a_knob_the_emitted_code_never_reads_is_not_declared(tmp_path):
     # A row group runs its reductions per row with ACC accumulators and takes no TILE; a plain product is all
     # micro-kernel: no UNROLL or VEC loop. Declaring them would make the search time the same binary again.
     softmax = generate(write_task(tmp_path, "softmax", "torch.softmax(x, dim=1)", S2, R2))
-    matmul = generate(write_task(tmp_path, "mm", "torch.matmul(a, b)", {"M": 64, "K": 48, "N": 80},
-                                 "[torch.randn(M, K), torch.randn(K, N)]", signature="a, b"))
+    matmul = generate(
+        write_task(
+            tmp_path,
+            "mm",
+            "torch.matmul(a, b)",
+            {"M": 64, "K": 48, "N": 80},
+            "[torch.randn(M, K), torch.randn(K, N)]",
+            signature="a, b",
+        )
+    )
     assert "TILE" not in softmax.knobs and "ACC" in softmax.knobs
     assert matmul.knobs == ("THREADS", "MR", "NR", "MC", "KC", "NC", "FLAGS")
 
@@ -55,14 +64,24 @@ def test_a_knob_the_emitted_code_never_reads_is_not_declared(tmp_path):
 # All just over the size where loops fork threads (32768 elements), with odd sizes: THREADS
 # and TILE change the parallel loops' split, and every loop has a tail.
 TASKS = {
-    "reduction": {"forward": "torch.softmax(x, dim=-1).sum(dim=1)", "sizes": {"B": 5, "C": 37, "L": 203},
-                  "inputs": "[torch.randn(B, C, L)]"},  # row reductions (ACC) and a column reduction (TILE)
-    "softmax": {"forward": "torch.softmax(x, dim=-1) * 2", "sizes": {"B": 5, "C": 37, "L": 203},
-                "inputs": "[torch.randn(B, C, L)]"},  # a row group whose passes share exp(x - max) (ROWCACHE)
-    "elementwise": {"forward": "torch.clamp(torch.tanh(x * self.scale + self.bias), min=-0.5, max=0.75)",
-                    "sizes": {"B": 2, "C": 5, "H": 67, "W": 53}, "inputs": "[torch.randn(B, C, H, W)]", "init": "[C]",
-                    "args": "c", "init_body": "self.scale = nn.Parameter(torch.randn(1) + 1.0)\n"
-                                              "self.bias = nn.Parameter(torch.randn(c, 1, 1))"},
+    "reduction": {
+        "forward": "torch.softmax(x, dim=-1).sum(dim=1)",
+        "sizes": {"B": 5, "C": 37, "L": 203},
+        "inputs": "[torch.randn(B, C, L)]",
+    },  # row reductions (ACC) and a column reduction (TILE)
+    "softmax": {
+        "forward": "torch.softmax(x, dim=-1) * 2",
+        "sizes": {"B": 5, "C": 37, "L": 203},
+        "inputs": "[torch.randn(B, C, L)]",
+    },  # a row group whose passes share exp(x - max) (ROWCACHE)
+    "elementwise": {
+        "forward": "torch.clamp(torch.tanh(x * self.scale + self.bias), min=-0.5, max=0.75)",
+        "sizes": {"B": 2, "C": 5, "H": 67, "W": 53},
+        "inputs": "[torch.randn(B, C, H, W)]",
+        "init": "[C]",
+        "args": "c",
+        "init_body": "self.scale = nn.Parameter(torch.randn(1) + 1.0)\nself.bias = nn.Parameter(torch.randn(c, 1, 1))",
+    },
 }
 SWEEP = [("reduction", k) for k in ("ACC", "UNROLL", "VEC", "TILE", "FLAGS", "THREADS")]
 SWEEP += [("elementwise", k) for k in ("UNROLL", "VEC", "TILE", "FLAGS", "THREADS")]

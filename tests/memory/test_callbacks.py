@@ -66,9 +66,11 @@ def test_second_stage_averages_with_alpha_one_half(store):
 
 def test_board_gets_wins_and_traps(store):
     memory = _memory(store)
-    for judged in (attempt("t1", verdict="REJECT", summary="avx512 path", error_class="build"),
-                   attempt("t1", verdict="KEEP", speedup=1.8, time_ms=1.0, summary="4 accumulators"),
-                   attempt("t1", verdict="ACCEPT", speedup=1.7, time_ms=1.1)):
+    for judged in (
+        attempt("t1", verdict="REJECT", summary="avx512 path", error_class="build"),
+        attempt("t1", verdict="KEEP", speedup=1.8, time_ms=1.0, summary="4 accumulators"),
+        attempt("t1", verdict="ACCEPT", speedup=1.7, time_ms=1.1),
+    ):
         memory.callbacks.after_verdict(result(judged))
     assert [(e.kind, e.summary) for e in memory.board.read("t1")] == [
         ("trap", "avx512 path [build]"),
@@ -82,7 +84,9 @@ def test_board_gets_wins_and_traps(store):
 def test_adoption_across_three_tasks_makes_a_resident_rule(store):
     memory = _memory(store)
     for task in ("t1", "t2", "t3"):
-        memory.callbacks.after_verdict(result(attempt(task, verdict="KEEP", time_ms=1.0), adopted=["x"], unadopted=["c"]))
+        memory.callbacks.after_verdict(
+            result(attempt(task, verdict="KEEP", time_ms=1.0), adopted=["x"], unadopted=["c"])
+        )
     with store.read() as conn:
         x = store.experiences.get(conn, "x")
         assert (x.adoptions, x.distinct_tasks, x.resident) == (3, 3, True)
@@ -113,8 +117,10 @@ def test_task_end_closes_the_open_stage_of_every_agent_once(store):
     memory.callbacks.after_verdict(result(attempt("t1", verdict="REJECT", agent="a1")))
     memory.callbacks.after_verdict(result(attempt("t1", verdict="KEEP", time_ms=1.0, agent="a2")))
     closed = memory.callbacks.on_task_end("t1", ["a1", "a2"])
-    assert sorted((s.agent, s.stage, s.score) for s in closed) == [("a1", "correctness", -0.2),
-                                                                   ("a2", "optimization", -0.2)]
+    assert sorted((s.agent, s.stage, s.score) for s in closed) == [
+        ("a1", "correctness", -0.2),
+        ("a2", "optimization", -0.2),
+    ]
     assert memory.callbacks.on_task_end("t1", ["a1", "a2"]) == []
 
 
@@ -140,8 +146,14 @@ def test_a_new_best_lands_with_its_adoptions_and_its_lesson_or_not_at_all(store,
     task = TaskRecord(id="t1", op_family="softmax", platform="cpu")
     root = attempt("t1", verdict="KEEP", time_ms=2.0, case={"knobs": {"REPEAT": 2}})
     memory.callbacks.after_verdict(result(root, task=task))
-    child = attempt("t1", verdict="KEEP", speedup=2.0, time_ms=1.0, parent=root,
-                    case={"knobs": {"REPEAT": 1}, "changed": {"REPEAT": 1}})
+    child = attempt(
+        "t1",
+        verdict="KEEP",
+        speedup=2.0,
+        time_ms=1.0,
+        parent=root,
+        case={"knobs": {"REPEAT": 1}, "changed": {"REPEAT": 1}},
+    )
     judged = result(child, adopted=["a"], unadopted=["b"], task=task)  # its parent is read from the store
     real_add = store.experiences.add
     monkeypatch.setattr(store.experiences, "add", lambda conn, e: (_ for _ in ()).throw(RuntimeError("disk full")))

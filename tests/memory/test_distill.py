@@ -23,8 +23,13 @@ def seed(task_id: str = "tiny_softmax", speedup: float = 1.0) -> Attempt:
 
 def knob_win(task_id: str = "tiny_softmax", speedup: float = 2.0, **changed) -> Attempt:
     changed = changed or {"REPEAT": 1}
-    return attempt("KEEP", speedup, task_id, summary="neighbour: " + K.describe(changed),
-                   case={"knobs": {**SEED_KNOBS, **changed}, "changed": changed, "move": "neighbour"})
+    return attempt(
+        "KEEP",
+        speedup,
+        task_id,
+        summary="neighbour: " + K.describe(changed),
+        case={"knobs": {**SEED_KNOBS, **changed}, "changed": changed, "move": "neighbour"},
+    )
 
 
 # -- win ---------------------------------------------------------------------------------------
@@ -95,8 +100,13 @@ def test_a_keep_without_a_speedup_teaches_nothing():
 
 
 def test_an_llm_keep_without_changed_knobs_uses_its_summary_and_journal():
-    won = attempt("KEEP", 2.5, summary="online softmax in one pass",
-                  journal="## Strategy\nfuse the max and the sum\n", case={"move": "llm", "calls": [[10, 5]]})
+    won = attempt(
+        "KEEP",
+        2.5,
+        summary="online softmax in one pass",
+        journal="## Strategy\nfuse the max and the sum\n",
+        case={"move": "llm", "calls": [[10, 5]]},
+    )
     lesson = distill.win(won, None, "softmax", "cpu")
     assert lesson.summary == "online softmax in one pass"
     assert "online softmax in one pass" in lesson.text and "fuse the max and the sum" in lesson.text

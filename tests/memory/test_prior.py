@@ -14,10 +14,24 @@ from kernelkiln.task import knobs as K
 KNOBS = ["ACC", "UNROLL", "FLAGS"]
 
 
-def sig(task_id: str, exact: str | None = None, family: str = "softmax", knobs=KNOBS, elements: float = 20.0,
-        machine: str = "cpu:m1:1t") -> Signature:
-    return Signature(exact=exact or f"x-{task_id}", task_id=task_id, platform="cpu", machine=machine, family=family,
-                     knobs=list(knobs), elements=elements, inner=10.0)
+def sig(
+    task_id: str,
+    exact: str | None = None,
+    family: str = "softmax",
+    knobs=KNOBS,
+    elements: float = 20.0,
+    machine: str = "cpu:m1:1t",
+) -> Signature:
+    return Signature(
+        exact=exact or f"x-{task_id}",
+        task_id=task_id,
+        platform="cpu",
+        machine=machine,
+        family=family,
+        knobs=list(knobs),
+        elements=elements,
+        inner=10.0,
+    )
 
 
 def stored(store, signature: Signature, runs: list[list[tuple[dict, str, float | None]]]) -> None:
@@ -27,10 +41,17 @@ def stored(store, signature: Signature, runs: list[list[tuple[dict, str, float |
         for r, attempts in enumerate(runs):
             for i, (knobs, verdict, speedup) in enumerate(attempts):
                 vs = None if i == 0 else 1.0
-                store.attempts.add(conn, Attempt(
-                    task_id=signature.task_id, run_id=f"r{r}-{signature.task_id}", verdict=verdict, speedup=speedup,
-                    created_at=1000.0 + 10 * r + i,
-                    case={"knobs": knobs, "signature": signature.exact, "speedup_vs_incumbent": vs}))
+                store.attempts.add(
+                    conn,
+                    Attempt(
+                        task_id=signature.task_id,
+                        run_id=f"r{r}-{signature.task_id}",
+                        verdict=verdict,
+                        speedup=speedup,
+                        created_at=1000.0 + 10 * r + i,
+                        case={"knobs": knobs, "signature": signature.exact, "speedup_vs_incumbent": vs},
+                    ),
+                )
 
 
 def s(acc: int, unroll: int = 1, flags: str = "-O3") -> dict:
@@ -49,8 +70,11 @@ def test_distance_needs_the_same_machine_and_a_shared_knob_and_grows_with_family
 
 def test_an_exact_match_lends_its_best_keep_and_every_setting_it_tried(store):
     mine = sig("new", exact="same")
-    stored(store, sig("old", exact="same"), [[(s(1), "KEEP", 1.0), (s(4), "KEEP", 1.5), (s(8), "REVERT", 1.2),
-                                              (s(2), "REJECT", None)]])
+    stored(
+        store,
+        sig("old", exact="same"),
+        [[(s(1), "KEEP", 1.0), (s(4), "KEEP", 1.5), (s(8), "REVERT", 1.2), (s(2), "REJECT", None)]],
+    )
     prior = build(store, mine, None, TransferConfig())
     assert prior.reuse == s(4) and prior.reused_from == "old"
     values = {K.key(t.settings): t.value for t in prior.known}
@@ -77,16 +101,26 @@ def test_neighbours_are_the_nearest_within_the_distance_and_lend_their_best_and_
     prior = build(store, sig("new"), None, TransferConfig(neighbours=2))
     assert [(n.task_id, n.best) for n in prior.neighbours] == [("same_family", s(8)), ("bigger", s(4))]
     assert {K.key(t.settings): t.value for t in prior.neighbours[0].trials} == {
-        K.key(s(1)): 0.0, K.key(s(2)): 0.5, K.key(s(8)): 1.0}
+        K.key(s(1)): 0.0,
+        K.key(s(2)): 0.5,
+        K.key(s(8)): 1.0,
+    }
     assert [n.task_id for n in build(store, sig("new"), None, TransferConfig(max_distance=0.6)).neighbours] == [
-        "same_family", "bigger"]
+        "same_family",
+        "bigger",
+    ]
     assert build(store, sig("new"), None, TransferConfig(neighbours=0)).empty
 
 
 def test_a_value_that_lost_every_evaluation_on_two_neighbours_is_a_trap_its_evidence_pooled(store):
     # Two evaluations of -O2 on each neighbour: fewer than three on either, four in all.
-    losing = [(s(1), "KEEP", 1.0), (s(2, flags="-O2"), "REVERT", 0.2), (s(8, flags="-O2"), "REJECT", None),
-              (s(4), "KEEP", 1.5), (s(8), "ACCEPT", 1.4)]
+    losing = [
+        (s(1), "KEEP", 1.0),
+        (s(2, flags="-O2"), "REVERT", 0.2),
+        (s(8, flags="-O2"), "REJECT", None),
+        (s(4), "KEEP", 1.5),
+        (s(8), "ACCEPT", 1.4),
+    ]
     stored(store, sig("n1"), [losing])
     stored(store, sig("n2"), [losing])
     prior = build(store, sig("new"), None, TransferConfig())
@@ -96,8 +130,13 @@ def test_a_value_that_lost_every_evaluation_on_two_neighbours_is_a_trap_its_evid
 
 
 def test_a_value_that_won_on_any_neighbour_is_no_trap(store):
-    losing = [(s(1), "KEEP", 1.0), (s(2, flags="-O2"), "REVERT", 0.2), (s(8, flags="-O2"), "REJECT", None),
-              (s(4), "KEEP", 1.5), (s(8), "ACCEPT", 1.4)]
+    losing = [
+        (s(1), "KEEP", 1.0),
+        (s(2, flags="-O2"), "REVERT", 0.2),
+        (s(8, flags="-O2"), "REJECT", None),
+        (s(4), "KEEP", 1.5),
+        (s(8), "ACCEPT", 1.4),
+    ]
     stored(store, sig("n1"), [losing])
     stored(store, sig("n2"), [losing])
     stored(store, sig("n3", elements=21.0), [[(s(1), "KEEP", 1.0), (s(2, flags="-O2"), "KEEP", 2.0)]])
@@ -116,8 +155,10 @@ def test_memory_lends_from_its_lent_store_and_learns_nothing_there(store, tmp_pa
 
 
 def test_rank_trials_takes_each_setting_s_median_rank_and_figure():
-    trials = {K.key(t.settings): (t.value, t.speedup) for t in rank_trials(
-        [(s(1), 1.0), (s(1), 3.0), (s(2), 2.0), (s(4), None)])}
+    trials = {
+        K.key(t.settings): (t.value, t.speedup)
+        for t in rank_trials([(s(1), 1.0), (s(1), 3.0), (s(2), 2.0), (s(4), None)])
+    }
     assert trials[K.key(s(1))] == (0.5, 2.0)
     assert trials[K.key(s(2))] == (0.5, 2.0)
     assert trials[K.key(s(4))] == (FAILED, None)

@@ -23,7 +23,11 @@ def _add(store, *experiences):
 
 
 def test_value_reranks_equally_relevant_experiences(store):
-    _add(store, Experience(id="e-low", text="fuse the softmax passes", q=-0.2), Experience(id="e-high", text="fuse the softmax passes", q=0.8))
+    _add(
+        store,
+        Experience(id="e-low", text="fuse the softmax passes", q=-0.2),
+        Experience(id="e-high", text="fuse the softmax passes", q=0.8),
+    )
     hits = Retriever(store).retrieve("fuse softmax")
     assert [h.experience.id for h in hits] == ["e-high", "e-low"]
     assert hits[0].value_score / hits[1].value_score == pytest.approx(1.4 / 0.9)
@@ -61,7 +65,11 @@ def test_graph_score_of_the_source_attempt_is_blended_in(store):
 
 
 def test_filters_and_limit(store):
-    _add(store, *[Experience(text=f"vectorize loop {i}", platform="cpu") for i in range(8)], Experience(text="vectorize loop", platform="cuda"))
+    _add(
+        store,
+        *[Experience(text=f"vectorize loop {i}", platform="cpu") for i in range(8)],
+        Experience(text="vectorize loop", platform="cuda"),
+    )
     retriever = Retriever(store, RetrievalConfig())
     assert len(retriever.retrieve("vectorize", limit=3)) == 3 and len(retriever.retrieve("vectorize")) == 9
     assert all(h.experience.platform == "cpu" for h in retriever.retrieve("vectorize", platform="cpu", limit=20))

@@ -53,8 +53,18 @@ def _seed(store, *experiences):
 
 
 def test_rebuild_makes_candidates_resident_and_evicts_under_budget(store):
-    strong = Experience(id="e-strong", text="pack B tiles contiguously", summary="Pack B.", q=0.9, adoptions=4, distinct_tasks=3, retrievals=4)
-    weak = Experience(id="e-weak", text="unroll by four", summary="Unroll by 4.", q=0.2, adoptions=3, distinct_tasks=3, retrievals=4)
+    strong = Experience(
+        id="e-strong",
+        text="pack B tiles contiguously",
+        summary="Pack B.",
+        q=0.9,
+        adoptions=4,
+        distinct_tasks=3,
+        retrievals=4,
+    )
+    weak = Experience(
+        id="e-weak", text="unroll by four", summary="Unroll by 4.", q=0.2, adoptions=3, distinct_tasks=3, retrievals=4
+    )
     young = Experience(id="e-young", text="prefetch rows", q=0.9, adoptions=2, distinct_tasks=2, retrievals=2)
     _seed(store, strong, weak, young)
     with store.write() as conn:
@@ -88,21 +98,26 @@ def test_fade_applies_to_resident_rules(store):
 
 
 def test_faded_rule_loses_its_place_to_a_cold_one(store):
-    old = Experience(id="e-old", text="old habit", summary="Old habit.", q=0.5, adoptions=3, distinct_tasks=3, retrievals=4)
+    old = Experience(
+        id="e-old", text="old habit", summary="Old habit.", q=0.5, adoptions=3, distinct_tasks=3, retrievals=4
+    )
     _seed(store, old)
     consolidator = Consolidator(store, RulesConfig(budget_tokens=3))
     with store.write() as conn:
         consolidator.rebuild(conn)
         for _ in range(7):
             consolidator.fade(conn, used=set())  # f: 1.0 → 0.478
-        new = Experience(id="e-new", text="new habit", summary="New habit.", q=0.5, adoptions=3, distinct_tasks=3, retrievals=3)
+        new = Experience(
+            id="e-new", text="new habit", summary="New habit.", q=0.5, adoptions=3, distinct_tasks=3, retrievals=3
+        )
         store.experiences.add(conn, new)  # cold frequency 3/4 = 0.75 beats 0.478
         assert consolidator.rebuild(conn) == ["e-new"]
 
 
 def test_random_selection_makes_as_many_rules_resident_as_utility_would_drawn_from_every_experience(store):
-    strong = Experience(id="e-strong", text="pack B", summary="Pack B.", q=0.9, adoptions=4, distinct_tasks=3,
-                        retrievals=4)
+    strong = Experience(
+        id="e-strong", text="pack B", summary="Pack B.", q=0.9, adoptions=4, distinct_tasks=3, retrievals=4
+    )
     others = [Experience(id=f"e-other{i}", text=f"lesson {i}", summary=f"Lesson {i}.", q=-0.2) for i in range(8)]
     _seed(store, strong, *others)
     with store.write() as conn:

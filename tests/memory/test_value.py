@@ -28,7 +28,9 @@ def test_stage_scores():
 
 
 def test_adopted_share_is_deduplicated():
-    assert stage_feedback(0.9, ["a", "a", "b"], ["a", "a", "b", "c"], 0.2) == pytest.approx({"a": 0.3, "b": 0.3, "c": 0.3})
+    assert stage_feedback(0.9, ["a", "a", "b"], ["a", "a", "b", "c"], 0.2) == pytest.approx(
+        {"a": 0.3, "b": 0.3, "c": 0.3}
+    )
     assert stage_feedback(1.0, ["a"], [], 0.1) == {"a": -0.1}
 
 

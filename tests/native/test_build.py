@@ -30,8 +30,9 @@ from kernelkiln.native.runner import compiler_env, run_confined
 # The package re-exports the build() function under the module's name.
 build_module = importlib.import_module("kernelkiln.native.build")
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
-                                reason="no C compiler on this machine")
+pytestmark = pytest.mark.skipif(
+    shutil.which("gcc") is None and shutil.which("cc") is None, reason="no C compiler on this machine"
+)
 
 ADD = textwrap.dedent("""\
     #include <stdint.h>
@@ -68,8 +69,7 @@ def test_key_changes_with_source_flags_and_lang() -> None:
     assert cache_key(BuildRequest(ADD)) == base
     assert cache_key(BuildRequest(ADD + "\n")) != base
     assert cache_key(BuildRequest(ADD, flags=("-O2",))) != base
-    assert cache_key(BuildRequest(ADD, flags=("-DN=4",))) != cache_key(
-        BuildRequest(ADD, flags=("-DN=8",)))
+    assert cache_key(BuildRequest(ADD, flags=("-DN=4",))) != cache_key(BuildRequest(ADD, flags=("-DN=8",)))
     assert cache_key(BuildRequest(ADD, lang="c++")) != base
     assert len(base) == 64
 
@@ -99,15 +99,53 @@ def test_cplusplus_builds(cache: Path) -> None:
     assert build(BuildRequest(source, lang="c++"), cache_dir=cache).ok
 
 
-@pytest.mark.parametrize("flag", [
-    "-fplugin=x.so", "-fplugin-arg-x-y", "-wrapper", "-wrapper=gdb", "-o", "-o/tmp/x",
-    "-I/", "-I", "-L/tmp", "@file", "@/etc/passwd", "-B/tmp", "-Bprefix", "-specs=x",
-    "-include", "-include/etc/passwd", "-imacros", "-iquote/", "-isystem/", "-x",
-    "-xc", "-save-temps", "-dumpbase", "-fdump-tree-all", "-Wl,-rpath,/tmp",
-    "-Wa,--x", "-Wp,-MD,/tmp/x", "-lfoo", "-l", "-DX=$(id)", "-DX=a b", "-fopt-info-vec=/tmp/x",
-    "--param=max-unroll-times=abc", "--param", "-march=native;id", "-std=c11 -v", "",
-    "-fprofile-generate", "-fdiagnostics-format=text", "-MD", "-MF/tmp/x", "--sysroot=/",
-])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "-fplugin=x.so",
+        "-fplugin-arg-x-y",
+        "-wrapper",
+        "-wrapper=gdb",
+        "-o",
+        "-o/tmp/x",
+        "-I/",
+        "-I",
+        "-L/tmp",
+        "@file",
+        "@/etc/passwd",
+        "-B/tmp",
+        "-Bprefix",
+        "-specs=x",
+        "-include",
+        "-include/etc/passwd",
+        "-imacros",
+        "-iquote/",
+        "-isystem/",
+        "-x",
+        "-xc",
+        "-save-temps",
+        "-dumpbase",
+        "-fdump-tree-all",
+        "-Wl,-rpath,/tmp",
+        "-Wa,--x",
+        "-Wp,-MD,/tmp/x",
+        "-lfoo",
+        "-l",
+        "-DX=$(id)",
+        "-DX=a b",
+        "-fopt-info-vec=/tmp/x",
+        "--param=max-unroll-times=abc",
+        "--param",
+        "-march=native;id",
+        "-std=c11 -v",
+        "",
+        "-fprofile-generate",
+        "-fdiagnostics-format=text",
+        "-MD",
+        "-MF/tmp/x",
+        "--sysroot=/",
+    ],
+)
 def test_forbidden_flags_rejected(flag: str, cache: Path) -> None:
     with pytest.raises(FlagError) as caught:
         check_flags([flag])
@@ -118,14 +156,40 @@ def test_forbidden_flags_rejected(flag: str, cache: Path) -> None:
     assert "not allowed" in result.diagnostics[0].message
 
 
-@pytest.mark.parametrize("flag", [
-    "-O0", "-O2", "-O3", "-Os", "-Ofast", "-march=native", "-march=x86-64-v3",
-    "-mtune=znver3", "-mavx2", "-mfma", "-mno-avx512f", "-funroll-loops",
-    "-fno-unroll-loops", "-ffast-math", "-ftree-vectorize", "-fopenmp",
-    "-fomit-frame-pointer", "-fno-strict-aliasing", "-fvect-cost-model=unlimited",
-    "--param=max-unroll-times=8", "-DTILE=64", "-DUSE_X", "-std=c17", "-std=gnu++20",
-    "-lm", "-lgomp", "-w", "-Wall", "-Wno-unused-variable",
-])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "-O0",
+        "-O2",
+        "-O3",
+        "-Os",
+        "-Ofast",
+        "-march=native",
+        "-march=x86-64-v3",
+        "-mtune=znver3",
+        "-mavx2",
+        "-mfma",
+        "-mno-avx512f",
+        "-funroll-loops",
+        "-fno-unroll-loops",
+        "-ffast-math",
+        "-ftree-vectorize",
+        "-fopenmp",
+        "-fomit-frame-pointer",
+        "-fno-strict-aliasing",
+        "-fvect-cost-model=unlimited",
+        "--param=max-unroll-times=8",
+        "-DTILE=64",
+        "-DUSE_X",
+        "-std=c17",
+        "-std=gnu++20",
+        "-lm",
+        "-lgomp",
+        "-w",
+        "-Wall",
+        "-Wno-unused-variable",
+    ],
+)
 def test_allowed_flags_pass(flag: str) -> None:
     check_flags([flag])
 
@@ -190,12 +254,10 @@ def test_build_passes_only_the_scrubbed_env(cache: Path, monkeypatch: pytest.Mon
     assert seen and all("KILN_FAKE_SECRET" not in env for env in seen)
 
 
-def test_confined_process_does_not_see_parent_env(monkeypatch: pytest.MonkeyPatch,
-                                                  tmp_path: Path) -> None:
+def test_confined_process_does_not_see_parent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("KILN_FAKE_SECRET", "hunter2")
     env = compiler_env("/usr/bin/env", str(tmp_path))
-    outcome = run_confined(["/usr/bin/env"], cwd=str(tmp_path), env=env, user=None,
-                           group=None, timeout=30, limits=None)
+    outcome = run_confined(["/usr/bin/env"], cwd=str(tmp_path), env=env, user=None, group=None, timeout=30, limits=None)
     assert outcome.returncode == 0 and "PATH=" in outcome.output
     assert "hunter2" not in outcome.output
 
@@ -237,23 +299,34 @@ def test_build_as_other_user_gives_cache_it_cannot_write(shared_cache: Path) -> 
     assert result.ok and not result.cached, result.log
     info = os.stat(result.path)
     assert info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) == 0o644
-    probe = ('cat "$1" >/dev/null || exit 10; '
-             '( : >>"$1" ) 2>/dev/null && exit 11; '
-             '( : >"$2/poison.so" ) 2>/dev/null && exit 12; exit 0')
-    done = subprocess.run(["/bin/sh", "-c", probe, "sh", result.path, str(shared_cache)],
-                          check=False, user=65534, group=65534, extra_groups=[], env={"PATH": "/usr/bin:/bin"})
-    assert done.returncode == 0, {10: "cannot read", 11: "could append to the library",
-                                  12: "could create a file in the cache"}[done.returncode]
+    probe = (
+        'cat "$1" >/dev/null || exit 10; '
+        '( : >>"$1" ) 2>/dev/null && exit 11; '
+        '( : >"$2/poison.so" ) 2>/dev/null && exit 12; exit 0'
+    )
+    done = subprocess.run(
+        ["/bin/sh", "-c", probe, "sh", result.path, str(shared_cache)],
+        check=False,
+        user=65534,
+        group=65534,
+        extra_groups=[],
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, {
+        10: "cannot read",
+        11: "could append to the library",
+        12: "could create a file in the cache",
+    }[done.returncode]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to uid 65534 needs root")
-def test_compiler_as_other_user_cannot_include_private_files(shared_cache: Path,
-                                                             tmp_path: Path) -> None:
+def test_compiler_as_other_user_cannot_include_private_files(shared_cache: Path, tmp_path: Path) -> None:
     secret = tmp_path / "secret.h"
     secret.write_text("#error leaked\n")
     os.chmod(secret, 0o600)
-    result = build(BuildRequest(f'#include "{secret}"\nint f(void) {{ return 0; }}\n'),
-                   cache_dir=shared_cache, user=65534)
+    result = build(
+        BuildRequest(f'#include "{secret}"\nint f(void) {{ return 0; }}\n'), cache_dir=shared_cache, user=65534
+    )
     assert not result.ok and "leaked" not in result.log
 
 
@@ -275,9 +348,11 @@ def test_records_round_trip_and_ignore_unknown_keys() -> None:
 
 
 def test_parse_text_fallback_and_foreign_files() -> None:
-    output = ("kernel.c:7:3: error: expected ';' before '}' token\n"
-              "/usr/include/x.h:2:1: warning: something\n"
-              "cc1: error: unrecognized thing\n")
+    output = (
+        "kernel.c:7:3: error: expected ';' before '}' token\n"
+        "/usr/include/x.h:2:1: warning: something\n"
+        "cc1: error: unrecognized thing\n"
+    )
     diagnostics, _ = parse_diagnostics(output, "kernel.c")
     assert diagnostics[0] == Diagnostic("error", "expected ';' before '}' token", 7, 3)
     assert diagnostics[1].line is None and "/usr/include/x.h:2" in diagnostics[1].message

@@ -37,7 +37,8 @@ build_module = importlib.import_module("kernelkiln.native.build")
 
 pytestmark = pytest.mark.skipif(
     shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
-    reason="nvcc (CUDA toolkit) not installed on this machine")
+    reason="nvcc (CUDA toolkit) not installed on this machine",
+)
 
 ADD = textwrap.dedent("""\
     #include <cstdint>
@@ -155,8 +156,7 @@ def test_build_as_other_user_succeeds(cache: Path) -> None:
     assert os.stat(result.path).st_uid == os.geteuid()
 
 
-def test_loader_binds_launchers_and_rejects_cpu_tensors(built, cache: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_loader_binds_launchers_and_rejects_cpu_tensors(built, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KILN_CACHE_DIR", str(cache))
     set_builder(None)
     lib = load(ADD, {"add": ADD_SIGNATURE}, lang="cuda")  # cudart is static: loading needs no GPU driver
@@ -187,16 +187,50 @@ def test_signature_check_requires_cuda_tensors_for_cuda() -> None:
     assert tensor_pointer(cpu, (torch.float32,), "cpu", where) == cpu.data_ptr()
 
 
-@pytest.mark.parametrize("flags", [
-    ["-I/"], ["-I/usr/include"], ["-L/tmp"], ["-lcublas"], ["-lm"], ["-Xcompiler", "-fPIC"],
-    ["-Xcompiler=-fplugin=x.so"], ["-Xlinker", "-rpath"], ["-Xlinker=-rpath=/tmp"], ["-ccbin", "gcc"],
-    ["-ccbin=/tmp/evil"], ["--compiler-bindir=/tmp"], ["-o", "x.so"], ["-o/tmp/x"], ["@file"],
-    ["--options-file", "x"], ["--options-file=x"], ["-include", "x.h"], ["--dryrun"], ["-arch=native"],
-    ["-arch", "sm_90"], ["-arch=sm_90;id"], ["-gencode", "arch=compute_90,code=sm_90"],
-    ["-Xptxas", "--ptxas-opts"], ["-Xptxas=-v,--output-file=/tmp/x"], ["-Xptxas"], ["-Xnvlink=x"],
-    ["-DX=$(id)"], ["-std=c++14"], ["--keep"], ["--keep-dir=/tmp"], ["-odir=/tmp"], ["-fPIC"],
-    ["--use-local-env"], ["-run"], ["-v"], [""], ["--maxrregcount=abc"], ["--ftz=maybe"],
-])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-I/"],
+        ["-I/usr/include"],
+        ["-L/tmp"],
+        ["-lcublas"],
+        ["-lm"],
+        ["-Xcompiler", "-fPIC"],
+        ["-Xcompiler=-fplugin=x.so"],
+        ["-Xlinker", "-rpath"],
+        ["-Xlinker=-rpath=/tmp"],
+        ["-ccbin", "gcc"],
+        ["-ccbin=/tmp/evil"],
+        ["--compiler-bindir=/tmp"],
+        ["-o", "x.so"],
+        ["-o/tmp/x"],
+        ["@file"],
+        ["--options-file", "x"],
+        ["--options-file=x"],
+        ["-include", "x.h"],
+        ["--dryrun"],
+        ["-arch=native"],
+        ["-arch", "sm_90"],
+        ["-arch=sm_90;id"],
+        ["-gencode", "arch=compute_90,code=sm_90"],
+        ["-Xptxas", "--ptxas-opts"],
+        ["-Xptxas=-v,--output-file=/tmp/x"],
+        ["-Xptxas"],
+        ["-Xnvlink=x"],
+        ["-DX=$(id)"],
+        ["-std=c++14"],
+        ["--keep"],
+        ["--keep-dir=/tmp"],
+        ["-odir=/tmp"],
+        ["-fPIC"],
+        ["--use-local-env"],
+        ["-run"],
+        ["-v"],
+        [""],
+        ["--maxrregcount=abc"],
+        ["--ftz=maybe"],
+    ],
+)
 def test_forbidden_nvcc_flags_are_flag_errors(flags: list[str], cache: Path) -> None:
     with pytest.raises(FlagError, match="not allowed") as caught:
         check_flags(flags, "cuda")
@@ -206,14 +240,35 @@ def test_forbidden_nvcc_flags_are_flag_errors(flags: list[str], cache: Path) -> 
     assert "not allowed" in result.diagnostics[0].message
 
 
-@pytest.mark.parametrize("flags", [
-    ["-O0"], ["-O2"], ["--use_fast_math"], ["-use_fast_math"], ["-lineinfo"], ["-arch=sm_90"],
-    ["-arch=sm_90a"], ["-arch=compute_80"], ["--gpu-architecture=sm_100"],
-    ["-gencode=arch=compute_90,code=sm_90"], ["-gencode=arch=compute_90,code=[sm_90,compute_90]"],
-    ["--maxrregcount=64"], ["-Xptxas=-v"], ["-Xptxas", "-O3"], ["-Xptxas=-v,-O2,--maxrregcount=32"],
-    ["-DTILE=64"], ["-UNDEBUG"], ["--ftz=true"], ["--prec-div=false"], ["--prec-sqrt=true"],
-    ["--fmad=false"], ["-std=c++20"], ["--expt-relaxed-constexpr"], ["--extended-lambda"],
-])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-O0"],
+        ["-O2"],
+        ["--use_fast_math"],
+        ["-use_fast_math"],
+        ["-lineinfo"],
+        ["-arch=sm_90"],
+        ["-arch=sm_90a"],
+        ["-arch=compute_80"],
+        ["--gpu-architecture=sm_100"],
+        ["-gencode=arch=compute_90,code=sm_90"],
+        ["-gencode=arch=compute_90,code=[sm_90,compute_90]"],
+        ["--maxrregcount=64"],
+        ["-Xptxas=-v"],
+        ["-Xptxas", "-O3"],
+        ["-Xptxas=-v,-O2,--maxrregcount=32"],
+        ["-DTILE=64"],
+        ["-UNDEBUG"],
+        ["--ftz=true"],
+        ["--prec-div=false"],
+        ["--prec-sqrt=true"],
+        ["--fmad=false"],
+        ["-std=c++20"],
+        ["--expt-relaxed-constexpr"],
+        ["--extended-lambda"],
+    ],
+)
 def test_allowed_nvcc_flags_pass(flags: list[str]) -> None:
     check_flags(flags, "cuda")
 
@@ -224,8 +279,7 @@ def test_c_flags_are_not_nvcc_flags() -> None:
         check_flags(["-march=native"], "cuda")
 
 
-def test_missing_nvcc_is_a_one_line_error(cache: Path, monkeypatch: pytest.MonkeyPatch,
-                                          tmp_path: Path) -> None:
+def test_missing_nvcc_is_a_one_line_error(cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("KILN_NVCC", str(tmp_path / "no-nvcc"))
     result = build(BuildRequest("// missing\n" + ADD, lang="cuda"), cache_dir=cache)
     assert not result.ok and len(result.diagnostics) == 1

@@ -21,8 +21,9 @@ from kernelkiln.native import (
 )
 from kernelkiln.native.signature import parse_signature
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
-                                reason="no C compiler on this machine")
+pytestmark = pytest.mark.skipif(
+    shutil.which("gcc") is None and shutil.which("cc") is None, reason="no C compiler on this machine"
+)
 
 KERNELS = textwrap.dedent("""\
     #include <stddef.h>
@@ -140,7 +141,7 @@ def test_arity_and_scalar_mismatches_raise_type_error(lib) -> None:
     with pytest.raises(TypeError, match="expected an int"):
         lib.add(a, a, a, 3.0)
     with pytest.raises(TypeError, match="out of range"):
-        lib.scale_i32(torch.zeros(1, dtype=torch.int32), 2 ** 40, 1)
+        lib.scale_i32(torch.zeros(1, dtype=torch.int32), 2**40, 1)
     with pytest.raises(TypeError, match="out of range"):
         lib.dot(torch.zeros(1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64), -1)
     with pytest.raises(TypeError, match="real number"):
@@ -195,10 +196,20 @@ def test_flags_are_applied() -> None:
     assert load(source, {"tile": "int()"}, flags=["-DTILE=64", "-O1"]).tile() == 64
 
 
-@pytest.mark.parametrize("signature", [
-    "void(half*)", "void(float**)", "char*(int)", "void(unsigned int)", "void",
-    "void(float*, , int)", "vector<float>(int)", "void(float* a b)", 42,
-])
+@pytest.mark.parametrize(
+    "signature",
+    [
+        "void(half*)",
+        "void(float**)",
+        "char*(int)",
+        "void(unsigned int)",
+        "void",
+        "void(float*, , int)",
+        "vector<float>(int)",
+        "void(float* a b)",
+        42,
+    ],
+)
 def test_bad_signatures_raise_signature_error(signature) -> None:
     with pytest.raises(SignatureError):
         load(KERNELS, {"add": signature})
@@ -235,10 +246,15 @@ def test_pluggable_builder_receives_requests() -> None:
 
 
 def test_builder_failure_becomes_build_error() -> None:
-    failure = BuildResult(ok=False, key="k", path=None,
-                          diagnostics=(Diagnostic("warning", "meh", 1, 1),
-                                       Diagnostic("error", "no good\nat all", 3, 7)),
-                          cached=False, seconds=0.0, log="")
+    failure = BuildResult(
+        ok=False,
+        key="k",
+        path=None,
+        diagnostics=(Diagnostic("warning", "meh", 1, 1), Diagnostic("error", "no good\nat all", 3, 7)),
+        cached=False,
+        seconds=0.0,
+        log="",
+    )
     set_builder(lambda request: failure)
     with pytest.raises(BuildError) as caught:
         load("int f(void) { return 0; }", {"f": "int()"})

@@ -9,8 +9,7 @@ from kernelkiln.store.records import Attempt
 
 
 def attempt(verdict: str, speedup: float | None = 1.0, code: str = "c", **case) -> Attempt:
-    return Attempt(task_id="t", verdict=verdict, speedup=speedup if verdict != "REJECT" else None, code=code,
-                   case=case)
+    return Attempt(task_id="t", verdict=verdict, speedup=speedup if verdict != "REJECT" else None, code=code, case=case)
 
 
 def agent(name: str = "a1") -> AgentState:

@@ -22,8 +22,9 @@ NTH = {"lesson-written": 1, "task-ended": 1, "confirmed": 1}
 
 def _crash_run(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "KILN_STORE"}
-    return subprocess.run([sys.executable, "-m", "kernelkiln.testing.crash", *args], capture_output=True, text=True,
-                          timeout=240, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "kernelkiln.testing.crash", *args], capture_output=True, text=True, timeout=240, env=env
+    )
 
 
 def _lessons_missing(store, run_id: str) -> list[str]:

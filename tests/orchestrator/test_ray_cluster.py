@@ -26,8 +26,9 @@ ray = pytest.importorskip("ray", reason="the cluster tests need kernelkiln[ray] 
 from kernelkiln.orchestrator.ray_pool import RayPool  # noqa: E402 - needs ray
 
 pytestmark = pytest.mark.slow
-needs_postgres = pytest.mark.skipif(not os.environ.get(POSTGRES_ENV),
-                                    reason=f"{POSTGRES_ENV} is unset: a cluster of two nodes needs PostgreSQL")
+needs_postgres = pytest.mark.skipif(
+    not os.environ.get(POSTGRES_ENV), reason=f"{POSTGRES_ENV} is unset: a cluster of two nodes needs PostgreSQL"
+)
 SUITE = ("tiny_softmax.py", "tiny_clamp.py", "plain_row_sum.py")
 
 
@@ -57,8 +58,13 @@ class _Notes(Observer):
 
 
 def _config(**overrides) -> OptimizeConfig:
-    settings = dict(budget=4, agents=2, guard=fast_config(time_budget_s=0.3), confirm_time_budget_s=0.3,
-                    cluster=ClusterConfig(address="ray"))
+    settings = dict(
+        budget=4,
+        agents=2,
+        guard=fast_config(time_budget_s=0.3),
+        confirm_time_budget_s=0.3,
+        cluster=ClusterConfig(address="ray"),
+    )
     settings.update(overrides)
     return OptimizeConfig(**settings)
 
@@ -109,8 +115,9 @@ def test_a_node_killed_mid_run_has_its_candidate_judged_elsewhere_and_loses_noth
         store = open_store(fresh_store_url("postgresql", tmp_path))
         observer = KillMidRun()
         config = _config(budget=6, guard=fast_config(time_budget_s=1.0))
-        result = Optimizer(Memory(store), tmp_path, observer).start([TaskSpec(str(TASKS / "tiny_softmax.py"), {})],
-                                                                   config, tmp_path / "out")
+        result = Optimizer(Memory(store), tmp_path, observer).start(
+            [TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config, tmp_path / "out"
+        )
         attempts, _ = _attempts(store, result["run_id"])
         store.close()
     assert result["status"] == "done"
@@ -124,8 +131,13 @@ def test_a_driver_killed_with_sigkill_resumes_on_the_cluster_repeating_nothing(o
 
     url = fresh_store_url("postgresql", tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "KILN_STORE"}
-    crashed = subprocess.run([sys.executable, "-m", "kernelkiln.testing.crash", url, str(tmp_path / "out"),
-                              "memory-committed", "2", "ray"], capture_output=True, text=True, timeout=300, env=env)
+    crashed = subprocess.run(
+        [sys.executable, "-m", "kernelkiln.testing.crash", url, str(tmp_path / "out"), "memory-committed", "2", "ray"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert crashed.returncode == -9, crashed.stderr[-2000:]
     run_id = crashed.stdout.split()[0]
     store = open_store(url)
@@ -169,9 +181,25 @@ def test_a_hostile_candidate_that_kills_its_worker_leaves_the_actor_judging(on_c
 
 
 def test_sqlite_is_refused_on_a_cluster_of_two_nodes_in_one_line(on_cluster, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "kernelkiln", "optimize", str(TASKS / "tiny_softmax.py"),
-                          "--cluster", "ray", "--store", f"sqlite:///{tmp_path / 'k.db'}", "--budget", "1"],
-                         capture_output=True, text=True, timeout=180, env={**os.environ})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernelkiln",
+            "optimize",
+            str(TASKS / "tiny_softmax.py"),
+            "--cluster",
+            "ray",
+            "--store",
+            f"sqlite:///{tmp_path / 'k.db'}",
+            "--budget",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ},
+    )
     assert out.returncode == 2, out.stderr[-2000:]
     lines = [line for line in out.stderr.splitlines() if line.startswith("kiln:")]
     assert len(lines) == 1 and "2 nodes" in lines[0] and "PostgreSQL" in lines[0], out.stderr[-2000:]
@@ -193,8 +221,9 @@ def test_ctrl_c_stops_tasks_running_at_once_and_the_run_resumes_on_the_cluster(o
         shutil.copy(TASKS / name, suite / name)
     url = fresh_store_url("postgresql", tmp_path)
     common = ["--store", url, "--cluster", "ray", "--time-budget", "0.3", "--confirm-budget", "0.3"]
-    code, err = interrupt_at(["optimize", str(suite), "--agents", "1", "--budget", "4", "--out", str(tmp_path / "o"),
-                              *common], "[")
+    code, err = interrupt_at(
+        ["optimize", str(suite), "--agents", "1", "--budget", "4", "--out", str(tmp_path / "o"), *common], "["
+    )
     assert code == 130, err[-2000:]
     run_id = err.split("kiln optimize --resume ")[1].split()[0]
     resumed = kiln("optimize", "--resume", run_id, "--store", url, timeout=300)
@@ -222,9 +251,24 @@ def test_cluster_ray_without_an_address_starts_a_local_cluster_and_runs(monkeypa
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setenv(*FAKE_KEY)  # the local cluster it starts must not inherit it
-    out = kiln("optimize", str(TASKS / "tiny_clamp.py"), "--cluster", "ray", "--budget", "2", "--time-budget", "0.3",
-               "--confirm-budget", "0.3", "--store", f"sqlite:///{tmp_path / 'k.db'}", "--out", str(tmp_path / "o"),
-               "--json", timeout=300)
+    out = kiln(
+        "optimize",
+        str(TASKS / "tiny_clamp.py"),
+        "--cluster",
+        "ray",
+        "--budget",
+        "2",
+        "--time-budget",
+        "0.3",
+        "--confirm-budget",
+        "0.3",
+        "--store",
+        f"sqlite:///{tmp_path / 'k.db'}",
+        "--out",
+        str(tmp_path / "o"),
+        "--json",
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "cluster: 1 node(s), 1 device(s) of cpu: " in out.stderr
     assert json.loads(out.stdout)["status"] == "done", "stdout holds the JSON alone (Ray's messages go to stderr)"

@@ -38,8 +38,11 @@ def test_a_replay_runs_the_recorded_replies_again_with_no_endpoint(tmp_path):
     assert len(exchanges) == 2 and all(e.reply == "tool" for e in exchanges)
 
     replayed = run_scripted(session_config(replay=session, budget=3), tmp_path / "replay")
-    assert by_agent(replayed, tmp_path, "replay") == by_agent(recorded, tmp_path, "record") \
+    assert (
+        by_agent(replayed, tmp_path, "replay")
+        == by_agent(recorded, tmp_path, "record")
         == {"a1": [e.response.tool_calls[0].arguments["summary"] for e in exchanges]}
+    )
     old, new = recorded["tasks"]["tiny_softmax"], replayed["tasks"]["tiny_softmax"]
     assert new["attempts"] == old["attempts"] == 3
     assert (new["prompt_tokens"], new["completion_tokens"]) == (old["prompt_tokens"], old["completion_tokens"])
@@ -75,8 +78,11 @@ def test_a_replay_whose_prompt_changed_stops_naming_the_message(tmp_path):
     messages = line["request"]["messages"]
     messages[0]["content"] = messages[0]["content"].replace("performance engineer", "poet")
     stream.write_text(json.dumps(line) + "\n")
-    with pytest.raises(UserError, match=r"exchange 1 of a1 on tiny_softmax: message 0 \(system\) differs: "
-                                        r"recorded '.*poet"):
+    with pytest.raises(
+        UserError,
+        match=r"exchange 1 of a1 on tiny_softmax: message 0 \(system\) differs: "
+        r"recorded '.*poet",
+    ):
         run_scripted(session_config(replay=session, budget=2), tmp_path / "replay")
 
 
@@ -86,17 +92,19 @@ def test_a_multi_agent_replay_gives_each_agent_its_own_replies_in_order(tmp_path
     # shown too in the replay is a re-ask, a divergence): this run shows none, as README advises.
     shown = {"context": {"max_experiences": 0}}
     session = tmp_path / "session"
-    recorded = by_agent(run_scripted(session_config(session, agents=2, budget=5, **shown), tmp_path / "record"),
-                        tmp_path, "record")
-    streams = {agent: [e.response.tool_calls[0].arguments["summary"] for e in read_stream(session, "tiny_softmax",
-                                                                                            agent)]
-               for agent in ("a1", "a2")}
+    recorded = by_agent(
+        run_scripted(session_config(session, agents=2, budget=5, **shown), tmp_path / "record"), tmp_path, "record"
+    )
+    streams = {
+        agent: [e.response.tool_calls[0].arguments["summary"] for e in read_stream(session, "tiny_softmax", agent)]
+        for agent in ("a1", "a2")
+    }
     assert recorded == {agent: s for agent, s in streams.items() if s}
     for again in ("replay1", "replay2"):
         result = run_scripted(session_config(replay=session, agents=2, budget=5, **shown), tmp_path / again)
         replayed = by_agent(result, tmp_path, again)
         # Each agent gets its own recorded replies, in order, whichever agent's thread runs first.
-        assert all(replies == streams[agent][:len(replies)] for agent, replies in replayed.items()), again
+        assert all(replies == streams[agent][: len(replies)] for agent, replies in replayed.items()), again
         # An agent whose recording has ended stops and hands its evaluation back; the runner can lose
         # that one slot when the other agent looked for work at that very moment (task_run's take()).
         assert sum(map(len, replayed.values())) >= sum(map(len, streams.values())) - 1, again
@@ -118,4 +126,3 @@ def test_the_optimizers_client_override_is_recorded(tmp_path, sqlite_store):
     config = session_config(tmp_path / "session", budget=2)
     Optimizer(Memory(sqlite_store), tmp_path, client=client).start([TaskSpec(str(TINY), {})], config, tmp_path / "o")
     assert client.remaining == 0 and len(read_stream(tmp_path / "session", "tiny_softmax", "a1")) == 1
-

@@ -84,8 +84,13 @@ def test_every_new_best_derived_from_a_parent_leaves_an_experience(memory, tmp_p
 
 
 def test_a_later_task_applies_a_retrieved_configuration_first_and_records_the_adoption(memory, tmp_path):
-    lesson = Experience(text="softmax on cpu: REPEAT=1 made it 4x faster", platform="cpu", op_family="softmax",
-                        stage="optimization", conditions=[K.condition("REPEAT", 1)])
+    lesson = Experience(
+        text="softmax on cpu: REPEAT=1 made it 4x faster",
+        platform="cpu",
+        op_family="softmax",
+        stage="optimization",
+        conditions=[K.condition("REPEAT", 1)],
+    )
     memory.add_experience(lesson)
     result = Optimizer(memory, tmp_path).start([TINY], config(budget=2), tmp_path / "out")
     second = attempts(memory, result["run_id"])[1]
@@ -111,9 +116,15 @@ def test_resuming_continues_without_repeating_or_losing_an_attempt(memory, tmp_p
     # Pretend the run was interrupted after two evaluations of a budget of five.
     with memory.store.write() as conn:
         run = memory.store.runs.get(conn, run_id)
-        memory.store.runs.update(conn, run.model_copy(update={
-            "config": {**run.config, "budget": 5},
-            "state": run.state.model_copy(update={"status": "interrupted", "finished": []})}))
+        memory.store.runs.update(
+            conn,
+            run.model_copy(
+                update={
+                    "config": {**run.config, "budget": 5},
+                    "state": run.state.model_copy(update={"status": "interrupted", "finished": []}),
+                }
+            ),
+        )
     resumed = Optimizer(Memory(memory.store), tmp_path).resume(run_id)
     stored = attempts(memory, run_id)
     assert resumed["status"] == "done" and resumed["tasks"]["tiny_softmax"]["attempts"] == 5 == len(stored)
@@ -128,8 +139,11 @@ def test_resume_of_an_unknown_run_is_a_one_line_error(memory, tmp_path):
 
 
 def test_the_tuner_without_a_seed_names_the_operations_kernelkiln_cannot_lower(memory, tmp_path):
-    with pytest.raises(UserError, match=r"needs a seed candidate that declares KNOBS, and kernelkiln cannot generate "
-                                        r"one: no lowering yet for aten\.sort"):
+    with pytest.raises(
+        UserError,
+        match=r"needs a seed candidate that declares KNOBS, and kernelkiln cannot generate "
+        r"one: no lowering yet for aten\.sort",
+    ):
         Optimizer(memory, tmp_path).start([TaskSpec(str(TASKS / "tiny_sort.py"), {})], config(), tmp_path)
 
 
@@ -143,11 +157,21 @@ def test_two_agents_get_different_lenses_and_never_evaluate_the_same_code(memory
 
 def test_a_token_budget_stops_the_run_after_the_turn_that_reached_it(memory, tmp_path):
     better = K.apply(SEED, {"REPEAT": 1})
-    reply = {"tool_calls": [{"name": "submit_candidate", "arguments": {
-        "code": better, "summary": "one pass", "adoptions": []}}], "prompt_tokens": 900, "completion_tokens": 200}
+    reply = {
+        "tool_calls": [
+            {"name": "submit_candidate", "arguments": {"code": better, "summary": "one pass", "adoptions": []}}
+        ],
+        "prompt_tokens": 900,
+        "completion_tokens": 200,
+    }
     client = ScriptedClient([reply, reply])
-    cfg = config(policy="llm", budget=5, max_tokens=1000, context={"max_experiences": 0},
-                 llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    cfg = config(
+        policy="llm",
+        budget=5,
+        max_tokens=1000,
+        context={"max_experiences": 0},
+        llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"},
+    )
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
     task = result["tasks"]["tiny_softmax"]
     assert result["status"] == "stopped" and task["attempts"] == 2  # the seed (no call), then one model turn
@@ -157,9 +181,19 @@ def test_a_token_budget_stops_the_run_after_the_turn_that_reached_it(memory, tmp
 def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
     def submit(messages, tools):
         ids = list(dict.fromkeys(re.findall(r"\be-[0-9a-f]{16}\b", messages[1].content)))
-        return {"tool_calls": [{"name": "submit_candidate", "arguments": {
-            "code": K.apply(SEED, {"REPEAT": 2}), "summary": "fewer passes",
-            "adoptions": [{"experience_id": i, "adopted": True, "why": "it applies"} for i in ids]}}]}
+        return {
+            "tool_calls": [
+                {
+                    "name": "submit_candidate",
+                    "arguments": {
+                        "code": K.apply(SEED, {"REPEAT": 2}),
+                        "summary": "fewer passes",
+                        "adoptions": [{"experience_id": i, "adopted": True, "why": "it applies"} for i in ids],
+                    },
+                }
+            ]
+        }
+
     client = ScriptedClient([submit])
     cfg = config(policy="llm", budget=2, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"})
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
@@ -172,14 +206,21 @@ def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
 def test_a_task_whose_model_never_submits_says_why_and_counts_every_call(memory, tmp_path):
     plain = TaskSpec(str(TASKS / "tiny_relu.py"), {})  # --no-seed: nothing to evaluate unless the model writes it
     client = ScriptedClient([{"text": "I would vectorize it.", "prompt_tokens": 500, "completion_tokens": 20}] * 3)
-    cfg = config(policy="llm", budget=2, start_from_seed=False,
-                 llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": "tools"})
+    cfg = config(
+        policy="llm",
+        budget=2,
+        start_from_seed=False,
+        llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": "tools"},
+    )
     result = Optimizer(memory, tmp_path, client=client).start([plain], cfg, tmp_path / "out")
     task = result["tasks"]["tiny_relu"]
     assert (task["status"], task["attempts"], task["turns_without_candidate"]) == ("no candidate", 0, 1)
     assert "submit_candidate" in task["reason"]
-    assert (task["prompt_tokens"], task["completion_tokens"]) == (1500, 60) == (result["prompt_tokens"],
-                                                                                result["completion_tokens"])
+    assert (
+        (task["prompt_tokens"], task["completion_tokens"])
+        == (1500, 60)
+        == (result["prompt_tokens"], result["completion_tokens"])
+    )
     with memory.store.read() as conn:
         stored = memory.store.runs.get(conn, result["run_id"]).state.no_candidate["tiny_relu"]
     assert (stored.turns, stored.prompt_tokens) == (1, 1500)  # a resumed run or a report finds it
@@ -192,14 +233,20 @@ def test_a_suite_runs_easy_tasks_first_by_level_then_by_work():
 
     def task(name, level, flops):
         return SimpleNamespace(name=name, level=level, workloads=[SimpleNamespace(flops=flops)])
+
     tasks = [task("block", 3, 1.0), task("big_gemm", 1, 1e9), task("tiny_add", 1, 1e3), task("fused", 2, 1.0)]
     assert [t.name for t in order_tasks(tasks)] == ["tiny_add", "big_gemm", "fused", "block"]
 
 
 def test_an_agent_that_keeps_proposing_evaluated_code_is_stopped(memory, tmp_path):
-    repeat = {"tool_calls": [{"name": "submit_candidate", "arguments": {
-        "code": SEED, "summary": "the seed again", "adoptions": []}}]}
+    repeat = {
+        "tool_calls": [
+            {"name": "submit_candidate", "arguments": {"code": SEED, "summary": "the seed again", "adoptions": []}}
+        ]
+    }
     client = ScriptedClient([repeat] * 3)
-    cfg = config(policy="llm", budget=5, context={"max_experiences": 0}, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    cfg = config(
+        policy="llm", budget=5, context={"max_experiences": 0}, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    )
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
     assert result["tasks"]["tiny_softmax"]["attempts"] == 1 and client.remaining == 0

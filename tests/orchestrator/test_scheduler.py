@@ -98,8 +98,11 @@ def test_a_pool_without_devices_is_refused():
 
 
 def test_a_run_is_judged_on_one_kind_of_device_the_most_numerous_unless_named():
-    devices = [Device("a", "cuda: NVIDIA H200", 0), Device("b", "cuda: NVIDIA A100", 1),
-               Device("c", "cuda: NVIDIA H200", 2)]
+    devices = [
+        Device("a", "cuda: NVIDIA H200", 0),
+        Device("b", "cuda: NVIDIA A100", 1),
+        Device("c", "cuda: NVIDIA H200", 2),
+    ]
     assert choose_kind(devices, None) == "cuda: NVIDIA H200"
     assert choose_kind(devices, "cuda: NVIDIA A100") == "cuda: NVIDIA A100"
     with pytest.raises(UserError, match="judged on 'cuda: NVIDIA L4', and the cluster has none of it"):

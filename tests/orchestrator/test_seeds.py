@@ -67,8 +67,11 @@ def test_a_seed_file_beats_the_generated_candidate_too(relu, own_seed):
 
 
 def test_the_tuner_without_any_seed_says_the_lowering_cannot_generate_one(unlowerable):
-    with pytest.raises(UserError, match=r"the tuner needs a seed candidate that declares KNOBS, and kernelkiln cannot "
-                                        r"generate one: no lowering yet for aten\.sort; give one with --seed FILE"):
+    with pytest.raises(
+        UserError,
+        match=r"the tuner needs a seed candidate that declares KNOBS, and kernelkiln cannot "
+        r"generate one: no lowering yet for aten\.sort; give one with --seed FILE",
+    ):
         starting_code(unlowerable, config())
 
 

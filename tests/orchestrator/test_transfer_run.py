@@ -41,7 +41,8 @@ def test_a_task_run_again_starts_from_its_stored_best_and_tries_no_stored_settin
     assert {a.case.signature for a in first + second} == {first[0].case.signature} != {""}
     with sqlite_store.read() as conn:
         assert [s.task_id for s in sqlite_store.signatures.on_machine(conn, "cpu", _machine(sqlite_store))] == [
-            "tiny_softmax"]
+            "tiny_softmax"
+        ]
 
 
 def _machine(store) -> str:
@@ -86,8 +87,9 @@ def _runner(store, shared: bool) -> tuple[TaskRunner, AgentState]:
     for agent, verdict in zip(agents, ("KEEP", "REVERT"), strict=True):
         agent.history.append(Attempt(task_id="tiny_softmax", agent=agent.name, verdict=verdict))
     cfg = config(agents=2, memory=MemoryConfig(board={"shared": shared}))
-    return TaskRunner(tiny_task(), TaskState("tiny_softmax", 2), agents, Memory(store), RunControl(cfg), "r",
-                      Observer()), agents[0]
+    return TaskRunner(
+        tiny_task(), TaskState("tiny_softmax", 2), agents, Memory(store), RunControl(cfg), "r", Observer()
+    ), agents[0]
 
 
 class _Layered:

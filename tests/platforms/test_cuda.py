@@ -9,8 +9,9 @@ from kernelkiln.guard import GuardConfig, GuardSession
 from kernelkiln.platforms import get_platform
 from kernelkiln.task import bundled_suites, load_task
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="needs a CUDA GPU (scripts/gpu_check.sh runs these on one)")
+pytestmark = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU (scripts/gpu_check.sh runs these on one)"
+)
 
 EXAMPLES = bundled_suites()["examples"].path
 
@@ -36,8 +37,10 @@ def test_work_on_a_side_stream_is_waited_for_by_synchronize():
     assert side.query()  # nothing left queued on the side stream
 
 
-@pytest.mark.parametrize("task, seed", [("row_softmax", "row_softmax_triton.py"), ("layer_norm", "layer_norm_triton.py"),
-                                        ("matmul", "matmul_triton.py")])
+@pytest.mark.parametrize(
+    "task, seed",
+    [("row_softmax", "row_softmax_triton.py"), ("layer_norm", "layer_norm_triton.py"), ("matmul", "matmul_triton.py")],
+)
 def test_the_guard_times_each_bundled_triton_seed_on_the_gpu(task, seed):
     loaded = load_task(EXAMPLES / f"{task}.py")
     source = (EXAMPLES / "seeds" / seed).read_text()

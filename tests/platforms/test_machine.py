@@ -133,11 +133,22 @@ def test_cpu_peaks_follow_the_asked_core_count_and_are_unknown_for_an_unmeasured
     from kernelkiln.platforms import cpu as cpu_module
     from kernelkiln.platforms.machine import MachineRecord
 
-    record = MachineRecord.from_dict({
-        "cpu": "x", "cpu_key": "k", "cpu_count": 4, "cores": 3, "bandwidth_gbs": 30.0, "peak_gflops": 300.0,
-        "per_cores": {"1": {"bandwidth_gbs": 10.0, "peak_gflops": 100.0},
-                      "3": {"bandwidth_gbs": 30.0, "peak_gflops": 300.0}},
-        "measured_at": "2026-11-30T00:00:00+00:00", "kernelkiln_version": "0"})
+    record = MachineRecord.from_dict(
+        {
+            "cpu": "x",
+            "cpu_key": "k",
+            "cpu_count": 4,
+            "cores": 3,
+            "bandwidth_gbs": 30.0,
+            "peak_gflops": 300.0,
+            "per_cores": {
+                "1": {"bandwidth_gbs": 10.0, "peak_gflops": 100.0},
+                "3": {"bandwidth_gbs": 30.0, "peak_gflops": 300.0},
+            },
+            "measured_at": "2026-11-30T00:00:00+00:00",
+            "kernelkiln_version": "0",
+        }
+    )
     monkeypatch.setattr(cpu_module, "load_peaks", lambda: record)
     platform = cpu_module.CpuPlatform()
     assert platform.peaks().bandwidth_gbs == 30.0 and platform.peaks(3).gflops_fp32 == 300.0

@@ -45,8 +45,21 @@ def test_cuda_without_a_gpu_is_one_clear_line():
 @NO_GPU
 @pytest.mark.parametrize("command", ["eval", "optimize"])
 def test_the_cli_refuses_platform_cuda_without_a_gpu_in_one_line(command, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "kernelkiln", command, "row_softmax", "--platform", "cuda",
-                           *(["--store", f"sqlite:///{tmp_path / 'k.db'}"] if command == "optimize" else [])],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernelkiln",
+            command,
+            "row_softmax",
+            "--platform",
+            "cuda",
+            *(["--store", f"sqlite:///{tmp_path / 'k.db'}"] if command == "optimize" else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "--platform cuda: no CUDA device is visible" in lines[0]

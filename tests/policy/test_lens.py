@@ -10,7 +10,14 @@ def test_eight_bundled_lenses_load_with_playbooks():
     lenses = load_lenses()
     assert len(lenses) == 8
     assert {lens.name for lens in lenses} == {
-        "general", "vectorization", "tiling", "memory_layout", "fusion", "parallelism", "precision", "algorithm",
+        "general",
+        "vectorization",
+        "tiling",
+        "memory_layout",
+        "fusion",
+        "parallelism",
+        "precision",
+        "algorithm",
     }
     for lens in lenses:
         lines = [line for line in lens.playbook.splitlines() if line.strip()]

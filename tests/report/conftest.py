@@ -21,14 +21,24 @@ def stored(tmp_path):
     out = tmp_path / "out"
     store = open_store(url)
     tasks = [RunTask(path=f"{name}.py", id=name) for name in ("softmax", "row_sum")]
-    run = Run(id="r-test", created_at=START, config={"budget": 5},
-              state=RunState(status="done", out=str(out), tasks=tasks))
+    run = Run(
+        id="r-test", created_at=START, config={"budget": 5}, state=RunState(status="done", out=str(out), tasks=tasks)
+    )
     t = iter(range(1, 100))
 
     def make(name, task, verdict, speedup, parent=None, agent="a1", objective="optimization", summary=None, **case):
-        a = attempt(task, verdict=verdict, speedup=speedup, parent=parent, agent=agent, lens="general",
-                    run_id=run.id, summary=summary or f"{name} move", created_at=START + next(t),
-                    case={"objective": objective, **case})
+        a = attempt(
+            task,
+            verdict=verdict,
+            speedup=speedup,
+            parent=parent,
+            agent=agent,
+            lens="general",
+            run_id=run.id,
+            summary=summary or f"{name} move",
+            created_at=START + next(t),
+            case={"objective": objective, **case},
+        )
         made[name] = a
         return a
 
@@ -40,22 +50,43 @@ def stored(tmp_path):
     make("draft", "softmax", "KEEP", 0.9, parent=flat, agent="a2", objective="draft")
     rs = make("rs_seed", "row_sum", "KEEP", 1.0, objective="correctness", move="seed")
     make("rs_best", "row_sum", "KEEP", 1.5, parent=rs)
-    lesson = Experience(id="e-during", text="draft lesson", source_attempt_id=made["draft"].id,
-                        created_at=START + 20, q=0.4)
+    lesson = Experience(
+        id="e-during", text="draft lesson", source_attempt_id=made["draft"].id, created_at=START + 20, q=0.4
+    )
     with store.write() as conn:
         store.runs.add(conn, run)
         for a in made.values():
             store.attempts.add(conn, a)
         store.experiences.add(conn, Experience(id="e-before", text="older lesson", created_at=START - 100))
         store.experiences.add(conn, lesson)
-        store.rules.upsert(conn, Rule(id="e-during", text="Fuse the passes <b>always</b>", tokens=10,
-                                      frequency=0.5, resident=True))
+        store.rules.upsert(
+            conn, Rule(id="e-during", text="Fuse the passes <b>always</b>", tokens=10, frequency=0.5, resident=True)
+        )
     store.close()
     out.mkdir()
-    (out / "run.json").write_text(json.dumps({
-        "run_id": run.id, "status": "done", "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0,
-        "tasks": {"softmax": {"best_speedup": 0.9, "seed_speedup": 0.5, "attempts": 5,
-                              "verdicts": {"KEEP": 2, "ACCEPT": 1, "REVERT": 1, "REJECT": 1}},
-                  "row_sum": {"best_speedup": 1.5, "seed_speedup": 1.0, "attempts": 2,
-                              "verdicts": {"KEEP": 2, "ACCEPT": 0, "REVERT": 0, "REJECT": 0}}}}))
+    (out / "run.json").write_text(
+        json.dumps(
+            {
+                "run_id": run.id,
+                "status": "done",
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "cost_usd": 0.0,
+                "tasks": {
+                    "softmax": {
+                        "best_speedup": 0.9,
+                        "seed_speedup": 0.5,
+                        "attempts": 5,
+                        "verdicts": {"KEEP": 2, "ACCEPT": 1, "REVERT": 1, "REJECT": 1},
+                    },
+                    "row_sum": {
+                        "best_speedup": 1.5,
+                        "seed_speedup": 1.0,
+                        "attempts": 2,
+                        "verdicts": {"KEEP": 2, "ACCEPT": 0, "REVERT": 0, "REJECT": 0},
+                    },
+                },
+            }
+        )
+    )
     return url, run.id, out, made

@@ -32,7 +32,7 @@ def section(html: str, study: str) -> str:
     """The study's part of the page, from its heading to the next one."""
     start = html.index(f'<h2 id="study-{study}">')
     end = html.find("<h2", start + 1)
-    return html[start:end if end > 0 else len(html)]
+    return html[start : end if end > 0 else len(html)]
 
 
 def plots(html: str, study: str) -> list[str]:
@@ -90,8 +90,10 @@ def test_a_token_study_has_its_table_and_no_plots(raw):
 
 def test_the_reuse_study_is_a_sentence_and_a_bar_per_repeat(raw):
     reuse = section(page(raw), "reuse")
-    assert ("The second pass needed 1.4 [1.0, 1.9] evaluations per task to reach 95% of the first pass&#x27;s best "
-            "(in a budget of 3") in reuse
+    assert (
+        "The second pass needed 1.4 [1.0, 1.9] evaluations per task to reach 95% of the first pass&#x27;s best "
+        "(in a budget of 3"
+    ) in reuse
     assert "reached in one evaluation: 2, 3, 1 of 3 tasks" in reuse
     assert reuse.count("<svg") == 1 and reuse.count("<rect") == 4  # the legend's swatch and a bar per repeat
 

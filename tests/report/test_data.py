@@ -42,8 +42,11 @@ def test_the_run_figures_are_run_json_s(stored):
     expected = json.loads((out / "run.json").read_text())["tasks"]
     for task in run.tasks:
         assert (task.best_speedup, task.seed_speedup, task.attempts, task.verdicts) == (
-            expected[task.task_id]["best_speedup"], expected[task.task_id]["seed_speedup"],
-            expected[task.task_id]["attempts"], expected[task.task_id]["verdicts"])
+            expected[task.task_id]["best_speedup"],
+            expected[task.task_id]["seed_speedup"],
+            expected[task.task_id]["attempts"],
+            expected[task.task_id]["verdicts"],
+        )
     assert run.tasks[1].best_over_seed == pytest.approx(1.5)
 
 
@@ -95,8 +98,10 @@ def test_a_dir_without_run_json_and_an_unknown_run_are_user_errors(stored, tmp_p
 def test_sol_fraction_is_read_only_where_it_was_recorded():
     plain = attempt("t").model_copy(update={"measurements": [Measurement(workload="w", speedup=2.0)]})
     assert attempt_sol(plain) is None
-    measured = [Measurement(workload="a", speedup=2.0, sol_fraction=0.1),
-                Measurement(workload="b", speedup=2.0, sol_fraction=0.4)]
+    measured = [
+        Measurement(workload="a", speedup=2.0, sol_fraction=0.1),
+        Measurement(workload="b", speedup=2.0, sol_fraction=0.4),
+    ]
     assert attempt_sol(attempt("t").model_copy(update={"measurements": measured})) == pytest.approx(0.2)
 
 
@@ -111,8 +116,9 @@ def test_a_bench_repeat_is_read_from_its_own_store_with_the_sol_fractions_bench_
     for suffix in ("", "-wal", "-shm"):
         if (tmp_path / f"kiln.db{suffix}").exists():
             (tmp_path / f"kiln.db{suffix}").rename(tmp_path / f"out.db{suffix}")
-    (tmp_path / "bench.json").write_text(json.dumps({"repeats": [
-        {"run_id": "r-test", "sol_fraction": {"softmax": 0.3, "row_sum": None}}]}))
+    (tmp_path / "bench.json").write_text(
+        json.dumps({"repeats": [{"run_id": "r-test", "sol_fraction": {"softmax": 0.3, "row_sum": None}}]})
+    )
     report = report_of(f"sqlite:///{tmp_path / 'default.db'}", str(out))
     run = report.runs[0]
     assert run.history and run.tasks[0].points and run.has_sol

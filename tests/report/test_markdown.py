@@ -34,6 +34,7 @@ def test_summaries_cannot_break_the_table_or_inject_html(stored):
         run = report.runs[0]
         task = replace(run.tasks[0], best_summary="a | b <img src=x onerror=alert(1)>\nnext")
         return replace(report, runs=(replace(run, tasks=(task, *run.tasks[1:])),))
+
     text = markdown(url, run_id, edit=hostile)
     assert "a \\| b &lt;img src=x onerror=alert(1)&gt; next" in text and "<img" not in text
 
@@ -45,5 +46,6 @@ def test_a_task_that_never_started_says_so(stored):
         run = report.runs[0]
         idle = TaskReport(task_id="matmul", best_speedup=None, seed_speedup=None, attempts=0, verdicts={})
         return replace(report, runs=(replace(run, tasks=(*run.tasks, idle)),))
+
     text = markdown(url, run_id, edit=unstarted)
     assert "- **matmul**: not started" in text and "| matmul | — |" in text

@@ -8,8 +8,17 @@ from kernelkiln.report.tree import attempt_graph, lanes
 
 
 def point(index, parent=None, verdict="KEEP", speedup=1.0, agent="a1", objective="optimization", summary=""):
-    return Point(index=index, id=f"p{index}", agent=agent, lens=None, verdict=verdict, speedup=speedup,
-                 objective=objective, parent_id=f"p{parent}" if parent else None, summary=summary)
+    return Point(
+        index=index,
+        id=f"p{index}",
+        agent=agent,
+        lens=None,
+        verdict=verdict,
+        speedup=speedup,
+        objective=objective,
+        parent_id=f"p{parent}" if parent else None,
+        summary=summary,
+    )
 
 
 def test_a_first_child_continues_its_parents_lane_and_a_branch_takes_the_next_free_one():

@@ -30,7 +30,7 @@ def _v1_store(url):
         )
         conn.execute(
             sa.text(
-                "INSERT INTO attempts (id, task_id, agent, summary, journal, \"case\", code, verdict, measurements, "
+                'INSERT INTO attempts (id, task_id, agent, summary, journal, "case", code, verdict, measurements, '
                 "tokens_in, tokens_out, created_at) VALUES ('a-old', 't', '', 's', '', '{}', '', 'KEEP', '[]', 0, 0, :now)"
             ),
             {"now": now},
@@ -88,28 +88,66 @@ def test_a_v2_run_and_attempt_load_typed_after_the_v3_migration(store_url):
     """Version 3 moved run state out of Run.config; attempts' case is read into typed fields."""
     engine = create_store_engine(resolve_store_url(store_url), 5.0)
     assert migrate(engine, target=2) == 2
-    old_config = {"options": {"budget": 5, "agents": 2}, "out": "/runs/r-old", "status": "interrupted",
-                  "finished": ["t"], "tasks": [{"path": "/tasks/t.py", "overrides": {"n": 4}, "id": "t"}],
-                  "confirmed": {"t": {"attempt_id": "a-old", "verdict": "KEEP", "correct": True, "speedup": 1.5,
-                                      "reason": "", "time_budget_s": 20.0, "workloads": {"w0": 1.5}}}}
-    old_case = {"move": "neighbour", "knobs": {"UNROLL": 4}, "changed": {"UNROLL": 4}, "objective": "optimization",
-                "platform": "cpu", "op_family": "softmax", "stage": "time", "reason": "faster",
-                "noise_margin": 0.02, "speedup_vs_incumbent": 1.1, "diagnostics": [], "code_hash": "abc",
-                "cost_usd": 0.5, "calls": [[10, 5]]}
+    old_config = {
+        "options": {"budget": 5, "agents": 2},
+        "out": "/runs/r-old",
+        "status": "interrupted",
+        "finished": ["t"],
+        "tasks": [{"path": "/tasks/t.py", "overrides": {"n": 4}, "id": "t"}],
+        "confirmed": {
+            "t": {
+                "attempt_id": "a-old",
+                "verdict": "KEEP",
+                "correct": True,
+                "speedup": 1.5,
+                "reason": "",
+                "time_budget_s": 20.0,
+                "workloads": {"w0": 1.5},
+            }
+        },
+    }
+    old_case = {
+        "move": "neighbour",
+        "knobs": {"UNROLL": 4},
+        "changed": {"UNROLL": 4},
+        "objective": "optimization",
+        "platform": "cpu",
+        "op_family": "softmax",
+        "stage": "time",
+        "reason": "faster",
+        "noise_margin": 0.02,
+        "speedup_vs_incumbent": 1.1,
+        "diagnostics": [],
+        "code_hash": "abc",
+        "cost_usd": 0.5,
+        "calls": [[10, 5]],
+    }
     with engine.begin() as conn:
-        conn.execute(sa.text("INSERT INTO runs (id, created_at, note, config) VALUES ('r-old', 1.0, '', :c)"),
-                     {"c": json.dumps(old_config)})
-        conn.execute(sa.text("INSERT INTO runs (id, created_at, note, config) VALUES ('r-other', 2.0, '', :c)"),
-                     {"c": json.dumps({"agents": 2})})
-        conn.execute(sa.text(
-            "INSERT INTO experiences (id, kind, text, summary, platform, op_family, conditions, tags_text, q, "
-            "retrievals, adoptions, distinct_tasks, resident, born_stage, created_at, updated_at) VALUES "
-            "('e-gemm', 'experience', 'blocking by 64 reuses the cache', 'block 64', 'cpu', 'gemm', '[]', "
-            "'cpu gemm', 0.3, 1, 1, 1, :f, 0, 1.0, 1.0)"), {"f": False})
         conn.execute(
-            sa.text("INSERT INTO attempts (id, task_id, run_id, agent, summary, journal, \"case\", code, verdict, "
-                    "measurements, tokens_in, tokens_out, created_at) VALUES ('a-old', 't', 'r-old', 'a1', 's', '', "
-                    ":case, '', 'KEEP', '[]', 0, 0, 1.0)"), {"case": json.dumps(old_case)})
+            sa.text("INSERT INTO runs (id, created_at, note, config) VALUES ('r-old', 1.0, '', :c)"),
+            {"c": json.dumps(old_config)},
+        )
+        conn.execute(
+            sa.text("INSERT INTO runs (id, created_at, note, config) VALUES ('r-other', 2.0, '', :c)"),
+            {"c": json.dumps({"agents": 2})},
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO experiences (id, kind, text, summary, platform, op_family, conditions, tags_text, q, "
+                "retrievals, adoptions, distinct_tasks, resident, born_stage, created_at, updated_at) VALUES "
+                "('e-gemm', 'experience', 'blocking by 64 reuses the cache', 'block 64', 'cpu', 'gemm', '[]', "
+                "'cpu gemm', 0.3, 1, 1, 1, :f, 0, 1.0, 1.0)"
+            ),
+            {"f": False},
+        )
+        conn.execute(
+            sa.text(
+                'INSERT INTO attempts (id, task_id, run_id, agent, summary, journal, "case", code, verdict, '
+                "measurements, tokens_in, tokens_out, created_at) VALUES ('a-old', 't', 'r-old', 'a1', 's', '', "
+                ":case, '', 'KEEP', '[]', 0, 0, 1.0)"
+            ),
+            {"case": json.dumps(old_case)},
+        )
     engine.dispose()
     store = open_store(store_url)
     try:
@@ -128,7 +166,11 @@ def test_a_v2_run_and_attempt_load_typed_after_the_v3_migration(store_url):
     assert run.state.tasks == [RunTask(path="/tasks/t.py", overrides={"n": 4}, id="t")]
     assert run.state.confirmed["t"].speedup == 1.5 and run.state.confirmed["t"].workloads == {"w0": 1.5}
     assert other.config == {"agents": 2} and other.state.status == "unknown"
-    assert (old.case.move, old.case.knobs, old.case.code_hash, old.case.cost_usd) == ("neighbour", {"UNROLL": 4},
-                                                                                     "abc", 0.5)
+    assert (old.case.move, old.case.knobs, old.case.code_hash, old.case.cost_usd) == (
+        "neighbour",
+        {"UNROLL": 4},
+        "abc",
+        0.5,
+    )
     assert old.case.calls == [(10, 5)] and old.case.speedup_vs_incumbent == 1.1
     assert (renamed.op_family, renamed.q) == ("matmul", 0.3) and found == ["e-gemm"]  # one family name for matmul

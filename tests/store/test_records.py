@@ -6,7 +6,12 @@ from kernelkiln.store.records import Attempt, BoardEntry, Experience, Measuremen
 def test_records_round_trip_through_json():
     records = [
         Run(note="n", config={"a": 1}),
-        Attempt(task_id="t", verdict="KEEP", speedup=2.0, measurements=[Measurement(workload="w", t_ref_ms=2, t_cand_ms=1, speedup=2)]),
+        Attempt(
+            task_id="t",
+            verdict="KEEP",
+            speedup=2.0,
+            measurements=[Measurement(workload="w", t_ref_ms=2, t_cand_ms=1, speedup=2)],
+        ),
         Experience(text="tile it", platform="cpu", conditions=["contiguous"], q=0.3),
         Rule(id="e-1", text="tile", tokens=1, frequency=0.5, resident=True),
         StageRecord(task_id="t", stage="optimization", score=0.4),

@@ -1,4 +1,3 @@
-
 from kernelkiln.store.records import Experience
 from kernelkiln.store.search import query_terms, search_experiences
 
@@ -89,9 +88,17 @@ def test_common_words_are_left_out_under_a_postings_budget(sqlite_store):
     # SQLite only: the postings budget applies to its BM25 ranking
     from kernelkiln.store.search import document_counts, selective_terms
 
-    _add(sqlite_store, *[Experience(text=f"the loop number {i}") for i in range(30)], Experience(id="e-rare", text="the prefetch trick"))
+    _add(
+        sqlite_store,
+        *[Experience(text=f"the loop number {i}") for i in range(30)],
+        Experience(id="e-rare", text="the prefetch trick"),
+    )
     with sqlite_store.read() as conn:
-        assert document_counts(conn, ["the", "prefetching", "absent"], cap=100) == {"the": 31, "prefetching": 1, "absent": 0}
+        assert document_counts(conn, ["the", "prefetching", "absent"], cap=100) == {
+            "the": 31,
+            "prefetching": 1,
+            "absent": 0,
+        }
         assert document_counts(conn, ["the"], cap=5) == {"the": 5}  # counting stops at the cap
         # Rarest first while the counts fit: prefetch (1) fits, the (31) would not.
         assert selective_terms(conn, ["the", "prefetching", "absent"], budget=10) == ["prefetching"]

@@ -1,4 +1,3 @@
-
 from kernelkiln.store.records import (
     Adoption,
     Attempt,
@@ -22,8 +21,16 @@ def test_every_record_kind_round_trips(store):
     run = Run(note="first", config={"agents": 2})
     task = TaskRecord(id="row_sum", op_family="reduction", platform="cpu", meta={"flops": 1})
     att = Attempt(
-        task_id="row_sum", run_id=run.id, verdict="KEEP", speedup=1.5, time_ms=0.5, journal="# tiled",
-        case={"op_family": "reduction"}, code="class ModelNew: ...", tokens_in=10, tokens_out=20,
+        task_id="row_sum",
+        run_id=run.id,
+        verdict="KEEP",
+        speedup=1.5,
+        time_ms=0.5,
+        journal="# tiled",
+        case={"op_family": "reduction"},
+        code="class ModelNew: ...",
+        tokens_in=10,
+        tokens_out=20,
         measurements=[Measurement(workload="n=1024", t_ref_ms=0.75, t_cand_ms=0.5, speedup=1.5)],
     )
     exp = Experience(text="use 4 accumulators", platform="cpu", op_family="reduction", conditions=["cols>64"])
@@ -32,7 +39,9 @@ def test_every_record_kind_round_trips(store):
         store.tasks.upsert(conn, task)
         store.attempts.add(conn, att)
         store.experiences.add(conn, exp)
-        store.adoptions.add_many(conn, [Adoption(attempt_id=att.id, experience_id=exp.id, task_id="row_sum", adopted=True, why="fits")])
+        store.adoptions.add_many(
+            conn, [Adoption(attempt_id=att.id, experience_id=exp.id, task_id="row_sum", adopted=True, why="fits")]
+        )
         stage = store.stages.add(conn, StageRecord(task_id="row_sum", stage="correctness", score=1.0))
         store.rules.upsert(conn, Rule(id=exp.id, text="4 accumulators", tokens=3))
         entry = store.board.post(conn, BoardEntry(task_id="row_sum", kind="win", summary="acc x4"), horizon=16)
@@ -97,9 +106,15 @@ def test_distinct_tasks_counts_adopting_tasks_only(store):
 
 def test_consolidation_candidates_need_positive_value_enough_adoptions_and_tasks(store):
     good = Experience(id="e-good", text="x", q=0.1, adoptions=3, distinct_tasks=3)
-    misses = [good.model_copy(update={"id": f"e-{field}", **change}) for field, change in (
-        ("no-value", {"q": 0.0}), ("few-adoptions", {"adoptions": 2}), ("few-tasks", {"distinct_tasks": 2}),
-        ("knowledge", {"kind": "knowledge"}))]
+    misses = [
+        good.model_copy(update={"id": f"e-{field}", **change})
+        for field, change in (
+            ("no-value", {"q": 0.0}),
+            ("few-adoptions", {"adoptions": 2}),
+            ("few-tasks", {"distinct_tasks": 2}),
+            ("knowledge", {"kind": "knowledge"}),
+        )
+    ]
     with store.write() as conn:
         store.experiences.add_many(conn, [good, *misses])
     with store.read() as conn:

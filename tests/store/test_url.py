@@ -32,8 +32,15 @@ def test_postgres_urls_use_psycopg3():
 
 @pytest.mark.parametrize(
     "bad",
-    ["mysql://u@h/db", "sqlite://", "sqlite:///:memory:", "sqlite:////no/such/folder/kiln.db", "://nothing",
-     "postgresql://host", "/no/such/folder/kiln.db"],
+    [
+        "mysql://u@h/db",
+        "sqlite://",
+        "sqlite:///:memory:",
+        "sqlite:////no/such/folder/kiln.db",
+        "://nothing",
+        "postgresql://host",
+        "/no/such/folder/kiln.db",
+    ],
 )
 def test_bad_urls_are_user_errors(bad):
     with pytest.raises(UserError, match="bad store URL"):

@@ -18,7 +18,11 @@ from kernelkiln.testing.guard import fast_config
 TASKS = bundled_suites()["cpu"].task_paths()
 ROWS = {"batch_size": 6, "dim": 203}
 SMALL = {
-    "gelu": ROWS, "softmax": ROWS, "layer_norm": ROWS, "rms_norm": ROWS, "row_mean": ROWS,
+    "gelu": ROWS,
+    "softmax": ROWS,
+    "layer_norm": ROWS,
+    "rms_norm": ROWS,
+    "row_mean": ROWS,
     "transpose": {"M": 70, "N": 45},
     "matmul": {"M": 37, "K": 41, "N": 70},
     "matmul_bias_gelu": {"batch_size": 41, "in_features": 70, "out_features": 37},

@@ -23,8 +23,11 @@ def tasks():
 def _assigned(tree: ast.Module) -> set[str]:
     names = set()
     for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else ([node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        )
         names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return names
 
@@ -81,5 +84,15 @@ def test_levels_come_from_the_folders_and_span_one_to_three(tasks):
 
 def test_the_families_cover_memory_bound_and_compute_bound_ops(tasks):
     families = {task.op_family for task in tasks.values()}
-    assert {"elementwise", "reduction", "softmax", "norm", "pooling", "scan", "matmul", "conv",
-            "fused_matmul", "attention"} <= families
+    assert {
+        "elementwise",
+        "reduction",
+        "softmax",
+        "norm",
+        "pooling",
+        "scan",
+        "matmul",
+        "conv",
+        "fused_matmul",
+        "attention",
+    } <= families

@@ -7,31 +7,34 @@ import pytest
 from kernelkiln.task.family import family_of, family_of_op
 
 
-@pytest.mark.parametrize("ops, family", [
-    (["sum"], "reduction"),
-    (["amax", "getitem"], "reduction"),
-    (["matmul"], "matmul"),
-    (["linear"], "matmul"),
-    (["aten::addmm.default"], "matmul"),
-    (["__rmatmul__"], "matmul"),
-    (["softmax"], "softmax"),
-    (["aten::_log_softmax.default"], "softmax"),
-    (["layer_norm"], "norm"),
-    (["rms_norm", "mul"], "norm"),
-    (["conv2d"], "conv"),
-    (["conv_transpose3d", "add"], "conv"),
-    (["aten::convolution.default"], "conv"),
-    (["max_pool2d"], "pooling"),
-    (["adaptive_avg_pool2d"], "pooling"),
-    (["cumsum"], "scan"),
-    (["mse_loss"], "reduction"),
-    (["relu"], "elementwise"),
-    (["__add__", "mul_", "sigmoid", "size"], "elementwise"),
-    (["transpose", "contiguous"], "transpose"),
-    (["scaled_dot_product_attention"], "attention"),
-    (["linear", "linear", "scaled_dot_product_attention", "linear"], "attention"),
-    (["matmul", "transpose", "mul", "softmax", "matmul"], "attention"),  # softmax(q @ k.T * s) @ v
-])
+@pytest.mark.parametrize(
+    "ops, family",
+    [
+        (["sum"], "reduction"),
+        (["amax", "getitem"], "reduction"),
+        (["matmul"], "matmul"),
+        (["linear"], "matmul"),
+        (["aten::addmm.default"], "matmul"),
+        (["__rmatmul__"], "matmul"),
+        (["softmax"], "softmax"),
+        (["aten::_log_softmax.default"], "softmax"),
+        (["layer_norm"], "norm"),
+        (["rms_norm", "mul"], "norm"),
+        (["conv2d"], "conv"),
+        (["conv_transpose3d", "add"], "conv"),
+        (["aten::convolution.default"], "conv"),
+        (["max_pool2d"], "pooling"),
+        (["adaptive_avg_pool2d"], "pooling"),
+        (["cumsum"], "scan"),
+        (["mse_loss"], "reduction"),
+        (["relu"], "elementwise"),
+        (["__add__", "mul_", "sigmoid", "size"], "elementwise"),
+        (["transpose", "contiguous"], "transpose"),
+        (["scaled_dot_product_attention"], "attention"),
+        (["linear", "linear", "scaled_dot_product_attention", "linear"], "attention"),
+        (["matmul", "transpose", "mul", "softmax", "matmul"], "attention"),  # softmax(q @ k.T * s) @ v
+    ],
+)
 def test_each_family(ops, family):
     assert family_of(ops) == family
 

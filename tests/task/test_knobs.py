@@ -49,7 +49,11 @@ def test_read_knobs_of_row_softmax_seed_gives_current_values_and_options():
 
 def test_settings_of_maps_each_knob_to_its_current_value():
     assert K.settings_of(K.read_knobs(ROW_SOFTMAX)) == {
-        "FLAGS": ["-O2"], "ACCUMULATORS": 1, "UNROLL": 1, "VARIANT": "three_pass"}
+        "FLAGS": ["-O2"],
+        "ACCUMULATORS": 1,
+        "UNROLL": 1,
+        "VARIANT": "three_pass",
+    }
 
 
 def test_a_candidate_without_knobs_declares_none():
@@ -58,11 +62,16 @@ def test_a_candidate_without_knobs_declares_none():
 
 # -- apply -----------------------------------------------------------------------------------
 def test_apply_rewrites_the_named_assignments_and_rereads_with_new_values():
-    new = K.apply(ROW_SOFTMAX, {"ACCUMULATORS": 8, "VARIANT": "online",
-                                "FLAGS": ["-O3", "-march=native", "-ffast-math"]})
+    new = K.apply(
+        ROW_SOFTMAX, {"ACCUMULATORS": 8, "VARIANT": "online", "FLAGS": ["-O3", "-march=native", "-ffast-math"]}
+    )
     ast.parse(new)
     assert K.settings_of(K.read_knobs(new)) == {
-        "FLAGS": ["-O3", "-march=native", "-ffast-math"], "ACCUMULATORS": 8, "UNROLL": 1, "VARIANT": "online"}
+        "FLAGS": ["-O3", "-march=native", "-ffast-math"],
+        "ACCUMULATORS": 8,
+        "UNROLL": 1,
+        "VARIANT": "online",
+    }
 
 
 def test_apply_leaves_every_other_line_untouched():
@@ -92,11 +101,15 @@ def test_apply_writes_strings_as_python_literals():
 
 
 def test_apply_rewrites_a_multi_line_assignment_in_place():
-    source = ('FLAGS = [\n    "-O2",\n    "-g",\n]  # end\nN = 1\n'
-              'KNOBS = {"FLAGS": [["-O2"], ["-O3"]], "N": [1, 2]}\nAFTER = "kept"\n')
+    source = (
+        'FLAGS = [\n    "-O2",\n    "-g",\n]  # end\nN = 1\n'
+        'KNOBS = {"FLAGS": [["-O2"], ["-O3"]], "N": [1, 2]}\nAFTER = "kept"\n'
+    )
     new = K.apply(source, {"FLAGS": ["-O3"], "N": 2})
     ast.parse(new)
-    assert new == 'FLAGS = [\'-O3\']  # end\nN = 2\nKNOBS = {"FLAGS": [["-O2"], ["-O3"]], "N": [1, 2]}\nAFTER = "kept"\n'
+    assert (
+        new == 'FLAGS = [\'-O3\']  # end\nN = 2\nKNOBS = {"FLAGS": [["-O2"], ["-O3"]], "N": [1, 2]}\nAFTER = "kept"\n'
+    )
     assert K.settings_of(K.read_knobs(new)) == {"FLAGS": ["-O3"], "N": 2}
 
 

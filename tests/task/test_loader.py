@@ -82,16 +82,22 @@ def test_positional_init_args_construct_the_reference():
     assert model.linear.in_features == 32 and model.linear.out_features == 16
 
 
-@pytest.mark.parametrize("text, message", [
-    ("def broken(:\n", "syntax error"),
-    ("raise RuntimeError('boom')\n", "failed to import: RuntimeError: boom"),
-    ("x = 1\n", "missing Model, get_inputs, get_init_inputs"),
-    (KERNELBENCH + "KILN = {'speed': 1}\n", "unknown KILN key"),
-    (KERNELBENCH + "KILN = {'workloads': [{'M': 3}]}\n", "unknown size variable"),
-    (KERNELBENCH + "KILN = {'seed': 'nope.py'}\n", "missing file"),
-    (KERNELBENCH + "KILN = {'robustness': 'no'}\n", r"KILN\['robustness'\] must be True or False"),
-    (KERNELBENCH.replace("torch.randn(N, N)\n    B", "torch.randn(N, -N)\n    B"), "get_inputs/get_init_inputs failed"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("def broken(:\n", "syntax error"),
+        ("raise RuntimeError('boom')\n", "failed to import: RuntimeError: boom"),
+        ("x = 1\n", "missing Model, get_inputs, get_init_inputs"),
+        (KERNELBENCH + "KILN = {'speed': 1}\n", "unknown KILN key"),
+        (KERNELBENCH + "KILN = {'workloads': [{'M': 3}]}\n", "unknown size variable"),
+        (KERNELBENCH + "KILN = {'seed': 'nope.py'}\n", "missing file"),
+        (KERNELBENCH + "KILN = {'robustness': 'no'}\n", r"KILN\['robustness'\] must be True or False"),
+        (
+            KERNELBENCH.replace("torch.randn(N, N)\n    B", "torch.randn(N, -N)\n    B"),
+            "get_inputs/get_init_inputs failed",
+        ),
+    ],
+)
 def test_a_broken_task_is_one_clear_user_error(tmp_path, text, message):
     with pytest.raises(UserError, match=message) as info:
         load_task(write(tmp_path, text))
@@ -143,7 +149,8 @@ def test_a_task_may_name_a_seed_per_platform(tmp_path):
         "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
         "        return x * 2\n\n\nn = 8\n\n\ndef get_inputs():\n    return [torch.randn(n)]\n\n\n"
         "def get_init_inputs():\n    return []\n\n\n"
-        "KILN = {'seed': {'cpu': 'cpu_seed.py', 'cuda': 'gpu_seed.py'}}\n")
+        "KILN = {'seed': {'cpu': 'cpu_seed.py', 'cuda': 'gpu_seed.py'}}\n"
+    )
     task = load_task(task_file)
     assert task.seed_for("cpu").name == "cpu_seed.py" and task.seed_for("cuda").name == "gpu_seed.py"
     assert task.seed_path == task.seed_for("cpu") and task.seed_for("xpu") is None
@@ -159,6 +166,7 @@ def test_a_seed_that_is_neither_a_path_nor_a_platform_map_is_a_one_line_error(tm
     task_file.write_text(
         "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
         "        return x * 2\n\n\nn = 8\n\n\ndef get_inputs():\n    return [torch.randn(n)]\n\n\n"
-        "def get_init_inputs():\n    return []\n\n\nKILN = {'seed': ['a.py']}\n")
+        "def get_init_inputs():\n    return []\n\n\nKILN = {'seed': ['a.py']}\n"
+    )
     with pytest.raises(UserError, match="path or a dict"):
         load_task(task_file)

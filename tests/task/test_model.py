@@ -9,7 +9,7 @@ import torch
 from kernelkiln.task import load_task
 from kernelkiln.testing.tasks import TASKS
 
-MIXED = '''
+MIXED = """
 import torch
 import torch.nn as nn
 
@@ -22,7 +22,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_wider_inputs_keep_shapes_dtypes_layouts_and_leave_integers_and_scalars_alone(tmp_path):

@@ -12,14 +12,17 @@ from kernelkiln.task.reference_calls import _calls_on, reference_calls
 from kernelkiln.testing.tasks import TASKS
 
 
-@pytest.mark.parametrize("name, family", [
-    ("plain_row_sum", "reduction"),
-    ("plain_matmul", "matmul"),
-    ("plain_softmax", "softmax"),
-    ("plain_conv", "conv"),
-    ("plain_matmul_relu", "fused_matmul"),
-    ("tiny_linear", "matmul"),
-])
+@pytest.mark.parametrize(
+    "name, family",
+    [
+        ("plain_row_sum", "reduction"),
+        ("plain_matmul", "matmul"),
+        ("plain_softmax", "softmax"),
+        ("plain_conv", "conv"),
+        ("plain_matmul_relu", "fused_matmul"),
+        ("tiny_linear", "matmul"),
+    ],
+)
 def test_a_plain_kernelbench_file_gets_its_family_inferred(name, family):
     task = load_task(TASKS / f"{name}.py")
     assert task.op_family == family
@@ -56,16 +59,20 @@ def write(tmp_path, forward, kiln=""):
     path.write_text(
         "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
         f"{body}\n\n\nn = 8\n\n\ndef get_inputs():\n    return [torch.randn(n, n)]\n\n\n"
-        f"def get_init_inputs():\n    return []\n\n\n{kiln}\n")
+        f"def get_init_inputs():\n    return []\n\n\n{kiln}\n"
+    )
     return path
 
 
 def test_a_forward_that_reads_values_is_recorded_on_cpu(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         if float(x.sum()) > 1e9:  # no meta tensor has a value: this runs on CPU
             return x
         return x.amax(dim=1)
-    """)
+    """,
+    )
     task = load_task(path)
     with pytest.raises(Exception):
         _calls_on(task, task.workloads[0], "meta")

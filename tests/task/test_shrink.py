@@ -11,7 +11,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.task import load_task
 from kernelkiln.task.shrink import shrink
 
-CONV = '''
+CONV = """
 import torch
 import torch.nn as nn
 
@@ -41,9 +41,9 @@ def get_inputs():
 
 def get_init_inputs():
     return [in_channels, out_channels, kernel_size, stride, groups, num_groups, bias_shape]
-'''
+"""
 
-ATTENTION = '''
+ATTENTION = """
 import torch
 import torch.nn as nn
 
@@ -67,9 +67,9 @@ def get_inputs():
 
 def get_init_inputs():
     return [embed_dim, num_heads]
-'''
+"""
 
-FIXED = '''
+FIXED = """
 import torch
 import torch.nn as nn
 
@@ -85,7 +85,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def write(tmp_path, text, name="task.py"):

@@ -14,7 +14,7 @@ from kernelkiln.guard.session import GuardSession
 from kernelkiln.task import load_suite, load_task, parse_overrides
 
 # A level-2 file: bias_shape is derived from out_channels at the top level.
-LEVEL2 = '''
+LEVEL2 = """
 import torch
 import torch.nn as nn
 
@@ -39,9 +39,9 @@ def get_inputs():
 
 def get_init_inputs():
     return [in_channels, out_channels, kernel_size, bias_shape]
-'''
+"""
 
-SHAPED = '''
+SHAPED = """
 import torch
 import torch.nn as nn
 
@@ -60,7 +60,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def write(tmp_path, text, name="task.py"):
@@ -115,6 +115,7 @@ def test_inputs_made_in_parallel_threads_match_those_made_one_at_a_time(tmp_path
 
     def make(i: int) -> None:
         got[i] = task.make_inputs(task.workloads[i % 2], seed=i // 2)[0]
+
     threads = [threading.Thread(target=make, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
@@ -156,5 +157,9 @@ def test_a_suite_lists_kernelbench_level_folders_after_its_own_files(tmp_path):
     for name in ("b.py", "_skip.py", "level2/2_b.py", "level1/9_z.py", "level1/1_a.py", "level4/x.py"):
         write(tmp_path, LEVEL2, name)
     paths = load_suite(tmp_path).task_paths()
-    assert [p.relative_to(tmp_path).as_posix() for p in paths] == ["b.py", "level1/1_a.py", "level1/9_z.py",
-                                                                    "level2/2_b.py"]
+    assert [p.relative_to(tmp_path).as_posix() for p in paths] == [
+        "b.py",
+        "level1/1_a.py",
+        "level1/9_z.py",
+        "level2/2_b.py",
+    ]

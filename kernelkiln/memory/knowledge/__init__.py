@@ -28,7 +28,11 @@ def documents(platform: str) -> dict[str, str]:
     root = resources.files("kernelkiln.memory.knowledge").joinpath(platform)
     if not root.is_dir():
         return {}
-    return {p.name[:-3]: p.read_text(encoding="utf-8") for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".md")}
+    return {
+        p.name[:-3]: p.read_text(encoding="utf-8")
+        for p in sorted(root.iterdir(), key=lambda p: p.name)
+        if p.name.endswith(".md")
+    }
 
 
 def sections(platform: str) -> list[Experience]:
