@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelkiln.guard import GuardConfig, GuardSession
-from kernelkiln.guard.timing import Series
+from kernelkiln.guard.measurement.timing import Series
 from kernelkiln.task import (
     knobs,
     load_task,

@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from kernelkiln import native
-from kernelkiln.guard.check import compare
-from kernelkiln.guard.oracle import ORACLE_FACTOR, ROUNDING_FACTOR, Oracle, Spread, exact_outputs
+from kernelkiln.guard.correctness.check import compare
+from kernelkiln.guard.correctness.oracle import ORACLE_FACTOR, ROUNDING_FACTOR, Oracle, Spread, exact_outputs
 from kernelkiln.native.toolchain import cpu_identity
 from kernelkiln.task import bundled_suites, load_task
 

@@ -280,10 +280,8 @@ class _Gate(ast.NodeVisitor):
         self.kernels = _kernels(tree)
         self.native_libraries = _native_libraries(tree)
         self.triton = any(
-            (isinstance(n, ast.Import)
-            and any(a.name.split(".")[0] == "triton" for a in n.names))
-            or (isinstance(n, ast.ImportFrom)
-            and (n.module or "").split(".")[0] == "triton")
+            (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "triton" for a in n.names))
+            or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "triton")
             for n in ast.walk(tree)
         )
         self.issues: list[GateIssue] = []

@@ -12,15 +12,17 @@ from typing import Any
 
 from kernelkiln import native
 from kernelkiln.errors import UserError
-from kernelkiln.guard import gate, placement, sandbox
-from kernelkiln.guard.check import WorkloadCases, judge_trials, make_cases, summarize
+from kernelkiln.guard import gate
 from kernelkiln.guard.config import GuardConfig
-from kernelkiln.guard.device import DeviceLock
+from kernelkiln.guard.correctness.check import WorkloadCases, judge_trials, make_cases, summarize
+from kernelkiln.guard.measurement import placement
+from kernelkiln.guard.measurement.device import DeviceLock
+from kernelkiln.guard.measurement.scoring import decide, noise_margin, workload_result
+from kernelkiln.guard.measurement.timing import Series, Timer, TimingReject
 from kernelkiln.guard.reference_ops import forbidden_ops, reference_models
-from kernelkiln.guard.scoring import decide, noise_margin, workload_result
-from kernelkiln.guard.timing import Series, Timer, TimingReject
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
-from kernelkiln.guard.workers import Worker, WorkerFailure
+from kernelkiln.guard.worker import sandbox
+from kernelkiln.guard.worker.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
 from kernelkiln.platforms.host import default_threads
 from kernelkiln.task import Task

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kernelkiln.guard.placement import Placement
+from kernelkiln.guard.measurement.placement import Placement
 
 Decision = Literal["REJECT", "KEEP", "ACCEPT", "REVERT"]
 Stage = Literal["gate", "build", "check", "time", "verdict"]

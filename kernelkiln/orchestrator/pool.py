@@ -15,7 +15,7 @@ from typing import Protocol
 
 from kernelkiln.errors import UserError
 from kernelkiln.guard.config import GuardConfig
-from kernelkiln.guard.device import DeviceLock
+from kernelkiln.guard.measurement.device import DeviceLock
 from kernelkiln.guard.session import GuardSession
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.orchestrator.config import OptimizeConfig

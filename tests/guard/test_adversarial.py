@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from kernelkiln import native
-from kernelkiln.guard import GuardSession, sandbox
+from kernelkiln.guard import GuardSession
+from kernelkiln.guard.worker import sandbox
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config

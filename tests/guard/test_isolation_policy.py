@@ -10,8 +10,9 @@ import time
 import pytest
 
 from kernelkiln.errors import UserError
-from kernelkiln.guard import GuardSession, sandbox
+from kernelkiln.guard import GuardSession
 from kernelkiln.guard.config import GuardConfig
+from kernelkiln.guard.worker import sandbox
 from kernelkiln.isolation import offer
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.task import load_task

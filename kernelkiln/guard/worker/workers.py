@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelkiln.guard import accounting, forkserver, protocol, sandbox
 from kernelkiln.guard.config import GuardConfig
+from kernelkiln.guard.measurement import accounting
+from kernelkiln.guard.worker import forkserver, protocol, sandbox
 from kernelkiln.isolation.supervisor import Supervisor
 
 SPIN_S = 0.05  # longest busy-wait for a reply before sleeping

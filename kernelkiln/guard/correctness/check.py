@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from kernelkiln.guard.oracle import (
+from kernelkiln.guard.correctness.oracle import (
     ORACLE_FACTOR,
     ROUNDING_FACTOR,
     Exact,

@@ -40,11 +40,11 @@ from typing import Any
 
 import torch
 
-from kernelkiln.guard import accounting
-from kernelkiln.guard.accounting import Usage
-from kernelkiln.guard.check import compare, reference_outputs
 from kernelkiln.guard.config import GuardConfig
-from kernelkiln.guard.workers import Worker
+from kernelkiln.guard.correctness.check import compare, reference_outputs
+from kernelkiln.guard.measurement import accounting
+from kernelkiln.guard.measurement.accounting import Usage
+from kernelkiln.guard.worker.workers import Worker
 from kernelkiln.platforms import Platform
 from kernelkiln.task import Task
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
-from kernelkiln.guard import placement
+from kernelkiln.guard.measurement import placement
 
 
 def test_workers_get_the_last_cores_and_the_guard_the_rest(monkeypatch):

@@ -12,8 +12,8 @@ import torch
 
 from kernelkiln import native
 from kernelkiln.guard import GuardSession
-from kernelkiln.guard.check import compare, make_cases, reference_outputs, summarize
-from kernelkiln.guard.oracle import exact_outputs
+from kernelkiln.guard.correctness.check import compare, make_cases, reference_outputs, summarize
+from kernelkiln.guard.correctness.oracle import exact_outputs
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config

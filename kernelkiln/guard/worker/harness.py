@@ -18,8 +18,8 @@ from typing import Any
 import torch
 
 from kernelkiln import native
-from kernelkiln.guard import protocol, sandbox
 from kernelkiln.guard.reference_ops import OpRecorder
+from kernelkiln.guard.worker import protocol, sandbox
 from kernelkiln.isolation.layers import Report
 from kernelkiln.native import BuildRequest, BuildResult
 from kernelkiln.platforms import get_platform
@@ -216,7 +216,7 @@ def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any], repo
     while True:
         try:
             # Blocks between requests (no busy-wait): off the CPU, the kernel's accounting of the
-            # worker is exact when the guard reads it (see kernelkiln.guard.accounting.settle).
+            # worker is exact when the guard reads it (see kernelkiln.guard.measurement.accounting.settle).
             msg = protocol.recv(conn)
         except (EOFError, OSError):
             return

@@ -6,7 +6,7 @@ import math
 import statistics
 
 from kernelkiln.guard.config import GuardConfig
-from kernelkiln.guard.timing import Series, rse
+from kernelkiln.guard.measurement.timing import Series, rse
 from kernelkiln.guard.verdict import Verdict, WorkloadResult
 from kernelkiln.platforms import Peaks
 from kernelkiln.platforms.sol import sol_bound_s, sol_fraction

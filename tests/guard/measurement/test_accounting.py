@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from kernelkiln.guard import accounting
-from kernelkiln.guard.accounting import Usage
+from kernelkiln.guard.measurement import accounting
+from kernelkiln.guard.measurement.accounting import Usage
 
 pytestmark = pytest.mark.skipif(not accounting.available(), reason="this kernel exposes no schedstat")
 

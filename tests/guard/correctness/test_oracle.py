@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from kernelkiln.guard.oracle import Oracle, oracle_for
+from kernelkiln.guard.correctness.oracle import Oracle, oracle_for
 
 
 class _Linear(nn.Module):

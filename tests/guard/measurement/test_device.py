@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from kernelkiln.guard.device import DeviceLock
+from kernelkiln.guard.measurement.device import DeviceLock
 
 JOIN_S = 5.0  # generous: a join only times out when the lock is broken
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelkiln.guard import sandbox
+from kernelkiln.guard.worker import sandbox
 
 
 def test_the_worker_environment_keeps_only_allow_listed_variables(monkeypatch):

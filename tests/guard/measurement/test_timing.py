@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelkiln.guard.accounting import Delta
-from kernelkiln.guard.timing import RequestCost, batch_time, rse
+from kernelkiln.guard.measurement.accounting import Delta
+from kernelkiln.guard.measurement.timing import RequestCost, batch_time, rse
 
 COST = RequestCost(wall_s=1e-4, cpu_s=5e-5, jitter_s=1e-5)
 

@@ -24,7 +24,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from kernelkiln.guard import sandbox
+from kernelkiln.guard.worker import sandbox
 
 _HEADER = struct.Struct("!I")
 
@@ -55,7 +55,7 @@ class ForkServer:
     def __init__(self, platform: str = "cpu") -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
-            [sys.executable, "-c", f"from kernelkiln.guard.forkserver import serve; serve({theirs.fileno()})"],
+            [sys.executable, "-c", f"from kernelkiln.guard.worker.forkserver import serve; serve({theirs.fileno()})"],
             pass_fds=[theirs.fileno()],
             env=sandbox.scrubbed_env(sandbox.platform_env(platform)),
             stdin=subprocess.DEVNULL,
@@ -139,7 +139,7 @@ def _serve(control: socket.socket) -> None:
     gc.disable()
     import torch  # noqa: F401  (preloaded so that forked workers start warm)
 
-    from kernelkiln.guard import harness
+    from kernelkiln.guard.worker import harness
 
     _preload_triton()
 

@@ -8,7 +8,7 @@ from multiprocessing import Pipe
 import pytest
 import torch
 
-from kernelkiln.guard import protocol
+from kernelkiln.guard.worker import protocol
 
 
 def test_tensors_of_every_dtype_round_trip_inside_nested_messages():

@@ -1,0 +1,1 @@
+"""Correctness: comparing a candidate's outputs with the reference's within the oracle's tolerances."""
