@@ -10,7 +10,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e ".[test]"
 	touch $@
 
-.PHONY: install demo test
+.PHONY: install demo test lint
 install: $(VENV)/.installed
 
 demo: install
@@ -18,3 +18,9 @@ demo: install
 
 test: install
 	bash -c 'set -e; if [ -x .ci/services ]; then . .ci/services; fi; $(VENV)/bin/python -m pytest -q'
+
+# ruff (lint and format) over the tree, mypy over the package (strict on guard, memory, store, isolation).
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
