@@ -1,4 +1,4 @@
-"""Budgeted, layered prompt assembly (KOPE): hot, recent, warm and cold layers under B_k."""
+"""Budgeted, layered prompt assembly (KOPE): hot, recent, warm and cold layers under B_k (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Configuration of memory: every formula's constants, with DESIGN.md's defaults."""
+"""Configuration of memory: every formula's constants and defaults (docs/ARCHITECTURE.md § The formulas)."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ class OptimizeConfig(BaseModel):
         "(needs `replay`).",
     )
     agents: int = Field(1, ge=1, le=8, description="Agents per task, each with a different eligible strategy lens.")
-    budget: int = Field(30, ge=1, description="Evaluations per task, shared by its agents (DESIGN's turn budget).")
+    budget: int = Field(30, ge=1, description="Evaluations per task, shared by its agents (ATU's turn budget).")
     max_tokens: int | None = Field(
         None, ge=1, description="Stop starting new turns once the run's prompt plus completion tokens reach this."
     )
