@@ -20,8 +20,8 @@ import torch
 from torch.overrides import get_overridable_functions
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kernelkiln.task.calls import call_name
 from kernelkiln.task.model import BINDING
-from kernelkiln.task.reference_calls import call_name
 
 _REVERSED = frozenset({"matmul", "add", "sub", "mul", "truediv", "pow"})
 

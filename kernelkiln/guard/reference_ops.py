@@ -1,4 +1,4 @@
-"""Which torch ops a computation calls, recorded under a torch function mode.
+"""Which torch ops a computation calls (kernelkiln.task.calls records them), in the guard's spelling.
 
 The reference's compute ops become the candidate's forbidden ops (a task may widen or
 narrow the list); plumbing (allocation, shape queries, views) is always allowed.
@@ -10,10 +10,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from kernelkiln.errors import UserError
-from kernelkiln.guard.aliases import canonical_ops, op_name, spelling
+from kernelkiln.guard.aliases import canonical_ops, spelling
+from kernelkiln.task.calls import record_calls
 
 if TYPE_CHECKING:
     from kernelkiln.task.model import Task
@@ -158,16 +158,9 @@ GROUPS = (
 )
 
 
-class OpRecorder(TorchFunctionMode):
-    """Collects the normalized names of every torch function called while active."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.names.add(op_name(func))
-        return func(*args, **(kwargs or {}))
+def ops_of(calls: Iterable[str]) -> set[str]:
+    """The ops of recorded calls (kernelkiln.task.calls), each in its normalized spelling (``__rmul__`` -> ``mul``)."""
+    return {spelling(name) for name in calls}
 
 
 def _ops(names: Iterable[str]) -> set[str]:
@@ -199,10 +192,7 @@ def forbidden_ops(recorded: Iterable[str], forbidden: Iterable[str] | None, allo
 
 def record(module: torch.nn.Module, inputs: list) -> set[str]:
     """Run ``module`` once and return the ops it called."""
-    recorder = OpRecorder()
-    with torch.no_grad(), recorder:
-        module(*inputs)
-    return recorder.names
+    return ops_of(record_calls(module, inputs))
 
 
 def reference_models(task: Task, seed: int) -> tuple[dict[int, Any], set[str]]:

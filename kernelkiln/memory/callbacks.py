@@ -68,12 +68,14 @@ class MemoryCallbacks:
         config: MemoryConfig | None = None,
         consolidator: Consolidator | None = None,
         learn: bool = True,
+        board: Board | None = None,
     ):
+        """``board``: the board verdicts post to (a Memory hands in its own; default: one over ``store``)."""
         self.store = store
         self.learn = learn
         self.config = config or MemoryConfig()
         self.stages = StageTracker(self.config.value)
-        self.board = Board(store, self.config.board)
+        self.board = board or Board(store, self.config.board)
         self.consolidator = consolidator or Consolidator(store, self.config.rules)
         self._lock = threading.Lock()  # the stage tracker is shared by the agents' threads
 
@@ -96,8 +98,8 @@ class MemoryCallbacks:
             store.adoptions.add_many(conn, result.adoptions)
             if result.signature is not None:
                 store.signatures.add(conn, result.signature)
-            if self.config.board.auto_post and (entry := entry_for_attempt(self.board, attempt)):
-                store.board.post(conn, entry, self.config.board.horizon)
+            if self.board.config.auto_post and (entry := entry_for_attempt(self.board, attempt)):
+                store.board.post(conn, entry, self.board.config.horizon)
             if not self.learn:
                 return []
             records = self._close(conn, closed)

@@ -47,7 +47,7 @@ class Memory:
         self._knowledge = Retriever(store, self.config.retrieval, self.config.graph) if lent else self.retriever
         self.board = Board(store, self.config.board)
         self.consolidator = Consolidator(source, self.config.rules, tokens)
-        self.callbacks = MemoryCallbacks(store, self.config, self.consolidator, learn=lent is None)
+        self.callbacks = MemoryCallbacks(store, self.config, self.consolidator, learn=lent is None, board=self.board)
         self._seeded: set[str] = set()
         self._seeding = threading.Lock()  # agents read memory at once
 

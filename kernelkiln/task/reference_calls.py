@@ -1,50 +1,26 @@
 """The torch functions a task's reference calls, recorded once at load to infer its op family.
 
-The guard records the reference's ops too (kernelkiln.guard.reference_ops), but only when a
-session starts, after the orchestrator has handed out lenses; and ``task`` may not import
-``guard``. This runs the forward once, first on the meta device (no data, no compute, so the
-size of a KernelBench workload costs nothing), then, when an op has no meta kernel or the
-forward reads a value, once on CPU on the smallest workload. The meta device's first use
-imports torch's meta registrations (under a second, once per process), which a guard session
-imports anyway. It runs only what a guard session already runs in the parent process (the
-reference's __init__ and forward), and never fails: any error means "unknown".
+The guard records the reference's ops too, with the same recorder (kernelkiln.task.calls),
+but only when a session starts, after the orchestrator has handed out lenses. This runs the
+forward once, first on the meta device (no data, no compute, so the size of a KernelBench
+workload costs nothing), then, when an op has no meta kernel or the forward reads a value,
+once on CPU on the smallest workload. The meta device's first use imports torch's meta
+registrations (under a second, once per process), which a guard session imports anyway. It
+runs only what a guard session already runs in the parent process (the reference's __init__
+and forward), and never fails: any error means "unknown".
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kernelkiln.task.calls import record_calls
 from kernelkiln.task.family import family_of
 
 if TYPE_CHECKING:
     from kernelkiln.task.model import Task, Workload
-
-
-def call_name(func: object) -> str:
-    """The name of a torch function, ATen op or property (a property is named by its descriptor)."""
-    name = getattr(func, "__name__", None) or repr(func)
-    if name == "__get__":  # a property such as Tensor.shape or Tensor.T
-        name = getattr(getattr(func, "__self__", None), "__name__", None) or name
-    return name
-
-
-def _recorder() -> Any:
-    from torch.overrides import TorchFunctionMode
-
-    class Calls(TorchFunctionMode):
-        """Appends the name of every torch function called at the top level while active."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.names: list[str] = []
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            self.names.append(call_name(func))
-            return func(*args, **(kwargs or {}))
-
-    return Calls()
 
 
 def _smallest(task: Task) -> Workload:
@@ -61,13 +37,10 @@ def _smallest(task: Task) -> Workload:
 def _calls_on(task: Task, workload: Workload, device: str) -> list[str]:
     import torch
 
-    recorder = _recorder()
     with task.bound(workload), torch.device(device), torch.no_grad():
         model = task.make_model(workload, seed=0)
         inputs = task.make_inputs(workload, seed=0)
-        with recorder:
-            model(*inputs)
-    return recorder.names
+        return list(record_calls(model, inputs).elements())
 
 
 def reference_calls(task: Task) -> list[str] | None:

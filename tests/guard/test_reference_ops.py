@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from kernelkiln.guard import aliases
-from kernelkiln.guard.reference_ops import PLUMBING, OpRecorder, forbidden_ops, record
+from kernelkiln.guard.reference_ops import PLUMBING, forbidden_ops, ops_of, record
+from kernelkiln.task.calls import CallRecorder
 
 
 class Mixed(torch.nn.Module):
@@ -77,10 +78,10 @@ def test_an_explicit_list_is_closed_under_aliases_too():
     ],
 )
 def test_an_alias_recorded_at_run_time_is_named_in_the_forbidden_set(call):
-    recorder = OpRecorder()
+    recorder = CallRecorder()
     with recorder:
         call(X.clone(), Y)
-    assert recorder.names & forbidden_ops({"mul"}, None, ())
+    assert ops_of(recorder.calls) & forbidden_ops({"mul"}, None, ())
 
 
 def test_allowed_ops_take_their_aliases_and_groups_off_the_list():
@@ -110,9 +111,10 @@ def test_modules_are_seen_through_to_their_functional_op():
 
 
 def test_properties_are_recorded_by_their_own_names_so_x_T_counts_as_a_transpose():
-    recorder = OpRecorder()
+    recorder = CallRecorder()
     x = torch.randn(3, 4)
     with recorder:
         x.shape  # noqa: B018
         x.T  # noqa: B018
-    assert {"shape", "t"} <= recorder.names and "getset_descriptor" not in recorder.names
+    ops = ops_of(recorder.calls)
+    assert {"shape", "t"} <= ops and "getset_descriptor" not in ops

@@ -81,6 +81,18 @@ def test_board_gets_wins_and_traps(store):
     assert quiet.board.read("t2") == []
 
 
+def test_the_memory_and_its_callbacks_share_one_board_also_when_reconfigured(store):
+    memory = _memory(store)
+    assert memory.callbacks.board is memory.board
+    narrow = memory.configured(MemoryConfig(board=BoardConfig(horizon=1)))
+    assert narrow is not memory and narrow.callbacks.board is narrow.board
+    assert narrow.board.config.horizon == 1
+    for summary in ("first", "second"):
+        narrow.callbacks.after_verdict(result(attempt("t1", verdict="KEEP", time_ms=1.0, summary=summary)))
+    assert [e.summary for e in narrow.board.read("t1")] == ["second"]  # posted and kept under the one horizon
+    assert [e.summary for e in memory.board.read("t1")] == ["second"]
+
+
 def test_adoption_across_three_tasks_makes_a_resident_rule(store):
     memory = _memory(store)
     for task in ("t1", "t2", "t3"):

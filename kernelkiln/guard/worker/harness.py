@@ -18,12 +18,13 @@ from typing import Any
 import torch
 
 from kernelkiln import native
-from kernelkiln.guard.reference_ops import OpRecorder
+from kernelkiln.guard.reference_ops import ops_of
 from kernelkiln.guard.worker import protocol, sandbox
 from kernelkiln.isolation.layers import Report
 from kernelkiln.native import BuildRequest, BuildResult
 from kernelkiln.platforms import get_platform
 from kernelkiln.task import Task, load_task
+from kernelkiln.task.calls import CallRecorder
 
 
 class _RemoteBuilder:
@@ -125,15 +126,15 @@ class Harness:
         wide = wide or [False] * len(seeds)
         buffers: list[Any] | None = None
         trials = []
-        for k, (seed, widen) in enumerate(zip(seeds, wide)):
+        for k, (seed, widen) in enumerate(zip(seeds, wide, strict=False)):
             fresh = _place(self.task.make_inputs(w, seed, widen), self.device)
             if buffers is None:
                 buffers = fresh
             else:  # same addresses, new contents: a cache keyed by address returns stale data
-                for b, f in zip(buffers, fresh):
+                for b, f in zip(buffers, fresh, strict=False):
                     if isinstance(b, torch.Tensor):
                         b.copy_(f)
-            recorder = OpRecorder() if k == 0 else None
+            recorder = CallRecorder() if k == 0 else None
             with torch.no_grad():
                 if recorder is not None:
                     with recorder:
@@ -157,7 +158,7 @@ class Harness:
                     "types": types,
                     "aliased": aliased,
                     "inputs_after": [_host(b) if b is not None else None for b in inputs_after],
-                    "ops": sorted(recorder.names) if recorder is not None else [],
+                    "ops": sorted(ops_of(recorder.calls)) if recorder is not None else [],
                 }
             )
         return {"ok": True, "trials": trials, "interpreted": self.interpreted()}
@@ -171,7 +172,7 @@ class Harness:
 
     def refresh(self, workload: int, index: int, seed: int) -> dict[str, Any]:
         fresh = self.task.make_inputs(self.task.workloads[workload], seed)
-        for b, f in zip(self.sets[workload][index], fresh):
+        for b, f in zip(self.sets[workload][index], fresh, strict=False):
             if isinstance(b, torch.Tensor):
                 b.copy_(f)
         return {"ok": True}
