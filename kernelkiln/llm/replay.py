@@ -30,6 +30,7 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kernelkiln.llm.client import LLMError
 from kernelkiln.llm.config import LLMConfig
@@ -181,7 +182,7 @@ def _recorded_error(exchange: Exchange) -> LLMError:
         return LLMError(exchange.error or "the recorded call failed")
 
 
-def _subclasses(cls: type) -> list[type]:
+def _subclasses(cls: type[Any]) -> list[type[Any]]:
     out = [cls]
     for sub in cls.__subclasses__():
         out += _subclasses(sub)
