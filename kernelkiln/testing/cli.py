@@ -39,6 +39,7 @@ def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120, sig: i
         start_new_session=True,
         preexec_fn=_sigint_default,
     )
+    assert proc.stderr is not None  # stderr=PIPE
     seen = []
     for line in proc.stderr:
         seen.append(line)

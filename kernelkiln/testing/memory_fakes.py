@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+from collections.abc import Sequence
 
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.store.records import Adoption, Attempt, Experience, Measurement, TaskRecord
@@ -58,7 +59,7 @@ def attempt(
 
 
 def result(
-    att: Attempt, adopted: list[str] = (), unadopted: list[str] = (), task: TaskRecord | None = None
+    att: Attempt, adopted: Sequence[str] = (), unadopted: Sequence[str] = (), task: TaskRecord | None = None
 ) -> AttemptResult:
     """An AttemptResult whose agent adopted ``adopted`` and passed over ``unadopted`` (on a task without tags)."""
     records = [

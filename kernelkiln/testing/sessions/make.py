@@ -29,7 +29,7 @@ from kernelkiln.testing.tasks import TASKS
 TINY = TASKS / "tiny_softmax.py"
 SEED = (CANDIDATES / "softmax_knobs.py").read_text()
 # The seed is REPEAT=4, -O2: each call hands in the next of the other settings.
-VARIANTS = [{"REPEAT": r, "FLAGS": f} for r, f in itertools.product([2, 1, 4], [["-O2"], ["-O1"]])
+VARIANTS: list[dict[str, Any]] = [{"REPEAT": r, "FLAGS": f} for r, f in itertools.product([2, 1, 4], [["-O2"], ["-O1"]])
             if (r, f) != (4, ["-O2"])]
 _EXPERIENCE = re.compile(r"\be-[0-9a-f]{16}\b")
 
