@@ -174,7 +174,7 @@ def _masked(text: str) -> str:
 
 def _recorded_error(exchange: Exchange) -> LLMError:
     """The failure the recorded call ended in, as the same kind of LLMError where that kind takes one line."""
-    kinds = {cls.__name__: cls for cls in _subclasses(LLMError)}
+    kinds: dict[str, type[LLMError]] = {cls.__name__: cls for cls in _subclasses(LLMError)}
     kind = kinds.get(exchange.error_type or "", LLMError)
     try:
         return kind(exchange.error or "the recorded call failed")

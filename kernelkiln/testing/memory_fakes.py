@@ -6,6 +6,7 @@ import bisect
 import itertools
 import random
 from collections.abc import Sequence
+from typing import Any
 
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.store.records import Adoption, Attempt, Experience, Measurement, TaskRecord
@@ -39,7 +40,7 @@ def attempt(
     time_ms: float | None = None,
     parent: Attempt | str | None = None,
     agent: str = "",
-    **fields,
+    **fields: Any,
 ) -> Attempt:
     """An attempt with sensible defaults: speedup 1.0, or none for a REJECT or when only a time is given."""
     parent_id = parent.id if isinstance(parent, Attempt) else parent

@@ -22,7 +22,9 @@ from kernelkiln.store import open_store
 from kernelkiln.task import knobs as K
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
-from kernelkiln.testing.llm import ScriptedClient, text_reply
+from kernelkiln.llm.messages import Message, ToolSpec
+from kernelkiln.llm.scripted import ScriptedClient
+from kernelkiln.testing.llm import text_reply
 from kernelkiln.testing.sessions import SESSIONS
 from kernelkiln.testing.tasks import TASKS
 
@@ -34,14 +36,14 @@ VARIANTS: list[dict[str, Any]] = [{"REPEAT": r, "FLAGS": f} for r, f in itertool
 _EXPERIENCE = re.compile(r"\be-[0-9a-f]{16}\b")
 
 
-def submits(protocol: str = "tools") -> Callable[[list, list], Any]:
+def submits(protocol: str = "tools") -> Callable[[list[Message], list[ToolSpec]], Any]:
     """A scripted reply that hands in the next knob variant of the seed, adopting every experience shown.
 
     Thread-safe: the agents of a multi-agent run share it and never get the same variant.
     """
     lock, counter = threading.Lock(), itertools.count()
 
-    def reply(messages: list, tools: list) -> Any:
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> Any:
         with lock:
             settings = VARIANTS[next(counter) % len(VARIANTS)]
         code = K.apply(SEED, settings)
