@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kernelkiln.llm.messages import Message, ToolSpec
+from kernelkiln.llm.scripted import ScriptedClient
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
@@ -22,8 +24,6 @@ from kernelkiln.store import open_store
 from kernelkiln.task import knobs as K
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
-from kernelkiln.llm.messages import Message, ToolSpec
-from kernelkiln.llm.scripted import ScriptedClient
 from kernelkiln.testing.llm import text_reply
 from kernelkiln.testing.sessions import SESSIONS
 from kernelkiln.testing.tasks import TASKS
