@@ -12,6 +12,7 @@ import ast
 import functools
 import sys
 import threading
+from typing import Any
 
 _lock = threading.Lock()
 
@@ -22,9 +23,9 @@ def install() -> None:
     parse = ast.parse
 
     @functools.wraps(parse)
-    def locked(*args, **kwargs):
+    def locked(*args: Any, **kwargs: Any) -> Any:
         with _lock:
             return parse(*args, **kwargs)
 
-    locked._kiln_locked = True
+    locked._kiln_locked = True  # type: ignore[attr-defined]  # a mark on the wrapper, read back above
     ast.parse = locked

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kernelkiln.context.budget import knowledge_budget
@@ -24,7 +24,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # Lazy, so the configuration tree can name ContextConfig without loading the builder (and torch).
     if name in _WHERE:
         return getattr(importlib.import_module(f"kernelkiln.context.{_WHERE[name]}"), name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from kernelkiln.context.prompts import excerpt, macros, render
 from kernelkiln.guard.verdict import Verdict
@@ -95,7 +95,7 @@ def feedback_view(
     if attempt is None and verdict is None:
         return None
     case = attempt.case if attempt else Case()
-    decision = verdict.verdict if verdict else attempt.verdict
+    decision = verdict.verdict if verdict else cast(Attempt, attempt).verdict  # one of them is set
     speedup = verdict.speedup if verdict and verdict.speedup is not None else (attempt.speedup if attempt else None)
     vs_best = verdict.speedup_vs_incumbent if verdict else case.speedup_vs_incumbent
     margin = verdict.noise_margin if verdict else case.noise_margin

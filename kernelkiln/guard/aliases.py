@@ -116,18 +116,20 @@ def op_name(func: object) -> str:
     return spelling(call_name(func))
 
 
-class _AtenRecorder(TorchDispatchMode):
+class _AtenRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch leaves the mode untyped
     """Collects the normalized names of the ATen ops dispatched while active."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # torch leaves the mode untyped
         self.ops: set[str] = set()
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         return False  # else torch wraps the hook in torch._dynamo.disable: 2 s to import, for nothing here
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self, func: Any, types: object, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         self.ops.add(op_name(func.overloadpacket))
         return func(*args, **(kwargs or {}))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 ALLOWED_IMPORTS = frozenset(
     {
@@ -192,16 +193,15 @@ def _bindings(tree: ast.AST) -> dict[str, list[_Binding]]:
     """Every binding of each name anywhere in the module, whatever its scope."""
     values: dict[int, ast.expr] = {}
     for node in ast.walk(tree):
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if (isinstance(node, ast.AnnAssign) and node.value is not None)
-            else []
-        )
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
         for target in targets:
             if isinstance(target, ast.Name):
-                values[id(target)] = node.value
+                values[id(target)] = value
     found: dict[str, list[_Binding]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -212,8 +212,8 @@ def _bindings(tree: ast.AST) -> dict[str, list[_Binding]]:
                 found.setdefault(alias.asname or path, []).append(path)
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                path = f"{node.module}.{alias.name}" if not node.level else None
-                found.setdefault(alias.asname or alias.name, []).append(path)
+                source = f"{node.module}.{alias.name}" if not node.level else None
+                found.setdefault(alias.asname or alias.name, []).append(source)
         else:
             for name in _defined(node):
                 found.setdefault(name, []).append(None)
@@ -269,7 +269,7 @@ class GateIssue:
     line: int
     message: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"severity": "error", "line": self.line, "column": None, "message": self.message}
 
 
@@ -406,8 +406,9 @@ class _Gate(ast.NodeVisitor):
     def _assigned(self, targets: Iterable[ast.AST], node: ast.AST) -> None:
         for target in targets:
             for sub in ast.walk(target):
-                if isinstance(sub, ast.Attribute) and self._root(sub.value) in self.modules:
-                    self.flag(node, f"monkeypatching {self.modules[self._root(sub.value)]} is not allowed")
+                root = self._root(sub.value) if isinstance(sub, ast.Attribute) else None
+                if root is not None and root in self.modules:
+                    self.flag(node, f"monkeypatching {self.modules[root]} is not allowed")
                     return
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -435,7 +436,7 @@ class _Gate(ast.NodeVisitor):
                 self.flag(node, "tensor subclasses are not allowed")
         self.generic_visit(node)
 
-    def visit_Try(self, node: ast.Try) -> None:
+    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
         for handler in node.handlers:
             for sub in ast.walk(handler):
                 if isinstance(sub, ast.Call) and self.modules.get(self._root(sub.func) or "", "").startswith("torch"):

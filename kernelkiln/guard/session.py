@@ -24,6 +24,7 @@ from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, Wor
 from kernelkiln.guard.worker import sandbox
 from kernelkiln.guard.worker.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
+from kernelkiln.platforms.base import Platform
 from kernelkiln.platforms.host import default_threads
 from kernelkiln.task import Task
 
@@ -49,7 +50,7 @@ _clocks_lock = threading.Lock()
 _clock_locks = 0  # open sessions holding locked clocks; the last one to close releases them
 
 
-def _lock_clocks(platform, mhz: int) -> None:
+def _lock_clocks(platform: Platform, mhz: int) -> None:
     global _clock_locks
     with _clocks_lock:
         why = platform.lock_clocks(mhz)
@@ -58,7 +59,7 @@ def _lock_clocks(platform, mhz: int) -> None:
         _clock_locks += 1
 
 
-def _release_clocks(platform) -> None:
+def _release_clocks(platform: Platform) -> None:
     global _clock_locks
     with _clocks_lock:
         _clock_locks -= 1
@@ -72,22 +73,22 @@ def _give_lane(lane: int) -> None:
         _lanes_free.sort()
 
 
-def _locate(diagnostic: dict, native_source: str, candidate: str | None) -> dict:
+def _locate(diagnostic: dict[str, Any], native_source: str, candidate: str | None) -> dict[str, Any]:
     """Add the candidate.py line of a native diagnostic when the native source is a literal in it."""
     at = candidate.find(native_source) if candidate and native_source and diagnostic.get("line") else -1
-    if at >= 0:
+    if at >= 0 and candidate:
         diagnostic["candidate_line"] = candidate.count("\n", 0, at) + diagnostic["line"]
     return diagnostic
 
 
-def _raised(reply: dict) -> str:
+def _raised(reply: dict[str, Any]) -> str:
     """The error a worker reported, with its candidate.py line when known."""
     where = f" at candidate.py {reply['where']}" if reply.get("where") else ""
     return f"{reply.get('error')}{where}"
 
 
 class _Reject(Exception):
-    def __init__(self, stage: Stage, reason: str, diagnostics: list[dict] | None = None):
+    def __init__(self, stage: Stage, reason: str, diagnostics: list[dict[str, Any]] | None = None):
         super().__init__(reason)
         self.stage, self.reason, self.diagnostics = stage, reason, diagnostics or []
 
@@ -142,7 +143,7 @@ class GuardSession:
         self,
         slot: int,
         source: str | None,
-        diagnostics: list[dict],
+        diagnostics: list[dict[str, Any]],
         on_build: Callable[[native.BuildRequest], None] | None = None,
         into: list[Worker] | None = None,
     ) -> Worker:
@@ -166,7 +167,7 @@ class GuardSession:
             into.append(worker)
         compiles = 0
 
-        def serve(msg: dict) -> dict:
+        def serve(msg: dict[str, Any]) -> dict[str, Any]:
             nonlocal compiles
             compiles += 1
             request = native.BuildRequest.from_dict(msg.get("request") or {})
@@ -371,7 +372,7 @@ class GuardSession:
         if inc_issues:
             raise UserError(f"the incumbent fails the gate: line {inc_issues[0].line}: {inc_issues[0].message}")
         workers: dict[str, Worker] = {}  # in timing order of creation: ref, [inc], cand
-        diagnostics: list[dict] = []
+        diagnostics: list[dict[str, Any]] = []
         stage: Stage = "build"
         cand: Worker | None = None
         note = ""
@@ -459,8 +460,9 @@ class GuardSession:
             self._lane = None
 
     def __del__(self) -> None:
-        if getattr(self, "_lane", None) is not None:
-            _give_lane(self._lane)
+        lane = getattr(self, "_lane", None)
+        if lane is not None:
+            _give_lane(lane)
             self._lane = None
 
     def __enter__(self) -> GuardSession:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 from kernelkiln.isolation import landlock, namespaces, seccomp
 
@@ -57,7 +58,7 @@ class Confinement:
         self.uid = uid  # switch to this user (and gid) after the mounts: root's extra layer
         self.gid = gid
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
 
     def replace(self, **changes: object) -> Confinement:

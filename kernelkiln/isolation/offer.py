@@ -32,7 +32,8 @@ def offered() -> dict[str, str | None]:
                 stdin=subprocess.DEVNULL,
                 env={"PATH": "/usr/bin:/bin"},
             )
-            return json.loads(done.stdout.strip().splitlines()[-1])
+            probed: dict[str, str | None] = json.loads(done.stdout.strip().splitlines()[-1])
+            return probed
         except (OSError, subprocess.SubprocessError, ValueError, IndexError):
             why = "the isolation probe failed to run"
             return {layer: why for layer in LAYERS if layer != "user"}

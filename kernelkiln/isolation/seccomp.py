@@ -239,8 +239,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
 
-def call(op: int, flags: int, arg: ctypes.c_void_p | int) -> int:
-    ret = _libc.syscall(ctypes.c_long(current_arch().seccomp_nr), ctypes.c_ulong(op), ctypes.c_ulong(flags), arg)
+def call(op: int, flags: int, arg: ctypes.c_void_p | ctypes._CArgObject | int) -> int:
+    ret: int = _libc.syscall(ctypes.c_long(current_arch().seccomp_nr), ctypes.c_ulong(op), ctypes.c_ulong(flags), arg)
     if ret < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"seccomp: {os.strerror(err)}")

@@ -4,6 +4,8 @@
 the SDK clients it chooses between, so no client module imports another's package.
 """
 
+from typing import Any
+
 from kernelkiln.llm.anthropic_client import AnthropicClient
 from kernelkiln.llm.client import ChatClient, LLMError, ToolsRejected, resolve_api_key
 from kernelkiln.llm.config import LLMConfig
@@ -11,7 +13,7 @@ from kernelkiln.llm.messages import Completion, Message, ToolCall, ToolSpec
 from kernelkiln.llm.openai_client import OpenAIClient
 
 
-def make_client(config: LLMConfig, **options) -> ChatClient:
+def make_client(config: LLMConfig, **options: Any) -> ChatClient:
     """The client for ``config.provider``; ``options`` (e.g. ``sleep``) go to its constructor."""
     if config.provider == "anthropic":
         _require("anthropic")

@@ -91,7 +91,7 @@ class RecordingClient:
                 agent=self.agent,
                 at=at,
                 latency_s=round(latency, 6),
-                reply="error" if error else "tool" if response.tool_calls else "text",
+                reply="error" if error else "tool" if response is not None and response.tool_calls else "text",
                 request=request,
                 response=response,
                 error=str(error) if error else None,

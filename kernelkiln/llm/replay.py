@@ -30,6 +30,7 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kernelkiln.llm.client import LLMError
 from kernelkiln.llm.config import LLMConfig
@@ -173,7 +174,7 @@ def _masked(text: str) -> str:
 
 def _recorded_error(exchange: Exchange) -> LLMError:
     """The failure the recorded call ended in, as the same kind of LLMError where that kind takes one line."""
-    kinds = {cls.__name__: cls for cls in _subclasses(LLMError)}
+    kinds: dict[str, type[LLMError]] = {cls.__name__: cls for cls in _subclasses(LLMError)}
     kind = kinds.get(exchange.error_type or "", LLMError)
     try:
         return kind(exchange.error or "the recorded call failed")
@@ -181,7 +182,7 @@ def _recorded_error(exchange: Exchange) -> LLMError:
         return LLMError(exchange.error or "the recorded call failed")
 
 
-def _subclasses(cls: type) -> list[type]:
+def _subclasses(cls: type[Any]) -> list[type[Any]]:
     out = [cls]
     for sub in cls.__subclasses__():
         out += _subclasses(sub)

@@ -42,7 +42,7 @@ def to_completion(
         reply = reply(list(messages), list(tools))
     if isinstance(reply, Completion):
         return reply
-    spec = {"text": reply} if isinstance(reply, str) else dict(reply)
+    spec: dict[str, Any] = {"text": reply} if isinstance(reply, str) else dict(reply)
     calls = tuple(
         ToolCall(id=c.get("id") or f"call_{next(ids)}", name=c["name"], arguments=parse_arguments(c.get("arguments")))
         for c in spec.get("tool_calls", ())

@@ -20,13 +20,13 @@ from kernelkiln.lowering.body import NotFusable
 from kernelkiln.lowering.candidate import Entry, render
 from kernelkiln.lowering.emit import FunctionEmitter
 from kernelkiln.lowering.gemm import GEMM_HEADER, GEMM_KNOBS
-from kernelkiln.lowering.graph import Unsupported
+from kernelkiln.lowering.graph import Node, Unsupported
 from kernelkiln.lowering.loops import HEADER
 from kernelkiln.lowering.rowcache import ROWCACHE_HEADER
-from kernelkiln.lowering.schedule import Plan, plan
+from kernelkiln.lowering.schedule import Kernel, Plan, plan
 from kernelkiln.lowering.trace import Traced, trace
 from kernelkiln.platforms.host import default_threads, simd_floats
-from kernelkiln.task.model import Task
+from kernelkiln.task.model import Task, Workload
 
 __all__ = ["Generated", "Unsupported", "generate"]
 
@@ -56,7 +56,9 @@ def _scheduled(traced: Traced, name: str, temp_prefix: str = "tmp") -> tuple[Pla
             solo.add(id(exc.node))
 
 
-def _function(task: Task, workload, name: str):
+def _function(
+    task: Task, workload: Workload, name: str
+) -> tuple[Traced, Plan, FunctionEmitter, list[tuple[int, Node]], str, list[Kernel], bool]:
     """(traced, plan, emitter, temps, C function, kernels, has a ROWCACHE form) of one workload; a convolution's
     holds both CONV forms."""
     traced = trace(task, workload)
@@ -93,7 +95,7 @@ _USES = {
 def generate(task: Task, threads: int | None = None) -> Generated:
     """The candidate for ``task`` (CPU, C with OpenMP); raises ``Unsupported`` with one line."""
     entries, functions, kinds, ops, fused, rowcache = [], [], [], [], None, False
-    seen: dict[tuple, str] = {}
+    seen: dict[tuple[tuple[int, ...], ...], str] = {}
     for k, workload in enumerate(task.workloads):
         traced, p, emitter, temps, code, kernels, cached = _function(task, workload, f"kiln_w{k}")
         params = tuple(t.removeprefix("param:") for t in traced.tensors if t.startswith("param:"))

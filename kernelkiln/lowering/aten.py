@@ -52,7 +52,9 @@ def node(value: Any, ctype: str = "float") -> Node:
     raise Unsupported(f"an argument of type {type(value).__name__}")
 
 
-def pointwise(op: str, args: list[Any], ctype: str, params: tuple = (), shape: tuple[int, ...] | None = None) -> Node:
+def pointwise(
+    op: str, args: list[Any], ctype: str, params: tuple[Any, ...] = (), shape: tuple[int, ...] | None = None
+) -> Node:
     """``op`` over ``args`` broadcast together; compute type ``ctype`` (comparisons give bool)."""
     nodes = [node(a, ctype) for a in args]
     if shape is None:
@@ -100,11 +102,13 @@ def moments(x: Node, dims: tuple[int, ...], correction: float = 0.0) -> tuple[No
     return mean, pointwise("div", [squares, float(max(count - correction, 0))], x.ctype)
 
 
-Handler = Callable[[list[Any], dict[str, Any], Any], Any]
+# What a handler returns: one value, or one per output of the op (an unusable one refused only if read).
+Lowered = Node | tuple[Node | Unusable, ...]
+Handler = Callable[[list[Any], dict[str, Any], Any], Lowered]
 HANDLERS: dict[str, Handler] = {}
 
 
-def handles(*names: str):
+def handles(*names: str) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
         for name in names:
             HANDLERS[name] = fn

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from kernelkiln.lowering import views as V
-from kernelkiln.lowering.aten import Unusable, ctype_of, handles, moments, node, pointwise, reduce
+from kernelkiln.lowering.aten import Handler, Lowered, Unusable, ctype_of, handles, moments, node, pointwise, reduce
 from kernelkiln.lowering.graph import Node, Scan, Unsupported, View, Window
 
 
@@ -22,7 +22,7 @@ def _squeezed(x: Node, dims: tuple[int, ...], keep: bool) -> Node:
 
 
 @handles("_softmax", "softmax", "_safe_softmax")
-def _softmax(args, kwargs, meta):
+def _softmax(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x, dim = node(args[0]), args[1]
     top = reduce("max", x, [dim], True)
     e = pointwise("exp", [pointwise("sub", [x, top], x.ctype)], x.ctype)
@@ -30,7 +30,7 @@ def _softmax(args, kwargs, meta):
 
 
 @handles("_log_softmax", "log_softmax")
-def _log_softmax(args, kwargs, meta):
+def _log_softmax(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x, dim = node(args[0]), args[1]
     top = reduce("max", x, [dim], True)
     shifted = pointwise("sub", [x, top], x.ctype)
@@ -39,7 +39,7 @@ def _log_softmax(args, kwargs, meta):
 
 
 @handles("logsumexp")
-def _logsumexp(args, kwargs, meta):
+def _logsumexp(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x = node(args[0])
     dims = _dim_list(x, args[1] if len(args) > 1 else kwargs.get("dim"))
     keep = bool(args[2] if len(args) > 2 else kwargs.get("keepdim", False))
@@ -58,7 +58,7 @@ def _affine(y: Node, weight: Any, bias: Any, shape_for: Any) -> Node:
 
 
 @handles("native_layer_norm", "layer_norm")
-def _layer_norm(args, kwargs, meta):
+def _layer_norm(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
     x, normalized, weight, bias, eps = node(args[0]), args[1], args[2], args[3], args[4]
     dims = tuple(range(len(x.shape) - len(normalized), len(x.shape)))
     mean, var = moments(x, dims)
@@ -68,7 +68,7 @@ def _layer_norm(args, kwargs, meta):
 
 
 @handles("rms_norm", "_fused_rms_norm")
-def _rms_norm(args, kwargs, meta):
+def _rms_norm(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
     x, normalized = node(args[0]), args[1]
     weight = args[2] if len(args) > 2 else kwargs.get("weight")
     eps = args[3] if len(args) > 3 else kwargs.get("eps")
@@ -82,7 +82,7 @@ def _rms_norm(args, kwargs, meta):
 
 
 @handles("native_group_norm")
-def _group_norm(args, kwargs, meta):
+def _group_norm(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
     x, weight, bias, n, c, hw, groups, eps = node(args[0]), *args[1:8]
     per = c // groups
     grouped = V.reshape(x, (n, groups, per, hw))
@@ -108,7 +108,7 @@ def _channel(x: Node, p: Node) -> Node:
     "_native_batch_norm_legit_functional",
     "batch_norm",
 )
-def _batch_norm(args, kwargs, meta):
+def _batch_norm(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
     x, weight, bias = node(args[0]), args[1], args[2]
     if len(args) == 7:  # _native_batch_norm_legit_no_training(x, w, b, mean, var, momentum, eps)
         running_mean, running_var, training, eps = args[3], args[4], False, args[6]
@@ -129,15 +129,15 @@ def _batch_norm(args, kwargs, meta):
     return (y, *stats, *extra) if "functional" in str(meta) else (y, *stats)
 
 
-def _correction(args: list[Any], kwargs: dict) -> float:
+def _correction(args: list[Any], kwargs: dict[str, Any]) -> float:
     value = kwargs.get("correction", kwargs.get("unbiased"))
     if value is None:
         return 1.0
     return float(value) if not isinstance(value, bool) else float(value)
 
 
-def _variance_of(which: str):
-    def handler(args, kwargs, meta):
+def _variance_of(which: str) -> Handler:
+    def handler(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
         x = node(args[0])
         dims = _dim_list(x, args[1] if len(args) > 1 else kwargs.get("dim"))
         keep = bool(kwargs.get("keepdim", args[3] if len(args) > 3 else False))
@@ -154,7 +154,7 @@ for _which in ("var", "std", "var_mean", "std_mean"):
 
 
 @handles("linalg_vector_norm", "norm")
-def _vector_norm(args, kwargs, meta):
+def _vector_norm(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x = node(args[0])
     order = args[1] if len(args) > 1 else kwargs.get("ord", kwargs.get("p", 2))
     order = 2 if order in (None, "fro") else order
@@ -175,8 +175,8 @@ def _vector_norm(args, kwargs, meta):
     return out
 
 
-def _scan(op: str):
-    def handler(args, kwargs, meta):
+def _scan(op: str) -> Handler:
+    def handler(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
         x = node(args[0])
         ctype = ctype_of(meta.dtype)
         if x.ctype != ctype:
@@ -211,7 +211,7 @@ def _window_args(args: list[Any], rank: int) -> tuple[tuple[int, ...], ...]:
     "max_pool2d",
     "max_pool3d",
 )
-def _max_pool(args, kwargs, meta):
+def _max_pool(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
     out = meta[0] if isinstance(meta, (tuple, list)) else meta
     x = node(args[0])
     rank = _spatial_rank(args)
@@ -236,7 +236,7 @@ def _spatial_rank(args: list[Any]) -> int:
 
 
 @handles("avg_pool1d", "avg_pool2d", "avg_pool3d")
-def _avg_pool(args, kwargs, meta):
+def _avg_pool(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x = node(args[0])
     rank = _spatial_rank(args)
     kernel, stride, padding = _window_args(args, rank)
@@ -257,7 +257,7 @@ def _avg_pool(args, kwargs, meta):
 
 
 @handles("_adaptive_avg_pool2d", "adaptive_avg_pool2d", "_adaptive_avg_pool1d", "adaptive_avg_pool1d")
-def _adaptive_avg_pool(args, kwargs, meta):
+def _adaptive_avg_pool(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x = node(args[0])
     out = tuple(int(s) for s in meta.shape)
     rank = len(args[1]) if isinstance(args[1], (list, tuple)) else 1
@@ -281,19 +281,19 @@ def _reduced(loss: Node, reduction: Any) -> Node:
 
 
 @handles("mse_loss")
-def _mse(args, kwargs, meta):
+def _mse(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     d = pointwise("sub", [args[0], args[1]], node(args[0]).ctype, (1,))
     return _reduced(pointwise("mul", [d, d], d.ctype), args[2] if len(args) > 2 else kwargs.get("reduction", 1))
 
 
 @handles("l1_loss")
-def _l1(args, kwargs, meta):
+def _l1(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     d = pointwise("sub", [args[0], args[1]], node(args[0]).ctype, (1,))
     return _reduced(pointwise("abs", [d], d.ctype), args[2] if len(args) > 2 else kwargs.get("reduction", 1))
 
 
-def _huber_like(which: str):
-    def handler(args, kwargs, meta):
+def _huber_like(which: str) -> Handler:
+    def handler(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
         x = node(args[0])
         reduction = args[2] if len(args) > 2 else kwargs.get("reduction", 1)
         width = float(args[3] if len(args) > 3 else kwargs.get("beta" if which == "smooth" else "delta", 1.0))

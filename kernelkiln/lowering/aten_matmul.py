@@ -62,18 +62,18 @@ def _scaled_add(acc: Any, product: Node, beta: Any, alpha: Any) -> Node:
 
 
 @handles("mm", "bmm")
-def _mm(args, kwargs, meta):
+def _mm(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return matmul(node(args[0]), node(args[1]))
 
 
 @handles("addmm", "baddbmm")
-def _addmm(args, kwargs, meta):
+def _addmm(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
     return _scaled_add(args[0], matmul(node(args[1]), node(args[2])), beta, alpha)
 
 
 @handles("convolution")
-def _convolution(args, kwargs, meta):
+def _convolution(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x, w = node(args[0]), node(args[1])
     bias = args[2]
     stride, padding, dilation, transposed, _, groups = args[3:9]
@@ -95,7 +95,9 @@ def _convolution(args, kwargs, meta):
     return out
 
 
-def _conv2d(x: Node, w: Node, stride, padding, dilation, groups: int) -> Node:
+def _conv2d(
+    x: Node, w: Node, stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int], groups: int
+) -> Node:
     n, c, h, wd = x.shape
     co, cg, kh, kw = w.shape
     oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1

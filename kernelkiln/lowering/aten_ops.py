@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from kernelkiln.lowering import views as V
-from kernelkiln.lowering.aten import ctype_of, handles, node, pointwise, reduce
+from kernelkiln.lowering.aten import Handler, Lowered, ctype_of, handles, node, pointwise, reduce
 from kernelkiln.lowering.graph import Concat, Constant, Gather, Node, Unsupported
 
 _UNARY = (
@@ -69,8 +69,8 @@ def _out(meta: Any) -> tuple[tuple[int, ...], str]:
     return tuple(int(s) for s in meta.shape), ctype_of(meta.dtype)
 
 
-def _pointwise(op: str):
-    def handler(args: list[Any], kwargs: dict, meta: Any) -> Node:
+def _pointwise(op: str) -> Handler:
+    def handler(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
         shape, ctype = _out(meta)
         # a comparison's compare type is its arguments' (Body._compute_type); its node is bool
         return pointwise(op, list(args[:2] if op in _BINARY else args[:1]), ctype, shape=shape)
@@ -82,8 +82,8 @@ for _name in _UNARY + _BINARY:
     handles(_name)(_pointwise(_name))
 
 
-def _alpha_op(op: str):
-    def handler(args: list[Any], kwargs: dict, meta: Any) -> Node:
+def _alpha_op(op: str) -> Handler:
+    def handler(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
         shape, ctype = _out(meta)
         alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
         return pointwise(op, list(args[:2]), ctype, (alpha,), shape)
@@ -96,14 +96,14 @@ for _name in ("add", "sub", "rsub"):
 
 
 @handles("div")
-def _div(args, kwargs, meta):
+def _div(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     mode = kwargs.get("rounding_mode")
     return pointwise("div", list(args[:2]), ctype, (mode,) if mode else (), shape)
 
 
 @handles("pow")
-def _pow(args, kwargs, meta):
+def _pow(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     base, exponent = args[0], args[1]
     if isinstance(exponent, (int, float)) and isinstance(base, Node):
@@ -112,14 +112,14 @@ def _pow(args, kwargs, meta):
 
 
 @handles("gelu")
-def _gelu(args, kwargs, meta):
+def _gelu(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
     return pointwise("gelu", [args[0]], ctype, (approximate,), shape)
 
 
 @handles("elu")
-def _elu(args, kwargs, meta):
+def _elu(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     alpha, scale, input_scale = (list(args[1:4]) + [1.0, 1.0, 1.0][len(args) - 1 :])[:3]
     return pointwise(
@@ -132,14 +132,14 @@ def _elu(args, kwargs, meta):
 
 
 @handles("leaky_relu")
-def _leaky_relu(args, kwargs, meta):
+def _leaky_relu(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     slope = args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01)
     return pointwise("leaky_relu", [args[0]], ctype, (slope,), shape)
 
 
 @handles("hardtanh")
-def _hardtanh(args, kwargs, meta):
+def _hardtanh(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     low = args[1] if len(args) > 1 else kwargs.get("min_val", -1.0)
     high = args[2] if len(args) > 2 else kwargs.get("max_val", 1.0)
@@ -147,13 +147,13 @@ def _hardtanh(args, kwargs, meta):
 
 
 @handles("threshold")
-def _threshold(args, kwargs, meta):
+def _threshold(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     return pointwise("threshold", [args[0]], ctype, (args[1], args[2]), shape)
 
 
 @handles("clamp", "clip")
-def _clamp(args, kwargs, meta):
+def _clamp(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     rest = list(args[1:])
     low = kwargs.get("min", rest[0] if rest else None)
     high = kwargs.get("max", rest[1] if len(rest) > 1 else None)
@@ -161,12 +161,12 @@ def _clamp(args, kwargs, meta):
 
 
 @handles("clamp_min")
-def _clamp_min(args, kwargs, meta):
+def _clamp_min(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return _clamped(args[0], args[1] if len(args) > 1 else kwargs["min"], None, meta)
 
 
 @handles("clamp_max")
-def _clamp_max(args, kwargs, meta):
+def _clamp_max(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return _clamped(args[0], None, args[1] if len(args) > 1 else kwargs["max"], meta)
 
 
@@ -178,64 +178,64 @@ def _clamped(x: Any, low: Any, high: Any, meta: Any) -> Node:
 
 
 @handles("where")
-def _where(args, kwargs, meta):
+def _where(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     return pointwise("where", [node(args[0]), node(args[1], ctype), node(args[2], ctype)], ctype, (), shape)
 
 
 @handles("masked_fill")
-def _masked_fill(args, kwargs, meta):
+def _masked_fill(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     return pointwise("where", [node(args[1]), node(args[2], ctype), args[0]], ctype, (), shape)
 
 
 @handles("_to_copy", "to", "type_as", "convert_element_type")
-def _cast(args, kwargs, meta):
+def _cast(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     x = node(args[0])
     return x if x.ctype == ctype else pointwise("cast", [x], ctype, (), shape)
 
 
 @handles("clone", "alias", "detach", "lift_fresh_copy", "contiguous", "dropout", "native_dropout_eval")
-def _identity(args, kwargs, meta):
-    return args[0]
+def _identity(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
+    return cast(Node, args[0])  # a tensor's value (an unusable one never reaches a handler)
 
 
 @handles("copy")
-def _copy(args, kwargs, meta):
+def _copy(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
     shape, ctype = _out(meta)
     return _cast([V.broadcast(node(args[1]), shape)], {}, meta)
 
 
 # -- views ------------------------------------------------------------------------------
 @handles("view", "_unsafe_view", "reshape", "_reshape_alias", "flatten", "unflatten", "squeeze", "unsqueeze")
-def _reshape(args, kwargs, meta):
+def _reshape(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return V.reshape(node(args[0]), tuple(int(s) for s in meta.shape))
 
 
 @handles("expand")
-def _expand(args, kwargs, meta):
+def _expand(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return V.broadcast(node(args[0]), tuple(int(s) for s in meta.shape))
 
 
 @handles("permute")
-def _permute(args, kwargs, meta):
+def _permute(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return V.permute(node(args[0]), list(args[1]))
 
 
 @handles("transpose")
-def _transpose(args, kwargs, meta):
+def _transpose(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return V.transpose(node(args[0]), args[1], args[2])
 
 
 @handles("t")
-def _t(args, kwargs, meta):
+def _t(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x = node(args[0])
     return V.transpose(x, 0, 1) if len(x.shape) == 2 else x
 
 
 @handles("slice")
-def _slice(args, kwargs, meta):
+def _slice(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x = node(args[0])
     dim, start, end, step = (list(args[1:]) + [0, None, None, 1][len(args) - 1 :])[:4]
     big = 1 << 62
@@ -243,29 +243,29 @@ def _slice(args, kwargs, meta):
 
 
 @handles("select")
-def _select(args, kwargs, meta):
+def _select(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return V.select(node(args[0]), args[1], args[2])
 
 
 @handles("narrow")
-def _narrow(args, kwargs, meta):
+def _narrow(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return V.slice_(node(args[0]), args[1], args[2], args[2] + args[3])
 
 
 @handles("flip")
-def _flip(args, kwargs, meta):
+def _flip(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return V.flip(node(args[0]), list(args[1]))
 
 
 @handles("gather")
-def _gather(args, kwargs, meta):
+def _gather(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     x, dim, index = node(args[0]), args[1], node(args[2])
     return Gather(shape, ctype, base=x, index=index, dim=dim % len(x.shape))
 
 
 @handles("cat", "concat")
-def _cat(args, kwargs, meta):
+def _cat(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)
     parts = [node(a) for a in args[0] if node(a).numel]
     dim = (args[1] if len(args) > 1 else kwargs.get("dim", 0)) % len(shape)
@@ -276,7 +276,7 @@ def _cat(args, kwargs, meta):
 
 
 @handles("split", "split_with_sizes", "chunk", "unbind", "tensor_split")
-def _split(args, kwargs, meta):
+def _split(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
     x = node(args[0])
     outs = list(meta)
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
@@ -293,10 +293,10 @@ def _split(args, kwargs, meta):
 
 
 # -- factories -----------------------------------------------------------------------------
-def _factory(value_arg: int | None, value: float = 0):
+def _factory(value_arg: int | None, value: float = 0) -> Handler:
     """A constant tensor: its value is argument ``value_arg`` (full, scalar_tensor) or ``value`` (zeros, ones)."""
 
-    def handler(args, kwargs, meta):
+    def handler(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
         shape, ctype = _out(meta)
         fill = value
         if value_arg is not None:
@@ -328,14 +328,14 @@ for _name, (_arg, _value) in {
 
 
 # -- reductions ----------------------------------------------------------------------------
-def _dims_keep(args: list[Any], kwargs: dict, first: int = 1) -> tuple[Any, bool]:
+def _dims_keep(args: list[Any], kwargs: dict[str, Any], first: int = 1) -> tuple[Any, bool]:
     dims = kwargs.get("dim", args[first] if len(args) > first else None)
     keep = kwargs.get("keepdim", args[first + 1] if len(args) > first + 1 else False)
     return dims, bool(keep)
 
 
-def _reduction(op: str):
-    def handler(args, kwargs, meta):
+def _reduction(op: str) -> Handler:
+    def handler(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
         dims, keep = _dims_keep(args, kwargs)
         out = reduce(op, node(args[0]), dims, keep, _out(meta)[1] if op != "argmax" else None)
         return out
@@ -356,8 +356,8 @@ for _op, _names in {
         handles(_name)(_reduction(_op))
 
 
-def _values_indices(op: str, arg_op: str):
-    def handler(args, kwargs, meta):
+def _values_indices(op: str, arg_op: str) -> Handler:
+    def handler(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
         x = node(args[0])
         if len(args) == 1 and "dim" not in kwargs:  # max(x): the largest element
             return reduce(op, x, None, False)
@@ -371,10 +371,10 @@ handles("max")(_values_indices("max", "argmax"))
 handles("min")(_values_indices("min", "argmin"))
 
 
-def _truth(op: str):
+def _truth(op: str) -> Handler:
     """any (the largest truth value over the dims is 1) and all (the smallest is)."""
 
-    def handler(args, kwargs, meta):
+    def handler(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
         dims, keep = _dims_keep(args, kwargs)
         x = node(args[0])
         truth = pointwise("where", [pointwise("ne", [x, 0], x.ctype), 1.0, 0.0], "float")

@@ -87,7 +87,7 @@ def reference_code(task: Task) -> str:
                 for n in node.body
                 if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) or n.name == "__init__"
             ]
-            node = ast.ClassDef(
+            node = ast.ClassDef(  # type: ignore[call-arg]  # type_params: Python 3.12's field, kept where present
                 node.name,
                 node.bases,
                 node.keywords,

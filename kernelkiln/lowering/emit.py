@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import cast
 
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.gemm import emit_gemm
-from kernelkiln.lowering.graph import FLOATS, Graph, Node, Reduce, linear
+from kernelkiln.lowering.graph import FLOATS, Graph, Matmul, Node, Reduce, linear
 from kernelkiln.lowering.loops import (
     INIT,
     OMP,
@@ -71,13 +72,17 @@ class FunctionEmitter:
             self.w(f"/* {kernel.kind} over {list(kernel.shape)} */")
             self.w.open("")
             if kernel.kind == "gemm":
-                emit_gemm(self.w, self.plan.buffers, kernel.node, kernel.writes, self.names, f"{self.name}_g{n}")
+                emit_gemm(
+                    self.w, self.plan.buffers, cast(Matmul, kernel.node), kernel.writes, self.names, f"{self.name}_g{n}"
+                )
             else:
                 getattr(self, f"_{kernel.kind}")(kernel)
             self.w.close()
         return "\n".join(self.w.lines)
 
-    def _body(self, scalars=None, row=None, root: Node | None = None) -> Body:
+    def _body(
+        self, scalars: dict[int, str] | None = None, row: dict[int, str] | None = None, root: Node | None = None
+    ) -> Body:
         """A loop body; in a pass of a row group that keeps values (``root``: the pass's), it reads them."""
         cached = self.cache.reads(root) if self.cache is not None and root is not None else None
         return Body(self.plan.buffers, scalars, row, names=self.names, cached=cached)
@@ -89,7 +94,7 @@ class FunctionEmitter:
             for line in self.cache.stores(root, body):
                 self.w(line)
 
-    def _arg_at(self, r: Reduce, shape: tuple[int, ...], scalars: dict, row: dict) -> str:
+    def _arg_at(self, r: Reduce, shape: tuple[int, ...], scalars: dict[int, str], row: dict[int, str]) -> str:
         """Emit the statements of ``r``'s argument at the loops' index; its value's C expression."""
         body = self._body(scalars, row, r)
         v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
@@ -129,7 +134,7 @@ class FunctionEmitter:
         w.lines += plain
         w("#endif")
 
-    def _rows(self, k: Kernel, outer: list[int], inner: list[int], row: dict, rows: int) -> None:
+    def _rows(self, k: Kernel, outer: list[int], inner: list[int], row: dict[int, str], rows: int) -> None:
         """The row loop: each reduction in a pass over the row, then the writes; threads take rows."""
         w, shape, cache = self.w, k.shape, self.cache
         pragma = parallel(math.prod(shape))
@@ -153,7 +158,15 @@ class FunctionEmitter:
         if cache is not None:
             w.close()
 
-    def _reduce_row(self, r: Reduce, shape, inner: list[int], scalars: dict, row: dict, name: str) -> None:
+    def _reduce_row(
+        self,
+        r: Reduce,
+        shape: tuple[int, ...],
+        inner: list[int],
+        scalars: dict[int, str],
+        row: dict[int, str],
+        name: str,
+    ) -> None:
         w = self.w
         live = [d for d in inner if shape[d] != 1]
         if r.op in ("argmax", "argmin"):
@@ -196,7 +209,15 @@ class FunctionEmitter:
             idx = tuple("0" if d in inner else var(shape, d) for d in range(len(shape)))
             w(f"{self.plan.buffers[id(r)]}[{linear(idx, r.shape)}] = {name};")
 
-    def _arg_reduce(self, r: Reduce, shape, live: list[int], scalars: dict, row: dict, name: str) -> None:
+    def _arg_reduce(
+        self,
+        r: Reduce,
+        shape: tuple[int, ...],
+        live: list[int],
+        scalars: dict[int, str],
+        row: dict[int, str],
+        name: str,
+    ) -> None:
         w = self.w
         vt = r.arg.ctype if r.arg.ctype in FLOATS else "double"
         w(f"{vt} {name}_v = {INIT[r.op]}; int64_t {name} = 0;")
@@ -217,7 +238,15 @@ class FunctionEmitter:
             idx = tuple("0" if d in live or shape[d] == 1 else var(shape, d) for d in range(len(shape)))
             w(f"{self.plan.buffers[id(r)]}[{linear(idx, r.shape)}] = {name};")
 
-    def _write(self, out: Node, shape, inner: list[int], scalars: dict, row: dict, threads: str | None = None) -> None:
+    def _write(
+        self,
+        out: Node,
+        shape: tuple[int, ...],
+        inner: list[int],
+        scalars: dict[int, str],
+        row: dict[int, str],
+        threads: str | None = None,
+    ) -> None:
         """``out`` over the ``inner`` dims; ``threads``: a parallel-for pragma for the outermost loop."""
         w = self.w
         live = [d for d in inner if shape[d] != 1]

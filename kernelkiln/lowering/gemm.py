@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.graph import Matmul, Node, Patches, Pointwise, View, contiguous_strides, linear
@@ -120,7 +121,9 @@ def gemm_vocabulary() -> tuple[dict[str, list[int]], dict[str, int]]:
     return options, {**defaults, "MC": 96, "KC": 256, "NC": 4096}
 
 
-def emit_gemm(w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node], names, tag: str) -> None:
+def emit_gemm(
+    w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node], names: Iterator[int], tag: str
+) -> None:
     """The loop nest computing ``mm`` into its buffer and ``writes`` (its epilogue) tile by tile."""
     *batch, m, n = mm.shape
     k = mm.a.shape[-1]
@@ -249,7 +252,7 @@ def _unflatten(body: Body, flat: str, shape: tuple[int, ...]) -> tuple[str, ...]
 def _pack(
     w: Writer,
     buffers: dict[int, str],
-    names,
+    names: Iterator[int],
     node: Node,
     idx: tuple[str, ...],
     sliver: str,
@@ -299,7 +302,9 @@ def _patches_at(node: Node, idx: tuple[str, ...]) -> tuple[Patches, tuple[str, .
     return node, at
 
 
-def _pack_patches(w: Writer, buffers: dict[int, str], names, patches: Patches, at: tuple[str, ...]) -> None:
+def _pack_patches(
+    w: Writer, buffers: dict[int, str], names: Iterator[int], patches: Patches, at: tuple[str, ...]
+) -> None:
     """B's slivers of a convolution's patches (implicit im2col), without dividing an index per element.
 
     Each thread tabulates the KC block's taps (channel, row and column offset) once; each sliver's columns

@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 Index = tuple[str, ...]
 CTYPES = {
@@ -72,7 +73,7 @@ class Pointwise(Node):
 
     op: str = ""
     args: tuple[Node, ...] = ()
-    params: tuple = ()  # the op's scalar parameters (alpha, bounds, approximation, ...)
+    params: tuple[Any, ...] = ()  # the op's scalar parameters (alpha, bounds, approximation, ...)
 
     def inputs(self) -> tuple[Node, ...]:
         return self.args
@@ -82,7 +83,7 @@ class Pointwise(Node):
 class View(Node):
     """``base`` read through an index map: ``where(index)`` gives the base's index."""
 
-    base: Node | None = None
+    base: Node = field(kw_only=True)
     where: Callable[[Index], Index] = field(default=lambda idx: idx)
     kind: str = "view"  # reshape views of contiguous data keep the linear order
 
@@ -94,8 +95,8 @@ class View(Node):
 class Gather(Node):
     """``base`` read at ``index``'s value along ``dim`` (torch.gather)."""
 
-    base: Node | None = None
-    index: Node | None = None
+    base: Node = field(kw_only=True)
+    index: Node = field(kw_only=True)
     dim: int = 0
 
     def inputs(self) -> tuple[Node, ...]:
@@ -118,7 +119,7 @@ class Reduce(Node):
     """``arg`` reduced over ``dims`` by ``op`` (sum, prod, max, min, argmax, argmin); keeps the dims as 1."""
 
     op: str = "sum"
-    arg: Node | None = None
+    arg: Node = field(kw_only=True)
     dims: tuple[int, ...] = ()
     scale: float = 1.0  # the result is multiplied by it: a mean is a sum scaled by 1/count
 
@@ -131,7 +132,7 @@ class Scan(Node):
     """Running ``op`` (sum, prod) of ``arg`` along ``dim``."""
 
     op: str = "sum"
-    arg: Node | None = None
+    arg: Node = field(kw_only=True)
     dim: int = 0
 
     def inputs(self) -> tuple[Node, ...]:
@@ -143,7 +144,7 @@ class Window(Node):
     """Pooling over the trailing ``len(kernel)`` dims of ``arg``: max or avg, PyTorch's rules."""
 
     op: str = "max"
-    arg: Node | None = None
+    arg: Node = field(kw_only=True)
     kernel: tuple[int, ...] = ()
     stride: tuple[int, ...] = ()
     padding: tuple[int, ...] = ()
@@ -159,8 +160,8 @@ class Window(Node):
 class Matmul(Node):
     """``a @ b`` over the last two dims, the leading (batch) dims equal: float32, computed by the GEMM kernel."""
 
-    a: Node | None = None  # (..., M, K)
-    b: Node | None = None  # (..., K, N)
+    a: Node = field(kw_only=True)  # (..., M, K)
+    b: Node = field(kw_only=True)  # (..., K, N)
 
     def inputs(self) -> tuple[Node, ...]:
         return (self.a, self.b)
@@ -170,7 +171,7 @@ class Matmul(Node):
 class Patches(Node):
     """What a 2-d convolution reads: ``base`` (N, C, H, W) as (N, C, KH, KW, OH, OW), zero in the padding."""
 
-    base: Node | None = None
+    base: Node = field(kw_only=True)
     stride: tuple[int, int] = (1, 1)
     padding: tuple[int, int] = (0, 0)
     dilation: tuple[int, int] = (1, 1)

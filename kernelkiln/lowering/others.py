@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.graph import FLOATS, Reduce, Scan, Window, linear
@@ -39,7 +40,7 @@ def _block_loops(w: Writer, shape: tuple[int, ...], first: int, rest: list[int])
 
 def column(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     """A reduction whose innermost dims are kept: accumulate a block of output columns per thread."""
-    r: Reduce = k.node
+    r = cast(Reduce, k.node)
     shape, dims = r.arg.shape, set(r.dims)
     tail: list[int] = []
     for d in reversed(range(len(shape))):
@@ -83,7 +84,7 @@ def column(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
 
 def scan(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     """A running sum or product along one dim; float sums accumulate in double, as torch's CPU kernel does."""
-    s: Scan = k.node
+    s = cast(Scan, k.node)
     shape, d = s.shape, s.dim
     acc_type = "double" if s.ctype in FLOATS else s.ctype
     outer = list(range(d))
@@ -131,7 +132,7 @@ def scan(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
 
 def window(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     """Max or average pooling over the trailing dims, with PyTorch's padding and divisor rules."""
-    p: Window = k.node
+    p = cast(Window, k.node)
     out, src = p.shape, p.arg.shape
     rank = len(p.kernel)
     lead = len(out) - rank

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 from kernelkiln.lowering.graph import FLOATS, Unsupported
 
@@ -60,7 +61,7 @@ def _fn(name: str, ctype: str) -> str:
     return f"{name}f" if ctype == "float" else name
 
 
-def render(op: str, args: list[str], ctype: str, params: tuple) -> str:
+def render(op: str, args: list[str], ctype: str, params: tuple[Any, ...]) -> str:
     """The C expression of ``op`` over ``args`` (already cast to the compute type ``ctype``)."""
     handler = _OPS.get(op)
     if handler is not None:
@@ -80,7 +81,7 @@ def _scale(x: str, factor: float, ctype: str) -> str:
     return x if factor == 1 else f"{literal(factor, ctype)} * {x}"
 
 
-def _clamp(args: list[str], ctype: str, bounds: tuple) -> str:
+def _clamp(args: list[str], ctype: str, bounds: tuple[Any, ...]) -> str:
     x = args[0]
     low, high = bounds
     if low is not None:
@@ -90,7 +91,7 @@ def _clamp(args: list[str], ctype: str, bounds: tuple) -> str:
     return x
 
 
-def _bounds(args: list[str], ctype: str, params: tuple) -> tuple:
+def _bounds(args: list[str], ctype: str, params: tuple[Any, ...]) -> tuple[Any, ...]:
     """clamp's bounds: scalars in params, tensors as extra args (None where absent)."""
     lo, hi = params
     rest = iter(args[1:])
@@ -99,7 +100,7 @@ def _bounds(args: list[str], ctype: str, params: tuple) -> tuple:
     return low, high
 
 
-def _pow(args: list[str], ctype: str, params: tuple) -> str:
+def _pow(args: list[str], ctype: str, params: tuple[Any, ...]) -> str:
     x = args[0]
     if not params:
         return f"{_fn('pow', ctype)}({x}, {args[1]})"
@@ -117,7 +118,7 @@ def _pow(args: list[str], ctype: str, params: tuple) -> str:
     return f"{_fn('pow', ctype)}({x}, {literal(e, ctype)})"
 
 
-def _gelu(args: list[str], ctype: str, params: tuple) -> str:
+def _gelu(args: list[str], ctype: str, params: tuple[Any, ...]) -> str:
     x = args[0]
     if params and params[0] == "tanh":
         inner = f"{literal(math.sqrt(2 / math.pi), ctype)} * ({x} + {literal(0.044715, ctype)} * {x} * {x} * {x})"
@@ -128,24 +129,24 @@ def _gelu(args: list[str], ctype: str, params: tuple) -> str:
     )
 
 
-def _elu(args: list[str], ctype: str, params: tuple) -> str:
+def _elu(args: list[str], ctype: str, params: tuple[Any, ...]) -> str:
     alpha, scale, input_scale = params
     x = args[0]
     negative = _scale(f"{_fn('expm1', ctype)}({_scale(x, input_scale, ctype)})", alpha * scale, ctype)
     return f"({x} > 0 ? {_scale(x, scale, ctype)} : {negative})"
 
 
-def _maximum(args: list[str], ctype: str, params: tuple) -> str:
+def _maximum(args: list[str], ctype: str, params: tuple[Any, ...]) -> str:
     a, b = args
     return f"(({a} > {b} || {a} != {a}) ? {a} : {b})"
 
 
-def _minimum(args: list[str], ctype: str, params: tuple) -> str:
+def _minimum(args: list[str], ctype: str, params: tuple[Any, ...]) -> str:
     a, b = args
     return f"(({a} < {b} || {a} != {a}) ? {a} : {b})"
 
 
-def _div(args: list[str], ctype: str, params: tuple) -> str:
+def _div(args: list[str], ctype: str, params: tuple[Any, ...]) -> str:
     mode = params[0] if params else None
     if mode is None:
         return f"({args[0]} / {args[1]})"
@@ -154,7 +155,7 @@ def _div(args: list[str], ctype: str, params: tuple) -> str:
     return f"{_fn('floor' if mode == 'floor' else 'trunc', ctype)}({args[0]} / {args[1]})"
 
 
-_OPS: dict[str, Callable[[list[str], str, tuple], str]] = {
+_OPS: dict[str, Callable[[list[str], str, tuple[Any, ...]], str]] = {
     "identity": lambda a, t, p: a[0],
     "cast": lambda a, t, p: f"(({t})({a[0]}))",
     "add": lambda a, t, p: f"({a[0]} + {_scale(a[1], p[0] if p else 1, t)})",

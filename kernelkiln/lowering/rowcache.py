@@ -13,6 +13,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.graph import Constant, Index, Node, Pointwise, Reduce, View, linear
@@ -40,7 +41,7 @@ class Signer:
     def __init__(self, buffers: dict[int, str], scalars: set[int]):
         self.buffers, self.scalars = buffers, scalars
         self.memo: dict[tuple[int, Index], int] = {}
-        self.numbers: dict[tuple, int] = {}
+        self.numbers: dict[tuple[Any, ...], int] = {}
 
     def __call__(self, node: Node, idx: Index) -> int:
         key = (id(node), idx)
@@ -48,7 +49,7 @@ class Signer:
             self.memo[key] = self.numbers.setdefault(self._sign(node, idx), len(self.numbers))
         return self.memo[key]
 
-    def _sign(self, node: Node, idx: Index) -> tuple:
+    def _sign(self, node: Node, idx: Index) -> tuple[Any, ...]:
         if id(node) in self.scalars:
             return ("scalar", id(node))
         if isinstance(node, Constant):
@@ -102,7 +103,8 @@ class RowCache:
         step = self.steps.index(id(root))
 
         def cached(node: Node, idx: Index) -> str | None:
-            s = self.slots.get(self.signature(node, idx))
+            sig = self.signature(node, idx)
+            s = self.slots.get(sig) if sig is not None else None
             return f"{s.name}[{self.position}]" if s is not None and s.step < step else None
 
         return cached
@@ -111,7 +113,8 @@ class RowCache:
         """The stores of the values the pass of ``root`` computes for later passes (after ``body``'s statements)."""
         step, lines, done = self.steps.index(id(root)), [], set()
         for (n, idx), value in body.memo.items():
-            s = self.slots.get(self.signature(self.nodes[n], idx)) if n in self.nodes else None
+            sig = self.signature(self.nodes[n], idx) if n in self.nodes else None
+            s = self.slots.get(sig) if sig is not None else None
             if s is not None and s.step == step and s.name not in done:
                 done.add(s.name)
                 lines.append(f"{s.name}[{self.position}] = {value};")

@@ -13,6 +13,7 @@ elementwise ops: bias, activation, scaling) join it as its epilogue.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from kernelkiln.lowering.graph import (
     Constant,
@@ -79,7 +80,8 @@ def _epilogue(n: Node, mm: Matmul) -> bool:
     reshapes of ``mm`` (a convolution's product is read as (N, C, H, W))."""
     if not isinstance(n, Pointwise) or n.numel != mm.numel:
         return False
-    stack, seen = [n], set()
+    stack: list[Node] = [n]
+    seen: set[int] = set()
     while stack:
         x = stack.pop()
         if id(x) in seen or x is mm:
@@ -145,12 +147,19 @@ def plan(graph: Graph, solo: set[int], temp_prefix: str = "tmp") -> Plan:
             continue
         reads = _reads(n, stored)
         if current is not None and current.kind == "gemm":
-            if id(n) not in solo and _epilogue(n, current.node) and not any(id(w) in reads for w in current.writes):
+            if (
+                id(n) not in solo
+                and _epilogue(n, cast(Matmul, current.node))
+                and not any(id(w) in reads for w in current.writes)
+            ):
                 current.writes.append(n)
                 continue
             current = None
         if current is not None and id(n) not in solo and _joins(current, n, reads, solo):
-            (current.reductions if isinstance(n, Reduce) else current.writes).append(n)
+            if isinstance(n, Reduce):
+                current.reductions.append(n)
+            else:
+                current.writes.append(n)
             continue
         current = None
         if isinstance(n, Reduce) and _rowable(n):

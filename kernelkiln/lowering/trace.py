@@ -53,11 +53,11 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
     for x in inputs:
         if not isinstance(x, torch.Tensor):
             raise Unsupported(f"forward takes a {type(x).__name__}, not only tensors")
-    named = dict(model.named_parameters())
+    named: dict[str, torch.Tensor] = dict(model.named_parameters())
     named.update(model.named_buffers())
     names = list(named)
 
-    def run(*flat):
+    def run(*flat: torch.Tensor) -> Any:
         state = dict(zip(names, flat[: len(names)], strict=True))
         return functional_call(model, state, tuple(flat[len(names) :]))
 
@@ -65,7 +65,8 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
     try:
         with torch.no_grad():
             gm = make_fx(
-                functionalize(run, remove="mutations_and_views"), decomposition_table=core_aten_decompositions()
+                functionalize(run, remove="mutations_and_views"),
+                decomposition_table=core_aten_decompositions(),  # type: ignore[arg-type]  # a Mapping at run time
             )(*flat)
     except Unsupported:
         raise
@@ -128,7 +129,7 @@ def _handler_name(fx: Any) -> str:
     return name
 
 
-def _call(fx: Any, env: dict, placeholders: list) -> Any:
+def _call(fx: Any, env: dict[Any, Any], placeholders: list[Any]) -> Any:
     name = op_name(fx.target)
 
     def value(a: Any) -> Any:

@@ -9,6 +9,7 @@ dimension only and the innermost loop stays contiguous.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from kernelkiln.lowering.graph import Index, Node, Unsupported, View, contiguous_strides
 
@@ -77,7 +78,7 @@ def reshape(base: Node, shape: tuple[int, ...]) -> Node:
     return View(shape, base.ctype, base=base, where=where, kind="reshape")
 
 
-def _linear_map(old: tuple[int, ...], new: tuple[int, ...]):
+def _linear_map(old: tuple[int, ...], new: tuple[int, ...]) -> Callable[[Index], Index]:
     new_strides, old_strides = contiguous_strides(new), contiguous_strides(old)
 
     def where(idx: Index) -> Index:

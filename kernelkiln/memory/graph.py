@@ -9,7 +9,7 @@ d(v) = w_self·r_v + w_succ·γ·Σ_{u∈succ(v)} d(u).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from kernelkiln.memory.config import GraphConfig
 
@@ -17,12 +17,22 @@ from kernelkiln.memory.config import GraphConfig
 class Node(Protocol):
     """What the graph reads of an attempt (an ``Attempt`` or a store ``GraphNode``)."""
 
-    id: str
-    parent_id: str | None
-    verdict: str
-    speedup: float | None
-    created_at: float
-
+    @property
+    def id(self) -> str: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def speedup(self) -> float | None: ...
+    @property
+    def created_at(self) -> float: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def lens(self) -> str | None: ...
+    @property
+    def summary(self) -> str: ...
     @property
     def correct(self) -> bool: ...
 
@@ -59,7 +69,7 @@ class ExperienceGraph:
             ancestor = self.parent(ancestor.id)
         if ancestor is None or not _succeeded(ancestor):
             return 1.0
-        return node.speedup / ancestor.speedup
+        return cast(float, node.speedup) / cast(float, ancestor.speedup)  # both succeeded: speedups set
 
     def scores(self) -> dict[str, float]:
         """d(v) for every node, computed leaves first."""

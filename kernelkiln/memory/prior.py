@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import cast
 
 from kernelkiln.memory.config import TransferConfig
 from kernelkiln.memory.signature import distance
@@ -105,7 +106,7 @@ def rank_trials(figures: list[tuple[K.Settings, float | None]]) -> list[Trial]:
 
 
 def _measured(outcome: Outcome) -> bool:
-    return outcome.verdict != "REJECT" and bool(outcome.speedup) and outcome.speedup > 0
+    return outcome.verdict != "REJECT" and outcome.speedup is not None and outcome.speedup > 0
 
 
 def _outcomes(outcomes: list[Outcome]) -> list[tuple[K.Settings, bool | None, float | None]]:
@@ -118,7 +119,7 @@ def _outcomes(outcomes: list[Outcome]) -> list[tuple[K.Settings, bool | None, fl
 
 def _best(outcomes: list[Outcome]) -> Outcome | None:
     keeps = [o for o in outcomes if o.verdict == "KEEP" and o.speedup and o.case.knobs]
-    return max(keeps, key=lambda o: o.speedup, default=None)
+    return max(keeps, key=lambda o: cast(float, o.speedup), default=None)
 
 
 def build(store: Store, mine: Signature, run_id: str | None, config: TransferConfig) -> Prior:

@@ -12,8 +12,11 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from sqlalchemy.engine import Connection
+
 from kernelkiln.memory.config import GraphConfig, RetrievalConfig
 from kernelkiln.memory.graph import ExperienceGraph
+from kernelkiln.store.attempts import GraphNode
 from kernelkiln.store.records import Experience
 from kernelkiln.store.search import search_experiences
 from kernelkiln.store.store import Store
@@ -91,7 +94,7 @@ class Retriever:
         ranked.sort(key=lambda r: (-r.score, -r.relevance, r.experience.id))
         return ranked[:limit]
 
-    def _graph_scores(self, conn, experiences: list[Experience]) -> dict[str, float]:
+    def _graph_scores(self, conn: Connection, experiences: list[Experience]) -> dict[str, float]:
         sources = sorted({e.source_attempt_id for e in experiences if e.source_attempt_id})
         if not sources:
             return {}
@@ -99,7 +102,7 @@ class Retriever:
         with self._graphs_lock:
             stale = [task for task, n in sizes.items() if self._graphs.get(task, (-1, {}))[0] != n]
             if stale:
-                by_task: dict[str, list] = {}
+                by_task: dict[str, list[GraphNode]] = {}
                 for node in self.store.attempts.graph_nodes_of_tasks(conn, stale):
                     by_task.setdefault(node.task_id, []).append(node)
                 for task, nodes in by_task.items():

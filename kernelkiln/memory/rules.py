@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterable
+from typing import cast
 
 from sqlalchemy.engine import Connection
 
@@ -109,13 +110,14 @@ class Consolidator:
         """``count`` rules drawn at random from every stored experience (seeded by the stage count), within budget."""
         pool = sorted(e.id for e in self.store.experiences.list(conn, kind="experience"))
         random.Random(self.store.stages.last_id(conn)).shuffle(pool)
-        chosen, used = [], 0
+        chosen: list[str] = []
+        used = 0
         for exp_id in pool:
             if len(chosen) >= count:
                 break
             rule = rules.get(exp_id)
             if rule is None:
-                exp = self.store.experiences.get(conn, exp_id)
+                exp = cast(Experience, self.store.experiences.get(conn, exp_id))  # drawn from the stored ones
                 text = distill(exp, self.config.rule_chars)
                 rule = rules[exp_id] = self.store.rules.upsert(
                     conn, Rule(id=exp_id, text=text, tokens=self.tokens(text))

@@ -10,8 +10,23 @@ experience's stage-deduplicated retrieval count; Q stays within [−η, 1].
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
+
+from sqlalchemy.engine import Connection
 
 from kernelkiln.memory.config import ValueConfig
+from kernelkiln.store.store import Store
+
+
+class StageFeedback(Protocol):
+    """What a stage's value update reads of a closed stage (a ``StageOutcome``)."""
+
+    @property
+    def score(self) -> float: ...
+    @property
+    def retrieved(self) -> frozenset[str]: ...
+    @property
+    def adopted(self) -> frozenset[str]: ...
 
 
 def correctness_score(passed: bool, eta: float) -> float:
@@ -54,7 +69,7 @@ def updated_value(q: float, feedback: float, n: int, config: ValueConfig) -> flo
     return min(1.0, max(-config.eta, q))
 
 
-def apply_stage_values(conn, store, outcome, config: ValueConfig) -> dict[str, float]:
+def apply_stage_values(conn: Connection, store: Store, outcome: StageFeedback, config: ValueConfig) -> dict[str, float]:
     """Write one closed stage's feedback into the store; returns the new Q per experience.
 
     Locks the experiences' rows first, so concurrent writers never lose an update. Each
@@ -67,7 +82,7 @@ def apply_stage_values(conn, store, outcome, config: ValueConfig) -> dict[str, f
     experiences = store.experiences.get_many(conn, list(feedback), for_update=True)
     experiences = {eid: e for eid, e in experiences.items() if eid in outcome.adopted or not e.resident}
     tasks = store.adoptions.distinct_tasks(conn, list(experiences))
-    values = {}
+    values: dict[str, float] = {}
     for eid, exp in experiences.items():
         n = exp.retrievals + 1
         values[eid] = updated_value(exp.q, feedback[eid], n, config)

@@ -123,7 +123,7 @@ def build(
     held: dict[str, bool] = {}  # the compiler's isolation, once it ran
     notes: dict[str, str] = {}
 
-    def failed(message: str, log: str = "", diagnostics: tuple[Diagnostic, ...] = ()):
+    def failed(message: str, log: str = "", diagnostics: tuple[Diagnostic, ...] = ()) -> BuildResult:
         diagnostics = diagnostics or (Diagnostic("error", message),)
         return BuildResult(
             ok=False,

@@ -135,7 +135,7 @@ class NativeLibrary:
         return str(self.result.path)
 
     def __getattr__(self, name: str) -> NativeFunction:
-        functions = self.__dict__.get("_functions", {})
+        functions: dict[str, NativeFunction] = self.__dict__.get("_functions", {})
         if name in functions:
             return functions[name]
         raise AttributeError(

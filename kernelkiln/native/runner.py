@@ -171,7 +171,7 @@ def run_confined(
     return RunOutcome(None if timed_out else proc.returncode, output, timed_out, report)
 
 
-def _wait(proc: subprocess.Popen, timeout: float) -> bool:
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Wait for ``proc`` to exit (True) or ``timeout`` to pass (False). Popen.wait(timeout)
     polls with sleeps that double up to 50 ms, which made every build end up to 50 ms late."""
     try:

@@ -8,7 +8,7 @@ torch_npu) is one more small file written against ``torch.accelerator`` and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,11 @@ class Platform(Protocol):
     def flush_bytes(self) -> int:
         """Bytes of distinct data that push a kernel's inputs out of the caches (2x the last level)."""
 
-    def elapsed(self, start: object, end: object) -> float:
+    # Any: a marker is opaque, and each platform takes back only what its own marker() returned.
+    def elapsed(self, start: Any, end: Any) -> float:
         """Seconds between two markers taken by ``marker()``, after synchronizing."""
 
-    def marker(self) -> object:
+    def marker(self) -> Any:
         """A point in the device's timeline (a clock reading on CPU, a recorded event on a GPU)."""
 
     def peaks(self, cores: int | None = None) -> Peaks:

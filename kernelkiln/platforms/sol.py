@@ -10,6 +10,7 @@ peaks) is suspect.
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 from kernelkiln.platforms.base import Peaks
 
@@ -37,5 +38,5 @@ def sol_fraction(bound_s: float | None, measured_s: float | None) -> float | Non
     return bound_s / measured_s
 
 
-def _known(value: float | None) -> bool:
+def _known(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value) and value > 0

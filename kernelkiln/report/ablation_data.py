@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from kernelkiln.report.format import fmt_tokens, fmt_x
 
@@ -37,7 +37,8 @@ class Cell:
         if not isinstance(raw, dict) or not _number(raw.get("mean")):
             return None
         ci = raw.get("ci95")
-        k = raw.get("k") if isinstance(raw.get("k"), int) else 1
+        raw_k = raw.get("k")
+        k = raw_k if isinstance(raw_k, int) else 1
         if k < 2 or not (isinstance(ci, list) and len(ci) == 2 and all(map(_number, ci))):
             return cls(float(raw["mean"]), None, None, k)
         return cls(float(raw["mean"]), float(ci[0]), float(ci[1]), k)
@@ -103,8 +104,18 @@ def parse(folder: Path, data: dict[str, Any]) -> Ablation:
     )
 
 
+class _Common(TypedDict):
+    """The fields every study has."""
+
+    name: str
+    question: str
+    metric: str
+    reference: str
+    seconds: float
+
+
 def _study(name: str, raw: dict[str, Any]) -> Study:
-    common = {
+    common: _Common = {
         "name": name,
         "question": str(raw.get("question", "")),
         "metric": str(raw.get("metric", "speedup")),
@@ -205,9 +216,10 @@ def ratio(cell: Cell | None, figure: str) -> Shown:
 
 def tone(cell: Cell | None, figure: str) -> str:
     """``better`` or ``worse`` when the ratio's interval lies wholly on that side of 1, else ``""``."""
-    if cell is None or cell.interval is None or cell.low <= 1 <= cell.high:
+    interval = cell.interval if cell is not None else None
+    if interval is None or interval[0] <= 1 <= interval[1]:
         return ""
-    above = cell.low > 1
+    above = interval[0] > 1
     return "better" if above != (figure in FEWER_IS_BETTER) else "worse"
 
 
@@ -236,7 +248,8 @@ def _shown(cell: Cell | None, fmt: Callable[[float], str]) -> Shown:
     if cell is None:
         return Shown("—")
     bound = (lambda v: fmt(v).removesuffix("x")) if fmt is fmt_x else fmt  # 1.23x [1.05, 1.44]
-    return Shown(fmt(cell.mean), f"[{bound(cell.low)}, {bound(cell.high)}]" if cell.interval else "")
+    interval = cell.interval
+    return Shown(fmt(cell.mean), f"[{bound(interval[0])}, {bound(interval[1])}]" if interval else "")
 
 
 def _number(value: Any) -> bool:

@@ -6,7 +6,7 @@ Inline SVG like the run report's (``svg.py``): no scripts; hover a point for its
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kernelkiln.report.ablation_data import SPEED, Arm, Cell, Study, fmt_evals, ratio, tone
 from kernelkiln.report.format import fmt_pct
@@ -23,7 +23,7 @@ RANGE = (1 / 20, 20.0)  # the widest ratio axis; whiskers beyond it are cut at i
 def forest(study: Study) -> str:
     """Each non-reference arm's ratio to the reference per figure: a point, its 95% interval as a whisker."""
     arms = [a for a in study.arms if a.ratio is not None]
-    cells = [c for a in arms for c in a.ratio.values() if c is not None]
+    cells = [c for a in arms if a.ratio is not None for c in a.ratio.values() if c is not None]
     low, high = _ratio_range(cells)
     label_w = CHAR_W * max(len(s) for s in ROW_LABELS.values()) + 16
     left, right, top, row_h = label_w, WIDTH - 16, 12, 20
@@ -53,17 +53,16 @@ def forest(study: Study) -> str:
     return svg(WIDTH, base + 56, body, f"{study.name}: each arm over {study.reference}, 95% intervals")
 
 
-def _whisker(arm: Arm, figure: str, x, y: float, middle: float) -> str:
-    cell = arm.ratio.get(figure)
+def _whisker(arm: Arm, figure: str, x: Callable[[float], float], y: float, middle: float) -> str:
+    cell = arm.ratio.get(figure) if arm.ratio is not None else None
     if cell is None:
         return text(middle, y + 4, "no figure", "middle", 'fill="#888"')
     colour = TONE_COLOURS[tone(cell, figure)]
     line = text(x(cell.mean) + 8, y + 4, f"k = {cell.k}, no interval", extra='fill="#888"')
     if cell.interval is not None:
-        lo, hi = x(cell.low), x(cell.high)
-        caps = "".join(
-            f"M{end:.1f},{y - 4:.1f}v8" for end, v in ((lo, cell.low), (hi, cell.high)) if RANGE[0] < v < RANGE[1]
-        )
+        low, high = cell.interval
+        lo, hi = x(low), x(high)
+        caps = "".join(f"M{end:.1f},{y - 4:.1f}v8" for end, v in ((lo, low), (hi, high)) if RANGE[0] < v < RANGE[1])
         line = f'<path class="ci" d="M{lo:.1f},{y:.1f}H{hi:.1f}{caps}" stroke="{colour}" stroke-width="1.5"/>'
     tip = f"{arm.label}, {SPEED[figure]}: {ratio(cell, figure)} over the reference (k = {cell.k})"
     return f'<g><title>{esc(tip)}</title>{line}<circle cx="{x(cell.mean):.1f}" cy="{y:.1f}" r="4" fill="{colour}"/></g>'
@@ -75,7 +74,7 @@ def _ratio_range(cells: Sequence[Cell]) -> tuple[float, float]:
     return min(low, 0.8), max(high, 1.25)
 
 
-def _ratio_ticks(low: float, high: float, x) -> list[float]:
+def _ratio_ticks(low: float, high: float, x: Callable[[float], float]) -> list[float]:
     """Round ratios in ``[low, high]``, at least 40 px apart, 1 always among them."""
     candidates = [
         m * 10**e

@@ -14,7 +14,7 @@ from kernelkiln.memory.rules import priority
 from kernelkiln.orchestrator.results import VERDICTS, incumbent, task_summary
 from kernelkiln.report.sources import bench_sol, read_run_json, sibling_store_url
 from kernelkiln.stats import geomean
-from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Run
+from kernelkiln.store.records import Attempt, Confirmation, Experience, NoCandidate, Run
 from kernelkiln.store.store import Store, open_store
 
 
@@ -337,7 +337,9 @@ def path_to(attempts: list[Attempt], best: Attempt | None) -> tuple[str, ...]:
     return tuple(reversed(path))
 
 
-def memory_growth(start: float, attempts: list[Attempt], experiences) -> tuple[tuple[tuple[float, int], ...], int]:
+def memory_growth(
+    start: float, attempts: list[Attempt], experiences: list[Experience]
+) -> tuple[tuple[tuple[float, int], ...], int]:
     """Experiences in the store over the run: ``((seconds since start, count), …)`` and the count before it.
 
     The run's window ends at its last attempt, or later when an experience distilled from one of its

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import cast
 
 from kernelkiln.report.data import Point
 from kernelkiln.report.format import fmt_x
@@ -60,7 +61,7 @@ def log_ticks(low: float, high: float) -> list[float]:
 def log_floor(value: float) -> float:
     """The largest 1-2-5 value at or below ``value``."""
     exp = math.floor(math.log10(value))
-    return next((m * 10**exp for m in (5, 2) if m * 10**exp <= value), 10**exp)
+    return cast(float, next((m * 10**exp for m in (5, 2) if m * 10**exp <= value), 10**exp))
 
 
 def tick_label(value: float) -> str:
@@ -76,8 +77,8 @@ def hbars(
     unit: str,
     ref: float | None = None,
     ref_label: str = "",
-    fmt=fmt_x,
-    tick_fmt=None,
+    fmt: Callable[[float], str] = fmt_x,
+    tick_fmt: Callable[[float], str] | None = None,
     title: str,
     width: int = 760,
 ) -> str:
@@ -281,7 +282,9 @@ def trajectory(points: Sequence[Point], agents: Sequence[str], title: str, width
 
 def _draft_lines(points: Sequence[Point], xs: XScale, top: float, bottom: float) -> list[str]:
     """A dotted vertical line where an agent starts drafting, labelled with the agent."""
-    out, drafting, last_label = [], {}, -1e9
+    out: list[str] = []
+    drafting: dict[str, bool] = {}
+    last_label = -1e9
     for p in points:
         if p.drafting and not drafting.get(p.agent):
             x = xs(p.index) - 0.5 * (xs(2) - xs(1) if xs.count > 1 else 0)

@@ -83,7 +83,7 @@ class Attempts:
             Outcome(r.id, r.task_id, r.run_id, r.verdict, r.speedup, Case.model_validate_json(r.case)) for r in rows
         ]
 
-    def _graph_nodes(self, conn: Connection, condition) -> list[GraphNode]:
+    def _graph_nodes(self, conn: Connection, condition: sa.ColumnElement[bool]) -> list[GraphNode]:
         columns = [
             _t.c.id,
             _t.c.task_id,

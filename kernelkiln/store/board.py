@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 
 from kernelkiln.store import schema
 from kernelkiln.store.records import BoardEntry
-from kernelkiln.store.rows import from_row, to_row
+from kernelkiln.store.rows import from_row, inserted_id, to_row
 
 _t = schema.board
 _BOARD_LOCK = 0x626F6172  # "boar": the namespace of per-task board locks on PostgreSQL
@@ -26,7 +26,7 @@ class BoardEntries:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:ns, :key)"), {"ns": _BOARD_LOCK, "key": key})
         result = conn.execute(_t.insert().values(to_row(entry, _t, skip=("id",))))
         self.trim(conn, entry.task_id, horizon)
-        return entry.model_copy(update={"id": result.inserted_primary_key[0]})
+        return entry.model_copy(update={"id": inserted_id(result)})
 
     def trim(self, conn: Connection, task_id: str, horizon: int) -> int:
         """Delete the task's entries older than its last ``horizon``; returns how many."""

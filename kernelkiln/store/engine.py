@@ -8,9 +8,11 @@ and "database is locked" errors). PostgreSQL: writers lock the rows they update
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.engine import URL, Engine
+from sqlalchemy.engine import URL, Connection, Engine
 
 WRITE_OPTION = "kiln_write"
 # Every agent thread of a run reads memory each turn; on a cluster a driver runs dozens of agents.
@@ -35,7 +37,7 @@ def _sqlite_engine(url: URL, busy_timeout_s: float, readonly: bool) -> Engine:
     engine = sa.create_engine(url, connect_args=args, **_POOL)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record) -> None:
+    def _on_connect(dbapi_connection: Any, _record: object) -> None:
         # Let SQLAlchemy's "begin" event below emit BEGIN itself.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -47,7 +49,7 @@ def _sqlite_engine(url: URL, busy_timeout_s: float, readonly: bool) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn) -> None:
+    def _on_begin(conn: Connection) -> None:
         mode = "IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "DEFERRED"
         conn.exec_driver_sql(f"BEGIN {mode}")
 

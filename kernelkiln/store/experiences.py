@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import time
 from typing import Any
 
@@ -75,7 +76,9 @@ class Experiences:
             query = query.limit(limit)
         return [from_row(Experience, r) for r in conn.execute(query)]
 
-    def consolidation_candidates(self, conn: Connection, min_adoptions: int, min_tasks: int) -> list[Experience]:
+    def consolidation_candidates(
+        self, conn: Connection, min_adoptions: int, min_tasks: int
+    ) -> builtins.list[Experience]:
         """Experiences eligible for residency: Q > 0, enough adoptions over enough tasks."""
         query = sa.select(*_COLUMNS).where(
             _t.c.kind == "experience",
@@ -92,7 +95,7 @@ class Experiences:
             query = query.where(_t.c.kind == kind)
         return conn.execute(query).scalar_one()
 
-    def delete(self, conn: Connection, ids: list[str]) -> int:
+    def delete(self, conn: Connection, ids: builtins.list[str]) -> int:
         """Delete experiences by id; returns how many went."""
         if not ids:
             return 0

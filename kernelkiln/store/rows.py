@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from pydantic import BaseModel
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, CursorResult
 
 JSON_FIELDS = frozenset({"config", "state", "meta", "case", "measurements", "conditions", "knobs"})
 
@@ -35,12 +37,18 @@ def from_row(model: type[R], row: Any) -> R:
     return model.model_validate(data)
 
 
-def insert_ignore(conn, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+def inserted_id(result: CursorResult[Any]) -> int:
+    """The primary key an ``INSERT`` of one row assigned (SQLAlchemy types it optional: only inserts have one)."""
+    key = result.inserted_primary_key
+    assert key is not None
+    return cast(int, key[0])
+
+
+def insert_ignore(conn: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
     """Insert ``rows``, skipping any whose key is already stored (also when another writer races us)."""
     if not rows:
         return
     if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
+        conn.execute(postgresql.insert(table).on_conflict_do_nothing(), rows)
     else:
-        from sqlalchemy.dialects.sqlite import insert
-    conn.execute(insert(table).on_conflict_do_nothing(), rows)
+        conn.execute(sqlite.insert(table).on_conflict_do_nothing(), rows)

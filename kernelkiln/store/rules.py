@@ -37,6 +37,6 @@ class Rules:
             query = query.where(_t.c.resident == resident)
         return [from_row(Rule, r) for r in conn.execute(query)]
 
-    def update(self, conn: Connection, rule_id: str, **values) -> None:
+    def update(self, conn: Connection, rule_id: str, **values: object) -> None:
         """Set columns of one rule."""
         conn.execute(_t.update().where(_t.c.id == rule_id).values(updated_at=time.time(), **values))

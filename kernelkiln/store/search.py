@@ -114,7 +114,7 @@ def search_experiences(
     if not terms:
         return []
     where = ["e.kind IN :kinds"]
-    params: dict = {"kinds": list(kinds), "limit": limit}
+    params: dict[str, object] = {"kinds": list(kinds), "limit": limit}
     for name, value in (("platform", platform), ("op_family", op_family), ("stage", stage)):
         if value is not None:
             where.append(f"(e.{name} IS NULL OR e.{name} = :{name})")

@@ -7,7 +7,7 @@ from sqlalchemy.engine import Connection
 
 from kernelkiln.store import schema
 from kernelkiln.store.records import StageRecord
-from kernelkiln.store.rows import from_row, to_row
+from kernelkiln.store.rows import from_row, inserted_id, to_row
 
 _t = schema.stages
 
@@ -18,7 +18,7 @@ class Stages:
     def add(self, conn: Connection, stage: StageRecord) -> StageRecord:
         """Record a closed stage; returns it with its id."""
         result = conn.execute(_t.insert().values(to_row(stage, _t, skip=("id",))))
-        return stage.model_copy(update={"id": result.inserted_primary_key[0]})
+        return stage.model_copy(update={"id": inserted_id(result)})
 
     def last_id(self, conn: Connection) -> int:
         """The id of the latest stage (0 if none): experiences born now count stages after it."""

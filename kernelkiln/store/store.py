@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import OperationalError
@@ -87,7 +88,8 @@ class Store:
             except OperationalError as exc:
                 problems.append(f"full-text index: {exc.orig}")
             unindexed = conn.exec_driver_sql(
-                "SELECT count(*) FROM experiences e LEFT JOIN experiences_fts f ON f.rowid = e.seq WHERE f.rowid IS NULL"
+                "SELECT count(*) FROM experiences e LEFT JOIN experiences_fts f ON f.rowid = e.seq"
+                " WHERE f.rowid IS NULL"
             ).scalar_one()
             indexed = conn.exec_driver_sql("SELECT count(*) FROM experiences_fts").scalar_one()
             stored = conn.exec_driver_sql("SELECT count(*) FROM experiences").scalar_one()
@@ -113,7 +115,7 @@ def open_store(
     """
     config = config or StoreConfig()
     resolved = resolve_store_url(url or config.url)
-    if readonly and resolved.get_backend_name() == "sqlite" and not Path(resolved.database).is_file():
+    if readonly and resolved.get_backend_name() == "sqlite" and not Path(cast(str, resolved.database)).is_file():
         raise UserError(f"cannot lend store sqlite:///{resolved.database}: no such file")
     engine = create_store_engine(resolved, config.busy_timeout_s, readonly)
     try:

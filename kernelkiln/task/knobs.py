@@ -12,7 +12,7 @@ import ast
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 Settings = dict[str, Any]
 # literal_eval raises TypeError for unhashable keys ({[1]: 2}) and the rest for deep or odd input.
@@ -89,7 +89,8 @@ def apply(source: str, settings: Settings) -> str:
             raise KnobError(f"knob {name!r} has no module-level assignment")
         rhs = node.value
         start = offsets[rhs.lineno - 1] + len(lines[rhs.lineno - 1].encode()[: rhs.col_offset].decode())
-        end = offsets[rhs.end_lineno - 1] + len(lines[rhs.end_lineno - 1].encode()[: rhs.end_col_offset].decode())
+        end_line = cast(int, rhs.end_lineno)  # parsed nodes carry their end
+        end = offsets[end_line - 1] + len(lines[end_line - 1].encode()[: rhs.end_col_offset].decode())
         edits.append((start, end, repr(value)))
     for start, end, text in sorted(edits, reverse=True):
         source = source[:start] + text + source[end:]

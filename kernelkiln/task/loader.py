@@ -57,7 +57,7 @@ def _metric(value: Any, sizes: dict[str, Any], what: str, where: str) -> float |
     raise UserError(f"{where}: KILN[{what!r}] must be a number or a function of the size variables")
 
 
-def _workloads(meta: dict, task: Task, tree: ast.Module, where: str) -> list[Workload]:
+def _workloads(meta: dict[str, Any], task: Task, tree: ast.Module, where: str) -> list[Workload]:
     """One per KILN workload (default: one at the file's own sizes), each run in its own module.
 
     A workload's sizes are read back from its module, so derived size variables show the
@@ -120,7 +120,7 @@ def _ops(raw: Any, key: str, where: str) -> tuple[str, ...] | None:
 
 
 def exec_module(
-    path: Path, source: str, name: str, before_exec: Callable[[dict], None] | None = None
+    path: Path, source: str, name: str, before_exec: Callable[[dict[str, Any]], None] | None = None
 ) -> types.ModuleType:
     """Execute ``source`` as a fresh module; errors become one-line UserErrors."""
     try:

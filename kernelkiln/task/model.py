@@ -151,7 +151,7 @@ class Task:
         with self.bound(workload) as module:
             args = list(module.get_init_inputs())
             torch.manual_seed(seed)
-            model = (cls or module.Model)(*args)
+            model: torch.nn.Module = (cls or module.Model)(*args)
         return model.eval()
 
     def reference_failure(self, workload: Workload, exc: BaseException) -> UserError:

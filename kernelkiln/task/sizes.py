@@ -65,7 +65,8 @@ def size_vars(tree: ast.Module, namespace: dict[str, Any]) -> dict[str, Any]:
 
 def roots(tree: ast.Module) -> set[str]:
     """Size names assigned only from literals (``N = 2048``, ``h, w = 32, 32``), not derived from other names."""
-    literal, derived = set(), set()
+    literal: set[str] = set()
+    derived: set[str] = set()
     for node in tree.body:
         value = getattr(node, "value", None)
         names = bound_names(node)

@@ -6,12 +6,13 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
 
-def kiln(*args: str, cwd: Path | str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def kiln(*args: str, cwd: Path | str | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``python -m kernelkiln ARGS`` in a subprocess; its exit code, stdout and stderr as text."""
     return subprocess.run(
         [sys.executable, "-m", "kernelkiln", *args],
@@ -39,6 +40,7 @@ def interrupt_at(args: list[str], line_prefix: str, timeout: float = 120, sig: i
         start_new_session=True,
         preexec_fn=_sigint_default,
     )
+    assert proc.stderr is not None  # stderr=PIPE
     seen = []
     for line in proc.stderr:
         seen.append(line)
@@ -55,7 +57,7 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def command_app(register) -> typer.Typer:
+def command_app(register: Callable[[typer.Typer], object]) -> typer.Typer:
     """A typer app holding one command module's commands (``register(app)``), for in-process CLI tests."""
     app = typer.Typer()
 

@@ -45,7 +45,8 @@ def _ray() -> str:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class LocalCluster:
@@ -60,7 +61,7 @@ class LocalCluster:
         self.temp = Path(tempfile.mkdtemp(prefix="kr-", dir="/tmp"))  # short: Ray's socket paths live under it
         self.env = {**os.environ, **_FAST_HEALTH, FAKE_KEY[0]: FAKE_KEY[1], AUTH_OFF[0]: AUTH_OFF[1]}
         self.env.pop("RAY_ADDRESS", None)
-        self.nodes: list[subprocess.Popen] = []
+        self.nodes: list[subprocess.Popen[bytes]] = []
 
     def start(self, nodes: int = 2) -> LocalCluster:
         self._spawn(
@@ -77,13 +78,13 @@ class LocalCluster:
             self.add_node()
         return self
 
-    def add_node(self) -> subprocess.Popen:
+    def add_node(self) -> subprocess.Popen[bytes]:
         """Another worker node; returns its process (kill it with ``kill``)."""
         self._spawn([f"--address={self.address}"])
         self.wait_for(len(self.nodes))
         return self.nodes[-1]
 
-    def kill(self, node: subprocess.Popen) -> None:
+    def kill(self, node: subprocess.Popen[bytes]) -> None:
         """The node dies at once: SIGKILL to its whole process group."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(node.pid, signal.SIGKILL)

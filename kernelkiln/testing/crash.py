@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from kernelkiln.guard.session import GuardSession
 from kernelkiln.memory import callbacks
@@ -23,6 +24,7 @@ from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.store import open_store
 from kernelkiln.store.attempts import Attempts
+from kernelkiln.store.store import Store
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.tasks import TASKS
 
@@ -44,7 +46,7 @@ def _kill_after(owner: object, name: str, nth: int) -> None:
     real = getattr(owner, name)
     calls = [0]
 
-    def wrapped(*args, **kwargs):
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
         result = real(*args, **kwargs)
         calls[0] += 1
         if calls[0] == nth:
@@ -56,10 +58,10 @@ def _kill_after(owner: object, name: str, nth: int) -> None:
 
 
 class _PrintRunId(Observer):
-    def __init__(self, store) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
-    def task_started(self, task_id, budget, done, agents) -> None:
+    def task_started(self, task_id: str, budget: int, done: int, agents: list[str]) -> None:
         with self.store.read() as conn:
             runs = self.store.runs.all(conn)
         print(runs[-1].id, flush=True)

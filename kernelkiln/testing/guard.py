@@ -7,7 +7,7 @@ from kernelkiln.guard import GuardConfig
 
 def fast_config(**overrides: object) -> GuardConfig:
     """A guard that checks fully but times briefly: for tests, not for figures."""
-    settings = dict(
+    settings: dict[str, object] = dict(
         threads=1,
         min_rounds=3,
         max_rounds=4,

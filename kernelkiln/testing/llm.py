@@ -175,7 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode(errors="replace")}
-        status, extra, payload = self.server.loopback.respond(self.path, dict(self.headers.items()), body, self.command)
+        loopback: LoopbackServer = self.server.loopback  # type: ignore[attr-defined]  # set by LoopbackServer
+        status, extra, payload = loopback.respond(self.path, dict(self.headers.items()), body, self.command)
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
         try:
             self.send_response(status)

@@ -28,7 +28,7 @@ def task_source(
     init_body: str = "",
     args: str = "",
     signature: str = "x",
-    kiln: dict | None = None,
+    kiln: dict[str, Any] | None = None,
     model: str | None = None,
 ) -> str:
     """A task file: ``Model`` (``init_body`` in ``__init__(self, args)``; ``forward(self, signature)`` returns

@@ -5,6 +5,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+from collections.abc import Sequence
+from typing import Any
 
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.store.records import Adoption, Attempt, Experience, Measurement, TaskRecord
@@ -38,7 +40,7 @@ def attempt(
     time_ms: float | None = None,
     parent: Attempt | str | None = None,
     agent: str = "",
-    **fields,
+    **fields: Any,
 ) -> Attempt:
     """An attempt with sensible defaults: speedup 1.0, or none for a REJECT or when only a time is given."""
     parent_id = parent.id if isinstance(parent, Attempt) else parent
@@ -58,7 +60,7 @@ def attempt(
 
 
 def result(
-    att: Attempt, adopted: list[str] = (), unadopted: list[str] = (), task: TaskRecord | None = None
+    att: Attempt, adopted: Sequence[str] = (), unadopted: Sequence[str] = (), task: TaskRecord | None = None
 ) -> AttemptResult:
     """An AttemptResult whose agent adopted ``adopted`` and passed over ``unadopted`` (on a task without tags)."""
     records = [

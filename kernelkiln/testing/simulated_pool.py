@@ -12,6 +12,7 @@ import hashlib
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.verdict import Verdict, WorkloadResult
@@ -38,7 +39,7 @@ def simulated_speedup(code: str) -> float:
 
 
 def simulated_verdict(
-    workloads: list, source: str, incumbent: str | None, timed: bool, device: str, seconds: float
+    workloads: list[str], source: str, incumbent: str | None, timed: bool, device: str, seconds: float
 ) -> Verdict:
     """The verdict a simulated device gives ``source``: KEEP, ACCEPT or REVERT against ``incumbent``."""
     speedup = simulated_speedup(source)
@@ -79,18 +80,18 @@ class SimulatedActor:
         self.name = f"sim/{node[:8]}#{index}"
         self.log: list[tuple[float, float]] = []  # (start, end) of each evaluation, time.time()
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return self.info
 
     def evaluate(
         self,
-        shipment,
-        guard: dict,
+        shipment: object,
+        guard: dict[str, Any],
         code: str,
         incumbent: str | None = None,
         timed: bool = True,
         time_budget_s: float | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         start = time.time()
         time.sleep(self.duration_s)
         self.log.append((start, time.time()))

@@ -219,6 +219,7 @@ class Oracle:
         return self._run(inputs, refs)
 
     def _run(self, inputs: list[Any], refs: list[Any]) -> list[Any] | None:
+        assert self.double is not None  # set by the caller just before
         try:
             doubles = as_list(self.double(*[_to_double(x) for x in inputs]))
         except Exception as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import Any, cast
 
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.measurement.timing import Series, rse
@@ -57,15 +58,20 @@ def beyond_light(results: list[WorkloadResult], factor: float, peaks: Peaks) -> 
 
 
 def decide(
-    results: list[WorkloadResult], margin: float, has_incumbent: bool, sol_hack_factor: float, peaks: Peaks, **fields
+    results: list[WorkloadResult],
+    margin: float,
+    has_incumbent: bool,
+    sol_hack_factor: float,
+    peaks: Peaks,
+    **fields: Any,
 ) -> Verdict:
     """The verdict on a correct, timed candidate; ``fields`` go into it as they are."""
     impossible = beyond_light(results, sol_hack_factor, peaks)
     if impossible:
         return Verdict.reject("time", impossible, workloads=results, **fields)
     speedup = geomean([r.speedup for r in results])
-    vs_inc = geomean([r.speedup_vs_incumbent for r in results]) if has_incumbent else None
-    gain = math.log(vs_inc if vs_inc is not None else speedup)
+    vs_inc = geomean([cast(float, r.speedup_vs_incumbent) for r in results]) if has_incumbent else None
+    gain = math.log(vs_inc if vs_inc is not None else cast(float, speedup))  # results are not empty
     against = "the incumbent" if has_incumbent else "the reference"
     if gain > margin:
         decision, reason = "KEEP", f"faster than {against} by {math.exp(gain):.3f}x (noise band ±{margin:.1%})"

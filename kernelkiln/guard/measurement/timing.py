@@ -190,7 +190,7 @@ class Timer:
             wall_s=min(walls), cpu_s=min(cpus), jitter_s=1.4826 * statistics.median(abs(w - mid) for w in walls)
         )
 
-    def _request(self, role: str, message: dict) -> tuple[dict[str, Any], accounting.Delta, float]:
+    def _request(self, role: str, message: dict[str, Any]) -> tuple[dict[str, Any], accounting.Delta, float]:
         """Send one request to ``role``'s worker: its reply, and its accounting and wall time around it."""
         worker, pid = self.workers[role], self.workers[role].pid
         exact, before = False, None

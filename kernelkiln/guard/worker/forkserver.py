@@ -71,7 +71,8 @@ class ForkServer:
         with self.lock:
             _send(self.sock, pickle.dumps(request), fds)
             payload, _ = _recv(self.sock)
-        return json.loads(payload)
+        reply: dict[str, Any] = json.loads(payload)
+        return reply
 
     def alive(self) -> bool:
         return self.process.poll() is None

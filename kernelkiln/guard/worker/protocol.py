@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -60,7 +60,7 @@ def _unpack(obj: Any, blobs: list[bytes]) -> Any:
     return obj
 
 
-def _tensor(spec: dict, blobs: list[bytes]) -> torch.Tensor:
+def _tensor(spec: dict[str, Any], blobs: list[bytes]) -> torch.Tensor:
     try:
         dtype = _DTYPES[spec["dtype"]]
         shape = [int(s) for s in spec["shape"]]
@@ -108,4 +108,4 @@ def recv(conn: Connection, max_bytes: int = MAX_MESSAGE_BYTES) -> dict[str, Any]
             blobs.append(conn.recv_bytes(max_bytes))
         except OSError as exc:
             raise ProtocolError(f"oversized or broken message: {exc}") from None
-    return _unpack(body, blobs)
+    return cast(dict[str, Any], _unpack(body, blobs))  # body is a dict, so its unpacking is one

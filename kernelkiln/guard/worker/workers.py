@@ -34,7 +34,7 @@ class Worker:
         self,
         slot: int,
         task_path: str,
-        overrides: dict,
+        overrides: dict[str, Any],
         model_seed: int,
         config: GuardConfig,
         threads: int,
@@ -103,7 +103,10 @@ class Worker:
         self.build_notes.update(notes)
 
     def request(
-        self, message: dict | None, timeout: float, serve: Callable[[dict], dict] | None = None
+        self,
+        message: dict[str, Any] | None,
+        timeout: float,
+        serve: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Send ``message`` (None: just read) and wait for the reply, serving compile requests."""
         deadline = time.monotonic() + timeout

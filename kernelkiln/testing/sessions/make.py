@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kernelkiln.llm.messages import Message, ToolSpec
+from kernelkiln.llm.scripted import ScriptedClient
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
@@ -22,26 +24,26 @@ from kernelkiln.store import open_store
 from kernelkiln.task import knobs as K
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
-from kernelkiln.testing.llm import ScriptedClient, text_reply
+from kernelkiln.testing.llm import text_reply
 from kernelkiln.testing.sessions import SESSIONS
 from kernelkiln.testing.tasks import TASKS
 
 TINY = TASKS / "tiny_softmax.py"
 SEED = (CANDIDATES / "softmax_knobs.py").read_text()
 # The seed is REPEAT=4, -O2: each call hands in the next of the other settings.
-VARIANTS = [{"REPEAT": r, "FLAGS": f} for r, f in itertools.product([2, 1, 4], [["-O2"], ["-O1"]])
+VARIANTS: list[dict[str, Any]] = [{"REPEAT": r, "FLAGS": f} for r, f in itertools.product([2, 1, 4], [["-O2"], ["-O1"]])
             if (r, f) != (4, ["-O2"])]
 _EXPERIENCE = re.compile(r"\be-[0-9a-f]{16}\b")
 
 
-def submits(protocol: str = "tools") -> Callable[[list, list], Any]:
+def submits(protocol: str = "tools") -> Callable[[list[Message], list[ToolSpec]], Any]:
     """A scripted reply that hands in the next knob variant of the seed, adopting every experience shown.
 
     Thread-safe: the agents of a multi-agent run share it and never get the same variant.
     """
     lock, counter = threading.Lock(), itertools.count()
 
-    def reply(messages: list, tools: list) -> Any:
+    def reply(messages: list[Message], tools: list[ToolSpec]) -> Any:
         with lock:
             settings = VARIANTS[next(counter) % len(VARIANTS)]
         code = K.apply(SEED, settings)
