@@ -122,7 +122,7 @@ def _choices(fences: list[_Fence], shown: Sequence[str], problems: list[Problem]
         return () if not shown and not any(f.tag == "json" for f in fences) else None
     try:
         data = json.loads(block)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         problems.append(Problem("adoption JSON", f"the ```json block is not valid JSON ({exc.msg}, line {exc.lineno})"))
         return None
     records = _records(data)

@@ -63,8 +63,13 @@ class Study:
         """Each knob's option index for ``settings`` (a knob it lacks: the base's value); None when one does not fit."""
         if not settings:
             return None
-        params = {n: self._index[n].get(K.key({"v": settings.get(n, base.get(n))})) for n in self.options}
-        return None if None in params.values() else params
+        params: dict[str, int] = {}
+        for n in self.options:
+            index = self._index[n].get(K.key({"v": settings.get(n, base.get(n))}))
+            if index is None:
+                return None
+            params[n] = index
+        return params
 
     def ask(self) -> tuple[Any, K.Settings]:
         """A suggestion: the trial to tell, and its settings."""

@@ -181,8 +181,10 @@ def forbidden_ops(recorded: Iterable[str], forbidden: Iterable[str] | None, allo
     a forbidden name, or one of its group, is forbidden too. ``allowed`` names and their aliases
     are taken off first, so their groups stay allowed; plumbing is never added.
     """
-    explicit = forbidden is not None
-    base = {spelling(n) for n in (forbidden if explicit else recorded)} - (set() if explicit else PLUMBING)
+    if forbidden is not None:
+        base = {spelling(n) for n in forbidden}
+    else:
+        base = {spelling(n) for n in recorded} - PLUMBING
     spared = _aliases(_ops(spelling(a) for a in allowed))
     ops = _ops(base - spared)
     ops |= {op for group in GROUPS if group & ops for op in group}
@@ -190,7 +192,7 @@ def forbidden_ops(recorded: Iterable[str], forbidden: Iterable[str] | None, allo
     return frozenset((base | _aliases(ops - free)) - free - spared)
 
 
-def record(module: torch.nn.Module, inputs: list) -> set[str]:
+def record(module: torch.nn.Module, inputs: list[Any]) -> set[str]:
     """Run ``module`` once and return the ops it called."""
     return ops_of(record_calls(module, inputs))
 

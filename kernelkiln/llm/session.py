@@ -13,7 +13,7 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -22,7 +22,7 @@ from kernelkiln.llm.client import LLMError
 from kernelkiln.llm.config import LLMConfig
 from kernelkiln.llm.messages import Completion, Message, ToolSpec
 
-FORMAT = "kernelkiln-session"
+FORMAT: Final = "kernelkiln-session"
 VERSION = 1
 HEADER = "session.json"
 
@@ -112,7 +112,7 @@ def read_stream(directory: Path, task_id: str, agent: str) -> list[Exchange]:
     path = stream_path(directory, task_id, agent)
     if not path.exists():
         return []
-    exchanges = []
+    exchanges: list[Exchange] = []
     for line_no, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
             continue

@@ -7,6 +7,8 @@ so concurrent agents never see half an entry or lose one to a race.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernelkiln.memory.config import BoardConfig
 from kernelkiln.store.records import Attempt, BoardEntry, BoardKind
 from kernelkiln.store.store import Store
@@ -49,7 +51,7 @@ class Board:
             attempt_id=attempt_id,
         )
 
-    def post(self, task_id: str, kind: BoardKind, summary: str, reflection: str = "", **fields) -> BoardEntry:
+    def post(self, task_id: str, kind: BoardKind, summary: str, reflection: str = "", **fields: Any) -> BoardEntry:
         """Post a win or a trap; returns the stored entry."""
         entry = self.entry(task_id, kind, summary, reflection, **fields)
         with self.store.write() as conn:
