@@ -125,7 +125,8 @@ def main() -> None:
     print(
         json.dumps(out, indent=2)
         if args.json
-        else f"median evaluations to 95% of the run's best: {out['median_evaluations_to_95']}; re-proposals after three "
+        else f"median evaluations to 95% of the run's best: {out['median_evaluations_to_95']}; "
+        f"re-proposals after three "
         f"losses: {out['re_proposals_literal']} (literal rule), {out['re_proposals_kernelkiln']} (kernelkiln's)"
     )
 

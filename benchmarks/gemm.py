@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15, help="alternating rounds per shape (default 15)")
     parser.add_argument("--threads", type=int, default=None, help="the second thread count (default: the guard's)")
     args = parser.parse_args()
-    options, defaults = gemm_vocabulary()
+    _options, defaults = gemm_vocabulary()
     simd = sorted({"avx512f", "avx2", "fma", "avx"} & cpu_flags())
     counts = sorted({1, args.threads or default_threads()})
     rows = []

@@ -210,7 +210,10 @@ class _MatMul(torch.nn.Module):
 
 
 def _required(out: torch.Tensor, x: torch.Tensor, yardstick: Spread) -> tuple[float, float]:
-    """The smallest f for which ``out`` passes max(tolerance, f x ``yardstick``), elementwise and in L2 (0: the tolerance suffices)."""
+    """The smallest f for which ``out`` passes max(tolerance, f x ``yardstick``), elementwise and in L2.
+
+    0: the tolerance suffices.
+    """
     d = (out.double() - x).abs()
     over = d[d > ATOL + RTOL * x.abs()]
     elem = float(over.max()) / yardstick.largest if over.numel() else 0.0
@@ -221,7 +224,7 @@ def _required(out: torch.Tensor, x: torch.Tensor, yardstick: Spread) -> tuple[fl
 
 def _scale_needed(own: tuple[float, float], rounding: tuple[float, float]) -> float:
     """How much both factors would have to be scaled for the output to pass (>1: it fails as configured)."""
-    return max(min(o / ORACLE_FACTOR, r / ROUNDING_FACTOR) for o, r in zip(own, rounding))
+    return max(min(o / ORACLE_FACTOR, r / ROUNDING_FACTOR) for o, r in zip(own, rounding, strict=False))
 
 
 def _dishonest(
@@ -275,7 +278,9 @@ def main() -> None:
                     model, oracle = references[case], oracles[case]
                     ref = model(*inputs)
                     [exact] = exact_outputs(
-                        [ref], oracle.outputs(model, inputs, [ref]), lambda: oracle.perturbed(inputs)
+                        [ref],
+                        oracle.outputs(model, inputs, [ref]),
+                        lambda: oracle.perturbed(inputs),  # noqa: B023 - called here
                     )
                     value, own, moved = exact.value, exact.own, exact.rounding()
                     outs = {k: f(*inputs) for k, f in kernels.items()}

@@ -240,7 +240,7 @@ class GuardSession:
     def _check(self, cand: Worker, cases: list[WorkloadCases]) -> bool:
         """Reject a wrong candidate; True when it ran Triton kernels under Triton's interpreter."""
         interpreted = False
-        for index, (workload, case) in enumerate(zip(self.task.workloads, cases)):
+        for index, (workload, case) in enumerate(zip(self.task.workloads, cases, strict=False)):
             reply = cand.request(
                 {"op": "check", "workload": index, "seeds": case.seeds, "wide": case.wide}, self.config.call_timeout_s
             )

@@ -133,7 +133,7 @@ def difference(recorded: Request, sent: Request) -> str | None:
         else:
             a, b = _masked(old.content), _masked(new.content)
         if a != b:
-            at = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            at = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
             start = max(0, at - 20)
             return (
                 f"message {i} ({old.role}) differs: recorded {a[start : start + _SNIPPET]!r}, "

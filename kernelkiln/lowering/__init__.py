@@ -78,7 +78,7 @@ def _function(
         kernels = p.kernels + dp.kernels
     else:
         kernels = p.kernels
-    code = f"void {name}({', '.join(params + ['int nt'])}) {{\n{body}\n}}\n"
+    code = f"void {name}({', '.join([*params, 'int nt'])}) {{\n{body}\n}}\n"
     return traced, p, emitter, temps, code, kernels, rowcache
 
 

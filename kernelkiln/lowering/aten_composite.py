@@ -133,7 +133,7 @@ def _correction(args: list[Any], kwargs: dict[str, Any]) -> float:
     value = kwargs.get("correction", kwargs.get("unbiased"))
     if value is None:
         return 1.0
-    return float(value) if not isinstance(value, bool) else float(value)
+    return float(value)
 
 
 def _variance_of(which: str) -> Handler:

@@ -203,7 +203,7 @@ def _identity(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
 
 @handles("copy")
 def _copy(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
-    shape, ctype = _out(meta)
+    shape, _ctype = _out(meta)
     return _cast([V.broadcast(node(args[1]), shape)], {}, meta)
 
 

@@ -85,7 +85,7 @@ class Body:
             return self.value(node.base, tuple(node.where(idx)))
         if isinstance(node, Gather):
             position = self.value(node.index, idx)
-            return self.value(node.base, idx[: node.dim] + (position,) + idx[node.dim + 1 :])
+            return self.value(node.base, (*idx[: node.dim], position, *idx[node.dim + 1 :]))
         if isinstance(node, Pointwise):
             return self._pointwise(node, idx)
         if isinstance(node, Concat):
@@ -121,9 +121,9 @@ class Body:
             self.lines.append(f"{self.indent}{test} {{")
             branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
             branch.memo = dict(self.memo)
-            shifted = idx[:d] + ((idx[d] if offset == 0 else f"({idx[d]}) - {offset}"),) + idx[d + 1 :]
+            shifted = (*idx[:d], idx[d] if offset == 0 else f"({idx[d]}) - {offset}", *idx[d + 1 :])
             value = branch.value(part, shifted)
-            self.lines += branch.lines + [f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
+            self.lines += [*branch.lines, f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
             offset += size
         return name
 
@@ -143,7 +143,7 @@ class Body:
         branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
         branch.memo = dict(self.memo)
         value = branch.value(node.base, at)
-        self.lines += branch.lines + [f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
+        self.lines += [*branch.lines, f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
         return name
 
     @staticmethod

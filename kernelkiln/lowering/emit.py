@@ -55,7 +55,7 @@ class FunctionEmitter:
         """The C function's argument types for ``temps`` (this plan's scratch buffers, maybe with another's)."""
         types = [f"const {i.ctype}*" for i in self.graph.inputs]
         types += [f"{o.ctype}*" for o in self.plan.outputs] + [f"{t.ctype}*" for _, t in temps]
-        return types + ["int"]
+        return [*types, "int"]
 
     def params(self) -> list[str]:
         """The C parameters: inputs, outputs and scratch buffers."""

@@ -369,7 +369,7 @@ def _contiguous(node: Node, idx: tuple[str, ...]) -> str | None:
     The operand's index map (views, reshapes, broadcasts) is followed down to the array
     read, and its offset evaluated at unit steps of either entry.
     """
-    at: tuple[str, ...] = tuple(idx[:-2]) + ("ROW", "COL")
+    at: tuple[str, ...] = (*tuple(idx[:-2]), "ROW", "COL")
     while True:
         if isinstance(node, View):
             at, node = tuple(node.where(at)), node.base

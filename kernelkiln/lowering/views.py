@@ -8,6 +8,7 @@ dimension only and the innermost loop stays contiguous.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -25,9 +26,9 @@ def _suffix_products(shape: tuple[int, ...]) -> list[int]:
 def _refinement(a: tuple[int, ...], b: tuple[int, ...]) -> list[int] | None:
     """Sizes (outer to inner) both shapes are merges of, or None when the splits cross."""
     bounds = sorted({1, *_suffix_products(a), *_suffix_products(b)})
-    if any(hi % lo for lo, hi in zip(bounds, bounds[1:])):
+    if any(hi % lo for lo, hi in itertools.pairwise(bounds)):
         return None
-    return [hi // lo for lo, hi in zip(bounds, bounds[1:])][::-1]
+    return [hi // lo for lo, hi in itertools.pairwise(bounds)][::-1]
 
 
 def _groups(shape: tuple[int, ...], refined: list[int]) -> list[list[int]]:
@@ -131,11 +132,11 @@ def slice_(base: Node, dim: int, start: int | None, end: int | None, step: int =
     length = max(0, -(-(end - start) // step))
     if (start, length, step) == (0, size, 1):
         return base
-    shape = base.shape[:dim] + (length,) + base.shape[dim + 1 :]
+    shape = (*base.shape[:dim], length, *base.shape[dim + 1 :])
 
     def where(idx: Index) -> Index:
         i = idx[dim] if step == 1 else f"({idx[dim]})*{step}"
-        return idx[:dim] + (i if start == 0 else f"{start} + {i}",) + idx[dim + 1 :]
+        return (*idx[:dim], i if start == 0 else f"{start} + {i}", *idx[dim + 1 :])
 
     return View(shape, base.ctype, base=base, where=where)
 
@@ -146,7 +147,7 @@ def select(base: Node, dim: int, index: int) -> Node:
     shape = base.shape[:dim] + base.shape[dim + 1 :]
 
     def where(idx: Index) -> Index:
-        return idx[:dim] + (str(index),) + idx[dim:]
+        return (*idx[:dim], str(index), *idx[dim:])
 
     return View(shape, base.ctype, base=base, where=where)
 

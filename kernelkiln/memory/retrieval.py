@@ -89,7 +89,7 @@ class Retriever:
         weight = c.graph_weight if max_graph > 0 else 0.0  # no graph in the pool: value alone
         ranked = [
             Retrieved(exp, rel, v, g, blend(v, max_value, g, max_graph, weight))
-            for (exp, rel), v, g in zip(pool, values, graphs)
+            for (exp, rel), v, g in zip(pool, values, graphs, strict=False)
         ]
         ranked.sort(key=lambda r: (-r.score, -r.relevance, r.experience.id))
         return ranked[:limit]

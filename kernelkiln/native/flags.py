@@ -133,7 +133,7 @@ def _f_allowed(body: str) -> bool:
 
 def default_flags(lang: str) -> tuple[str, ...]:
     """Flags every build starts from; candidate flags come after and may override."""
-    return _DEFAULTS + (_STD[lang],)
+    return (*_DEFAULTS, _STD[lang])
 
 
 def split_link_flags(flags: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -113,7 +113,7 @@ class NativeFunction:
             raise TypeError(
                 f"{self.name}() takes {len(self._converters)} arguments ({self.signature.text}), got {len(args)}"
             )
-        return self._pointer(*[convert(arg) for convert, arg in zip(self._converters, args)])
+        return self._pointer(*[convert(arg) for convert, arg in zip(self._converters, args, strict=False)])
 
     def __repr__(self) -> str:
         return f"<NativeFunction {self.name}: {self.signature.text}>"
@@ -178,7 +178,7 @@ def _load_failure(result: BuildResult, message: str) -> BuildResult:
         ok=False,
         key=result.key,
         path=result.path,
-        diagnostics=result.diagnostics + (Diagnostic("error", message),),
+        diagnostics=(*result.diagnostics, Diagnostic("error", message)),
         cached=result.cached,
         seconds=result.seconds,
         log=f"{result.log}\n{message}".strip(),

@@ -15,7 +15,8 @@ from kernelkiln.report.svg import esc
 EXTRA_CSS = """
 .plots{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.q{font-size:1.05em;margin:.3em 0}
 table.arms td:first-child{white-space:nowrap}tr.ratio td{background:#fafafa;font-style:italic}tr.floor td{color:#555}
-td .ci{color:#777;font-size:.9em}td.n.better{color:#1b5e20;background:#e8f5e9}td.n.worse{color:#b71c1c;background:#ffebee}
+td .ci{color:#777;font-size:.9em}
+td.n.better{color:#1b5e20;background:#e8f5e9}td.n.worse{color:#b71c1c;background:#ffebee}
 """
 FIGURES = (
     "final: the incumbent's value when the budget is spent; anytime: its mean over the budget (reaching a "

@@ -35,7 +35,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .status.done{background:#e8f5e9;color:#1b5e20}.status.stopped,.status.interrupted{background:#fff3e0}
 .status.failed{background:#ffebee;color:#b71c1c}
 .v{display:inline-block;min-width:1.6em;text-align:center;border-radius:3px;color:#fff;padding:0 3px;margin-right:2px}
-.legend td:first-child{white-space:nowrap}.legend svg{display:inline-block;vertical-align:middle}.muted{color:#777}svg{max-width:100%;height:auto;display:block}
+.legend td:first-child{white-space:nowrap}.legend svg{display:inline-block;vertical-align:middle}.muted{color:#777}
+svg{max-width:100%;height:auto;display:block}
 code{background:#f3f3f3;padding:0 3px;border-radius:3px}
 """
 
@@ -97,7 +98,8 @@ def _legend() -> str:
     return (
         f'<h4>Verdicts</h4><table class="legend">{rows}</table><p class="meta">Speedups are times of the '
         f"PyTorch reference divided by the candidate's (geometric mean over the task's workloads): "
-        f"<b>1.00x = as fast as torch</b>, above is faster. A verdict compares the candidate with the best of that moment "
+        f"<b>1.00x = as fast as torch</b>, above is faster. "
+        f"A verdict compares the candidate with the best of that moment "
         f"timed in the same evaluation, so under noisy timing an ACCEPT can sit above the best-so-far line; hover "
         f"a point for both figures.</p>"
     )

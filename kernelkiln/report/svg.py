@@ -110,7 +110,7 @@ def hbars(
         if all(v is None for v in vs):
             body.append(text(left + 4, y0 + group_h / 2 - gap / 2 + 4, "no figures", extra='fill="#888"'))
             continue
-        for j, (v, (name, colour)) in enumerate(zip(vs, series)):
+        for j, (v, (name, colour)) in enumerate(zip(vs, series, strict=False)):
             y = y0 + j * bar_h
             if v is None:
                 body.append(text(left + 4, y + bar_h - 3, f"{name}: none", extra='fill="#888"'))
@@ -211,7 +211,7 @@ def trajectory(points: Sequence[Point], agents: Sequence[str], title: str, width
     base = top + plot_h
     reject_y = base + 16
     speeds = [p.speedup for p in points if p.speedup is not None and p.speedup > 0]
-    low, high = (min(speeds + [1.0]), max(speeds + [1.0])) if speeds else (0.5, 2.0)
+    low, high = (min([*speeds, 1.0]), max([*speeds, 1.0])) if speeds else (0.5, 2.0)
     use_log = high / low > 8
     if use_log:
         low, high = log_floor(low * 0.9), high * 1.3
@@ -311,7 +311,7 @@ def growth(series: Sequence[tuple[float, int]], title: str, width: int = 760) ->
     unit = 60.0 if minutes else 1.0
     xticks = nice_ticks(span / unit if span > 0 else 1.0)
     counts = [c for _, c in series]
-    yticks = nice_ticks(max(counts + [1]), 4)
+    yticks = nice_ticks(max([*counts, 1]), 4)
 
     def x(t: float) -> float:
         return left + (right - left) * (t / unit) / xticks[-1]

@@ -134,7 +134,7 @@ class LoopbackServer:
     def respond(
         self, path: str, headers: dict[str, str], body: dict[str, Any], method: str = "POST"
     ) -> tuple[int, dict[str, str], Any]:
-        """Status, extra headers and body (JSON, or a str sent as is) answering one request (from the handler thread)."""
+        """Status, extra headers and body (JSON, or a str sent as is) answering one request (handler thread)."""
         wire = "anthropic" if path.endswith("/messages") else "openai" if path.endswith("/chat/completions") else ""
         with self._lock:
             self.requests.append(RecordedRequest(path, {k.lower(): v for k, v in headers.items()}, body))

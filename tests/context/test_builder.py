@@ -193,7 +193,7 @@ def test_recent_history_keeps_the_last_r_earlier_turns_without_repeating_the_fee
 def test_graph_attempts_already_in_view_are_not_repeated():
     history = (attempt(1), attempt(2))
     prompt = ContextBuilder().build(
-        make_turn(feedback=history[-1], history=history, graph=history + (attempt(3),)),
+        make_turn(feedback=history[-1], history=history, graph=(*history, attempt(3))),
         window=100_000,
         generation=1_000,
     )

@@ -14,7 +14,7 @@ def test_the_plan_brings_back_each_needed_path_once_and_never_a_whole_home(tmp_p
     task.write_text("")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    masked, hidden, back = namespaces._plan(
+    _masked, hidden, back = namespaces._plan(
         str(scratch), [], [str(home), str(user)], [str(user), str(venv), str(task), str(home)]
     )
     assert hidden == [str(home)]  # /home covers /home/user

@@ -111,7 +111,7 @@ def test_does_not_retry_a_bad_request():
 def test_retries_a_timeout_then_fails_naming_it():
     with (
         LoopbackServer([{"delay_s": 5}] * 2) as server,
-        pytest.raises(LLMError, match="failed after 2 tries: timed out after 0.2 s"),
+        pytest.raises(LLMError, match=r"failed after 2 tries: timed out after 0\.2 s"),
     ):
         client_for(server, timeout_s=0.2, max_retries=1).complete(ASK)
     assert len(server.requests) == 2

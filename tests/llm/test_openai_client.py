@@ -150,7 +150,7 @@ def test_retries_a_timeout_then_fails_naming_it():
     sleep = RecordedSleep()
     with (
         LoopbackServer([{"delay_s": 5, "text": "late"}] * 2) as server,
-        pytest.raises(LLMError, match="failed after 2 tries: timed out after 0.2 s"),
+        pytest.raises(LLMError, match=r"failed after 2 tries: timed out after 0\.2 s"),
     ):
         client_for(server, sleep, timeout_s=0.2, max_retries=1).complete(ASK)
     assert len(server.requests) == 2

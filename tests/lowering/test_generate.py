@@ -350,5 +350,5 @@ def test_rejoining_leaves_what_is_not_a_whole_term_of_the_same_split(expr):
 def test_rejoining_keeps_the_value_of_every_index():
     expr = "(i)*100 + (((j)*38 + k)/38)*38 + (((j)*38 + k)%38) - 1"
     assert rejoin(expr) == "(i)*100 + ((j)*38 + k) - 1"
-    for i, j, k in [(0, 0, 0), (3, 5, 37), (7, 37, 12)]:
+    for i, j, k in [(0, 0, 0), (3, 5, 37), (7, 37, 12)]:  # noqa: B007 - eval reads them
         assert eval(rejoin(expr).replace("/", "//")) == eval(expr.replace("/", "//"))

@@ -168,7 +168,7 @@ def test_loader_binds_launchers_and_rejects_cpu_tensors(built, cache: Path, monk
 
 def test_undeclared_launcher_is_a_one_line_error(built, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KILN_CACHE_DIR", str(cache))
-    with pytest.raises(BuildError, match='not exported.*extern "C"') as caught:
+    with pytest.raises(BuildError, match=r'not exported.*extern "C"') as caught:
         load(ADD, {"add_kernel": "void(const float*, const float*, float*, int64_t)"}, lang="cuda")
     assert "\n" not in str(caught.value)
 

@@ -87,7 +87,7 @@ def test_a_dir_whose_run_is_not_stored_renders_run_json_and_says_the_rest_is_una
 def test_a_dir_without_run_json_and_an_unknown_run_are_user_errors(stored, tmp_path):
     url, _, _, _ = stored
     (tmp_path / "empty").mkdir()
-    with pytest.raises(UserError, match="no run.json"):
+    with pytest.raises(UserError, match=r"no run\.json"):
         report_of(url, str(tmp_path / "empty"))
     with pytest.raises(UserError, match="no run 'r-nope'"):
         report_of(url, "r-nope")

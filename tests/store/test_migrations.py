@@ -31,7 +31,8 @@ def _v1_store(url):
         conn.execute(
             sa.text(
                 'INSERT INTO attempts (id, task_id, agent, summary, journal, "case", code, verdict, measurements, '
-                "tokens_in, tokens_out, created_at) VALUES ('a-old', 't', '', 's', '', '{}', '', 'KEEP', '[]', 0, 0, :now)"
+                "tokens_in, tokens_out, created_at) "
+                "VALUES ('a-old', 't', '', 's', '', '{}', '', 'KEEP', '[]', 0, 0, :now)"
             ),
             {"now": now},
         )

@@ -30,7 +30,7 @@ def test_wider_inputs_keep_shapes_dtypes_layouts_and_leave_integers_and_scalars_
     path.write_text(textwrap.dedent(MIXED))
     task = load_task(path)
     plain, wide = task.make_inputs(task.workloads[0], 3), task.make_inputs(task.workloads[0], 3, wide=True)
-    for p, w in zip(plain[:2], wide[:2]):
+    for p, w in zip(plain[:2], wide[:2], strict=False):
         assert w.shape == p.shape and w.dtype == p.dtype and w.stride() == p.stride()
         assert not torch.equal(w, p)
     assert torch.equal(wide[2], plain[2]) and wide[3] == 2.0

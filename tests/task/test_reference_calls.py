@@ -74,7 +74,7 @@ def test_a_forward_that_reads_values_is_recorded_on_cpu(tmp_path):
     """,
     )
     task = load_task(path)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - whichever error torch's meta run raises
         _calls_on(task, task.workloads[0], "meta")
     assert task.op_family == "reduction"
     assert "amax" in reference_calls(task)

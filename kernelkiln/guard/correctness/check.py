@@ -212,12 +212,12 @@ def _judge_trial(
         return f"{where}: returned {len(outs)} output(s), the reference returns {len(exp.outputs)}"
     if trial.get("aliased"):
         return f"{where}: the output aliases an input (returned or wrote into an input tensor)"
-    for j, (orig, after) in enumerate(zip(exp.inputs, trial.get("inputs_after") or [])):
+    for j, (orig, after) in enumerate(zip(exp.inputs, trial.get("inputs_after") or [], strict=False)):
         if isinstance(orig, torch.Tensor) and (
             not isinstance(after, torch.Tensor) or after.shape != orig.shape or not torch.equal(after, orig)
         ):
             return f"{where}: the candidate mutated input {j}"
-    for j, (r, x, o) in enumerate(zip(exp.outputs, exp.oracle, outs)):
+    for j, (r, x, o) in enumerate(zip(exp.outputs, exp.oracle, outs, strict=False)):
         label = f"{where}, output {j}"
         if isinstance(o, torch.Tensor) and o.shape == r.shape and o.numel() > 1 and _constant(o) and not _constant(r):
             return f"{label}: constant output ({float(o.reshape(-1)[0]):g} everywhere) where the reference varies"
@@ -234,7 +234,7 @@ def _judge_trial(
         problem = compare(task, r, o, label, x)
         if problem:
             return problem
-    for j, (r, x, o, a) in enumerate(zip(exp.outputs, exp.oracle, outs, trial.get("again") or [])):
+    for j, (r, x, o, a) in enumerate(zip(exp.outputs, exp.oracle, outs, trial.get("again") or [], strict=False)):
         problem = _agrees(task, o, a, r, x, f"{where}, output {j} on a second run")
         if problem:
             return f"{problem} (the candidate disagrees with itself on identical inputs)"
@@ -245,7 +245,7 @@ def judge_trials(task: Task, expected: list[Expected], trials: list[dict[str, An
     """Why a workload's check trials fail, or None. ``expected`` is the parent's own, trial by trial."""
     previous: tuple[list[Any], Expected] | None = None
     with single_threaded():
-        for k, (exp, trial) in enumerate(zip(expected, trials)):
+        for k, (exp, trial) in enumerate(zip(expected, trials, strict=False)):
             where = f"workload {workload}, trial {k + 1}" + (f" ({_WIDE})" if exp.wide else "")
             problem = _judge_trial(task, exp, trial, where, previous)
             if problem:
@@ -317,10 +317,22 @@ def make_cases(task: Task, model: torch.nn.Module, index: int, trials: int, robu
 def summarize(task: Task, cases: list[WorkloadCases]) -> CheckSetup:
     """How an evaluation's check was done, for its verdict."""
     note = next(
-        (f"workload {w.name}: {e.note}" for w, c in zip(task.workloads, cases) for e in c.expected if e.note), ""
+        (
+            f"workload {w.name}: {e.note}"
+            for w, c in zip(task.workloads, cases, strict=False)
+            for e in c.expected
+            if e.note
+        ),
+        "",
     )
     oracle = (
-        all(x is not None for c in cases for e in c.expected for r, x in zip(e.outputs, e.oracle) if floating(r))
+        all(
+            x is not None
+            for c in cases
+            for e in c.expected
+            for r, x in zip(e.outputs, e.oracle, strict=False)
+            if floating(r)
+        )
         and not note
     )
     wide = [w for c in cases for w in c.wide]

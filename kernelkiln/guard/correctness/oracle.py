@@ -88,7 +88,7 @@ def _mismatch(refs: list[Any], doubles: list[Any]) -> str | None:
     """Why the float64 run's outputs do not correspond to the float32 ones, or None."""
     if len(doubles) != len(refs):
         return f"the float64 run returns {len(doubles)} output(s), the reference {len(refs)}"
-    for j, (r, d) in enumerate(zip(refs, doubles)):
+    for j, (r, d) in enumerate(zip(refs, doubles, strict=False)):
         if not floating(r):
             continue
         want = torch.complex128 if r.is_complex() else torch.float64
@@ -206,7 +206,7 @@ class Oracle:
         for seed in (1, 2):  # a random reference (dropout, torch.rand) has no single exact result
             torch.manual_seed(seed)
             outs.append(as_list(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])))
-        if not all(_same(a, b) for a, b in zip(*outs)):
+        if not all(_same(a, b) for a, b in zip(*outs, strict=False)):
             self.note = "the reference is random (two runs on the same inputs disagree)"
             return None
         try:
@@ -238,7 +238,7 @@ class Oracle:
         )
         if doubles is None:
             return [None] * len(refs)
-        return [d if floating(r) else None for r, d in zip(refs, doubles)]
+        return [d if floating(r) else None for r, d in zip(refs, doubles, strict=False)]
 
     def perturbed(self, inputs: list[Any]) -> list[Any] | None:
         """The oracle's outputs with every floating input and parameter rounded once more (None: it failed).
@@ -253,7 +253,7 @@ class Oracle:
         saved = [t.detach().clone() for t in state]
         try:
             with torch.no_grad():
-                for t, unit in zip(state, self.units):
+                for t, unit in zip(state, self.units, strict=False):
                     t.mul_(_jitter(t, unit, generator))
                 moved = [
                     _to_double(x) * _jitter(x, _unit(x.dtype), generator)
@@ -266,7 +266,7 @@ class Oracle:
             return None
         finally:
             with torch.no_grad():
-                for t, s in zip(state, saved):
+                for t, s in zip(state, saved, strict=False):
                     t.copy_(s)
 
 
@@ -275,7 +275,9 @@ def exact_outputs(
 ) -> list[Exact | None]:
     """The oracle's ``values`` for the reference's outputs ``refs``, sharing one on-demand perturbed run."""
     shared = _once(perturbed)
-    return [Exact(r, v, j, shared) if v is not None else None for j, (r, v) in enumerate(zip(refs, values))]
+    return [
+        Exact(r, v, j, shared) if v is not None else None for j, (r, v) in enumerate(zip(refs, values, strict=False))
+    ]
 
 
 def oracle_for(model: torch.nn.Module) -> Oracle:

@@ -69,7 +69,7 @@ class Series:
     dropped: int = 0  # rounds dropped because a batch of theirs was corrected too much
 
     def log_ratios(self, num: str, den: str) -> list[float]:
-        return [math.log(a / b) for a, b in zip(self.times[num], self.times[den])]
+        return [math.log(a / b) for a, b in zip(self.times[num], self.times[den], strict=False)]
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,7 @@ class Timer:
         outs = reply.get("outputs") or []
         if len(outs) != len(expected.outputs):
             raise TimingReject("wrong number of outputs while timed")
-        for j, (r, x, o) in enumerate(zip(expected.outputs, expected.oracle, outs)):
+        for j, (r, x, o) in enumerate(zip(expected.outputs, expected.oracle, outs, strict=False)):
             problem = compare(self.task, r, o, f"output {j}", x)
             if problem:
                 raise TimingReject(f"wrong result while timed (behaves differently when timed): {problem}")

@@ -173,7 +173,8 @@ def _serve(control: socket.socket) -> None:
             spec, init, channel = request["spec"], request["init"], fds[0]
 
             def run(report: Any, flags: int) -> None:
-                harness.main(Connection(channel), spec, init, report, flags)
+                # spawn calls run in the fork, within this iteration: the loop's names are still this request's
+                harness.main(Connection(channel), spec, init, report, flags)  # noqa: B023
 
             first, pid = sandbox.spawn(spec, run, channel, [control.fileno()])
             for fd in fds:

@@ -22,7 +22,7 @@ def test_tensors_of_every_dtype_round_trip_inside_nested_messages():
     ]
     protocol.send(a, {"ok": True, "outputs": tensors, "meta": {"x": tensors[0]}})
     got = protocol.recv(b)
-    for sent, back in zip(tensors, got["outputs"]):
+    for sent, back in zip(tensors, got["outputs"], strict=False):
         assert back.dtype == sent.dtype and torch.equal(back, sent)
     assert torch.equal(got["meta"]["x"], tensors[0])
 
