@@ -9,15 +9,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelkiln.bench.studies import studies
-from kernelkiln.cli.bench import print_result
-from kernelkiln.cli.optimize import with_progress
-from kernelkiln.cli.settings import (
-    CONFIG_OPTION,
-    SET_CONFIG_OPTION,
-    default_note,
-    load_settings,
-    with_endpoint_window,
-)
+from kernelkiln.cli.options import CLUSTER_OPTION, CONFIG_OPTION, CONFIRM_OPTION, SET_CONFIG_OPTION, THREADS_OPTION
+from kernelkiln.cli.output import print_result
+from kernelkiln.cli.progress import with_progress
+from kernelkiln.cli.settings import default_note, load_settings, with_endpoint_window
 from kernelkiln.errors import UserError
 from kernelkiln.task import load_suite, load_task
 
@@ -96,23 +91,9 @@ def ablate(
         metavar="SECONDS",
         help=f"Cap on each evaluation's timing stage {default_note('guard.time_budget_s')}.",
     ),
-    confirm: float = typer.Option(
-        None,
-        "--confirm-budget",
-        metavar="SECONDS",
-        help="When a task ends, judge its best again timing for this long and report "
-        f"that figure (0: the search's own, noisier, figure) "
-        f"{default_note('confirm_time_budget_s')}.",
-    ),
-    threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
-    cluster: str = typer.Option(
-        None,
-        "--cluster",
-        metavar="local|ray|ray://HOST:PORT",
-        help="Where candidates are judged: this machine, or one evaluation actor per "
-        "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
-        f"kernelkiln[ray]) {default_note('cluster.address')}.",
-    ),
+    confirm: float = CONFIRM_OPTION,
+    threads: int = THREADS_OPTION,
+    cluster: str = CLUSTER_OPTION,
     out: Path = typer.Option(
         Path("kiln-ablate"), "--out", metavar="DIR", help="Where runs, runs.jsonl and ablation.json go."
     ),

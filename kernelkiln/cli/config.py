@@ -9,7 +9,8 @@ from pathlib import Path
 import typer
 from pydantic_core import to_jsonable_python
 
-from kernelkiln.cli.settings import CONFIG_OPTION, SET_CONFIG_OPTION, load_settings, walk, with_endpoint_window
+from kernelkiln.cli.options import CONFIG_OPTION, SET_CONFIG_OPTION
+from kernelkiln.cli.settings import load_settings, walk, with_endpoint_window
 
 config_app = typer.Typer(
     help="The configuration `kiln optimize`, `bench` and `ablate` run with: defaults, a TOML file (--config), flags.",
