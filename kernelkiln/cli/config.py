@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(config_app, name="config")
 
 
+# The docstring's \\[ escapes: rich would read [guard] as markup and drop it from the help.
 @config_app.command("show")
 def show(
     config_file: Path = CONFIG_OPTION,
@@ -33,8 +34,8 @@ def show(
 
     The source is default, file (--config), flag (--set-config) or endpoint (the model's
     context window, read from a vLLM or Ollama server when not set). Any field can be
-    set in the file: `budget = 60` at the top, `threads = 4` under `[guard]`,
-    `pool_size = 40` under `[memory.retrieval]`.
+    set in the file: `budget = 60` at the top, `threads = 4` under `\\[guard]`,
+    `pool_size = 40` under `\\[memory.retrieval]`.
     """
     settings = with_endpoint_window(load_settings(config_file, {}, set_config))
     rows = [

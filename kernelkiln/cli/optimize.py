@@ -44,21 +44,21 @@ Examples:
   kiln optimize examples --agents 2 --budget 20      # a suite, easy tasks first
   kiln optimize KernelBench/ --policy llm --shrink 8  # sizes / 8, on a CPU
   kiln optimize row_softmax --policy llm --model qwen2.5-coder --base-url http://localhost:8000/v1
-  kiln optimize row_softmax --config kiln.toml       # settings from a file; flags given override it
+  kiln optimize row_softmax --config kiln.toml       # settings from a file; flags override it
   kiln optimize row_softmax --policy llm --model M --base-url URL --record session/
   kiln optimize row_softmax --policy replay --replay session/   # the same run again, no network
   kiln optimize --resume r-3f9c0a1b2c3d4e5f          # continue an interrupted run
-  kiln optimize kb-cpu --cluster ray --store postgresql://kiln@db/kiln --agents 8   # a Ray cluster's devices
+  kiln optimize kb-cpu --cluster ray --store postgresql://db/kiln --agents 8   # on a Ray cluster
 
 Results: a table per task, DIR/<task>/best.py (a standalone candidate `kiln eval` accepts)
 and DIR/run.json (the same figures; --json prints it). Ctrl-C stops cleanly; the run
 resumes with --resume RUN_ID, losing only the evaluations that were in flight.
 
 \b
-Exit codes:
+Exit codes (2 and 3 say why on stderr, one line per problem):
   0    every task evaluated candidates
-  2    bad input, or an endpoint that cannot be used (unreachable, unknown model, refused key): one line
-  3    a task evaluated nothing (e.g. the model never gave a usable candidate): one line per task says why
+  2    bad input, or an endpoint down, refusing the key or lacking the model
+  3    a task evaluated nothing (e.g. the model never gave a usable candidate)
   130  interrupted (Ctrl-C or SIGTERM); resume with --resume RUN_ID
 """
 

@@ -52,7 +52,7 @@ CLUSTER_OPTION = typer.Option(
     metavar="local|ray|ray://HOST:PORT",
     help="Where candidates are judged: this machine, or one evaluation actor per "
     "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
-    f"kernelkiln[ray]) {default_note('cluster.address')}.",
+    f"kernelkiln\\[ray]) {default_note('cluster.address')}.",  # escaped: rich would read [ray] as markup and drop it
 )
 # `kiln bench` and `ablate` (optimize's own help names the figure it reports).
 CONFIRM_OPTION = typer.Option(
