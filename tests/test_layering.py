@@ -153,3 +153,48 @@ def test_no_package_imports_one_of_its_own_layer_or_above():
         if _package(a) != _package(b) and RANK[_package(b)] >= RANK[_package(a)]
     )
     assert upward == []
+
+
+def _commands() -> set[str]:
+    """The command modules of cli/: those ``kernelkiln.cli.app`` imports to register."""
+    app = ROOT / "cli" / "app.py"
+    return {
+        f"kernelkiln.cli.{alias.name}"
+        for node in ast.walk(ast.parse(app.read_text(), str(app)))
+        if isinstance(node, ast.ImportFrom) and node.module == "kernelkiln.cli"
+        for alias in node.names
+    }
+
+
+def _command_crossings(graph: dict[str, set[str]], commands: set[str]) -> list[str]:
+    """Imports of a command module by any module of cli/ but the app that registers them."""
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        if a.startswith("kernelkiln.cli.") and a != "kernelkiln.cli.app"
+        for b in targets
+        if b in commands
+    )
+
+
+def test_the_commands_are_the_modules_the_app_registers():
+    assert {"kernelkiln.cli.optimize", "kernelkiln.cli.eval", "kernelkiln.cli.seed"} <= _commands()
+    assert "kernelkiln.cli.settings" not in _commands()
+
+
+def test_no_module_of_cli_imports_a_command_module():
+    # Shared options, progress, output and task paths live in cli's floor modules, which commands import.
+    assert _command_crossings(_graph(), _commands()) == []
+
+
+def test_the_crossing_finder_finds_a_command_importing_another():
+    graph = {
+        "kernelkiln.cli.app": {"kernelkiln.cli.a", "kernelkiln.cli.b"},
+        "kernelkiln.cli.a": {"kernelkiln.cli.b", "kernelkiln.cli.floor"},
+        "kernelkiln.cli.floor": {"kernelkiln.cli.b"},
+        "kernelkiln.cli.b": {"kernelkiln.cli.floor"},
+    }
+    assert _command_crossings(graph, {"kernelkiln.cli.a", "kernelkiln.cli.b"}) == [
+        "kernelkiln.cli.a -> kernelkiln.cli.b",
+        "kernelkiln.cli.floor -> kernelkiln.cli.b",
+    ]

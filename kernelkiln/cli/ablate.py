@@ -9,15 +9,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelkiln.bench.studies import studies
-from kernelkiln.cli.bench import print_result
-from kernelkiln.cli.optimize import with_progress
-from kernelkiln.cli.settings import (
-    CONFIG_OPTION,
-    SET_CONFIG_OPTION,
-    default_note,
-    load_settings,
-    with_endpoint_window,
-)
+from kernelkiln.cli.options import CLUSTER_OPTION, CONFIG_OPTION, CONFIRM_OPTION, SET_CONFIG_OPTION, THREADS_OPTION
+from kernelkiln.cli.output import print_result
+from kernelkiln.cli.progress import with_progress
+from kernelkiln.cli.settings import default_note, load_settings, with_endpoint_window
 from kernelkiln.errors import UserError
 from kernelkiln.task import load_suite, load_task
 
@@ -26,14 +21,14 @@ same evaluation budget, --repeat times (repeat k of every arm shares random seed
 
 \b
 Studies (all but context by default; pick some with --study):
-  memory    a store built on the other tasks (cross-fitted halves) vs an empty store
-  transfer  the other half's memory lent read-only (--memory-readonly) vs an empty store
-  reuse     the suite again on the store that holds it: evaluations to reach the first pass's best
-  credit    adoption-traced credit (ATU) vs the same reward for every retrieved experience
-  rules     resident rules chosen by utility vs none vs chosen at random (same token budget)
-  agents    --agents agents seeing only their own conclusions vs sharing a board
-  search    the tuner's knob search: enumerate (single-knob moves) vs tpe (Optuna)
-  context   active vs passive prompts, in tokens (a scripted model plays the llm; no network)
+  memory    the other tasks' store (cross-fitted halves) vs an empty store
+  transfer  as memory, with the store lent read-only (--memory-readonly)
+  reuse     the suite again on its store: evaluations to the first pass's best
+  credit    adoption-traced credit (ATU) vs equal reward for all retrieved
+  rules     resident rules by utility vs none vs at random (same token budget)
+  agents    --agents agents each seeing its own conclusions vs a shared board
+  search    the tuner's search: enumerate (single-knob moves) vs tpe (Optuna)
+  context   active vs passive prompts, in tokens (a scripted llm; no network)
 
 Every speed study is also measured against best-of-N (the seed, then random settings at the
 same budget): the floor every arm must beat. A candidate is valued by its consensus figure,
@@ -49,7 +44,7 @@ cross-fitted arm builds its store too: twice that). `kiln report DIR` draws the 
 
 \b
 Examples:
-  kiln ablate kb-cpu --tasks 29_Softmax,30_LogSoftmax,31_LayerNorm,32_RMSNorm --budget 10 --repeat 5
+  kiln ablate kb-cpu --tasks 29_Softmax,31_LayerNorm,32_RMSNorm --budget 10 --repeat 5
   kiln ablate kb-cpu --study memory --study transfer --json > ablation.json
 """
 
@@ -96,23 +91,9 @@ def ablate(
         metavar="SECONDS",
         help=f"Cap on each evaluation's timing stage {default_note('guard.time_budget_s')}.",
     ),
-    confirm: float = typer.Option(
-        None,
-        "--confirm-budget",
-        metavar="SECONDS",
-        help="When a task ends, judge its best again timing for this long and report "
-        f"that figure (0: the search's own, noisier, figure) "
-        f"{default_note('confirm_time_budget_s')}.",
-    ),
-    threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
-    cluster: str = typer.Option(
-        None,
-        "--cluster",
-        metavar="local|ray|ray://HOST:PORT",
-        help="Where candidates are judged: this machine, or one evaluation actor per "
-        "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
-        f"kernelkiln[ray]) {default_note('cluster.address')}.",
-    ),
+    confirm: float = CONFIRM_OPTION,
+    threads: int = THREADS_OPTION,
+    cluster: str = CLUSTER_OPTION,
     out: Path = typer.Option(
         Path("kiln-ablate"), "--out", metavar="DIR", help="Where runs, runs.jsonl and ablation.json go."
     ),

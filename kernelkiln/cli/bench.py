@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelkiln.cli.eval import wide_console
-from kernelkiln.cli.optimize import with_progress
-from kernelkiln.cli.settings import (
-    CONFIG_OPTION,
-    SET_CONFIG_OPTION,
-    default_note,
-    load_settings,
-    with_endpoint_window,
-)
+from kernelkiln.cli.options import CLUSTER_OPTION, CONFIG_OPTION, CONFIRM_OPTION, SET_CONFIG_OPTION, THREADS_OPTION
+from kernelkiln.cli.output import print_result
+from kernelkiln.cli.progress import with_progress
+from kernelkiln.cli.settings import default_note, load_settings, with_endpoint_window
 from kernelkiln.errors import UserError
 from kernelkiln.speedup import fmt_x
 from kernelkiln.task import load_suite
@@ -56,23 +49,9 @@ def bench(
         metavar="URL",
         help="One store for every repeat (default: a fresh SQLite store per repeat in DIR).",
     ),
-    threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
-    confirm: float = typer.Option(
-        None,
-        "--confirm-budget",
-        metavar="SECONDS",
-        help="When a task ends, judge its best again timing for this long and report "
-        f"that figure (0: the search's own, noisier, figure) "
-        f"{default_note('confirm_time_budget_s')}.",
-    ),
-    cluster: str = typer.Option(
-        None,
-        "--cluster",
-        metavar="local|ray|ray://HOST:PORT",
-        help="Where candidates are judged: this machine, or one evaluation actor per "
-        "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
-        f"kernelkiln[ray]) {default_note('cluster.address')}.",
-    ),
+    threads: int = THREADS_OPTION,
+    confirm: float = CONFIRM_OPTION,
+    cluster: str = CLUSTER_OPTION,
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json's object instead of the table."),
 ) -> None:
@@ -102,15 +81,6 @@ def bench(
         f"a bench does not resume; what was judged is in {out}/repeat-K.db",
     )
     print_result(result, as_json, _table, out / "bench.json")
-
-
-def print_result(result: dict, as_json: bool, table, written: Path) -> None:
-    """The result as JSON on stdout, or as ``table`` draws it with the written file's path on stderr."""
-    if as_json:
-        print(json.dumps(result, indent=2))
-        return
-    table(result, wide_console())
-    print(f"{written.name}: {written}", file=sys.stderr)
 
 
 def _table(result: dict, console: Console) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import typer
 from pydantic_core import to_jsonable_python
 
-from kernelkiln.cli.settings import CONFIG_OPTION, SET_CONFIG_OPTION, load_settings, walk, with_endpoint_window
+from kernelkiln.cli.options import CONFIG_OPTION, SET_CONFIG_OPTION
+from kernelkiln.cli.settings import load_settings, walk, with_endpoint_window
 
 config_app = typer.Typer(
     help="The configuration `kiln optimize`, `bench` and `ablate` run with: defaults, a TOML file (--config), flags.",
@@ -22,6 +23,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(config_app, name="config")
 
 
+# The docstring's \\[ escapes: rich would read [guard] as markup and drop it from the help.
 @config_app.command("show")
 def show(
     config_file: Path = CONFIG_OPTION,
@@ -32,8 +34,8 @@ def show(
 
     The source is default, file (--config), flag (--set-config) or endpoint (the model's
     context window, read from a vLLM or Ollama server when not set). Any field can be
-    set in the file: `budget = 60` at the top, `threads = 4` under `[guard]`,
-    `pool_size = 40` under `[memory.retrieval]`.
+    set in the file: `budget = 60` at the top, `threads = 4` under `\\[guard]`,
+    `pool_size = 40` under `\\[memory.retrieval]`.
     """
     settings = with_endpoint_window(load_settings(config_file, {}, set_config))
     rows = [

@@ -11,31 +11,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelkiln.cli.sizing import SET_HELP, shrink_option, task_overrides
+from kernelkiln.cli.options import set_option, shrink_option
+from kernelkiln.cli.output import wide_console
+from kernelkiln.cli.paths import resolve_task_path
+from kernelkiln.cli.sizing import task_overrides
 from kernelkiln.errors import UserError
 from kernelkiln.guard.config import GuardConfig
 
 if TYPE_CHECKING:
     from kernelkiln.guard.verdict import Verdict
 from kernelkiln.platforms import get_platform
-from kernelkiln.task import Task, bundled_suites, load_task
-
-
-def resolve_task_path(name: str) -> Path:
-    """A task file path, a bundled task's name, or SUITE/NAME (e.g. cpu/matmul) when names clash."""
-    path = Path(name)
-    if path.exists():
-        return path
-    suite_name, _, task_name = name.rpartition("/")
-    if suite_name in bundled_suites():
-        for candidate in bundled_suites()[suite_name].task_paths():
-            if candidate.stem == task_name:
-                return candidate
-    for suite in bundled_suites().values():
-        for candidate in suite.task_paths():
-            if candidate.stem == name:
-                return candidate
-    raise UserError(f"no such task file or bundled task: {name} (see `kiln tasks`)")
+from kernelkiln.task import Task, load_task
 
 
 def read_source(path: Path | None, task: Task, what: str, platform: str = "cpu") -> str:
@@ -57,12 +43,6 @@ def read_source(path: Path | None, task: Task, what: str, platform: str = "cpu")
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read {what} {path}: {exc}") from None
-
-
-def wide_console() -> Console:
-    """stdout console; piped output gets 120 columns instead of rich's 80 so tables stay readable."""
-    console = Console()
-    return console if console.is_terminal else Console(width=120)
 
 
 def _ms(seconds: float | None) -> str:
@@ -174,12 +154,13 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Argument(..., help="A KernelBench-format task file, or a bundled task name (`kiln tasks`)."),
         candidate: Path = typer.Argument(
             None,
-            help="Python file defining ModelNew (default: the task's seed candidate, else the one `kiln seed` generates).",
+            help="Python file defining ModelNew (default: the task's seed candidate, "
+            "else the one `kiln seed` generates).",
         ),
         incumbent: Path = typer.Option(
             None, "--incumbent", help="Judge against this candidate instead of the reference."
         ),
-        overrides: list[str] = typer.Option([], "--set", help=SET_HELP),
+        overrides: list[str] = set_option(),
         shrink: float = shrink_option(),
         threads: int = typer.Option(
             None,
@@ -207,15 +188,21 @@ def register(app: typer.Typer) -> None:
             "strict",
             "--isolation",
             metavar="strict|best-effort",
-            help="strict (default): stop when an isolation layer this kernel offers cannot be applied around the workers or builds; best-effort: judge with what holds. The verdict says which layers held.",
+            help="strict (default): stop when an isolation layer this kernel offers cannot be applied around "
+            "the workers or builds; best-effort: judge with what holds. The verdict says which layers held.",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Gate, build, check and time CANDIDATE against TASK's reference; print the verdict.
 
-        The verdict is REJECT (failed gate/build/check, with the reason), KEEP (faster beyond the measured noise), ACCEPT (within the noise band) or REVERT (slower). Exit code 0 whenever a verdict was reached, 2 for unusable input.
+        The verdict is REJECT (failed gate/build/check, with the reason), KEEP (faster beyond the measured
+        noise), ACCEPT (within the noise band) or REVERT (slower). Exit code 0 whenever a verdict was reached,
+        2 for unusable input.
 
-        Examples: `kiln eval row_softmax` (a bundled task and its seed candidate); `kiln eval task.py new.py --set batch_size=64 --json`; `kiln eval level2/19_ConvTranspose2d_GELU_GroupNorm.py new.py --shrink 8`; `kiln eval task.py new.py --incumbent best.py`.
+        Examples: `kiln eval row_softmax` (a bundled task and its seed candidate);
+        `kiln eval task.py new.py --set batch_size=64 --json`;
+        `kiln eval level2/19_ConvTranspose2d_GELU_GroupNorm.py new.py --shrink 8`;
+        `kiln eval task.py new.py --incumbent best.py`.
         """
         # Imported here: registering commands must not load torch (`kiln --help` stays fast).
         from kernelkiln.guard.session import GuardSession

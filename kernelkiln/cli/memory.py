@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from kernelkiln.cli.options import STORE_OPTION
 from kernelkiln.errors import UserError
 from kernelkiln.memory import Memory
 from kernelkiln.memory.graph_text import graph_records, render_tree
@@ -24,12 +25,6 @@ memory_app = typer.Typer(
     no_args_is_help=True,
 )
 
-STORE = typer.Option(
-    None,
-    "--store",
-    metavar="URL",
-    help="A SQLite file (PATH or sqlite:///PATH) or postgresql://… (default: $KILN_STORE, else the user data dir).",
-)
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of text.")
 
 
@@ -47,7 +42,7 @@ def _emit(as_json: bool, data: Any, text: str) -> None:
 
 
 @memory_app.command("stats")
-def stats(store: str = STORE, as_json: bool = JSON) -> None:
+def stats(store: str = STORE_OPTION, as_json: bool = JSON) -> None:
     """Counts of runs, tasks, attempts, experiences, knowledge, rules, stages and board entries."""
     data = _memory(store).stats()
     _emit(as_json, data, "\n".join(f"{k:<20} {v}" for k, v in data.items()))
@@ -60,7 +55,7 @@ def search(
     op_family: str = typer.Option(None, "--op-family", help="Only experiences for this op family (or for any)."),
     kind: str = typer.Option("all", help="experience, knowledge or all."),
     limit: int = typer.Option(10, min=1, help="How many results."),
-    store: str = STORE,
+    store: str = STORE_OPTION,
     as_json: bool = JSON,
 ) -> None:
     """Retrieve as an agent would: full-text pool, re-ranked by value and graph score."""
@@ -92,7 +87,7 @@ def search(
 @memory_app.command("show")
 def show(
     record_id: str = typer.Argument(..., metavar="ID", help="An experience, rule or attempt id."),
-    store: str = STORE,
+    store: str = STORE_OPTION,
     as_json: bool = JSON,
 ) -> None:
     """Show one experience (with its rule and adoption records) or one attempt (with its journal)."""
@@ -113,7 +108,8 @@ def show(
             data = {"type": "attempt", "attempt": att.model_dump(mode="json")}
             text = (
                 f"attempt {att.id}  task {att.task_id}  parent {att.parent_id or '—'}\n"
-                f"verdict {att.verdict}  speedup {fmt_x(att.speedup)}  time {att.time_ms} ms  tokens {att.tokens_in}+{att.tokens_out}\n"
+                f"verdict {att.verdict}  speedup {fmt_x(att.speedup)}  time {att.time_ms} ms  "
+                f"tokens {att.tokens_in}+{att.tokens_out}\n"
                 f"{att.summary}\n\n{att.journal}"
             )
         else:
@@ -140,7 +136,7 @@ def _experience_text(exp, rule, adoptions) -> str:
 @memory_app.command("rules")
 def rules(
     all_rules: bool = typer.Option(False, "--all", help="Also list evicted rules."),
-    store: str = STORE,
+    store: str = STORE_OPTION,
     as_json: bool = JSON,
 ) -> None:
     """Resident rules (always in context) with Q, frequency f, tokens ℓ and priority π = Q·f/ℓ."""
@@ -172,7 +168,7 @@ def rules(
 
 
 @memory_app.command("board")
-def board(task: str = typer.Argument(..., help="Task id."), store: str = STORE, as_json: bool = JSON) -> None:
+def board(task: str = typer.Argument(..., help="Task id."), store: str = STORE_OPTION, as_json: bool = JSON) -> None:
     """The task's shared board: its latest wins and traps, oldest first."""
     entries = _memory(store).board.read(task)
     data = {"task": task, "entries": [e.model_dump(mode="json") for e in entries]}
@@ -186,7 +182,7 @@ def board(task: str = typer.Argument(..., help="Task id."), store: str = STORE, 
 
 
 @memory_app.command("graph")
-def graph(task: str = typer.Argument(..., help="Task id."), store: str = STORE, as_json: bool = JSON) -> None:
+def graph(task: str = typer.Argument(..., help="Task id."), store: str = STORE_OPTION, as_json: bool = JSON) -> None:
     """The task's attempt tree with relative speedups and graph scores d(v); * marks the best path."""
     g = _memory(store).graph(task)
     if not g.nodes:
@@ -197,7 +193,7 @@ def graph(task: str = typer.Argument(..., help="Task id."), store: str = STORE, 
 @memory_app.command("export")
 def export(
     file: Path = typer.Argument(..., help="JSON Lines file to write ('-' for stdout)."),
-    store: str = STORE,
+    store: str = STORE_OPTION,
     as_json: bool = JSON,
 ) -> None:
     """Write every record (runs, tasks, stages, attempts, experiences, adoptions, rules, board) as JSON Lines."""
@@ -216,7 +212,7 @@ def export(
 @memory_app.command("import")
 def import_(
     file: Path = typer.Argument(..., help="JSON Lines file written by `kiln memory export`."),
-    store: str = STORE,
+    store: str = STORE_OPTION,
     as_json: bool = JSON,
 ) -> None:
     """Merge an export into the store; records already present (same id) are skipped."""
@@ -232,7 +228,7 @@ def import_(
 @memory_app.command("prune")
 def prune(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would be removed."),
-    store: str = STORE,
+    store: str = STORE_OPTION,
     as_json: bool = JSON,
 ) -> None:
     """Remove exactly two things: (1) board entries older than each task's latest 16 (the

@@ -3,35 +3,28 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
-from kernelkiln.cli.eval import resolve_task_path, wide_console
-from kernelkiln.cli.settings import (
+from kernelkiln.cli.options import (
+    CLUSTER_OPTION,
     CONFIG_OPTION,
     SET_CONFIG_OPTION,
-    default_note,
-    default_of,
-    load_settings,
-    with_endpoint_window,
+    THREADS_OPTION,
+    set_option,
+    shrink_option,
 )
-from kernelkiln.cli.sizing import SET_HELP, shrink_option, task_overrides
+from kernelkiln.cli.output import wide_console
+from kernelkiln.cli.paths import resolve_task_path
+from kernelkiln.cli.progress import exit_interrupted, progress_observer
+from kernelkiln.cli.settings import default_note, default_of, load_settings, with_endpoint_window
+from kernelkiln.cli.sizing import task_overrides
 from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
-from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.results import VERDICTS
 from kernelkiln.speedup import fmt_x
 from kernelkiln.store import open_store
@@ -51,21 +44,21 @@ Examples:
   kiln optimize examples --agents 2 --budget 20      # a suite, easy tasks first
   kiln optimize KernelBench/ --policy llm --shrink 8  # sizes / 8, on a CPU
   kiln optimize row_softmax --policy llm --model qwen2.5-coder --base-url http://localhost:8000/v1
-  kiln optimize row_softmax --config kiln.toml       # settings from a file; flags given override it
+  kiln optimize row_softmax --config kiln.toml       # settings from a file; flags override it
   kiln optimize row_softmax --policy llm --model M --base-url URL --record session/
   kiln optimize row_softmax --policy replay --replay session/   # the same run again, no network
   kiln optimize --resume r-3f9c0a1b2c3d4e5f          # continue an interrupted run
-  kiln optimize kb-cpu --cluster ray --store postgresql://kiln@db/kiln --agents 8   # a Ray cluster's devices
+  kiln optimize kb-cpu --cluster ray --store postgresql://db/kiln --agents 8   # on a Ray cluster
 
 Results: a table per task, DIR/<task>/best.py (a standalone candidate `kiln eval` accepts)
 and DIR/run.json (the same figures; --json prints it). Ctrl-C stops cleanly; the run
 resumes with --resume RUN_ID, losing only the evaluations that were in flight.
 
 \b
-Exit codes:
+Exit codes (2 and 3 say why on stderr, one line per problem):
   0    every task evaluated candidates
-  2    bad input, or an endpoint that cannot be used (unreachable, unknown model, refused key): one line
-  3    a task evaluated nothing (e.g. the model never gave a usable candidate): one line per task says why
+  2    bad input, or an endpoint down, refusing the key or lacking the model
+  3    a task evaluated nothing (e.g. the model never gave a usable candidate)
   130  interrupted (Ctrl-C or SIGTERM); resume with --resume RUN_ID
 """
 
@@ -155,7 +148,7 @@ def optimize(
         metavar="URL",
         help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir).",
     ),
-    overrides: list[str] = typer.Option([], "--set", metavar="NAME=VALUE", help=SET_HELP),
+    overrides: list[str] = set_option("NAME=VALUE"),
     shrink: float = shrink_option(),
     seed_file: Path = typer.Option(
         None,
@@ -167,21 +160,14 @@ def optimize(
     no_seed: bool = typer.Option(
         False, "--no-seed", help="llm policy: write the first candidate from scratch instead of starting from a seed."
     ),
-    threads: int = typer.Option(None, "--threads", help="Intra-op threads (default: all cores but one)."),
+    threads: int = THREADS_OPTION,
     platform: str = typer.Option(
         None,
         "--platform",
         help="Where candidates run and are timed: cpu or cuda (needs a "
         f"visible NVIDIA GPU) {default_note('platform')}.",
     ),
-    cluster: str = typer.Option(
-        None,
-        "--cluster",
-        metavar="local|ray|ray://HOST:PORT",
-        help="Where candidates are judged: this machine, or one evaluation actor per "
-        "device of a Ray cluster (ray: $RAY_ADDRESS, else a new local one; needs "
-        f"kernelkiln[ray]) {default_note('cluster.address')}.",
-    ),
+    cluster: str = CLUSTER_OPTION,
     lock_clocks: int = typer.Option(
         None,
         "--lock-clocks",
@@ -280,7 +266,7 @@ def optimize(
                 raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
             config = with_endpoint_window(settings).config
             paths = _task_paths(target)
-            specs = [TaskSpec(str(p), o) for p, o in zip(paths, task_overrides(paths, overrides, shrink))]
+            specs = [TaskSpec(str(p), o) for p, o in zip(paths, task_overrides(paths, overrides, shrink), strict=True)]
             result = optimizer.start(specs, config, out)
     except Interrupted as stop:
         observer.close()
@@ -309,37 +295,6 @@ def open_memory(store_config, readonly: bool, out_root: Path) -> Memory:
     own = open_store(f"sqlite:///{(out_root / 'readonly.db').resolve()}", store_config)
     print(f"kiln: memory lent read-only from {_shown(lent.url)}; this run's records go to {own.url}", file=sys.stderr)
     return Memory(own, lent=lent)
-
-
-def with_progress(work, on_interrupt: str):
-    """``work(observer, progress)`` with progress on stderr; Ctrl-C leaves (130) naming ``on_interrupt`` as next step.
-
-    ``observer`` draws the optimizer's progress; ``progress(line)`` prints a plain dim line.
-    """
-    from kernelkiln.orchestrator.run import Interrupted
-
-    err = Console(stderr=True)
-    observer = progress_observer()
-    try:
-        return work(observer, lambda line: err.print(line, style="dim", markup=False, highlight=False))
-    except (Interrupted, KeyboardInterrupt):  # within a run, or between a bench's or ablation's runs
-        observer.close()
-        exit_interrupted(on_interrupt)
-    finally:
-        observer.close()
-
-
-def exit_interrupted(what_next: str) -> None:
-    """Say the run was interrupted and what to do next, then leave at once with exit code 130.
-
-    An abandoned evaluation's daemon thread may still be inside torch, and Python's
-    finalization would stop it mid-C++ (pthread_exit) and abort the process; every store
-    write is already committed, so nothing is lost by skipping finalization.
-    """
-    print(f"kiln: interrupted: {what_next}", file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(130)
 
 
 def _task_paths(target: str) -> list[Path]:
@@ -401,87 +356,3 @@ def _shown(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         return url
-
-
-class _Lines(Observer):
-    """One line per judged attempt on stderr (logs, pipes)."""
-
-    def __init__(self) -> None:
-        self.done: dict[str, int] = {}
-        self.budget: dict[str, int] = {}
-
-    def seeded(self, task_id, origin) -> None:
-        print(f"{task_id}: starting from {origin}", file=sys.stderr, flush=True)
-
-    def task_started(self, task_id, budget, done, agents) -> None:
-        self.done[task_id], self.budget[task_id] = done, budget
-        print(f"{task_id}: {len(agents)} agent(s), {budget - done} evaluations to go", file=sys.stderr, flush=True)
-
-    def after_verdict(self, result) -> None:
-        attempt, incumbent, task_id = result.attempt, result.incumbent, result.attempt.task_id
-        self.done[task_id] += 1
-        best = f"best {incumbent.speedup:.2f}x" if incumbent is not None and incumbent.speedup else "no best yet"
-        got = f" {attempt.speedup:.2f}x" if attempt.speedup else f" ({attempt.case.reason[:80]})"
-        print(
-            f"[{task_id} {self.done[task_id]}/{self.budget[task_id]}] {attempt.agent} {attempt.verdict}{got}  "
-            f"{attempt.summary}  | {best}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def confirming(self, task_id, seconds) -> None:
-        print(f"{task_id}: judging the best again, timing for {seconds:g} s", file=sys.stderr, flush=True)
-
-    def note(self, line) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-
-class _Bars(Observer):
-    """A rich progress bar per task on a terminal."""
-
-    def __init__(self, console: Console) -> None:
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[note]}"),
-            console=console,
-        )
-        self.ids: dict[str, Any] = {}
-
-    def seeded(self, task_id, origin) -> None:
-        self.progress.console.print(f"{task_id}: starting from {origin}", style="dim")
-
-    def task_started(self, task_id, budget, done, agents) -> None:
-        if not self.ids:
-            self.progress.start()
-        self.ids[task_id] = self.progress.add_task(task_id, total=budget, completed=done, note="")
-
-    def evaluating(self, task_id, agent, summary) -> None:
-        self.progress.update(self.ids[task_id], note=f"{agent}: {summary[:60]}")
-
-    def after_verdict(self, result) -> None:
-        incumbent, task_id = result.incumbent, result.attempt.task_id
-        best = f"best {incumbent.speedup:.2f}x" if incumbent is not None and incumbent.speedup else ""
-        self.progress.update(self.ids[task_id], advance=1, description=f"{task_id} {best}")
-
-    def confirming(self, task_id, seconds) -> None:
-        self.progress.update(self.ids[task_id], note=f"judging the best again ({seconds:g} s)")
-
-    def task_finished(self, task_id, incumbent) -> None:
-        self.progress.update(self.ids[task_id], note="done")
-
-    def note(self, line) -> None:
-        self.progress.console.print(line, style="dim", markup=False, highlight=False)
-
-    def close(self) -> None:
-        if self.ids:
-            self.progress.stop()
-            self.ids = {}
-
-
-def progress_observer() -> Observer:
-    """Bars on a terminal, one line per judged attempt otherwise (both on stderr)."""
-    console = Console(stderr=True)
-    return _Bars(console) if console.is_terminal else _Lines()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from kernelkiln.cli.options import STORE_OPTION
 from kernelkiln.errors import UserError
 from kernelkiln.report import ablation as ablation_page
 from kernelkiln.report import collect, render_html, render_markdown
@@ -44,15 +45,9 @@ OUT = typer.Option(
     None, "--out", metavar="FILE.html", help="Where the page goes (default: DIR/report.html, or kiln-report-RUN.html)."
 )
 MARKDOWN = typer.Option(False, "--markdown", help="Print Markdown to stdout instead of writing HTML.")
-STORE = typer.Option(
-    None,
-    "--store",
-    metavar="URL",
-    help="A SQLite file (PATH or sqlite:///PATH) or postgresql://… (default: $KILN_STORE, else the user data dir).",
-)
 
 
-def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKDOWN, store: str = STORE) -> None:
+def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKDOWN, store: str = STORE_OPTION) -> None:
     ablations = [read_ablation_json(t) for t in targets]
     if any(ablations):
         if len(targets) > 1:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import typer
 
-from kernelkiln.cli.eval import resolve_task_path
-from kernelkiln.cli.sizing import SET_HELP, shrink_option, task_overrides
+from kernelkiln.cli.options import set_option, shrink_option
+from kernelkiln.cli.paths import resolve_task_path
+from kernelkiln.cli.sizing import task_overrides
 from kernelkiln.errors import UserError
 
 
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
     def seed_cmd(
         task: str = typer.Argument(..., help="A KernelBench-format task file, or a bundled task name (`kiln tasks`)."),
         out: Path = typer.Option(None, "--out", metavar="FILE", help="Write the candidate here (default: stdout)."),
-        overrides: list[str] = typer.Option([], "--set", help=SET_HELP),
+        overrides: list[str] = set_option(),
         shrink: float = shrink_option(),
         threads: int = typer.Option(
             None,

@@ -28,7 +28,6 @@ from pathlib import Path
 from types import NoneType, UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
-import typer
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
@@ -38,20 +37,6 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 
 Source = Literal["default", "file", "flag", "endpoint"]
 Flags = dict[str, tuple[str, Any]]  # flag as typed (e.g. "--budget") -> (dotted field, value; None: not given)
-
-CONFIG_OPTION = typer.Option(
-    None,
-    "--config",
-    metavar="FILE",
-    help="A TOML file holding any part of the configuration (see `kiln config show`); flags given override it.",
-)
-SET_CONFIG_OPTION = typer.Option(
-    [],
-    "--set-config",
-    metavar="PATH=VALUE",
-    help="Set one field by its dotted path, e.g. memory.retrieval.pool_size=40 (VALUE "
-    "in TOML syntax; a bare word is a string). Repeatable.",
-)
 
 
 @dataclass(frozen=True)

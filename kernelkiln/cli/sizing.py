@@ -1,4 +1,4 @@
-"""``--set`` and ``--shrink``: the size overrides a command loads its tasks with."""
+"""The size overrides a command loads its tasks with, from its ``--set`` and ``--shrink`` options."""
 
 from __future__ import annotations
 
@@ -6,20 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import typer
-
 from kernelkiln.task import parse_overrides
-
-SET_HELP = "Override a module-level size variable: --set dim=4096, --set input_shape='(4096,)' (repeatable)."
-SHRINK_HELP = (
-    "Divide every size variable by about K so a GPU-sized task runs on a CPU: --shrink 8 turns "
-    "batch_size=128 into 16 and keeps kernel sizes, strides, group and head counts; the reference is "
-    "run once at the sizes chosen, which are printed; --set values win."
-)
-
-
-def shrink_option() -> Any:
-    return typer.Option(None, "--shrink", metavar="K", help=SHRINK_HELP)
 
 
 def task_overrides(paths: list[Path], sets: list[str], shrink: float | None) -> list[dict[str, Any]]:

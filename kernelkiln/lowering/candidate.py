@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from itertools import pairwise
 
 from kernelkiln.lowering.gemm import gemm_vocabulary
 from kernelkiln.lowering.graph import Unsupported
 from kernelkiln.task.model import Task
+from kernelkiln.task.sizes import bound_names
 
 # One vocabulary for every generated kernel: siblings share names and values, so a setting
 # learned on one task (``set ACC=4``) applies to the next.
@@ -43,6 +45,8 @@ _DTYPES = {
     "uint8_t": "torch.bool",
 }
 _DROP = {"get_inputs", "get_init_inputs", "KILN"}
+# The candidate's own imports, at its top (kernelkiln's last).
+IMPORTS = ("import torch", "import torch.nn as nn", "from kernelkiln import native")
 
 
 @dataclass(frozen=True)
@@ -64,14 +68,18 @@ def thread_options(cap: int) -> list[int]:
     return options + ([cap] if cap not in options else [])
 
 
-def reference_code(task: Task) -> str:
-    """The task file's Model (and helpers) for their ``__init__``: every other method, forward included, is left out.
+def reference_code(task: Task) -> tuple[list[str], str]:
+    """The task file's imports the candidate's own ``IMPORTS`` lack, and its Model (and helpers) for their
+    ``__init__``: every other method, forward included, is left out.
 
     The candidate must not call the reference's ops (the gate refuses that); it needs
-    the classes only to create the same parameters the same way.
+    the classes only to create the same parameters the same way. Each import appears once
+    in the candidate, and each ``--set`` size once, at the value set.
     """
     tree = ast.parse(task.source)
-    keep = []
+    imported = set(IMPORTS)
+    imports = []
+    keep: list[tuple[str, bool]] = []  # (code, whether it is a class or function: blank lines around it)
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _DROP:
             continue
@@ -81,6 +89,11 @@ def reference_code(task: Task) -> str:
             continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # the module docstring
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            fresh = _fresh_imports(node, imported)
+            if fresh is not None:
+                imports.append(ast.get_source_segment(task.source, node) if fresh is node else ast.unparse(fresh))
+            continue
         if isinstance(node, ast.ClassDef):
             body = [
                 n
@@ -95,15 +108,50 @@ def reference_code(task: Task) -> str:
                 node.decorator_list,
                 type_params=getattr(node, "type_params", []),
             )
-            keep.append(ast.unparse(ast.fix_missing_locations(node)))
+            keep.append((ast.unparse(ast.fix_missing_locations(node)), True))
             continue
-        keep.append(ast.get_source_segment(task.source, node, padded=False) or ast.unparse(node))
-        if isinstance(node, ast.Assign):  # --set values, so derived sizes after it follow them
-            names = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-            keep += [f"{n} = {task.overrides[n]!r}" for n in names if n in task.overrides]
+        code = ast.get_source_segment(task.source, node, padded=False) or ast.unparse(node)
+        compound = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        # --set values, re-assigned where the task's own module re-assigns them (task.sizes.with_sets), so
+        # derived sizes after them follow; an assignment of set names alone is replaced by the values set.
+        names = bound_names(node)
+        sets = [f"{n} = {task.overrides[n]!r}" for n in dict.fromkeys(names) if n in task.overrides]
+        if not (names and len(sets) == len(set(names)) and _pure(node)):
+            keep.append((code, compound))
+        keep += [(line, False) for line in sets]
     if not any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body):
         raise Unsupported("the reference's Model is not a class defined in the task file")
-    return "\n\n".join(keep)
+    out = keep[0][0] if keep else ""
+    for (_, before), (code, compound) in pairwise(keep):
+        out += ("\n\n\n" if before or compound else "\n") + code
+    return imports, out
+
+
+def _fresh_imports(node: ast.Import | ast.ImportFrom, imported: set[str]) -> ast.stmt | None:
+    """``node`` less the names ``imported`` already holds (the rest added to it): ``node`` itself when it
+    repeats none, None when it repeats them all."""
+    fresh = []
+    for alias in node.names:
+        one = ast.unparse(_importing(node, [alias]))
+        if one not in imported:
+            imported.add(one)
+            fresh.append(alias)
+    if len(fresh) == len(node.names):
+        return node
+    return _importing(node, fresh) if fresh else None
+
+
+def _importing(node: ast.Import | ast.ImportFrom, names: list[ast.alias]) -> ast.stmt:
+    if isinstance(node, ast.Import):
+        return ast.Import(names)
+    return ast.ImportFrom(node.module, names, node.level)
+
+
+def _pure(node: ast.stmt) -> bool:
+    """Whether leaving ``node`` out loses nothing but the values it assigns: it calls nothing."""
+    return not any(
+        isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)) for n in ast.walk(node)
+    )
 
 
 def render(
@@ -127,19 +175,19 @@ def render(
         f"({', '.join(f'({n}, {_DTYPES[t]})' for _, n, t in e.temps)}{',' if e.temps else ''}), {e.single!r})"
         for e in entries
     )
+    imports, reference = reference_code(task)
+    header = "\n".join([*IMPORTS[:-1], *imports, IMPORTS[-1]])  # the reference's after torch, before kernelkiln
     return f'''"""Generated by `kiln seed` from {task.name}'s reference: {summary}.
 
 One C function per workload shape (every size a constant), OpenMP threads across rows.
 Knobs (module-level constants a tuner may rewrite): THREADS (capped at the guard's
-threads), {", ".join(knobs + ["FLAGS"])}; the same names and values in every generated kernel.
+threads), {", ".join([*knobs, "FLAGS"])}; the same names and values in every generated kernel.
 """
 
-import torch
-import torch.nn as nn
-from kernelkiln import native
+{header}
 
 # -- the reference, unchanged: ModelNew builds it for its parameters --------------------
-{reference_code(task)}
+{reference}
 
 # -- the generated kernels ------------------------------------------------------------
 SOURCE = r"""

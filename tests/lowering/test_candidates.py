@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 import torch
 
 from kernelkiln.guard import GuardSession, gate
 from kernelkiln.guard.reference_ops import forbidden_ops, record
 from kernelkiln.lowering import Unsupported, generate
+from kernelkiln.task import load_task
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.lowering import mismatch, run_candidate, write_task
 
@@ -105,6 +108,53 @@ def test_the_guard_judges_a_generated_layer_norm_candidate_correct(tmp_path):
         verdict = guard.evaluate(source, timed=False)  # correctness only: timing here is noise
     assert verdict.verdict != "REJECT", verdict.reason
     assert verdict.correct, verdict.reason
+
+
+def _top_level(source: str) -> tuple[list[str], list[str]]:
+    """The candidate's top-level imports, one per imported name, and the names its top-level assignments bind."""
+    imports, assigned = [], []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            imports += [ast.unparse(ast.Import([alias])) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            imports += [ast.unparse(ast.ImportFrom(node.module, [alias], node.level)) for alias in node.names]
+        elif isinstance(node, ast.Assign):
+            assigned += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return imports, assigned
+
+
+def test_the_candidate_imports_each_name_once_and_assigns_each_set_size_once(tmp_path):
+    # The task file imports torch, torch.nn and torch.nn.functional, as the candidate's own header does.
+    task = write_task(tmp_path, "task", "F.relu(x) * N", S2, R2, overrides={"B": 16})
+    source = generate(task).source
+    imports, assigned = _top_level(source)
+    assert "import torch" in imports and "import torch.nn.functional as F" in imports
+    assert sorted(imports) == sorted(set(imports))
+    assert assigned.count("B") == assigned.count("N") == 1
+    assert run_candidate(source)["B"] == 16
+    assert mismatch(task, source) is None
+
+
+def test_a_size_derived_from_a_set_size_follows_it_in_the_candidate(tmp_path):
+    path = tmp_path / "task.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.randn(*SHAPE))\n\n"
+        "    def forward(self, x):\n"
+        "        return x * self.w\n\n"
+        "B = 37\nN = 203\nSHAPE = (1, N)\n\n"
+        "def get_inputs():\n    return [torch.randn(B, N)]\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    task = load_task(path, {"N": 64})
+    source = generate(task).source
+    _, assigned = _top_level(source)
+    assert assigned.count("N") == assigned.count("SHAPE") == 1
+    assert run_candidate(source)["SHAPE"] == (1, 64)
+    assert mismatch(task, source) is None
 
 
 # -- known bugs ----------------------------------------------------------------------------
