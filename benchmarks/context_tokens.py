@@ -33,18 +33,15 @@ GENERATION = 1024
 def run(mode: str, turns: int, window: int, tmp: Path, protocol: str = "tools") -> list[int]:
     client = scripted_player(SEED, turns, protocol=protocol)
     memory = Memory(open_store(f"sqlite:///{tmp / (mode + '.db')}"))
+    llm = {
+        "model": "scripted",
+        "base_url": "http://127.0.0.1:9/v1",
+        "context_window": window,
+        "max_output_tokens": GENERATION,
+        "reply_protocol": protocol,
+    }
     config = OptimizeConfig(
-        policy="llm",
-        budget=turns + 1,
-        guard=fast_config(),
-        context={"mode": mode},
-        llm={
-            "model": "scripted",
-            "base_url": "http://127.0.0.1:9/v1",
-            "context_window": window,
-            "max_output_tokens": GENERATION,
-            "reply_protocol": protocol,
-        },
+        policy={"kind": "llm", "llm": llm}, budget=turns + 1, guard=fast_config(), context={"mode": mode}
     )
     result = Optimizer(memory, tmp, client=client).start(
         [TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config, tmp / mode

@@ -95,7 +95,7 @@ def main() -> None:
                     f"{tmp}/out-{k}",
                     "--json",
                     "--set-config",
-                    f"seed={k}",
+                    f"policy.seed={k}",
                 ],
                 capture_output=True,
                 text=True,
@@ -126,8 +126,8 @@ def main() -> None:
         json.dumps(out, indent=2)
         if args.json
         else f"median evaluations to 95% of the run's best: {out['median_evaluations_to_95']}; "
-        f"re-proposals after three "
-        f"losses: {out['re_proposals_literal']} (literal rule), {out['re_proposals_kernelkiln']} (kernelkiln's)"
+        f"re-proposals after three losses: {out['re_proposals_literal']} (literal rule), "
+        f"{out['re_proposals_kernelkiln']} (kernelkiln's)"
     )
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kernelkiln.agents.config import TunerConfig
 from kernelkiln.guard import GuardSession
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
@@ -40,7 +41,7 @@ def measure(path: Path, args, root: Path) -> dict:
     config = OptimizeConfig(
         budget=args.budget,
         confirm_time_budget_s=None,
-        seed=args.seed,
+        policy=TunerConfig(seed=args.seed),
         guard=search_guard(time_budget_s=args.time_budget, min_rounds=3, robustness_trials=0),
     )
     try:

@@ -17,13 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
+from kernelkiln.agents.config import LLMPolicyConfig
 from kernelkiln.agents.protocol import Mode, ReplyProtocol
 from kernelkiln.agents.reply import Problem, parse_text_reply, prose
 from kernelkiln.context import ContextBuilder, Prompt, TokenEstimator
+from kernelkiln.context.config import ContextConfig
 from kernelkiln.context.reask import reask
 from kernelkiln.guard import diagnose
 from kernelkiln.llm import ChatClient, Completion, Message, ToolCall, ToolSpec, ToolsRejected, make_client
@@ -67,19 +68,20 @@ class LLMPolicy:
 
     def __init__(
         self,
-        config: Any,
+        config: LLMPolicyConfig,
+        context: ContextConfig,
         agent: str,
         client: ChatClient | None = None,
         builder: ContextBuilder | None = None,
         protocol: ReplyProtocol | None = None,
     ):
-        """``config`` is the run's OptimizeConfig (its ``llm``, ``context``, ``tool_calls`` and ``reasks``);
+        """``config`` is the model and its turn's limits, ``context`` what each prompt shows;
         ``protocol`` is the run's shared switch (default: one of this policy's own)."""
-        self.config = config
+        self.config, self.context = config, context
         self.agent = agent
         self.client = client or make_client(config.llm)
         self.estimator = TokenEstimator()
-        self.builder = builder or ContextBuilder(config.context, self.estimator)
+        self.builder = builder or ContextBuilder(context, self.estimator)
         self.protocol = protocol or ReplyProtocol(config.llm.reply_protocol)
 
     def observe(self, attempt: Attempt) -> None:
@@ -201,7 +203,7 @@ class LLMPolicy:
         not held to it, and a real endpoint refuses what does not fit.
         """
         llm = self.config.llm
-        if self.config.context.mode == "passive":
+        if self.context.mode == "passive":
             return None
         text = "".join(m.content + "".join(c.name + str(c.arguments) for c in m.tool_calls) for m in chat.messages)
         needed = self.estimator.estimate(text + "".join(t.model_dump_json() for t in chat.tools))

@@ -67,7 +67,10 @@ class Ablation:
         patch = (
             {**arm.patch, "budget": min(self.base.budget, self.reuse_budget)} if arm.memory == "reuse" else arm.patch
         )
-        return OptimizeConfig.model_validate(merged({**base, "seed": k}, patch))
+        if patch.get("policy", {}).get("kind", base["policy"]["kind"]) != base["policy"]["kind"]:
+            del base["policy"]  # the arm runs another policy: none of the base policy's fields apply
+        config = OptimizeConfig.model_validate(merged(base, patch))
+        return config.model_copy(update={"policy": config.policy.for_repeat(k)})
 
     def plan(self, chosen: list[Study], tasks: list[Task], repeat: int) -> dict[tuple[str, str, int], Unit]:
         """Every (study, arm label, repeat)'s unit; arms with equal settings share one."""
@@ -241,7 +244,7 @@ class Summary:
         }
 
     def _reuse(self, study: Study) -> dict[str, Any]:
-        first_arm, second_arm = study.arms
+        _, second_arm = study.arms
         runs = []
         for k in range(self.repeat):
             second = self.plan[(study.name, second_arm.label, k)]

@@ -110,7 +110,7 @@ class Bench:
         tasks = kept
         if not tasks:
             raise UserError(
-                f"no task of the suite can be optimized with the {config.policy} policy: "
+                f"no task of the suite can be optimized with the {config.policy.kind} policy: "
                 + next(iter(skipped.values()), "the suite is empty")
             )
         threads = config.guard.threads or default_threads()
@@ -133,7 +133,7 @@ class Bench:
             memory = Memory(open_store(url, config.store))
             result = Optimizer(memory, self.out_dir, self.observer).start(  # repeat k: the tuner's seed k
                 [TaskSpec(str(t.path), {}) for t in tasks],
-                config.model_copy(update={"seed": k}),
+                config.model_copy(update={"policy": config.policy.for_repeat(k)}),
                 self.out_dir / f"repeat-{k + 1}",
             )
             with memory.store.read() as conn:
@@ -167,7 +167,7 @@ class Bench:
             "peaks": peaks.source,
             "budget": config.budget,
             "agents": config.agents,
-            "policy": config.policy,
+            "policy": config.policy.kind,
         }
         (self.out_dir / "bench.json").write_text(json.dumps(out, indent=2) + "\n")
         return out

@@ -63,7 +63,7 @@ class Study:
     arms: tuple[Arm, ...]
 
 
-FLOOR = Arm("best-of-N", {"search": "random"})
+FLOOR = Arm("best-of-N", {"policy": {"kind": "tuner", "search": "random"}})
 EMPTY = Arm("empty store")
 MEMORY = Arm("memory", memory="crossfit")
 
@@ -71,13 +71,15 @@ MEMORY = Arm("memory", memory="crossfit")
 def studies(agents: int) -> dict[str, Study]:
     """Every study, by name; ``agents`` is the agents study's agent count."""
     scripted = {
-        "policy": "llm",
-        "llm": {
-            "model": "scripted",
-            "base_url": "http://127.0.0.1:9/v1",
-            "context_window": SCRIPTED_WINDOW,
-            "max_output_tokens": SCRIPTED_GENERATION,
-        },
+        "policy": {
+            "kind": "llm",
+            "llm": {
+                "model": "scripted",
+                "base_url": "http://127.0.0.1:9/v1",
+                "context_window": SCRIPTED_WINDOW,
+                "max_output_tokens": SCRIPTED_GENERATION,
+            },
+        }
     }
     private = {"agents": agents, "memory": {"board": {"shared": False}}}
     return {
@@ -122,7 +124,7 @@ def studies(agents: int) -> dict[str, Study]:
                 "search",
                 "the tuner's knob search: enumerating single-knob moves, then random settings, vs Optuna's TPE sampler",
                 "speedup",
-                (Arm("enumerate", {"search": "enumerate"}), EMPTY),
+                (Arm("enumerate", {"policy": {"kind": "tuner", "search": "enumerate"}}), EMPTY),
             ),
             Study(
                 "context",

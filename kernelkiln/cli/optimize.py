@@ -77,7 +77,7 @@ def optimize(
         None,
         "--policy",
         help="tuner (offline knob search), llm, or replay (a recorded session, offline: "
-        f"--replay DIR) {default_note('policy')}.",
+        f"--replay DIR) {default_note('policy.kind')}.",
     ),
     agents: int = typer.Option(
         None, "--agents", help=f"Agents per task, each with its own strategy lens, 1-8 {default_note('agents')}."
@@ -94,7 +94,7 @@ def optimize(
         "http://localhost:11434/v1 (Ollama). Default: the provider's API.",
     ),
     provider: str = typer.Option(
-        None, "--provider", help=f"openai (any compatible server) or anthropic {default_note('llm.provider')}."
+        None, "--provider", help=f"openai (any compatible server) or anthropic {default_note('policy.llm.provider')}."
     ),
     api_key_env: str = typer.Option(
         None,
@@ -109,7 +109,7 @@ def optimize(
         metavar="TOKENS",
         help="The model's context window, for prompt budgeting (default: what the "
         "endpoint reports, as vLLM and Ollama do, else "
-        f"{default_of('llm.context_window')}).",
+        f"{default_of('policy.llm.context_window')}).",
     ),
     reply_protocol: str = typer.Option(
         None,
@@ -118,7 +118,7 @@ def optimize(
         help="How the model hands in candidates: tools (function calling), text "
         "(a python block, a Summary line and a JSON block; for servers "
         "without tool calling) or auto (tools, then text for the rest of the "
-        f"run if the endpoint refuses them) {default_note('llm.reply_protocol')}.",
+        f"run if the endpoint refuses them) {default_note('policy.llm.reply_protocol')}.",
     ),
     record: str = typer.Option(
         None,
@@ -222,16 +222,16 @@ def optimize(
     settings = load_settings(
         config_file,
         {
-            "--policy": ("policy", policy),
+            "--policy": ("policy.kind", policy),
             "--agents": ("agents", agents),
             "--budget": ("budget", budget),
-            "--model": ("llm.model", model),
-            "--base-url": ("llm.base_url", base_url),
-            "--provider": ("llm.provider", provider),
-            "--api-key-env": ("llm.api_key_env", api_key_env),
-            "--context-window": ("llm.context_window", context_window),
+            "--model": ("policy.llm.model", model),
+            "--base-url": ("policy.llm.base_url", base_url),
+            "--provider": ("policy.llm.provider", provider),
+            "--api-key-env": ("policy.llm.api_key_env", api_key_env),
+            "--context-window": ("policy.llm.context_window", context_window),
             "--context": ("context.mode", context),
-            "--reply-protocol": ("llm.reply_protocol", reply_protocol),
+            "--reply-protocol": ("policy.llm.reply_protocol", reply_protocol),
             "--max-tokens": ("max_tokens", max_tokens),
             "--max-wall": ("max_wall_s", max_wall),
             "--store": ("store.url", store),
@@ -242,10 +242,10 @@ def optimize(
             "--confirm-budget": ("confirm_time_budget_s", confirm),
             "--time-budget": ("guard.time_budget_s", time_budget),
             "--isolation": ("guard.isolation", isolation),
-            "--record": ("record", record),
-            "--replay": ("replay", replay),
+            "--record": ("policy.record", record),
+            "--replay": ("policy.session", replay),
             "--seed": ("seed_file", str(seed_file) if seed_file else None),
-            "--no-seed": ("start_from_seed", False if no_seed else None),
+            "--no-seed": ("policy.start_from_seed", False if no_seed else None),
             "--memory-readonly": ("memory.readonly", True if memory_readonly else None),
         },
         set_config,

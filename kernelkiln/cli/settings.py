@@ -31,9 +31,11 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from kernelkiln.agents.config import KINDS, POLICIES, LLMPolicyConfig
 from kernelkiln.errors import UserError
 from kernelkiln.llm.window import probe_context_window
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.migration import policy_layer, settled
 
 Source = Literal["default", "file", "flag", "endpoint"]
 Flags = dict[str, tuple[str, Any]]  # flag as typed (e.g. "--budget") -> (dotted field, value; None: not given)
@@ -64,10 +66,17 @@ def load_settings(
     layers.append(("flag", _tree(given)))
     merged: dict[str, Any] = {}
     sources: dict[str, Source] = {}
+    flat: set[str] = set()  # policy fields a layer gave by an earlier version's flat key
     for source, layer in layers:
-        merged = _merged(merged, layer)
+        layer, moved = policy_layer(layer)  # a file may use them: policy = "llm", search, [llm], record
+        merged, flat = _merged(merged, layer), flat | moved
         if source != "default":
             sources.update((path, source) for path in _leaves(layer))
+    try:
+        merged = settled(merged, flat)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    sources = {path: source for path, source in sources.items() if _present(merged, path)}
     try:
         config = OptimizeConfig.model_validate(merged)
     except ValidationError as exc:
@@ -81,11 +90,12 @@ def with_endpoint_window(settings: Settings, say: Callable[[str], None] | None =
     One probe with a short timeout; it never fails: when the endpoint does not say, the
     default stands. ``say`` (default: stderr) hears which window is used.
     """
-    llm = settings.config.llm
-    if settings.config.policy != "llm" or llm is None:
+    policy = settings.config.policy
+    if not isinstance(policy, LLMPolicyConfig):
         return settings
+    llm = policy.llm
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    source = settings.source("llm.context_window")
+    source = settings.source("policy.llm.context_window")
     if source != "default":
         where = "--context-window" if source == "flag" else f"{settings.file}" if source == "file" else source
         say(f"kiln: context window {llm.context_window} tokens (set by {where})")
@@ -98,8 +108,9 @@ def with_endpoint_window(settings: Settings, say: Callable[[str], None] | None =
         say(f"kiln: context window {llm.context_window} tokens (the default: {llm.base_url} does not say)")
         return settings
     say(f"kiln: context window {window.tokens} tokens ({window.source})")
-    config = settings.config.model_copy(update={"llm": llm.model_copy(update={"context_window": window.tokens})})
-    return Settings(config, {**settings.sources, "llm.context_window": "endpoint"}, settings.file)
+    probed = policy.model_copy(update={"llm": llm.model_copy(update={"context_window": window.tokens})})
+    config = settings.config.model_copy(update={"policy": probed})
+    return Settings(config, {**settings.sources, "policy.llm.context_window": "endpoint"}, settings.file)
 
 
 def default_of(dotted: str) -> Any:
@@ -114,14 +125,19 @@ def default_note(dotted: str) -> str:
 
 @lru_cache(maxsize=1)
 def _defaults() -> dict[str, Any]:
-    return {path: value for path, _, value in walk(OptimizeConfig())}
+    defaults = {path: value for path, _, value in walk(OptimizeConfig())}
+    for policy in POLICIES:  # every policy's fields, not only the default one's
+        for path, _, value in walk(policy, "policy."):
+            defaults.setdefault(path, value)
+    return defaults
 
 
 def walk(model: BaseModel | type[BaseModel], prefix: str = "") -> Iterator[tuple[str, FieldInfo, Any]]:
     """Every leaf field of the tree under ``model`` (an instance, or a class for its defaults): path, field, value.
 
-    A node that is None (``llm`` under the tuner) is walked through its class, its values
-    the class's defaults (None where a field has none).
+    A node that is None (a policy class's required ``llm``) is walked through its class, its
+    values the class's defaults (None where a field has none); a union (``policy``) through
+    the member its value is.
     """
     cls = model if isinstance(model, type) else type(model)
     for name, info in cls.model_fields.items():
@@ -131,10 +147,12 @@ def walk(model: BaseModel | type[BaseModel], prefix: str = "") -> Iterator[tuple
         else:
             value = getattr(model, name)
         node = _model_class(info.annotation)
-        if node is None:
-            yield path, info, value
+        if isinstance(value, BaseModel):
+            yield from walk(value, f"{path}.")
+        elif node is not None:
+            yield from walk(node, f"{path}.")
         else:
-            yield from walk(value if value is not None else node, f"{path}.")
+            yield path, info, value
 
 
 def _model_class(annotation: Any) -> type[BaseModel] | None:
@@ -187,6 +205,15 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _present(tree: dict[str, Any], dotted: str) -> bool:
+    node: Any = tree
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
 def _leaves(tree: dict[str, Any], prefix: str = "") -> Iterator[str]:
     for key, value in tree.items():
         if isinstance(value, dict) and value:
@@ -198,8 +225,13 @@ def _leaves(tree: dict[str, Any], prefix: str = "") -> Iterator[str]:
 def _one_line(exc: ValidationError, file: Path | None, flags: Flags, sources: dict[str, Source]) -> str:
     """The first problem, naming where it came from: the flag, else the file, and the dotted field."""
     error = exc.errors()[0]
-    dotted = ".".join(str(p) for p in error["loc"])
+    loc = list(error["loc"])
+    if loc[:1] == ["policy"] and len(loc) > 1 and loc[1] in KINDS:
+        del loc[1]  # the union's tag: policy.llm.model, not policy.llm.llm.model
+    dotted = ".".join(str(p) for p in loc)
     message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden" and len(error["loc"]) == 3 and error["loc"][0] == "policy":
+        message = _not_read(*error["loc"][1:])
     if not dotted:
         return message
     given = [p for p in sources if dotted == p or dotted.startswith(p + ".") or p.startswith(dotted + ".")]
@@ -210,3 +242,10 @@ def _one_line(exc: ValidationError, file: Path | None, flags: Flags, sources: di
     if origin == "file" and file is not None:
         return f"{file}: {dotted}: {message}"
     return f"bad configuration {dotted}: {message}"
+
+
+def _not_read(kind: Any, name: Any) -> str:
+    """A field the ``kind`` policy does not read: which policies do."""
+    readers = [c.model_fields["kind"].default for c in POLICIES if name in c.model_fields]
+    add = " or ".join(f"--policy {r}" for r in readers)
+    return f"the {kind} policy does not read {name}" + (f": add {add}" if add else "")

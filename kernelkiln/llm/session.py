@@ -41,7 +41,7 @@ class SessionHeader(_Record):
     kernelkiln: str = __version__
     created: str = Field(default_factory=lambda: now())
     llm: LLMConfig
-    config: dict[str, Any] = Field(default_factory=dict)  # the run's OptimizeConfig as JSON, for the record
+    config: dict[str, Any] = Field(default_factory=dict)  # the run's configuration as JSON, for the record
 
 
 class Request(_Record):

@@ -6,30 +6,18 @@
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kernelkiln.agents.config import DEFAULT_POLICY, PolicyConfig
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.guard.config import GuardConfig
-from kernelkiln.llm.config import LLMConfig
 from kernelkiln.memory.config import MemoryConfig
+from kernelkiln.orchestrator.migration import migrated
 from kernelkiln.store.config import StoreConfig
 
-PolicyName = Literal["tuner", "llm", "replay"]
-
 SEARCH_TIME_BUDGET_S = 8.0
-
-# Keys of runs stored before every field had one home: old key -> where it lives now (None: gone).
-_MOVED = {
-    ("experiences",): ("context", "max_experiences"),
-    ("knowledge",): ("context", "max_knowledge"),
-    ("graph_attempts",): ("context", "max_graph_attempts"),
-    ("memory", "value", "turn_budget"): None,
-    ("memory", "retrieval", "limit"): None,
-}
 
 
 class ClusterConfig(BaseModel):
@@ -82,12 +70,9 @@ class OptimizeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    policy: PolicyName = Field(
-        "tuner",
-        description="tuner: offline knob search of the seed candidate (no network); "
-        "llm: a model writes whole candidates (needs `llm`); replay: "
-        "the llm policy answered offline by a recorded session "
-        "(needs `replay`).",
+    policy: PolicyConfig = Field(
+        default_factory=DEFAULT_POLICY,
+        description="Who proposes candidates, and that policy's own settings (kind: tuner, llm or replay).",
     )
     agents: int = Field(1, ge=1, le=8, description="Agents per task, each with a different eligible strategy lens.")
     budget: int = Field(30, ge=1, description="Evaluations per task, shared by its agents (ATU's turn budget).")
@@ -106,43 +91,11 @@ class OptimizeConfig(BaseModel):
     platform: Literal["cpu", "cuda"] = Field(
         "cpu", description="Where candidates run and are timed; the task's seed for this platform starts the search."
     )
+    # Every policy starts from it (the tuner must, a model may), and the run's seeds read it beside platform.
     seed_file: str | None = Field(
         None,
         description="A candidate file every agent starts from, instead of the task's "
         "KILN seed or the generated one (--seed FILE; one task per run).",
-    )
-    start_from_seed: bool = Field(
-        True,
-        description="Agents start from a seed: seed_file, else the task's KILN seed "
-        "for the platform, else (cpu) the candidate `kiln seed` generates "
-        "from the reference's operations. False (--no-seed): llm agents "
-        "write their first candidate from scratch.",
-    )
-    seed: int = Field(
-        0,
-        ge=0,
-        description="Seed of the tuner's random moves (its sampler, drafting jumps, untried "
-        "settings): benchmark repeats use 0, 1, 2, … for independent trajectories.",
-    )
-    search: Literal["tpe", "enumerate", "random"] = Field(
-        "tpe",
-        description="How the tuner searches the knobs after memory's settings: tpe: Optuna's TPE sampler, "
-        "told every attempt's rank and the trials memory lends, so values that measured slow are tried less; "
-        "enumerate: single-knob moves from the working settings, then untried settings at random (the earlier "
-        "search); random: best-of-N, the seed then untried settings uniformly at random, no memory (the floor "
-        "`kiln ablate` measures every search against).",
-    )
-    tool_calls: int = Field(
-        4,
-        ge=0,
-        description="Diagnostic tool calls (checks, profile, vectorization report) an "
-        "llm agent may make per turn before it must submit.",
-    )
-    reasks: int = Field(
-        2,
-        ge=0,
-        description="Times an llm agent is asked again for a reply that lacks the candidate, "
-        "the summary or an adoption record, before its turn is given up.",
     )
     confirm_time_budget_s: float | None = Field(
         20.0,
@@ -157,18 +110,6 @@ class OptimizeConfig(BaseModel):
     )
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Experience values, rules, board.")
     context: ContextConfig = Field(default_factory=ContextConfig, description="What an agent is shown each turn.")
-    llm: LLMConfig | None = Field(None, description="The model endpoint (llm policy only).")
-    record: str | None = Field(
-        None,
-        description="A directory where every exchange with the model is saved "
-        "(request, reply, usage, latency), one JSON-lines stream per task "
-        "and agent, for `--policy replay` (llm and replay policies).",
-    )
-    replay: str | None = Field(
-        None,
-        description="The recorded session (a `record` directory) the replay policy "
-        "answers from; its model settings replace `llm`.",
-    )
     cluster: ClusterConfig = Field(
         default_factory=ClusterConfig, description="Where candidates are judged (--cluster local|ray|ray://HOST:PORT)."
     )
@@ -181,7 +122,7 @@ class OptimizeConfig(BaseModel):
     @classmethod
     def stored(cls, data: dict[str, Any]) -> OptimizeConfig:
         """The configuration a run stored, including runs stored by earlier versions (moved keys moved)."""
-        return cls.model_validate(_moved(data))
+        return cls.model_validate(migrated(data))
 
     @field_validator("confirm_time_budget_s", mode="before")
     @classmethod
@@ -203,36 +144,17 @@ class OptimizeConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _llm_needs_endpoint(self) -> OptimizeConfig:
-        if self.policy == "llm" and self.llm is None:
-            raise ValueError("the llm policy needs a model: --model NAME (and --base-url URL for a local server)")
-        return self
-
-    @model_validator(mode="after")
-    def _sessions_follow_the_policy(self) -> OptimizeConfig:
-        if self.policy == "replay" and not self.replay:
-            raise ValueError("the replay policy needs a recorded session: --replay DIR (made with --record DIR)")
-        if self.replay and self.policy != "replay":
-            raise ValueError("--replay DIR is read by the replay policy: add --policy replay")
-        if self.record and self.policy == "tuner":
-            raise ValueError("--record saves the model's exchanges: the tuner calls no model (use --policy llm)")
-        if self.record and self.replay and Path(self.record).resolve() == Path(self.replay).resolve():
-            raise ValueError("--record and --replay name the same directory: record the replay elsewhere")
-        return self
-
-    @model_validator(mode="after")
-    def _tuner_needs_a_seed(self) -> OptimizeConfig:
-        if self.policy == "tuner" and not self.start_from_seed:
-            raise ValueError("--no-seed: the tuner searches a seed candidate's knobs and needs one (use --policy llm)")
-        if self.seed_file and not self.start_from_seed:
+    def _seed_or_scratch(self) -> OptimizeConfig:
+        # The one check across the policy's config: a file to start from is the run's, scratch the model's.
+        if self.seed_file and self.policy.from_scratch():
             raise ValueError("--seed FILE and --no-seed contradict each other: give one")
         return self
 
     @model_validator(mode="after")
     def _isolation_follows_the_policy(self) -> OptimizeConfig:
-        # The tuner rewrites seeds the user installed; a model's code is untrusted: strict unless set.
-        if self.policy == "tuner" and "isolation" not in self.guard.model_fields_set:
-            self.guard = self.guard.model_copy(update={"isolation": "best-effort"})
+        # Each policy says how far its candidates are trusted; the guard's own setting wins.
+        if "isolation" not in self.guard.model_fields_set and self.guard.isolation != self.policy.isolation:
+            self.guard = self.guard.model_copy(update={"isolation": self.policy.isolation})
         return self
 
     @model_validator(mode="after")
@@ -242,21 +164,3 @@ class OptimizeConfig(BaseModel):
                 raise ValueError(f"guard.platform follows platform: set platform = {self.guard.platform!r} instead")
             self.guard = self.guard.model_copy(update={"platform": self.platform})
         return self
-
-
-def _moved(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with the keys of earlier versions moved to their one home (or dropped)."""
-    out = copy.deepcopy(data)
-    for old, new in _MOVED.items():
-        *parents, leaf = old
-        node: Any = out
-        for key in parents:
-            node = node.get(key) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or leaf not in node:
-            continue
-        value = node.pop(leaf)
-        if new is not None:  # both capped what was shown: the smaller one was in effect
-            section, name = new
-            table = out.setdefault(section, {})
-            table[name] = min(value, table.get(name, value))
-    return out

@@ -205,7 +205,7 @@ class RayPool:
         per_device = config.cluster.cpus_per_device
         # A worker process starts with its node's environment (whatever `ray start` was given):
         # every key this run knows of is blanked there, before the actor's first line runs.
-        hidden = {*secret_names(os.environ), *_KEYS, *([config.llm.api_key_env] if config.llm else [])}
+        hidden = {*secret_names(os.environ), *_KEYS, config.policy.key_env() or ""}
         blank = {"env_vars": {name: "" for name in sorted(hidden) if name}}
         actors = []
         for node in nodes:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelkiln.agents.policies import RunPolicies
 from kernelkiln.errors import UserError
 from kernelkiln.llm.client import ChatClient
 from kernelkiln.memory.memory import Memory
@@ -22,7 +23,6 @@ from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.confirm import confirm, confirmable
 from kernelkiln.orchestrator.observer import Observer
-from kernelkiln.orchestrator.policies import RunPolicies
 from kernelkiln.orchestrator.pool import EvaluationPool, open_pool
 from kernelkiln.orchestrator.results import write_outputs
 from kernelkiln.orchestrator.seeds import GENERATED, starting_code
@@ -159,7 +159,8 @@ class Optimizer:
         control.tokens = sum(a.tokens_in + a.tokens_out for a in stored) + sum(
             n.prompt_tokens + n.completion_tokens for n in run.state.no_candidate.values()
         )
-        policies = RunPolicies(config, self.client)  # one per run: its llm agents share one reply protocol
+        # One per run: its llm agents share one reply protocol; a recording keeps the run's settings.
+        policies = RunPolicies(config.policy, config.context, self.client, config.model_dump(mode="json"))
         todo = [t for t in tasks if task_id_of(t) not in run.state.finished]
 
         def one(task: Task, leave: Callable[[], None] = lambda: None) -> None:

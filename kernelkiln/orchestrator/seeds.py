@@ -24,7 +24,7 @@ def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
     Order: ``--seed FILE``, the task's KILN seed for the platform, then (cpu) the candidate
     generated from the reference's operations. The tuner needs one and says why there is none.
     """
-    if not config.start_from_seed:
+    if config.policy.from_scratch():
         return "", "none (--no-seed)"
     if config.seed_file:
         path = Path(config.seed_file)
@@ -47,7 +47,7 @@ def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
         if isinstance(generated, str):
             return generated, GENERATED
         why = f"kernelkiln cannot generate one: {generated}"
-    if config.policy == "tuner":
+    if config.policy.needs_seed:
         raise NoSeed(
             f"{task.path}: the tuner needs a seed candidate that declares KNOBS, and {why}; "
             "give one with --seed FILE, or use --policy llm"

@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from kernelkiln.agents import llm as llm_module
+from kernelkiln.agents.config import LLMPolicyConfig
 from kernelkiln.agents.llm import DIAGNOSTICS, SUBMIT, LLMPolicy
+from kernelkiln.context.config import ContextConfig
 from kernelkiln.guard import diagnose
-from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.policy.turn import GaveUp, code_hash
 from kernelkiln.store.records import SUMMARY_CHARS
 from kernelkiln.testing.llm import LoopbackServer, ScriptedClient
@@ -22,14 +23,14 @@ from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
 CANDIDATE = SEED_CODE.replace("def forward", "# vectorized\n    def forward")
 
 
-def config(**fields) -> OptimizeConfig:
+def config(**fields) -> LLMPolicyConfig:
     llm = fields.pop("llm", {"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": "tools"})
-    return OptimizeConfig(policy="llm", llm=llm, **fields)
+    return LLMPolicyConfig(llm=llm, **fields)
 
 
 def policy(script, **fields) -> tuple[LLMPolicy, ScriptedClient]:
     client = ScriptedClient(script)
-    return LLMPolicy(config(**fields), "a1", client=client), client
+    return LLMPolicy(config(**fields), ContextConfig(), "a1", client=client), client
 
 
 def later_turn(**overrides):
@@ -350,7 +351,7 @@ def test_end_to_end_through_the_loopback_server_with_a_diagnostic_then_a_submit(
     ]
     with LoopbackServer(script) as server:
         cfg = config(llm={"model": "m", "base_url": server.base_url, "max_retries": 0, "reply_protocol": "tools"})
-        llm = LLMPolicy(cfg, "a1")
+        llm = LLMPolicy(cfg, ContextConfig(), "a1")
         proposal = llm.propose(later_turn(diagnose=lambda tool, code: asked.append(tool) or "PASS: all good"))
     assert proposal is not None and proposal.summary == "checked then submitted"
     assert asked == ["run_checks"]
@@ -396,6 +397,7 @@ def test_a_conversation_that_outgrows_the_window_stops_before_it_is_sent():
                 "reply_protocol": "tools",
             }
         ),
+        ContextConfig(),
         "a1",
         client=ScriptedClient([]),
     )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from kernelkiln.agents.config import LLMPolicyConfig
 from kernelkiln.agents.llm import SUBMIT, LLMPolicy
+from kernelkiln.agents.policies import RunPolicies
 from kernelkiln.agents.protocol import ReplyProtocol
+from kernelkiln.context.config import ContextConfig
 from kernelkiln.llm import LLMError, ToolsRejected
-from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.orchestrator.policies import RunPolicies
 from kernelkiln.policy.turn import GaveUp, Proposal
 from kernelkiln.testing.llm import ScriptedClient, text_reply
 from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
@@ -17,9 +18,9 @@ CANDIDATE = SEED_CODE.replace("def forward", "# text protocol\n    def forward")
 REJECTED = {"status": 400, "message": "registry.ollama.ai/library/gemma:2b does not support tools"}
 
 
-def config(protocol: str = "auto", **fields) -> OptimizeConfig:
-    return OptimizeConfig(
-        policy="llm", llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": protocol}, **fields
+def config(protocol: str = "auto", **fields) -> LLMPolicyConfig:
+    return LLMPolicyConfig(
+        llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": protocol}, **fields
     )
 
 
@@ -27,7 +28,7 @@ def policy(script, protocol: str = "auto", said: list[str] | None = None, **fiel
     cfg = config(protocol, **fields)
     switch = ReplyProtocol(cfg.llm.reply_protocol, say=(said if said is not None else []).append)
     client = ScriptedClient(script)
-    return LLMPolicy(cfg, "a1", client=client, protocol=switch), client
+    return LLMPolicy(cfg, ContextConfig(), "a1", client=client, protocol=switch), client
 
 
 def turn(**overrides):
@@ -164,16 +165,19 @@ def test_the_switch_is_shared_and_said_once_for_the_whole_run():
     said: list[str] = []
     switch = ReplyProtocol("auto", say=said.append)
     cfg = config()
-    first = LLMPolicy(cfg, "a1", client=ScriptedClient([REJECTED, text_reply(CANDIDATE)]), protocol=switch)
+    first = LLMPolicy(
+        cfg, ContextConfig(), "a1", client=ScriptedClient([REJECTED, text_reply(CANDIDATE)]), protocol=switch
+    )
     second_client = ScriptedClient([text_reply(CANDIDATE)])
-    second = LLMPolicy(cfg, "a2", client=second_client, protocol=switch)
+    second = LLMPolicy(cfg, ContextConfig(), "a2", client=second_client, protocol=switch)
     assert isinstance(first.propose(turn()), Proposal) and isinstance(second.propose(turn()), Proposal)
     assert second_client.calls[0][1] == []  # the other agent starts in text
     assert len(said) == 1
 
 
 def test_every_policy_of_a_run_shares_one_switch_and_another_run_has_its_own():
-    run, other = RunPolicies(config(), ScriptedClient([])), RunPolicies(config(), ScriptedClient([]))
+    run = RunPolicies(config(), ContextConfig(), ScriptedClient([]))
+    other = RunPolicies(config(), ContextConfig(), ScriptedClient([]))
     a1, a2 = run.make("a1", "t1"), run.make("a2", "t2")
     assert a1.protocol is a2.protocol is run.protocol
     assert other.make("a1", "t1").protocol is not a1.protocol
@@ -181,7 +185,7 @@ def test_every_policy_of_a_run_shares_one_switch_and_another_run_has_its_own():
 
 def test_the_default_switch_says_it_on_stderr_in_one_line(capsys):
     cfg = config()
-    llm = LLMPolicy(cfg, "a1", client=ScriptedClient([REJECTED, text_reply(CANDIDATE)]))
+    llm = LLMPolicy(cfg, ContextConfig(), "a1", client=ScriptedClient([REJECTED, text_reply(CANDIDATE)]))
     llm.propose(turn())
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("kiln: the endpoint rejected tool calls (400")

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from kernelkiln.agents.config import TunerConfig
 from kernelkiln.bench.ablate import Ablation
 from kernelkiln.bench.passes import Units, halves
-from kernelkiln.bench.studies import merged, scripted_player, studies
+from kernelkiln.bench.studies import FLOOR, merged, scripted_player, studies
 from kernelkiln.llm.messages import Message
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.run import order_tasks
@@ -47,7 +48,7 @@ def test_arms_with_equal_settings_share_a_unit_and_read_only_and_reuse_take_the_
     assert plan[("transfer", "read-only memory", 0)].needs == memory.key
     assert plan[("reuse", "second pass", 0)].needs == memory.key
     assert plan[("memory", "memory", 1)].key != memory.key  # repeat k: seed k
-    assert plan[("floor", "best-of-N", 0)].config.search == "random"
+    assert plan[("floor", "best-of-N", 0)].config.policy.search == "random"
     assert len({u.key for u in plan.values()}) == 2 * 6  # floor, empty, memory, read-only, reuse, uniform credit
     assert plan[("reuse", "second pass", 0)].config.budget == 2  # min(budget, the reuse budget of 3)
 
@@ -55,7 +56,7 @@ def test_arms_with_equal_settings_share_a_unit_and_read_only_and_reuse_take_the_
 def test_the_search_study_compares_tpe_with_the_enumerate_search_as_its_reference(tmp_path):
     study = studies(2)["search"]
     ablation = Ablation(tmp_path, base(3))
-    assert [ablation.config(study, arm, k=0).search for arm in study.arms] == ["enumerate", "tpe"]
+    assert [ablation.config(study, arm, k=0).policy.search for arm in study.arms] == ["enumerate", "tpe"]
 
 
 def test_a_patch_merges_nested_settings_and_leaves_the_rest():
@@ -85,12 +86,14 @@ def test_an_arms_config_keeps_the_base_settings_including_the_ones_turned_off(tm
     ablation = Ablation(tmp_path, OptimizeConfig(guard=fast_config(), budget=7, confirm_time_budget_s=None))
     rules = studies(2)["rules"]
     off, random_rules = (ablation.config(rules, arm, k=1) for arm in rules.arms[1:])
-    assert off.confirm_time_budget_s is None and off.budget == 7 and off.seed == 1
+    assert off.confirm_time_budget_s is None and off.budget == 7 and off.policy.seed == 1
     assert off.memory.rules.budget_tokens == 0 and random_rules.memory.rules.selection == "random"
     private = ablation.config(studies(2)["agents"], studies(2)["agents"].arms[0], k=0)
     assert private.agents == 2 and not private.memory.board.shared
     scripted = ablation.config(studies(2)["context"], studies(2)["context"].arms[1], k=0)
-    assert scripted.policy == "llm" and scripted.context.mode == "passive"
+    assert scripted.policy.kind == "llm" and scripted.context.mode == "passive"
+    floor = ablation.config(studies(2)["search"], FLOOR, k=2)
+    assert floor.policy == TunerConfig(search="random", seed=2)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
+from kernelkiln.agents.config import LLMPolicyConfig, ReplayConfig, TunerConfig
 from kernelkiln.cli import optimize as optimize_cli
 from kernelkiln.cli.settings import load_settings
 from kernelkiln.orchestrator.config import OptimizeConfig
@@ -110,7 +111,7 @@ def test_optimize_runs_the_files_settings_under_the_flags_given(toml, tmp_path, 
     )
     assert done.exit_code == 0, done.output
     c = seen["config"]
-    assert (c.budget, c.agents, c.policy, c.guard.threads, c.confirm_time_budget_s) == (5, 2, "tuner", 2, 20.0)
+    assert (c.budget, c.agents, c.policy.kind, c.guard.threads, c.confirm_time_budget_s) == (5, 2, "tuner", 2, 20.0)
     assert seen["store"].url == store and seen["store"].busy_timeout_s == 7.5  # StoreConfig reaches open_store
 
 
@@ -134,10 +135,10 @@ def test_the_probed_context_window_is_the_one_the_run_budgets_prompts_with(tmp_p
         ]
         done = CliRunner().invoke(app, args)
         assert done.exit_code == 0, done.output
-        assert seen["config"].llm.context_window == 32768  # LLMPolicy builds every prompt for this window
+        assert seen["config"].policy.llm.context_window == 32768  # LLMPolicy builds every prompt for this window
         assert len(server.requests) == 1  # probed once
         done = CliRunner().invoke(app, [*args, "--context-window", "4096"])
-        assert seen["config"].llm.context_window == 4096 and len(server.requests) == 1  # set: not probed
+        assert seen["config"].policy.llm.context_window == 4096 and len(server.requests) == 1  # set: not probed
 
 
 @pytest.mark.parametrize(
@@ -154,7 +155,16 @@ def test_bad_values_and_bad_toml_are_one_line(toml):
     for text, words in (
         ("budget = 'many'\n", "budget: Input should be a valid integer"),
         ("budget = \n", "not valid TOML"),
-        ("[llm]\nbase_url = 'http://127.0.0.1:9/v1'\n", "llm.model: Field required"),
+        (
+            "[policy]\nkind = 'llm'\n[policy.llm]\nbase_url = 'http://127.0.0.1:9/v1'\n",
+            "policy.llm.model: Field required",
+        ),
+        ("[policy]\nsearch = 'grid'\n", "policy.search: Input should be 'tpe', 'enumerate' or 'random'"),
+        ("policy = 'llm'\nsearch = 'random'\n", "the llm policy needs a model: --model NAME"),
+        (
+            "[policy]\nkind = 'llm'\nsearch = 'random'\n[policy.llm]\nmodel = 'm'\n",
+            "the llm policy does not read search",
+        ),
     ):
         done = kiln("config", "show", "--config", str(toml(text)))
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -164,13 +174,13 @@ def test_bad_values_and_bad_toml_are_one_line(toml):
 
 
 def test_config_show_lists_every_field_once_with_its_source(toml):
-    done = kiln("config", "show", "--config", str(toml()), "--set-config", "seed=3")
+    done = kiln("config", "show", "--config", str(toml()), "--set-config", "policy.seed=3")
     assert done.returncode == 0, done.stderr
     printed = re.findall(r"^(\S+) = .*\((default|file|flag|endpoint)\)$", done.stdout, re.MULTILINE)
     fields = [f for f, _ in printed]
     assert len(fields) == len(set(fields)) and set(fields) == set(model_fields(OptimizeConfig))
     sources = dict(printed)
-    assert (sources["budget"], sources["store.busy_timeout_s"], sources["seed"], sources["r_draft"]) == (
+    assert (sources["budget"], sources["store.busy_timeout_s"], sources["policy.seed"], sources["r_draft"]) == (
         "file",
         "file",
         "flag",
@@ -187,13 +197,14 @@ def test_config_show_json_is_a_list_of_field_value_source_description(toml):
     assert [r["field"] for r in rows] == model_fields(OptimizeConfig)
     by_field = {r["field"]: r for r in rows}
     assert by_field["guard.threads"] == {**by_field["guard.threads"], "value": 2, "source": "file"}
-    assert by_field["llm.model"]["value"] is None and by_field["max_tokens"]["value"] is None
+    assert by_field["policy.kind"]["value"] == "tuner" and by_field["max_tokens"]["value"] is None
     removed = {"experiences", "knowledge", "graph_attempts", "memory.value.turn_budget", "memory.retrieval.limit"}
+    removed |= {"search", "seed", "llm.model", "record", "replay", "tool_calls", "reasks", "start_from_seed"}
     assert not removed & set(by_field)  # folded into one home each
 
 
 def test_guard_platform_follows_the_run_platform():
-    with pytest.raises(ValueError, match="guard.platform follows platform"):
+    with pytest.raises(ValueError, match=r"guard\.platform follows platform"):
         OptimizeConfig(platform="cpu", guard={"platform": "cuda"})
     assert OptimizeConfig(platform="cpu").guard.platform == "cpu"
 
@@ -205,3 +216,62 @@ def test_runs_stored_before_the_fold_still_load():
     c = OptimizeConfig.stored(old)
     assert (c.context.max_experiences, c.context.max_knowledge, c.context.max_graph_attempts) == (0, 2, 5)
     assert c.memory.value.turn_budget == c.budget
+
+
+OLD_LLM_TOML = """\
+policy = "llm"
+search = "random"              # the tuner's: an llm run ignored it
+seed = 2
+tool_calls = 1
+reasks = 3
+start_from_seed = false
+record = "session"
+[llm]
+model = "qwen"
+base_url = "http://127.0.0.1:9/v1"
+context_window = 4096
+"""
+
+
+def test_a_file_of_an_earlier_version_with_flat_policy_keys_loads_into_the_policys_config(toml):
+    settings = load_settings(toml(OLD_LLM_TOML), {})
+    policy = settings.config.policy
+    assert isinstance(policy, LLMPolicyConfig) and (policy.llm.model, policy.llm.context_window) == ("qwen", 4096)
+    assert (policy.tool_calls, policy.reasks, policy.start_from_seed, policy.record) == (1, 3, False, "session")
+    assert settings.source("policy.llm.context_window") == "file" and settings.source("policy.reasks") == "file"
+    tuned = load_settings(toml('search = "enumerate"\nseed = 4\n[llm]\nmodel = "unused"\n'), {}).config.policy
+    assert tuned == TunerConfig(search="enumerate", seed=4)  # no policy: the tuner, which read no [llm]
+
+
+def test_flags_override_a_files_policy_whichever_version_wrote_it(toml):
+    new = toml('[policy]\nkind = "llm"\nreasks = 5\n[policy.llm]\nmodel = "a"\n')
+    flags = {"--model": ("policy.llm.model", "b"), "--record": ("policy.record", "rec")}
+    policy = load_settings(new, flags).config.policy
+    assert (policy.llm.model, policy.reasks, policy.record) == ("b", 5, "rec")
+    old = toml('policy = "llm"\nreasks = 5\n[llm]\nmodel = "a"\n')
+    assert load_settings(old, flags).config.policy == policy
+    tuner = load_settings(old, {"--policy": ("policy.kind", "tuner")}).config.policy  # the llm's keys were ignored
+    assert tuner == TunerConfig()
+
+
+def test_the_optimize_flags_build_the_policys_config(tmp_path, monkeypatch):
+    seen = _captured(monkeypatch)
+    app = command_app(optimize_cli.register)
+    store = ["--store", f"sqlite:///{tmp_path / 'kiln.db'}", "--json"]
+    llm = ["--policy", "llm", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--context-window", "2048"]
+    done = CliRunner().invoke(app, ["optimize", TINY, *llm, "--record", str(tmp_path / "rec"), "--no-seed", *store])
+    assert done.exit_code == 0, done.output
+    policy = seen["config"].policy
+    assert isinstance(policy, LLMPolicyConfig) and (policy.llm.model, policy.llm.context_window) == ("m", 2048)
+    assert policy.record == str(tmp_path / "rec") and policy.from_scratch()
+    done = CliRunner().invoke(app, ["optimize", TINY, "--policy", "replay", "--replay", str(tmp_path), *store])
+    assert done.exit_code == 0, done.output
+    assert seen["config"].policy == ReplayConfig(session=str(tmp_path))
+
+
+def test_config_show_prints_the_chosen_policys_fields_only():
+    done = kiln("config", "show", "--set-config", "policy.kind=replay", "--set-config", "policy.session=s", "--json")
+    assert done.returncode == 0, done.stderr
+    fields = {r["field"]: r for r in json.loads(done.stdout) if r["field"].startswith("policy.")}
+    assert set(fields) == {f"policy.{name}" for name in ReplayConfig.model_fields}
+    assert fields["policy.session"]["value"] == "s" and fields["policy.session"]["source"] == "flag"

@@ -92,8 +92,10 @@ def test_replay_without_a_session_is_one_line_and_exit_2(tmp_path):
     cases = [
         (["--policy", "replay"], "needs a recorded session"),
         (["--policy", "replay", "--replay", str(tmp_path / "none")], "holds no recorded session"),
-        (["--replay", str(tmp_path)], "add --policy replay"),
-        (["--record", str(tmp_path)], "the tuner calls no model"),
+        (["--replay", str(tmp_path)], "the tuner policy does not read session: add --policy replay"),
+        (["--record", str(tmp_path)], "the tuner policy does not read record: add --policy llm or --policy replay"),
+        (["--policy", "llm", "--model", "m", "--replay", str(tmp_path)], "add --policy replay"),
+        (["--policy", "replay", "--replay", str(tmp_path), "--record", str(tmp_path)], "same directory"),
     ]
     for args, message in cases:
         done = kiln("optimize", str(TINY), *args, "--store", store)

@@ -43,8 +43,11 @@ def test_a_required_layer_that_did_not_hold_is_one_line_naming_it_and_why():
 
 def test_the_tuner_defaults_to_best_effort_and_the_llm_policy_to_strict():
     assert OptimizeConfig(guard=fast_config()).guard.isolation == "best-effort"
-    llm = OptimizeConfig(policy="llm", llm={"model": "m"}, guard=fast_config())
-    assert llm.guard.isolation == "strict"
+    llm = OptimizeConfig(policy={"kind": "llm", "llm": {"model": "m"}}, guard=fast_config())
+    replay = OptimizeConfig(policy={"kind": "replay", "session": "s"}, guard=fast_config())
+    assert llm.guard.isolation == replay.guard.isolation == "strict"
+    set_by_the_guard = OptimizeConfig(policy={"kind": "llm", "llm": {"model": "m"}}, guard={"isolation": "best-effort"})
+    assert set_by_the_guard.guard.isolation == "best-effort"
     assert OptimizeConfig(guard=fast_config(isolation="strict")).guard.isolation == "strict"
 
 

@@ -63,20 +63,24 @@ def test_a_run_probes_once_unless_the_user_set_the_window_and_says_which_it_uses
     routes = {"GET /v1/models": {"data": [{"id": "qwen", "max_model_len": 32768}]}}
     with LoopbackServer([], routes) as server:
         flags = {
-            "--policy": ("policy", "llm"),
-            "--model": ("llm.model", "qwen"),
-            "--base-url": ("llm.base_url", server.base_url),
+            "--policy": ("policy.kind", "llm"),
+            "--model": ("policy.llm.model", "qwen"),
+            "--base-url": ("policy.llm.base_url", server.base_url),
         }
         probed = with_endpoint_window(load_settings(None, flags), said.append)
-        assert probed.config.llm.context_window == 32768 and probed.source("llm.context_window") == "endpoint"
+        assert (
+            probed.config.policy.llm.context_window == 32768
+            and probed.source("policy.llm.context_window") == "endpoint"
+        )
         assert said == [f"kiln: context window 32768 tokens (max_model_len at {server.base_url}/models)"]
-        chosen = {**flags, "--context-window": ("llm.context_window", 4096)}
+        chosen = {**flags, "--context-window": ("policy.llm.context_window", 4096)}
         kept = with_endpoint_window(load_settings(None, chosen), said.append)
-        assert kept.config.llm.context_window == 4096 and len(server.requests) == 1  # not asked
+        assert kept.config.policy.llm.context_window == 4096 and len(server.requests) == 1  # not asked
         assert said[1:] == ["kiln: context window 4096 tokens (set by --context-window)"]
-        tuner = with_endpoint_window(load_settings(None, {**flags, "--policy": ("policy", "tuner")}), said.append)
-        assert tuner.source("llm.context_window") == "default" and len(server.requests) == 1  # no llm: not asked
-    gone = {**flags, "--base-url": ("llm.base_url", "http://127.0.0.1:9/v1")}
+        replay = {"--policy": ("policy.kind", "replay"), "--replay": ("policy.session", "s")}
+        replayed = with_endpoint_window(load_settings(None, replay), said.append)
+        assert replayed.source("policy.llm.context_window") == "default" and len(server.requests) == 1  # not asked
+    gone = {**flags, "--base-url": ("policy.llm.base_url", "http://127.0.0.1:9/v1")}
     fallback = with_endpoint_window(load_settings(None, gone), said.append)
-    assert fallback.config.llm.context_window == 128_000
+    assert fallback.config.policy.llm.context_window == 128_000
     assert said[-1] == "kiln: context window 128000 tokens (the default: http://127.0.0.1:9/v1 does not say)"

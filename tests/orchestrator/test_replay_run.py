@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from kernelkiln.agents.config import ReplayConfig
 from kernelkiln.errors import UserError
 from kernelkiln.llm.session import read_stream
 from kernelkiln.memory.memory import Memory
@@ -50,13 +51,14 @@ def test_a_replay_runs_the_recorded_replies_again_with_no_endpoint(tmp_path):
 
 def test_a_replay_takes_its_model_settings_from_the_recording():
     config = session_config(replay="anywhere")
-    assert config.policy == "replay" and config.llm is None  # no endpoint needed
+    assert isinstance(config.policy, ReplayConfig) and "llm" not in ReplayConfig.model_fields  # no endpoint needed
     with pytest.raises(ValueError, match="needs a recorded session"):
-        OptimizeConfig(policy="replay")
+        OptimizeConfig(policy={"kind": "replay"})
+    # Configurations of earlier versions, flat, are refused in the words they were.
     with pytest.raises(ValueError, match="add --policy replay"):
-        OptimizeConfig(policy="llm", llm={"model": "m"}, replay="x")
+        OptimizeConfig.stored({"policy": "llm", "llm": {"model": "m"}, "replay": "x"})
     with pytest.raises(ValueError, match="the tuner calls no model"):
-        OptimizeConfig(record="x")
+        OptimizeConfig.stored({"record": "x"})
 
 
 def test_a_replay_of_a_changed_task_stops_at_the_first_exchange(tmp_path):

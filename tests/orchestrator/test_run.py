@@ -104,7 +104,7 @@ def test_a_runs_memory_settings_take_effect(memory, tmp_path):
     Optimizer(memory, tmp_path).start([TINY], config(budget=2, memory={"board": {"auto_post": False}}), tmp_path / "a")
     with memory.store.read() as conn:
         assert memory.store.board.count(conn) == 0
-    Optimizer(memory, tmp_path).start([TINY], config(budget=2, seed=1), tmp_path / "b")
+    Optimizer(memory, tmp_path).start([TINY], config(budget=2, policy={"kind": "tuner", "seed": 1}), tmp_path / "b")
     with memory.store.read() as conn:
         assert memory.store.board.count(conn) > 0
 
@@ -131,6 +131,20 @@ def test_resuming_continues_without_repeating_or_losing_an_attempt(memory, tmp_p
     assert len({a.case.code_hash for a in stored}) == 5
     with pytest.raises(UserError, match="already finished"):
         optimizer.resume(run_id)
+
+
+def test_a_run_stored_by_an_earlier_version_with_flat_policy_keys_resumes(memory, tmp_path):
+    optimizer = Optimizer(memory, tmp_path)
+    run_id = optimizer.start([TINY], config(budget=2), tmp_path / "out")["run_id"]
+    with memory.store.write() as conn:
+        run = memory.store.runs.get(conn, run_id)
+        flat = {k: v for k, v in run.config.items() if k != "policy"}
+        flat.update(policy="tuner", search="enumerate", seed=1, tool_calls=4, reasks=2, llm=None, record=None)
+        flat.update(replay=None, start_from_seed=True, budget=4)  # as run.config was written, every key flat
+        state = run.state.model_copy(update={"status": "interrupted", "finished": []})
+        memory.store.runs.update(conn, run.model_copy(update={"config": flat, "state": state}))
+    resumed = Optimizer(Memory(memory.store), tmp_path).resume(run_id)
+    assert resumed["status"] == "done" and resumed["tasks"]["tiny_softmax"]["attempts"] == 4
 
 
 def test_resume_of_an_unknown_run_is_a_one_line_error(memory, tmp_path):
@@ -166,11 +180,10 @@ def test_a_token_budget_stops_the_run_after_the_turn_that_reached_it(memory, tmp
     }
     client = ScriptedClient([reply, reply])
     cfg = config(
-        policy="llm",
+        policy={"kind": "llm", "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}},
         budget=5,
         max_tokens=1000,
         context={"max_experiences": 0},
-        llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"},
     )
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
     task = result["tasks"]["tiny_softmax"]
@@ -195,7 +208,7 @@ def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
         }
 
     client = ScriptedClient([submit])
-    cfg = config(policy="llm", budget=2, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"})
+    cfg = config(policy={"kind": "llm", "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}}, budget=2)
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
     stored = attempts(memory, result["run_id"])
     assert [a.case.move for a in stored] == ["seed", "llm"]
@@ -207,10 +220,12 @@ def test_a_task_whose_model_never_submits_says_why_and_counts_every_call(memory,
     plain = TaskSpec(str(TASKS / "tiny_relu.py"), {})  # --no-seed: nothing to evaluate unless the model writes it
     client = ScriptedClient([{"text": "I would vectorize it.", "prompt_tokens": 500, "completion_tokens": 20}] * 3)
     cfg = config(
-        policy="llm",
+        policy={
+            "kind": "llm",
+            "start_from_seed": False,
+            "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": "tools"},
+        },
         budget=2,
-        start_from_seed=False,
-        llm={"model": "m", "base_url": "http://127.0.0.1:9/v1", "reply_protocol": "tools"},
     )
     result = Optimizer(memory, tmp_path, client=client).start([plain], cfg, tmp_path / "out")
     task = result["tasks"]["tiny_relu"]
@@ -246,7 +261,9 @@ def test_an_agent_that_keeps_proposing_evaluated_code_is_stopped(memory, tmp_pat
     }
     client = ScriptedClient([repeat] * 3)
     cfg = config(
-        policy="llm", budget=5, context={"max_experiences": 0}, llm={"model": "m", "base_url": "http://127.0.0.1:9/v1"}
+        policy={"kind": "llm", "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}},
+        budget=5,
+        context={"max_experiences": 0},
     )
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
     assert result["tasks"]["tiny_softmax"]["attempts"] == 1 and client.remaining == 0

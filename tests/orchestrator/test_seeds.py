@@ -16,7 +16,7 @@ from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.tasks import TASKS
 
-LLM = {"model": "m", "base_url": "http://127.0.0.1:9/v1"}
+LLM = {"kind": "llm", "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}}
 SOFTMAX_SEED = CANDIDATES / "softmax_knobs.py"
 
 
@@ -76,12 +76,12 @@ def test_the_tuner_without_any_seed_says_the_lowering_cannot_generate_one(unlowe
 
 
 def test_the_llm_policy_writes_from_scratch_when_no_seed_can_be_had(unlowerable):
-    code, origin = starting_code(unlowerable, config(policy="llm", llm=LLM))
+    code, origin = starting_code(unlowerable, config(policy=LLM))
     assert code == "" and "no lowering yet for aten.sort" in origin
 
 
 def test_no_seed_with_the_llm_policy_starts_from_nothing_even_when_a_seed_exists(softmax):
-    assert starting_code(softmax, config(policy="llm", llm=LLM, start_from_seed=False))[0] == ""
+    assert starting_code(softmax, config(policy={**LLM, "start_from_seed": False}))[0] == ""
 
 
 def test_an_unreadable_seed_file_is_a_user_error_naming_it(softmax, tmp_path):
@@ -90,14 +90,16 @@ def test_an_unreadable_seed_file_is_a_user_error_naming_it(softmax, tmp_path):
         starting_code(softmax, config(seed_file=str(missing)))
 
 
-def test_the_tuner_refuses_no_seed():
-    with pytest.raises(pydantic.ValidationError, match="the tuner searches a seed candidate's knobs"):
-        config(policy="tuner", start_from_seed=False)
+def test_the_tuner_has_no_no_seed_and_an_old_config_asking_for_it_is_refused_in_its_words():
+    with pytest.raises(pydantic.ValidationError, match="start_from_seed"):
+        config(policy={"kind": "tuner", "start_from_seed": False})
+    with pytest.raises(ValueError, match="the tuner searches a seed candidate's knobs"):
+        OptimizeConfig.stored({"policy": "tuner", "start_from_seed": False})
 
 
 def test_a_seed_file_and_no_seed_contradict_each_other(own_seed):
     with pytest.raises(pydantic.ValidationError, match="--seed FILE and --no-seed contradict"):
-        config(policy="llm", llm=LLM, seed_file=str(own_seed), start_from_seed=False)
+        config(policy={**LLM, "start_from_seed": False}, seed_file=str(own_seed))
 
 
 def test_a_seed_file_starts_one_task_only(sqlite_store, tmp_path, own_seed):

@@ -61,14 +61,12 @@ def session_config(directory: Path | None = None, *, agents: int = 1, budget: in
                    replay: Path | None = None, **overrides: Any) -> OptimizeConfig:
     """A quick run of the scripted llm (recording into ``directory``), or of the replay of ``replay``."""
     base: dict[str, Any] = {"agents": agents, "budget": budget, "guard": fast_config(), "confirm_time_budget_s": None}
-    if replay is not None:
-        base.update(policy="replay", replay=str(replay))
-    else:
-        base.update(policy="llm", llm={"model": "scripted", "base_url": "http://127.0.0.1:9/v1",
-                                       "reply_protocol": protocol})
+    policy: dict[str, Any] = ({"kind": "replay", "session": str(replay)} if replay is not None else
+                              {"kind": "llm", "llm": {"model": "scripted", "base_url": "http://127.0.0.1:9/v1",
+                                                      "reply_protocol": protocol}})
     if directory is not None:
-        base["record"] = str(directory)
-    return OptimizeConfig(**{**base, **overrides})
+        policy["record"] = str(directory)
+    return OptimizeConfig(**{**base, "policy": policy, **overrides})
 
 
 def run_scripted(config: OptimizeConfig, store_dir: Path, task: Path = TINY, protocol: str = "tools",
