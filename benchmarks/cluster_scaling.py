@@ -11,6 +11,7 @@ cluster run uses:
 - ``--backend ray`` (default): the real RayPool over a local Ray instance, one simulated actor
   per device (a Ray process each), so every candidate travels through Ray as on a cluster;
   ``--backend threads``: the same device queue with simulated devices in this process;
+- one search loop hands every agent's candidate to the pool and waits on their futures;
 - memory's callbacks and a SQLite store per size (``--store-url`` for PostgreSQL).
 The tasks are the suite's that 8 agents (lenses) suit, easiest first. With D devices a run has
 2·D/8 of them (two rounds of D/8 tasks at once; one task below 8 devices), copied under new
@@ -21,8 +22,8 @@ Reported per size:
 - scheduler overhead per evaluation: an evaluation's round trip on the driver, less the device's
   time on it and its wait for a free device (the queue, Ray's dispatch and its reply);
 - queue wait per evaluation: how long a candidate waited for a free device;
-- agent turn: the driver's time from an agent's verdict to its next candidate (memory's store
-  write, the next turn's context, the tuner's proposal), mean and p95;
+- agent turn: the driver's time from an agent's verdict stored to its next candidate submitted
+  (the next turn's context, the tuner's proposal), mean and p95;
 - store write latency p95: memory's transaction after each verdict;
 - device idle share: 1 - (time devices held candidates) / (devices x wall time). It is given over
   the whole run, and until the last task starts: after that a finite suite only winds down, and
@@ -77,41 +78,51 @@ def _timed_writes() -> list[float]:
     return times
 
 
-class _Starts(Observer):
+class _Watch(Observer):
+    """When tasks start, and each agent's turns: its verdict stored, its next candidate submitted (time.time())."""
+
     def __init__(self) -> None:
-        self.times: list[float] = []
+        self.starts: list[float] = []
+        self.turns: list[float] = []
+        self._stored: dict[tuple[str, str], float] = {}
 
     def task_started(self, task_id, budget, done, agents) -> None:
-        self.times.append(time.time())
+        self.starts.append(time.time())
 
+    def evaluating(self, task_id, agent, summary) -> None:
+        stored = self._stored.pop((task_id, agent), None)
+        if stored is not None:
+            self.turns.append(time.time() - stored)
 
-class _Timed:
-    """An evaluator whose calls are timed on the driver: (evaluator, called, returned), time.time()."""
-
-    def __init__(self, inner, calls: list) -> None:
-        self.inner, self.calls, self.task, self.config = inner, calls, inner.task, inner.config
-
-    def evaluate(self, source, incumbent=None, **kwargs):
-        called = time.time()
-        verdict = self.inner.evaluate(source, incumbent, **kwargs)
-        self.calls.append((id(self), called, time.time()))
-        return verdict
-
-    def close(self) -> None:
-        self.inner.close()
+    def after_verdict(self, result) -> None:
+        self._stored[(result.attempt.task_id, result.attempt.agent)] = time.time()
 
 
 class _Recorded:
-    """A pool whose evaluators are timed (given to the Optimizer, which leaves it open)."""
+    """A pool whose evaluations are timed on the driver, submitted to completed (the Optimizer leaves it open)."""
 
     def __init__(self, pool) -> None:
-        self.pool, self.device_kind, self.calls = pool, pool.device_kind, []
+        self.pool, self.device_kind = pool, pool.device_kind
+        self.round_trips: list[float] = []
 
-    def evaluator(self, task, guard):
-        return _Timed(self.pool.evaluator(task, guard), self.calls)
+    def submit(self, inputs):
+        futures = self.pool.submit(inputs)
+        called = time.time()
+        for future in futures:
+            future.add_done_callback(lambda _, called=called: self.round_trips.append(time.time() - called))
+        return futures
+
+    def native_requests(self, task, guard, source):
+        return self.pool.native_requests(task, guard, source)
+
+    def build_as_sandbox(self, task, guard, request):
+        return self.pool.build_as_sandbox(task, guard, request)
 
     def tasks_at_once(self, agents: int) -> int:
         return self.pool.tasks_at_once(agents)
+
+    def release(self, task) -> None:
+        self.pool.release(task)
 
 
 def _pool(backend: str, devices: int, duration: float):
@@ -121,13 +132,17 @@ def _pool(backend: str, devices: int, duration: float):
         return pool, lambda: [(c.started, c.ended) for c in pool.calls]
     import ray
 
-    from kernelkiln.orchestrator.config import ClusterConfig
-    from kernelkiln.orchestrator.ray_pool import RayPool
+    from kernelkiln.evaluation.config import ClusterConfig
+    from kernelkiln.evaluation.ray_pool import RayPool
     from kernelkiln.testing.simulated_pool import simulated_actor
 
     ray.init(num_cpus=devices, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    config = OptimizeConfig(cluster=ClusterConfig(address="ray", cpus_per_device=1))
-    pool = RayPool(config, "sqlite:///unused", actor_class=simulated_actor(duration))
+    pool = RayPool(
+        ClusterConfig(address="ray", cpus_per_device=1),
+        "cpu",
+        "sqlite:///unused",
+        actor_class=simulated_actor(duration),
+    )
     return pool, lambda: [
         span for logs in ray.get([d.handle.evaluations.remote() for d in pool.queue.devices]) for span in logs
     ]
@@ -141,9 +156,9 @@ def measure(
     memory = Memory(open_store(store_url))
     writes = _timed_writes()
     config = OptimizeConfig(agents=AGENTS, budget=budget, confirm_time_budget_s=1.0)
-    starts = _Starts()
+    watch = _Watch()
     try:
-        result = Optimizer(memory, out, starts, pool=recorded).start([TaskSpec(str(p), {}) for p in tasks], config, out)
+        result = Optimizer(memory, out, watch, pool=recorded).start([TaskSpec(str(p), {}) for p in tasks], config, out)
         spans, waited = spans_of(), pool.queue.stats().waited_s
     finally:
         memory.store.close()
@@ -151,15 +166,10 @@ def measure(
         pool.close()
     first, last = min(a for a, _ in spans), max(b for _, b in spans)
     wall, busy = last - first, sum(b - a for a, b in spans)
-    drain = max(starts.times)  # the last task began: from here on the suite only winds down
+    drain = max(watch.starts)  # the last task began: from here on the suite only winds down
     steady = sum(max(0.0, min(drain, b) - a) for a, b in spans)
-    calls = sorted(recorded.calls, key=lambda c: c[1])
-    turns, returned = [], {}
-    for evaluator, called, back in calls:
-        if evaluator in returned:
-            turns.append(called - returned[evaluator])
-        returned[evaluator] = back
-    round_trip = statistics.fmean(back - called for _, called, back in calls)
+    calls, turns = recorded.round_trips, watch.turns
+    round_trip = statistics.fmean(calls)
     return {
         "backend": backend,
         "devices": devices,

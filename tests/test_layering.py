@@ -15,7 +15,7 @@ ROOT = Path(kernelkiln.__file__).parent
 # Candidates, seeds and suite tasks are data the guard loads, not modules of the package.
 DATA = ("testing/hostile", "testing/candidates", "testing/tasks", "suites", "examples/seeds")
 
-# cli -> orchestrator -> agents -> context -> policy -> guard | memory -> ... -> errors.
+# cli -> orchestrator -> agents -> context -> policy -> evaluation -> guard | memory -> ... -> errors.
 # A package may import only packages of a lower rank (packages of equal rank never each other).
 RANK = {
     "errors": 0,
@@ -34,6 +34,7 @@ RANK = {
     "lowering": 3.5,
     "guard": 4,
     "memory": 4,
+    "evaluation": 4.5,  # pools judge candidates with the guard; the search loop hands them over
     "policy": 5,
     "context": 6,
     "agents": 7,

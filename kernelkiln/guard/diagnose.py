@@ -9,17 +9,35 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # the session (and torch) load with the orchestrator; the tool names need neither
-    from kernelkiln.guard.session import GuardSession
+    from kernelkiln import native
+    from kernelkiln.guard.config import GuardConfig
+    from kernelkiln.guard.verdict import Verdict
+    from kernelkiln.task import Task
 
 _VEC_FLAGS = ("-fopt-info-vec-optimized", "-fopt-info-vec-missed")
 _VEC_LINES = 60
 _REMARK = re.compile(r"(optimized|missed|note): ")
 
 
-def check_report(session: GuardSession, source: str) -> str:
+class Judge(Protocol):
+    """What the tools run a candidate with: a GuardSession, or a task's handle on an evaluation pool."""
+
+    task: Task
+    config: GuardConfig
+
+    def evaluate(
+        self, source: str, incumbent: str | None = None, *, timed: bool = True, time_budget_s: float | None = None
+    ) -> Verdict: ...
+
+    def native_requests(self, source: str) -> list[native.BuildRequest]: ...
+
+    def build_as_sandbox(self, request: native.BuildRequest) -> native.BuildResult: ...
+
+
+def check_report(session: Judge, source: str) -> str:
     """Gate, build and every correctness trial, untimed: PASS, or the first failure in detail."""
     verdict = session.evaluate(source, timed=False)
     if verdict.correct:
@@ -32,7 +50,7 @@ def check_report(session: GuardSession, source: str) -> str:
     return "\n".join(lines)
 
 
-def profile_report(session: GuardSession, source: str, budget_s: float) -> str:
+def profile_report(session: Judge, source: str, budget_s: float) -> str:
     """A short timing run against the reference: per-workload times and speedups."""
     verdict = session.evaluate(source, time_budget_s=budget_s)
     if not verdict.correct:
@@ -47,7 +65,7 @@ def profile_report(session: GuardSession, source: str, budget_s: float) -> str:
     return "\n".join([f"geometric-mean speedup {verdict.speedup:.3f}x over the reference (short run)", *rows])
 
 
-def vectorization_report(session: GuardSession, source: str) -> str:
+def vectorization_report(session: Judge, source: str) -> str:
     """The compiler's vectorization remarks for each native build the candidate makes."""
     requests = session.native_requests(source)
     if not requests:
@@ -69,14 +87,14 @@ def vectorization_report(session: GuardSession, source: str) -> str:
 
 # The one list of diagnostics: name -> report(session, code, profile budget in seconds).
 # agents/tools.yaml describes each of them to a model.
-TOOLS: dict[str, Callable[[GuardSession, str, float], str]] = {
+TOOLS: dict[str, Callable[[Judge, str, float], str]] = {
     "run_checks": lambda session, source, _budget_s: check_report(session, source),
     "profile": profile_report,
     "vectorization_report": lambda session, source, _budget_s: vectorization_report(session, source),
 }
 
 
-def diagnoser(session: GuardSession, profile_budget_s: float) -> Callable[[str, str], str]:
+def diagnoser(session: Judge, profile_budget_s: float) -> Callable[[str, str], str]:
     """A Turn's ``diagnose``: ``(tool name, code) -> report``, every tool run by ``session``."""
 
     def run(tool: str, source: str) -> str:

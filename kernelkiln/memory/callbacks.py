@@ -44,8 +44,9 @@ class AttemptResult(Record):
 class VerdictCallback(Protocol):
     """Called with each judged attempt, in the order the callbacks were given."""
 
-    def after_verdict(self, result: AttemptResult) -> None:
-        """React to one verdict (an exception stops the run: the callback after it is not called)."""
+    def after_verdict(self, result: AttemptResult) -> object:
+        """React to one verdict (an exception stops the run: the callback after it is not called);
+        what it returns is not used."""
 
 
 def add_lesson(store: Store, conn: Connection, lesson: Experience) -> Experience:

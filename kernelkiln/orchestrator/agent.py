@@ -55,36 +55,29 @@ class TaskState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     in_flight: int = 0  # reservations whose turn has not ended
 
-    def __post_init__(self) -> None:
-        self._ended = threading.Condition(self.lock)
+    def take(self) -> bool | None:
+        """Reserve one evaluation of the budget: True; False once the budget is spent.
 
-    def take(self) -> bool:
-        """Reserve one evaluation of the budget; False once the budget is spent.
-
-        While the budget is full but another agent's turn is still in flight, this waits:
-        that turn may end without an evaluation and give its reservation back.
+        None while the budget is full but another agent's turn is still in flight: that turn
+        may end without an evaluation and give its reservation back, so ask again after it.
         """
-        with self._ended:
-            while self.used >= self.budget:
-                if self.in_flight == 0:
-                    return False
-                self._ended.wait()
+        with self.lock:
+            if self.used >= self.budget:
+                return None if self.in_flight else False
             self.used += 1
             self.in_flight += 1
             return True
 
     def give_back(self) -> None:
         """Return a reservation that was not evaluated."""
-        with self._ended:
+        with self.lock:
             self.used -= 1
             self.in_flight -= 1
-            self._ended.notify_all()
 
     def evaluated_one(self) -> None:
         """A reservation's turn ended with an evaluation: it keeps its place in the budget."""
-        with self._ended:
+        with self.lock:
             self.in_flight -= 1
-            self._ended.notify_all()
 
 
 def settle(attempt: Attempt, task: TaskState, incumbent_when_judged: Attempt | None) -> Attempt:

@@ -9,8 +9,9 @@ build, checks and timing against the reference — in a fresh session that times
 
 from __future__ import annotations
 
+from kernelkiln.evaluation.pool import EvaluationInput
+from kernelkiln.guard.verdict import Verdict
 from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.orchestrator.pool import EvaluationPool
 from kernelkiln.store.records import Attempt, Confirmation
 from kernelkiln.task import Task
 
@@ -20,23 +21,22 @@ def confirmable(best: Attempt | None, config: OptimizeConfig) -> bool:
     return best is not None and bool(best.measurements) and bool(config.confirm_time_budget_s)
 
 
-def confirm(task: Task, best: Attempt | None, config: OptimizeConfig, pool: EvaluationPool) -> Confirmation | None:
-    """The best's confirmation record, or None when it is not ``confirmable``."""
-    if not confirmable(best, config):
+def confirmation_input(task: Task, best: Attempt | None, config: OptimizeConfig) -> EvaluationInput | None:
+    """What the pool judges to confirm ``best`` (its guard times for longer), or None when it is not ``confirmable``."""
+    if best is None or not confirmable(best, config):
         return None
-    budget = config.confirm_time_budget_s
-    guard = config.guard.model_copy(update={"time_budget_s": budget})
-    session = pool.evaluator(task, guard)
-    try:
-        verdict = session.evaluate(best.code)
-    finally:
-        session.close()
+    guard = config.guard.model_copy(update={"time_budget_s": config.confirm_time_budget_s})
+    return EvaluationInput(task, guard, best.code)
+
+
+def confirmation(best: Attempt, item: EvaluationInput, verdict: Verdict) -> Confirmation:
+    """The record of ``best``'s confirmation, from the verdict on ``item``."""
     return Confirmation(
         attempt_id=best.id,
         verdict=verdict.verdict,
         correct=verdict.correct,
         speedup=verdict.speedup if verdict.correct else None,
         reason="" if verdict.correct else verdict.reason,
-        time_budget_s=budget,
+        time_budget_s=item.guard.time_budget_s,
         workloads={w.name: w.speedup for w in verdict.workloads},
     )

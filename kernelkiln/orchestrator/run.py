@@ -10,23 +10,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernelkiln.agents.policies import RunPolicies
 from kernelkiln.errors import UserError
+from kernelkiln.evaluation.open_pool import open_pool
+from kernelkiln.evaluation.pool import EvaluationPool
 from kernelkiln.llm.client import ChatClient
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
 from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.orchestrator.confirm import confirm, confirmable
 from kernelkiln.orchestrator.observer import Observer
-from kernelkiln.orchestrator.pool import EvaluationPool, open_pool
 from kernelkiln.orchestrator.results import write_outputs
+from kernelkiln.orchestrator.search import Search
 from kernelkiln.orchestrator.seeds import GENERATED, starting_code
-from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, concurrently, task_id_of
+from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.policy.lens import assign_lenses
 from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Run, RunState, RunStatus, RunTask
@@ -123,7 +123,12 @@ class Optimizer:
 
     # -- the run -----------------------------------------------------------------------
     def _pool(self, config: OptimizeConfig, device_kind: str | None) -> EvaluationPool:
-        return self.pool or open_pool(config, self.store.url, device_kind, self.observer.note)
+        if self.pool is not None:
+            return self.pool
+        key = config.policy.key_env()
+        return open_pool(
+            config.cluster, config.platform, self.store.url, device_kind, [key] if key else [], self.observer.note
+        )
 
     def _close(self, pool: EvaluationPool) -> None:
         if pool is not self.pool:  # the caller's own stays open
@@ -163,34 +168,23 @@ class Optimizer:
         policies = RunPolicies(config.policy, config.context, self.client, config.model_dump(mode="json"))
         todo = [t for t in tasks if task_id_of(t) not in run.state.finished]
 
-        def one(task: Task, leave: Callable[[], None] = lambda: None) -> None:
+        def start(task: Task) -> TaskRunner:
             task_id = task_id_of(task)
             runner = self._runner(
                 task, book.run, config, control, policies, [a for a in stored if a.task_id == task_id], *starts[task_id]
             )
             book.started(task_id, runner)
-            runner.on_agent_done = leave  # the task's last round leaves devices free: the next task may start
             self.observer.seeded(task_id, starts[task_id][1])
             self.observer.task_started(task_id, config.budget, runner.state.used, [a.name for a in runner.agents])
-            runner.run()
-            if control.abort.is_set():  # Ctrl-C while tasks ran at once: the task resumes unfinished
-                return
-            runner.finish()
-            if confirmable(runner.state.incumbent, config):
-                self.observer.confirming(task_id, config.confirm_time_budget_s)
-            book.finished(task_id, confirm(task, runner.state.incumbent, config, pool), runner, control)
-            self.observer.task_finished(task_id, runner.state.incumbent)
+            return runner
+
+        def end(runner: TaskRunner, confirmation: Confirmation | None) -> None:
+            book.finished(runner.state.task_id, confirmation, runner, control)
+            self.observer.task_finished(runner.state.task_id, runner.state.incumbent)
 
         try:
-            width = pool.tasks_at_once(config.agents)
-            if width == 1:
-                for task in todo:
-                    if not control.may_start():
-                        break
-                    one(task)
-            else:
-                concurrently(one, todo, width, control)
-            status = "stopped" if control.stop.is_set() else "done"  # stopped: a token or time budget
+            Search(control, self.observer, start, end).run(todo)
+            status: RunStatus = "stopped" if control.stop.is_set() else "done"  # stopped: a token or time budget
         except KeyboardInterrupt:
             run = book.save("interrupted")
             raise Interrupted(self._outputs(run)) from None
@@ -281,6 +275,8 @@ class Optimizer:
         by_task: dict[str, list[Attempt]] = {t.id: [] for t in run.state.tasks}
         for attempt in attempts:
             by_task.setdefault(attempt.task_id, []).append(attempt)
+        if run.state.out is None:
+            raise UserError(f"run {run.id} has no output folder on record")
         return write_outputs(
             Path(run.state.out), run.id, run.state.status, by_task, run.state.confirmed, run.state.no_candidate
         )

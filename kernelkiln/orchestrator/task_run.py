@@ -1,21 +1,21 @@
-"""N agents on one task: propose, judge, remember, repeat, until the budget is spent.
+"""One task of a run: its agents' shared state, what each agent sees, and what a verdict changes.
 
-Each agent runs in its own thread with its own evaluator from the run's pool: locally a
-GuardSession, all sharing one DeviceLock, so candidates build and check in parallel but are
-timed one at a time; on a cluster, the next free device's actor.
-After each verdict one typed record (``AttemptResult``) goes through the run's callbacks:
-memory's stores the attempt and all it teaches in one transaction before the agent's next
-turn, so an interrupted run loses only evaluations that were still in flight; progress
-output is the next callback. The runner itself keeps threads, budgets and turns.
+The search loop (``search.py``) drives it: ``turn_for`` builds an agent's next Turn,
+``begin`` takes its proposal to an ``EvaluationInput`` (or says why there is nothing to
+judge), ``judged`` records the verdict. After each verdict one typed record
+(``AttemptResult``) goes through the task's callbacks: memory's stores the attempt and all
+it teaches in one transaction before the agent's next turn, so an interrupted run loses
+only evaluations that were still in flight; progress output is the next callback.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kernelkiln.evaluation.local_pool import LocalPool
+from kernelkiln.evaluation.pool import EvaluationInput, EvaluationPool, PoolJudge
 from kernelkiln.guard import diagnose
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory import distill
@@ -24,8 +24,8 @@ from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.signature import signature
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance, claim, leaderboard, settle
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.interrupts import interrupts_deferred
 from kernelkiln.orchestrator.observer import Observer
-from kernelkiln.orchestrator.pool import EvaluationPool, Evaluator, LocalPool
 from kernelkiln.platforms import machine_kind
 from kernelkiln.platforms.host import default_threads
 from kernelkiln.policy.turn import GaveUp, Proposal, Turn, code_hash
@@ -37,7 +37,6 @@ from kernelkiln.task import knobs as K
 
 _DIAGNOSTICS_KEPT = 20
 _MAX_REPEATS = 3  # proposals in a row of code the run already evaluated, before an agent is stopped
-_ABORT_JOIN_S = 15.0  # an agent stopped mid-evaluation returns within a request timeout at worst
 
 
 @dataclass
@@ -52,6 +51,7 @@ class RunControl:
     lock: threading.Lock = field(default_factory=threading.Lock)
     memory_lock: ReadWriteLock = field(default_factory=ReadWriteLock)  # agents read shared, verdicts write alone
     pool: EvaluationPool = field(default_factory=LocalPool)  # where candidates are judged
+    errors: list[BaseException] = field(default_factory=list)  # what stopped the run, first first
 
     def spend(self, prompt: int, completion: int) -> None:
         with self.lock:
@@ -59,65 +59,16 @@ class RunControl:
             if self.config.max_tokens is not None and self.tokens >= self.config.max_tokens:
                 self.stop.set()
 
+    def fail(self, error: BaseException) -> None:
+        """A turn failed: the run starts no more work and raises ``error`` once in-flight work is done."""
+        with self.lock:
+            self.errors.append(error)
+        self.stop.set()
+
     def may_start(self) -> bool:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.stop.set()
         return not self.stop.is_set()
-
-
-def concurrently(
-    work: Callable[[Task, Callable[[], None]], None], tasks: list[Task], width: int, control: RunControl
-) -> None:
-    """``work(task, leave)`` for ``tasks`` in threads, ``width`` searching at once (a cluster's devices
-    outnumber one task's agents). ``leave()`` frees the task's place once its first agent stops, so the
-    next task starts during this one's last round and its confirmation. A failure stops the run from
-    starting more; Ctrl-C here abandons them all."""
-    errors: list[BaseException] = []
-    pending: list[Task] = list(tasks)
-    threads: list[threading.Thread] = []
-    changed = threading.Event()
-    searching = [0]
-    lock = threading.Lock()
-
-    def body(task: Task) -> None:
-        left = [False]
-
-        def leave() -> None:
-            with lock:
-                if not left[0]:
-                    left[0] = True
-                    searching[0] -= 1
-            changed.set()
-
-        try:
-            work(task, leave)
-        except BaseException as exc:
-            errors.append(exc)
-            control.stop.set()
-        finally:
-            leave()
-
-    try:
-        while True:
-            threads = [t for t in threads if t.is_alive()]
-            while pending and searching[0] < width and control.may_start():
-                with lock:
-                    searching[0] += 1
-                thread = threading.Thread(target=body, args=(pending.pop(0),), name="kiln-task", daemon=True)
-                thread.start()
-                threads.append(thread)
-            if not threads:
-                break
-            changed.wait(0.2)  # a short wait: Ctrl-C reaches only the main thread, between waits
-            changed.clear()
-    except KeyboardInterrupt:
-        control.abort.set()
-        control.stop.set()
-        for thread in threads:
-            thread.join(_ABORT_JOIN_S)
-        raise
-    if errors:
-        raise errors[0]
 
 
 def task_id_of(task: Task) -> str:
@@ -127,8 +78,21 @@ def task_id_of(task: Task) -> str:
     return task.name + "[" + ",".join(f"{k}={v}" for k, v in sorted(task.overrides.items())) + "]"
 
 
+@dataclass(frozen=True)
+class Judging:
+    """A proposal on its way to the guard: what its verdict will be recorded with."""
+
+    agent: AgentState
+    turn: Turn
+    proposal: Proposal
+    attempt_id: str
+    adoptions: list[Adoption]
+    judged_against: Attempt | None  # the incumbent when it was submitted (settle re-checks a KEEP)
+    item: EvaluationInput
+
+
 class TaskRunner:
-    """Runs the agents of one task to the end of its budget."""
+    """The agents of one task, their shared state and what their verdicts change."""
 
     def __init__(
         self,
@@ -164,95 +128,24 @@ class TaskRunner:
             observer.note(f"{state.task_id}: {note}")
         # Memory first: what the progress line reports is already stored.
         self.callbacks: list[VerdictCallback] = [memory.callbacks, observer]
-        self.errors: list[BaseException] = []
-        self.sessions: dict[str, Evaluator] = {}
-        self.on_agent_done: Callable[[], None] = lambda: None  # an agent stopped: a device of the pool may idle
 
-    # -- the loop ----------------------------------------------------------------------
-    def run(self) -> None:
-        """Run every agent until the budget, the policies or the run's budgets are spent.
-
-        Ctrl-C (KeyboardInterrupt in this, the main thread) abandons the evaluations in
-        flight: their workers are stopped, and the agents finish any store write they began
-        before the interrupt propagates.
-        """
-        threads: list[threading.Thread] = []
-        try:
-            for agent in self.agents:
-                self.sessions[agent.name] = self.control.pool.evaluator(self.task, self.config.guard)
-            threads = [
-                threading.Thread(
-                    target=self._agent_loop, args=(a, self.sessions[a.name]), name=f"kiln-{a.name}", daemon=True
-                )
-                for a in self.agents
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(0.2)
-        except KeyboardInterrupt:
-            self.control.abort.set()
-            self.control.stop.set()
-            self._close_sessions()
-            for thread in threads:
-                thread.join(_ABORT_JOIN_S)
-            raise
-        finally:
-            self._close_sessions()
-        if self.errors:
-            raise self.errors[0]
-
-    def _close_sessions(self) -> None:
-        for session in self.sessions.values():
-            session.close()
-
-    def _agent_loop(self, agent: AgentState, session: Evaluator) -> None:
-        try:
-            self._agent_turns(agent, session)
-        finally:
-            self.on_agent_done()
-
-    def _agent_turns(self, agent: AgentState, session: Evaluator) -> None:
-        while self.control.may_start() and not agent.exhausted:
-            if not self.state.take():
-                return
-            if not self.control.may_start():  # stopped while this agent waited for a slot
-                self.state.give_back()
-                return
-            try:
-                done = self._turn(agent, session)
-            except BaseException as exc:
-                self.state.give_back()
-                if not self.control.abort.is_set():
-                    self.errors.append(exc)
-                    self.control.stop.set()
-                return
-            if done:
-                self.state.evaluated_one()
-            else:
-                self.state.give_back()
-                if self.control.abort.is_set():
-                    return
-
-    def _turn(self, agent: AgentState, session: Evaluator) -> bool:
-        """One proposal, judged and stored; False when nothing was evaluated."""
-        turn = self.turn_for(agent)
-        proposal = agent.policy.propose(turn)
+    # -- a turn ------------------------------------------------------------------------
+    def begin(self, agent: AgentState, turn: Turn, proposal: Proposal | GaveUp | None) -> Judging | None:
+        """What to judge of ``agent``'s proposal; None when it gave none (or known code) and the turn ends."""
         if proposal is None or isinstance(proposal, GaveUp):
             agent.exhausted = True
             if proposal is not None:  # its model calls are counted all the same
                 self.control.spend(proposal.prompt_tokens, proposal.completion_tokens)
                 with self.state.lock:
                     self.state.gave_up.append(proposal)
-            return False
+            return None
         self.control.spend(proposal.prompt_tokens, proposal.completion_tokens)
         if not claim(self.state, proposal.code):
             # Another agent evaluates (or evaluated) the same code. A policy that keeps proposing
             # known code (a model that repeats itself) is stopped rather than asked forever.
             agent.repeats += 1
             agent.exhausted = agent.repeats >= _MAX_REPEATS
-            return False
+            return None
         agent.repeats = 0
         attempt_id = new_id("a")
         adoptions = [
@@ -267,25 +160,30 @@ class TaskRunner:
         ]
         judged_against = self.state.incumbent
         self.observer.evaluating(self.state.task_id, agent.name, proposal.summary)
-        verdict = session.evaluate(proposal.code, incumbent=judged_against.code if judged_against else None)
-        if self.control.abort.is_set():
-            return False  # interrupted mid-evaluation: the verdict may be the interruption's
-        attempt = settle(self._attempt(attempt_id, agent, turn, proposal, verdict), self.state, judged_against)
+        item = EvaluationInput(
+            self.task, self.config.guard, proposal.code, judged_against.code if judged_against else None
+        )
+        return Judging(agent, turn, proposal, attempt_id, adoptions, judged_against, item)
+
+    def judged(self, judging: Judging, verdict: Verdict) -> None:
+        """Record the verdict: settle it against the incumbent, run the callbacks, move the agent."""
+        agent = judging.agent
+        attempt = self._attempt(judging.attempt_id, agent, judging.turn, judging.proposal, verdict)
+        attempt = settle(attempt, self.state, judging.judged_against)
         result = AttemptResult(
             attempt=attempt,
             task=self.record,
-            adoptions=adoptions,
+            adoptions=judging.adoptions,
             parent=self._parent(attempt),
             incumbent=self.state.incumbent,
             signature=self.signature,
         )
-        with self.control.memory_lock.exclusive():
+        with self.control.memory_lock.exclusive(), interrupts_deferred():
             for callback in self.callbacks:
                 callback.after_verdict(result)
         advance(agent, attempt, self.config.r_draft)
         agent.verdict = verdict
         agent.policy.observe(attempt)
-        return True
 
     def _parent(self, attempt: Attempt) -> Attempt | None:
         """The attempt ``attempt`` derived from, when an agent of this run holds it (else memory reads it)."""
@@ -355,14 +253,10 @@ class TaskRunner:
             evaluated=evaluated,
             prior=self.prior,
             origin=self.seed_code,
-            diagnose=self._diagnoser(self.sessions.get(agent.name)),
+            diagnose=diagnose.diagnoser(
+                PoolJudge(self.control.pool, self.task, cfg.guard), profile_budget_s=cfg.guard.time_budget_s / 4
+            ),
         )
-
-    def _diagnoser(self, session: Evaluator | None):
-        """The agent's diagnostic tools, run by its own guard session (None before it has one)."""
-        if session is None:
-            return None
-        return diagnose.diagnoser(session, profile_budget_s=self.config.guard.time_budget_s / 4)
 
     # -- the record of a judged candidate --------------------------------------------------
     def _attempt(self, attempt_id: str, agent: AgentState, turn: Turn, proposal: Proposal, verdict: Verdict) -> Attempt:
@@ -390,7 +284,7 @@ class TaskRunner:
             )
             for w in verdict.workloads
         ]
-        time_ms = geomean(m.t_cand_ms for m in measurements)
+        time_ms = geomean(w.t_cand_s * 1e3 for w in verdict.workloads)
         journal = f"{proposal.journal.rstrip()}\n\n## Verdict\n{verdict.verdict} at {verdict.stage}: {verdict.reason}\n"
         return Attempt(
             id=attempt_id,
@@ -437,5 +331,5 @@ class TaskRunner:
             if best is not None
             else None
         )
-        with self.control.memory_lock.exclusive():
+        with self.control.memory_lock.exclusive(), interrupts_deferred():
             self.memory.callbacks.on_task_end(self.state.task_id, [a.name for a in self.agents], lesson)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from kernelkiln.guard.actor import EvaluationActor, secret_names
+from kernelkiln.evaluation.actor import EvaluationActor, secret_names
 
 FAKE_KEY = ("OPENAI_API_KEY", "sk-kiln-test-fixture-not-a-key")
 # Ray 2.60 turns token auth on once ~/.ray/auth_token exists (any local `ray.init()` writes one): the

@@ -14,12 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kernelkiln.evaluation.config import ClusterConfig
 from kernelkiln.guard.session import GuardSession
 from kernelkiln.memory import callbacks
 from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.rules import Consolidator
-from kernelkiln.orchestrator import run as run_module
-from kernelkiln.orchestrator.config import ClusterConfig, OptimizeConfig
+from kernelkiln.orchestrator import search as search_module
+from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.store import open_store
@@ -38,7 +39,7 @@ BOUNDARIES = {
     "lesson-written": (callbacks, "add_lesson"),  # the last write of the transaction, not committed
     "memory-committed": (callbacks.MemoryCallbacks, "after_verdict"),  # before progress and the agent's state
     "task-ended": (callbacks.MemoryCallbacks, "on_task_end"),  # before the run records the task finished
-    "confirmed": (run_module, "confirm"),  # the best judged again, not recorded
+    "confirmed": (search_module, "confirmation"),  # the best judged again, not recorded
 }
 
 

@@ -11,12 +11,17 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from kernelkiln import native
+from kernelkiln.errors import UserError
+from kernelkiln.evaluation.pool import EvaluationInput
+from kernelkiln.evaluation.scheduler import Device, DeviceQueue
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.verdict import Verdict, WorkloadResult
-from kernelkiln.orchestrator.scheduler import Device, DeviceQueue
 from kernelkiln.task import Task
 
 KIND = "simulated"
@@ -25,10 +30,9 @@ _NOISE = 0.02  # within this of the incumbent: ACCEPT, as the guard's noise band
 
 @dataclass(frozen=True)
 class Call:
-    """One evaluation as its evaluator saw it (time.time() values)."""
+    """One evaluation as the pool saw it (time.time() values)."""
 
-    evaluator: int
-    called: float  # the agent handed its candidate over (time.time())
+    called: float  # the candidate was submitted
     started: float  # a device took it
     ended: float  # its verdict came back
 
@@ -75,7 +79,7 @@ class SimulatedActor:
     duration_s = 1.0
 
     def __init__(self, platform: str, index: int, cores_per_device: int | None, node: str) -> None:
-        # DeviceInfo's fields, as a dict: guard.actor would load torch in each of these processes.
+        # DeviceInfo's fields, as a dict: evaluation.actor would load torch in each of these processes.
         self.info = {"kind": KIND, "node": node, "host": "sim", "index": index, "cores": []}
         self.name = f"sim/{node[:8]}#{index}"
         self.log: list[tuple[float, float]] = []  # (start, end) of each evaluation, time.time()
@@ -123,39 +127,33 @@ class SimulatedPool:
         self.calls: list[Call] = []
         self._lock = threading.Lock()
 
-    def evaluator(self, task: Task, guard: GuardConfig) -> SimulatedEvaluator:
-        return SimulatedEvaluator(self, task)
+    def submit(self, inputs: Sequence[EvaluationInput]) -> list[Future[Verdict]]:
+        return [self.queue.submit(self._work(item, time.time())) for item in inputs]
+
+    def _work(self, item: EvaluationInput, called: float) -> Callable[[Device], Verdict]:
+        workloads = [w.name for w in item.task.workloads]
+
+        def work(device: Device) -> Verdict:
+            started = time.time()
+            time.sleep(self.duration_s)
+            ended = time.time()
+            with self._lock:
+                self.calls.append(Call(called, started, ended))
+            return simulated_verdict(workloads, item.code, item.incumbent, item.timed, device.name, ended - started)
+
+        return work
+
+    def native_requests(self, task: Task, guard: GuardConfig, source: str) -> list[native.BuildRequest]:
+        return []  # a simulated device builds nothing
+
+    def build_as_sandbox(self, task: Task, guard: GuardConfig, request: native.BuildRequest) -> native.BuildResult:
+        raise UserError("a simulated device builds nothing natively")
 
     def tasks_at_once(self, agents: int) -> int:
         return self.queue.tasks_at_once(agents)
 
-    def close(self) -> None:
-        pass
-
-    def record(self, call: Call) -> None:
-        with self._lock:
-            self.calls.append(call)
-
-
-class SimulatedEvaluator:
-    """An agent's evaluator: waits for a free simulated device, holds it ``duration_s``."""
-
-    def __init__(self, pool: SimulatedPool, task: Task):
-        self.pool, self.task, self.config = pool, task, GuardConfig()
-
-    def evaluate(
-        self, source: str, incumbent: str | None = None, *, timed: bool = True, time_budget_s: float | None = None
-    ) -> Verdict:
-        called = time.time()
-
-        def work(device: Device) -> tuple[float, float, str]:
-            started = time.time()
-            time.sleep(self.pool.duration_s)
-            return started, time.time(), device.name
-
-        started, ended, name = self.pool.queue.run(work)
-        self.pool.record(Call(id(self), called, started, ended))
-        return simulated_verdict([w.name for w in self.task.workloads], source, incumbent, timed, name, ended - started)
+    def release(self, task: Task) -> None:
+        pass  # nothing is kept per task
 
     def close(self) -> None:
         pass

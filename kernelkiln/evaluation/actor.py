@@ -1,6 +1,6 @@
 """An evaluation actor: one device of a cluster, judging candidates with the guard.
 
-The class is plain Python: ``orchestrator/ray_pool.py`` wraps it with ``ray.remote`` (so
+The class is plain Python: ``ray_pool.py`` wraps it with ``ray.remote`` (so
 nothing here imports Ray) and places one per device: a GPU (``num_gpus=1``; Ray sets
 ``CUDA_VISIBLE_DEVICES``) or, on a CPU node, a set of cores of its own, which the actor
 pins every one of its threads to before its first session starts (the guard's workers and
@@ -26,9 +26,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from kernelkiln import native
+from kernelkiln.evaluation.shipment import TaskShipment
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.session import GuardSession
-from kernelkiln.guard.shipment import TaskShipment
 
 _SESSIONS_KEPT = 4  # warm sessions (a reference worker each) per actor, least recently used closed first
 # Variables a node's environment may hold that an evaluation has no business with: model keys,

@@ -1,7 +1,9 @@
 """The device queue: agents' candidates wait for a free device; one evaluation per device at a time.
 
 Backend-agnostic: a device's ``handle`` is a Ray actor in a cluster (``ray_pool.py``) or a
-simulated device in ``benchmarks/cluster_scaling.py``. A device that dies mid-evaluation
+simulated device (``testing/simulated_pool.py``, for ``benchmarks/cluster_scaling.py``).
+``submit(work)`` returns at once with a future; the work waits in a thread of its own for
+the next free device, so there are never more such threads than candidates in flight. A device that dies mid-evaluation
 (``DeviceLost``: its actor or its node is gone) leaves the queue, and the candidate is
 evaluated again on another device, once; nothing is stored before a verdict comes back,
 so the attempt is neither lost nor stored twice.
@@ -13,10 +15,12 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kernelkiln.errors import UserError
+from kernelkiln.evaluation.threads import in_thread
 
 T = TypeVar("T")
 TRIES = 2  # a candidate whose device dies is evaluated once more elsewhere
@@ -67,6 +71,10 @@ class DeviceQueue:
         self._on_lost = on_lost
         self._retried = 0
         self._waited = 0.0
+
+    def submit(self, work: Callable[[Device], T]) -> Future[T]:
+        """``run(work)``, started now; the future completes with its result."""
+        return in_thread(lambda: self.run(work), name="kiln-device-queue")
 
     def run(self, work: Callable[[Device], T]) -> T:
         """``work(device)`` on the first free device; on another once more if that device dies."""

@@ -4,9 +4,12 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="needs kernelkiln[ray] (the test extra installs it)")
 from kernelkiln.errors import UserError  # noqa: E402
-from kernelkiln.orchestrator import ray_pool  # noqa: E402
+from kernelkiln.evaluation import ray_pool  # noqa: E402
 
-ABORTED = "Initialization failure from server:\nTraceback (most recent call last):\nRuntimeError: Starting Ray client server failed."
+ABORTED = (
+    "Initialization failure from server:\nTraceback (most recent call last):\n"
+    "RuntimeError: Starting Ray client server failed."
+)
 
 
 def _init_failing(monkeypatch, failures: list[Exception]) -> list[str]:

@@ -1,7 +1,7 @@
 """The evaluation pool on a Ray cluster: one evaluation actor per device, candidates queued for free ones.
 
 What runs where: the driver (``kiln optimize|bench|ablate``) runs the agents, their model
-calls and every store write; each actor (``guard/actor.py``) judges candidates on its
+calls and every store write; each actor (``actor.py``) judges candidates on its
 device, builds included. The actors get neither the store's URL nor a model's key.
 
 A cluster's devices may differ (two GPU models, two CPU models): a run is judged on one
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import ray
@@ -22,12 +23,13 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from kernelkiln import native
 from kernelkiln.errors import UserError
-from kernelkiln.guard.actor import DeviceInfo, EvaluationActor, secret_names
+from kernelkiln.evaluation.actor import DeviceInfo, EvaluationActor, secret_names
+from kernelkiln.evaluation.config import ClusterConfig
+from kernelkiln.evaluation.pool import EvaluationInput
+from kernelkiln.evaluation.scheduler import Device, DeviceLost, DeviceQueue, choose_kind
+from kernelkiln.evaluation.shipment import TaskShipment
 from kernelkiln.guard.config import GuardConfig
-from kernelkiln.guard.shipment import TaskShipment
 from kernelkiln.guard.verdict import Verdict
-from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.orchestrator.scheduler import Device, DeviceLost, DeviceQueue, choose_kind
 from kernelkiln.task import Task
 
 _KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")  # the providers' own variables, set or not on the driver
@@ -60,7 +62,7 @@ def _messages_to_stderr() -> None:
     def to_stderr(data, ignore_prefix):
         printer({**data, "is_err": True}, ignore_prefix)
 
-    to_stderr._kiln = True
+    setattr(to_stderr, "_kiln", True)  # noqa: B010 - a mark on a function, which mypy does not know
     worker.print_to_stdstream = to_stderr
 
 
@@ -97,38 +99,6 @@ def alive_nodes() -> list[dict[str, Any]]:
     return [n for n in ray.nodes() if n.get("Alive")]
 
 
-class RemoteEvaluator:
-    """An agent's evaluator for one task: each candidate judged on the next free device."""
-
-    def __init__(self, queue: DeviceQueue, task: Task, guard: GuardConfig):
-        self.queue, self.task, self.config = queue, task, guard
-        self.shipment = TaskShipment.of(task)
-        self._guard = guard.model_dump(mode="json")
-
-    def evaluate(
-        self, source: str, incumbent: str | None = None, *, timed: bool = True, time_budget_s: float | None = None
-    ) -> Verdict:
-        def work(device: Device) -> dict[str, Any]:
-            ref = device.handle.evaluate.remote(self.shipment, self._guard, source, incumbent, timed, time_budget_s)
-            return _result(ref)
-
-        return Verdict.model_validate(self.queue.run(work))
-
-    def native_requests(self, source: str) -> list[native.BuildRequest]:
-        """The diagnostic tools' calls, on the next free device."""
-        data = self.queue.run(lambda d: _result(d.handle.native_requests.remote(self.shipment, self._guard, source)))
-        return [native.BuildRequest.from_dict(r) for r in data]
-
-    def build_as_sandbox(self, request: native.BuildRequest) -> native.BuildResult:
-        data = self.queue.run(
-            lambda d: _result(d.handle.build_as_sandbox.remote(self.shipment, self._guard, request.to_dict()))
-        )
-        return native.BuildResult.from_dict(data)
-
-    def close(self) -> None:
-        pass  # the sessions live in the actors, which the pool closes
-
-
 def _result(ref: Any, timeout: float | None = None) -> Any:
     """``ray.get(ref)``: a dead actor or node is ``DeviceLost``; an error the actor raised is re-raised as itself."""
     try:
@@ -148,34 +118,46 @@ def _first_line(exc: BaseException) -> str:
 
 
 class RayPool:
-    """Evaluation actors on every alive node of the cluster ``config.cluster.address`` names."""
+    """Evaluation actors on every alive node of the cluster ``cluster.address`` names."""
 
     def __init__(
         self,
-        config: OptimizeConfig,
+        cluster: ClusterConfig,
+        platform: str,
         store_url: str,
         device_kind: str | None = None,
+        hidden_keys: Sequence[str] = (),
         progress: Callable[[str], None] | None = None,
         actor_class: type = EvaluationActor,
     ):
+        """``device_kind``: the kind a resumed run was judged on; ``hidden_keys``: variables (a model's
+        key) blanked on the workers besides the providers' own."""
         self.say = progress or (lambda line: None)
-        self.platform = config.platform
+        self.platform = platform
         self._actors: list[Any] = []
-        connect(config.cluster.address)
+        self._shipments: dict[int, tuple[Task, TaskShipment]] = {}
+        connect(cluster.address)
         try:
-            self._open(config, store_url, device_kind, actor_class)
+            self._open(cluster, store_url, device_kind, hidden_keys, actor_class)
         except BaseException:
             self.close()
             raise
 
-    def _open(self, config: OptimizeConfig, store_url: str, device_kind: str | None, actor_class: type) -> None:
+    def _open(
+        self,
+        cluster: ClusterConfig,
+        store_url: str,
+        device_kind: str | None,
+        hidden_keys: Sequence[str],
+        actor_class: type,
+    ) -> None:
         nodes = alive_nodes()
         if len(nodes) > 1 and store_url.startswith("sqlite"):
             raise UserError(
                 f"the Ray cluster has {len(nodes)} nodes and one memory must serve them all: give a "
                 f"PostgreSQL store (--store postgresql://…); SQLite is one machine's file"
             )
-        actors = self._start(nodes, config, actor_class)
+        actors = self._start(nodes, cluster.cpus_per_device, hidden_keys, actor_class)
         try:
             infos = _result([a.describe.remote() for a in actors], timeout=_START_TIMEOUT_S)
         except (DeviceLost, GetTimeoutError) as exc:
@@ -183,8 +165,8 @@ class RayPool:
                 f"the cluster's evaluation actors did not start ({exc}); is kernelkiln installed on every node?"
             ) from None
         described = [DeviceInfo.model_validate(info) for info in infos]
-        devices = [Device(name=info.name, kind=info.kind, handle=a) for a, info in zip(actors, described)]
-        self.device_kind = choose_kind(devices, device_kind or config.cluster.device)
+        devices = [Device(name=info.name, kind=info.kind, handle=a) for a, info in zip(actors, described, strict=True)]
+        self.device_kind = choose_kind(devices, device_kind or cluster.device)
         unused = [d for d in devices if d.kind != self.device_kind]
         self._kill([d.handle for d in unused])
         used = [d for d in devices if d.kind == self.device_kind]
@@ -200,12 +182,13 @@ class RayPool:
             + (f" (not used: {', '.join(others)})" if others else "")
         )
 
-    def _start(self, nodes: list[dict[str, Any]], config: OptimizeConfig, actor_class: type) -> list[Any]:
-        remote = ray.remote(actor_class)
-        per_device = config.cluster.cpus_per_device
+    def _start(
+        self, nodes: list[dict[str, Any]], per_device: int | None, hidden_keys: Sequence[str], actor_class: type
+    ) -> list[Any]:
+        remote: Any = ray.remote(actor_class)
         # A worker process starts with its node's environment (whatever `ray start` was given):
         # every key this run knows of is blanked there, before the actor's first line runs.
-        hidden = {*secret_names(os.environ), *_KEYS, config.policy.key_env() or ""}
+        hidden = {*secret_names(os.environ), *_KEYS, *hidden_keys}
         blank = {"env_vars": {name: "" for name in sorted(hidden) if name}}
         actors = []
         for node in nodes:
@@ -231,8 +214,42 @@ class RayPool:
             raise UserError(f"the Ray cluster offers no {self.platform} evaluation device (no node has {what})")
         return actors
 
-    def evaluator(self, task: Task, guard: GuardConfig) -> RemoteEvaluator:
-        return RemoteEvaluator(self.queue, task, guard)
+    def submit(self, inputs: Sequence[EvaluationInput]) -> list[Future[Verdict]]:
+        return [self.queue.submit(self._work(item)) for item in inputs]
+
+    def _work(self, item: EvaluationInput) -> Callable[[Device], Verdict]:
+        shipment, guard = self._shipment(item.task), item.guard.model_dump(mode="json")
+
+        def work(device: Device) -> Verdict:
+            ref = device.handle.evaluate.remote(
+                shipment, guard, item.code, item.incumbent, item.timed, item.time_budget_s
+            )
+            return Verdict.model_validate(_result(ref))
+
+        return work
+
+    def native_requests(self, task: Task, guard: GuardConfig, source: str) -> list[native.BuildRequest]:
+        shipment, settings = self._shipment(task), guard.model_dump(mode="json")
+        data = self.queue.run(lambda d: _result(d.handle.native_requests.remote(shipment, settings, source)))
+        return [native.BuildRequest.from_dict(r) for r in data]
+
+    def build_as_sandbox(self, task: Task, guard: GuardConfig, request: native.BuildRequest) -> native.BuildResult:
+        shipment, settings = self._shipment(task), guard.model_dump(mode="json")
+        data = self.queue.run(
+            lambda d: _result(d.handle.build_as_sandbox.remote(shipment, settings, request.to_dict()))
+        )
+        return native.BuildResult.from_dict(data)
+
+    def _shipment(self, task: Task) -> TaskShipment:
+        """The task as it travels, read once per task object of the run."""
+        known = self._shipments.get(id(task))
+        if known is None or known[0] is not task:
+            known = (task, TaskShipment.of(task))
+            self._shipments[id(task)] = known
+        return known[1]
+
+    def release(self, task: Task) -> None:
+        self._shipments.pop(id(task), None)  # the actors keep their few warm sessions, least recent closed first
 
     def tasks_at_once(self, agents: int) -> int:
         return self.queue.tasks_at_once(agents)

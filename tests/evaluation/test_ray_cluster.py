@@ -10,8 +10,10 @@ import threading
 
 import pytest
 
+from kernelkiln.evaluation.config import ClusterConfig
+from kernelkiln.evaluation.pool import EvaluationInput
 from kernelkiln.memory.memory import Memory
-from kernelkiln.orchestrator.config import ClusterConfig, OptimizeConfig
+from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.store import open_store
@@ -23,7 +25,7 @@ from kernelkiln.testing.stores import POSTGRES_ENV, fresh_store_url
 from kernelkiln.testing.tasks import TASKS
 
 ray = pytest.importorskip("ray", reason="the cluster tests need kernelkiln[ray] (the test extra installs it)")
-from kernelkiln.orchestrator.ray_pool import RayPool  # noqa: E402 - needs ray
+from kernelkiln.evaluation.ray_pool import RayPool  # noqa: E402 - needs ray
 
 pytestmark = pytest.mark.slow
 needs_postgres = pytest.mark.skipif(
@@ -144,7 +146,7 @@ def test_a_driver_killed_with_sigkill_resumes_on_the_cluster_repeating_nothing(o
     before, _ = _attempts(store, run_id)
     assert len(before) == 2
     result = Optimizer(Memory(store), tmp_path).resume(run_id)
-    attempts, run = _attempts(store, run_id)
+    attempts, _ = _attempts(store, run_id)
     store.close()
     assert result["status"] == "done"
     assert {a.id for a in before} <= {a.id for a in attempts}
@@ -153,7 +155,9 @@ def test_a_driver_killed_with_sigkill_resumes_on_the_cluster_repeating_nothing(o
 
 
 def test_secrets_of_the_node_never_reach_an_evaluation_actor(on_cluster):
-    pool = RayPool(_config(), "postgresql://kiln@127.0.0.1/unused", actor_class=EnvironmentProbe)
+    pool = RayPool(
+        ClusterConfig(address="ray"), "cpu", "postgresql://kiln@127.0.0.1/unused", actor_class=EnvironmentProbe
+    )
     try:
         for device in pool.queue.devices:
             assert ray.get(device.handle.secrets_now.remote()) == {}
@@ -166,15 +170,16 @@ def test_secrets_of_the_node_never_reach_an_evaluation_actor(on_cluster):
 
 def test_a_hostile_candidate_that_kills_its_worker_leaves_the_actor_judging(on_cluster):
     task = load_task(TASKS / "tiny_softmax.py")
-    pool = RayPool(_config(), "postgresql://kiln@127.0.0.1/unused")
+    pool = RayPool(ClusterConfig(address="ray"), "cpu", "postgresql://kiln@127.0.0.1/unused")
+    guard = fast_config(time_budget_s=0.3)
     try:
-        evaluator = pool.evaluator(task, fast_config(time_budget_s=0.3))
         for hostile in ("native_kills_parent.py", "native_kills_everything.py"):
-            verdict = evaluator.evaluate((HOSTILE / hostile).read_text(), timed=False)
+            item = EvaluationInput(task, guard, (HOSTILE / hostile).read_text(), timed=False)
+            verdict = pool.submit([item])[0].result()
             assert verdict.verdict == "REJECT" and verdict.stage == "check", verdict.reason
-        seed = task.seed_for("cpu").read_text()
-        for _ in pool.queue.devices:  # every device still judges
-            assert evaluator.evaluate(seed, timed=False).correct
+        seed = EvaluationInput(task, guard, task.seed_for("cpu").read_text(), timed=False)
+        verdicts = [f.result() for f in pool.submit([seed] * len(pool.queue.devices))]  # every device still judges
+        assert all(v.correct for v in verdicts)
         assert pool.queue.stats().retried == 0, "no actor died"
     finally:
         pool.close()
@@ -238,9 +243,10 @@ def test_ctrl_c_stops_tasks_running_at_once_and_the_run_resumes_on_the_cluster(o
 def test_ray_client_address_judges_on_the_cluster(cluster, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     task = load_task(TASKS / "tiny_softmax.py")
-    pool = RayPool(_config(cluster=ClusterConfig(address=cluster.client_address)), "postgresql://kiln@127.0.0.1/x")
+    pool = RayPool(ClusterConfig(address=cluster.client_address), "cpu", "postgresql://kiln@127.0.0.1/x")
     try:
-        verdict = pool.evaluator(task, fast_config(time_budget_s=0.3)).evaluate(task.seed_for("cpu").read_text())
+        item = EvaluationInput(task, fast_config(time_budget_s=0.3), task.seed_for("cpu").read_text())
+        verdict = pool.submit([item])[0].result()
     finally:
         pool.close()
     assert verdict.correct and verdict.device is not None

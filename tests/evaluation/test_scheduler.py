@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from kernelkiln.errors import UserError
-from kernelkiln.orchestrator.scheduler import Device, DeviceLost, DeviceQueue, DevicesGone, choose_kind
+from kernelkiln.evaluation.scheduler import Device, DeviceLost, DeviceQueue, DevicesGone, choose_kind
 
 
 def _devices(n: int) -> list[Device]:
@@ -37,7 +37,7 @@ def test_a_candidate_that_loses_its_device_twice_stops_the_run_with_a_resumable_
     def work(device: Device) -> None:
         raise DeviceLost(f"{device.name} gone")
 
-    with pytest.raises(DevicesGone, match="lost its device on each of 2 tries.*--resume"):
+    with pytest.raises(DevicesGone, match=r"lost its device on each of 2 tries.*--resume"):
         queue.run(work)
     assert [d.name for d in queue.alive()] == ["d2"]
 
@@ -45,28 +45,19 @@ def test_a_candidate_that_loses_its_device_twice_stops_the_run_with_a_resumable_
 def test_waiting_candidates_fail_with_one_line_when_the_last_device_dies():
     queue = DeviceQueue(_devices(1))
     started, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
 
     def dies(device: Device) -> None:
         started.set()
         release.wait(5)
         raise DeviceLost("node died")
 
-    def waiter() -> None:
-        try:
-            queue.run(lambda d: None)
-        except DevicesGone as exc:
-            errors.append(exc)
-
-    first = threading.Thread(target=lambda: pytest.raises(DevicesGone, queue.run, dies))
-    first.start()
+    first = queue.submit(dies)
     started.wait(5)
-    second = threading.Thread(target=waiter)
-    second.start()
+    second = queue.submit(lambda d: None)  # waits for the one device
     release.set()
-    first.join(5)
-    second.join(5)
-    assert len(errors) == 1 and "every evaluation device of the cluster died" in str(errors[0])
+    assert isinstance(first.exception(5), DevicesGone)
+    assert isinstance(second.exception(5), DevicesGone)
+    assert "every evaluation device of the cluster died" in str(second.exception())
 
 
 def test_no_device_ever_runs_two_evaluations_at_once():
