@@ -13,9 +13,10 @@ Each turn it proposes one setting of the knobs, as a standalone candidate:
 5. the search (``search``):
    - ``tpe`` (default): Optuna's multivariate TPE sampler (``sampler.Study``), told every
      observed attempt, whatever proposed it, the other agents' (``Turn.peers``, when the board is
-     shared) and what memory lends (an exact match's trials, the neighbours' trials by rank). A suggestion already tried is told its value (the median,
-     when another agent of the run evaluated it) and the sampler asked again, a few times, then
-     any untried setting in a seeded random order;
+     shared) and what memory lends (an exact match's trials, the neighbours' trials by rank).
+     A suggestion already tried is told its value (the median, when another agent of the run
+     evaluated it) and the sampler asked again, a few times, then any untried setting in a seeded
+     random order;
    - ``enumerate`` (the earlier search): single-knob moves from the working settings, the lens's
      knobs first, then untried settings in a seeded random order;
    - ``random``: best-of-N, the floor every search must beat: the seed, then untried settings

@@ -234,7 +234,12 @@ class Summary:
             if floor is not None and study.metric == "speedup":
                 row["vs_floor"] = {n: _paired(mine, floor, n) for n in figures}
         units = {self.plan[(study.name, a.label, k)].key for a in study.arms for k in range(self.repeat)}
-        units |= {self.plan[(study.name, a.label, k)].needs for a in study.arms for k in range(self.repeat)} - {None}
+        units |= {
+            needs
+            for a in study.arms
+            for k in range(self.repeat)
+            if (needs := self.plan[(study.name, a.label, k)].needs) is not None
+        }
         return {
             "question": study.question,
             "metric": study.metric,
@@ -248,6 +253,7 @@ class Summary:
         runs = []
         for k in range(self.repeat):
             second = self.plan[(study.name, second_arm.label, k)]
+            assert second.needs is not None  # a reuse arm takes the stores its first arm built
             first = self._trajectories(second.needs, pass_name="A")
             runs.append(F.reuse_figures(self._trajectories(second.key), first, self.consensus, second.config.budget))
         interval = mean_interval([r["evaluations_to_first_best"] for r in runs])

@@ -57,7 +57,7 @@ def summarize(tasks: list[TaskFigures]) -> dict:
     return {
         "correct_rate": len([t for t in tasks if t.correct]) / len(tasks) if tasks else 0.0,
         "fast_p": {p: fast_p(tasks, float(p)) for p in FAST_P},
-        "geomean_speedup_eager": geomean([t.best_speedup for t in correct]),
+        "geomean_speedup_eager": geomean([t.best_speedup for t in correct if t.best_speedup is not None]),
         "geomean_speedup_compile": geomean([t.speedup_compile for t in correct if t.speedup_compile]),
         "median_self_speedup": statistics.median(selfs) if selfs else None,
         "sol_fraction": {t.name: t.sol_fraction for t in tasks},

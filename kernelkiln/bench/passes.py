@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernelkiln.bench.figures import Step
+from kernelkiln.llm.client import ChatClient
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
@@ -25,7 +26,7 @@ from kernelkiln.store import open_store
 from kernelkiln.store.store import Store
 from kernelkiln.task import Task
 
-ClientFor = Callable[[Task], object | None]  # a scripted model for a task (the context study), else None
+ClientFor = Callable[[Task], ChatClient | None]  # a scripted model for a task (the context study), else None
 
 
 def halves(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
@@ -86,7 +87,7 @@ class Units:
         """Half A builds a store, half B is measured on it (still learning); then the other way round."""
         out = self.root / key
         a, b = halves(tasks)
-        result = {}
+        result: dict[str, dict[str, dict]] = {}
         for first, second, name in ((a, b, "A"), (b, a, "B")):
             memory = Memory(self._store(out / f"pass-{name}.db"))
             for task in first:
@@ -142,7 +143,9 @@ def _snapshot(store: Store, path: Path) -> None:
     """A consistent copy of a SQLite store (its write-ahead log included), through SQLite's backup API."""
     for stale in path.parent.glob(f"{path.name}*"):
         stale.unlink()
-    source = sqlite3.connect(store.engine.url.database)
+    database = store.engine.url.database
+    assert database is not None  # a SQLite store: its file
+    source = sqlite3.connect(database)
     target = sqlite3.connect(path)
     try:
         source.backup(target)

@@ -114,7 +114,8 @@ class Bench:
                 + next(iter(skipped.values()), "the suite is empty")
             )
         threads = config.guard.threads or default_threads()
-        ratios, notes = {}, {}
+        ratios: dict[str, float | None] = {}
+        notes: dict[str, str] = {}
         for task in tasks:
             if self.compile_baseline and config.cluster.address != "local":
                 ratios[task.name], notes[task.name] = (

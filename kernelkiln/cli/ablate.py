@@ -190,6 +190,7 @@ def _table(result: dict, console: Console) -> None:
             table.add_column(title, justify="right", no_wrap=True)
         speed = s["metric"] == "speedup" and floor is not None
         if speed:
+            assert floor is not None  # speed implies a floor
             table.add_column("anytime / best-of-N", justify="right", no_wrap=True)
             table.add_row(floor["arm"], *(_ci(floor.get(key), unit) for _, key, unit in columns), "", style="dim")
         for arm in s["arms"]:

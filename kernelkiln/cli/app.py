@@ -49,7 +49,8 @@ def _register() -> None:
     seed_cmd.register(app)
     tasks_cmd.register(app)
     memory_cmd.register(app)
-    for typer_app in [app, *(group.typer_instance for group in app.registered_groups)]:
+    groups = [group.typer_instance for group in app.registered_groups if group.typer_instance is not None]
+    for typer_app in [app, *groups]:
         for info in typer_app.registered_commands:
             info.help = reflow(info.help or inspect.getdoc(info.callback) or "")
 
@@ -84,9 +85,10 @@ def main() -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except Exception as exc:  # usage errors: click's, or the click typer vendors (typer >= 0.20 has no click dep)
-        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
-            sys.exit(exc.exit_code)
+        show, exit_code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int):
+            show()
+            sys.exit(exit_code)
         if _state["debug"]:
             raise
         print(

@@ -19,7 +19,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.guard.config import GuardConfig
 
 if TYPE_CHECKING:
-    from kernelkiln.guard.verdict import Verdict
+    from kernelkiln.guard.verdict import CheckSetup, TimingSetup, Verdict
 from kernelkiln.platforms import get_platform
 from kernelkiln.task import Task, load_task
 
@@ -49,9 +49,8 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.4g} ms"
 
 
-def _timing_line(verdict: Verdict) -> str:
-    """Where the timed workers and the guard ran, and what was taken out."""
-    setup = verdict.timing
+def _timing_line(verdict: Verdict, setup: TimingSetup) -> str:
+    """Where the timed workers and the guard ran (``setup``, the verdict's timing), and what was taken out."""
     where = (
         f"workers on cores {_cores(setup.placement.worker_cores)}, guard on {_cores(setup.placement.guard_cores)}"
         if setup.placement.worker_cores
@@ -66,9 +65,8 @@ def _timing_line(verdict: Verdict) -> str:
     )
 
 
-def _check_line(verdict: Verdict) -> str:
+def _check_line(check: CheckSetup) -> str:
     """Against what the outputs were measured, and on how many trials."""
-    check = verdict.check
     against = (
         "against the float64 oracle"
         if check.oracle
@@ -123,9 +121,9 @@ def render(verdict: Verdict, task: Task, console: Console) -> None:
             line = f"line {d.get('line')}: " if d.get("line") else ""
         console.print(f"  {d.get('severity', 'error')}: {line}{d.get('message')}", markup=False, highlight=False)
     if verdict.check is not None:
-        console.print(f"check: {_check_line(verdict)}", style="dim", markup=False, highlight=False)
+        console.print(f"check: {_check_line(verdict.check)}", style="dim", markup=False, highlight=False)
     if verdict.timing is not None:
-        console.print(f"timing: {_timing_line(verdict)}", style="dim", markup=False, highlight=False)
+        console.print(f"timing: {_timing_line(verdict, verdict.timing)}", style="dim", markup=False, highlight=False)
     for line in _isolation_lines(verdict):
         console.print(line, style="dim", markup=False, highlight=False)
 

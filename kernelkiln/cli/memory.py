@@ -66,21 +66,19 @@ def search(
     if "knowledge" in kinds[kind]:
         memory.ensure_knowledge([platform] if platform else None)
     hits = memory.retrieve(query, platform=platform, op_family=op_family, kinds=kinds[kind], limit=limit)
-    data = {
-        "query": query,
-        "results": [
-            {
-                "id": h.experience.id,
-                "kind": h.experience.kind,
-                "score": h.score,
-                "relevance": h.relevance,
-                "q": h.experience.q,
-                "summary": h.experience.summary or h.experience.text[:SUMMARY_CHARS],
-            }
-            for h in hits
-        ],
-    }
-    lines = [f"{r['score']:.3f}  Q={r['q']:+.2f}  {r['id']}  {r['summary']}" for r in data["results"]]
+    results: list[dict[str, Any]] = [
+        {
+            "id": h.experience.id,
+            "kind": h.experience.kind,
+            "score": h.score,
+            "relevance": h.relevance,
+            "q": h.experience.q,
+            "summary": h.experience.summary or h.experience.text[:SUMMARY_CHARS],
+        }
+        for h in hits
+    ]
+    data = {"query": query, "results": results}
+    lines = [f"{r['score']:.3f}  Q={r['q']:+.2f}  {r['id']}  {r['summary']}" for r in results]
     _emit(as_json, data, "\n".join(lines) or "no match")
 
 
@@ -144,7 +142,7 @@ def rules(
     with s.read() as conn:
         found = s.rules.list(conn, resident=None if all_rules else True)
         values = s.experiences.get_many(conn, [r.id for r in found])
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in found:
         q = values[r.id].q if r.id in values else 0.0
         rows.append(

@@ -52,7 +52,7 @@ def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKD
     if any(ablations):
         if len(targets) > 1:
             raise UserError("an ablation DIR is reported on its own: give just that DIR")
-        _report_ablation(*ablations[0], out, markdown)
+        _report_ablation(*next(found for found in ablations if found is not None), out, markdown)
         return
     dirs = [read_run_json(t) for t in targets]  # one clear line for a DIR without run.json, before the store
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -58,7 +59,7 @@ def register(app: typer.Typer) -> None:
             generated = generate(loaded, threads=threads)
         except Unsupported as exc:
             raise UserError(f"{path}: cannot generate a seed: {exc}") from None
-        summary = {
+        summary: dict[str, Any] = {
             "task": loaded.name,
             "kernels": generated.fused,
             "kinds": list(generated.kinds),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -55,7 +55,7 @@ class Settings:
 
 
 def load_settings(
-    file: Path | None, flags: Flags, sets: list[str] = (), defaults: dict[str, Any] | None = None
+    file: Path | None, flags: Flags, sets: Sequence[str] = (), defaults: dict[str, Any] | None = None
 ) -> Settings:
     """The tree from ``defaults`` (a command's own, as dotted paths), then ``file``, then the ``flags`` given."""
     layers: list[tuple[Source, dict[str, Any]]] = [("default", _tree(dict(defaults or {})))]

@@ -78,7 +78,7 @@ def reference_code(task: Task) -> tuple[list[str], str]:
     """
     tree = ast.parse(task.source)
     imported = set(IMPORTS)
-    imports = []
+    imports: list[str] = []
     keep: list[tuple[str, bool]] = []  # (code, whether it is a class or function: blank lines around it)
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _DROP:
@@ -92,7 +92,9 @@ def reference_code(task: Task) -> tuple[list[str], str]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             fresh = _fresh_imports(node, imported)
             if fresh is not None:
-                imports.append(ast.get_source_segment(task.source, node) if fresh is node else ast.unparse(fresh))
+                # a node ast.parse made always has its source segment
+                segment = ast.get_source_segment(task.source, node) if fresh is node else None
+                imports.append(segment if segment is not None else ast.unparse(fresh))
             continue
         if isinstance(node, ast.ClassDef):
             body = [

@@ -62,7 +62,7 @@ def policy_layer(data: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     if (not flat and not isinstance(policy, str)) or not isinstance(policy, (str, dict, type(None))):
         return data, set()  # nothing of an earlier version's, or no policy at all: the validation says so
     out = {k: v for k, v in data.items() if k not in flat}
-    table = {"kind": policy} if isinstance(policy, str) else dict(policy or {})
+    table: dict[str, Any] = {"kind": policy} if isinstance(policy, str) else dict(policy or {})
     for key, value in flat.items():
         name = _POLICY_KEYS[key]
         table[name] = _merged(table[name], value) if isinstance(table.get(name), dict) else value

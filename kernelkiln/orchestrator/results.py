@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelkiln.atomic import write_atomic
-from kernelkiln.store.records import Attempt, Confirmation, NoCandidate
+from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Verdict
 
-VERDICTS = ("KEEP", "ACCEPT", "REVERT", "REJECT")
+VERDICTS: tuple[Verdict, ...] = ("KEEP", "ACCEPT", "REVERT", "REJECT")
 
 
 def incumbent(attempts: list[Attempt]) -> Attempt | None:

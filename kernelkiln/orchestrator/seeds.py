@@ -32,9 +32,9 @@ def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
             return path.read_text(), str(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"cannot read --seed {path}: {exc}") from None
-    path = task.seed_for(config.platform)
-    if path is not None:
-        return path.read_text(), str(path)
+    seed = task.seed_for(config.platform)
+    if seed is not None:
+        return seed.read_text(), str(seed)
     why = f"kernelkiln generates seeds for the cpu platform only, not {config.platform}"
     if config.platform == "cpu":
         key = (str(task.path), json.dumps(task.overrides, sort_keys=True, default=repr), config.guard.threads)

@@ -314,7 +314,7 @@ def test_observing_an_attempt_without_knobs_changes_nothing():
 
 # -- the TPE search, on a synthetic space (4 knobs x 6 values, deterministic speedups) -----------
 NAMES = ("A", "B", "C", "D")
-SPACE = "".join(f"{n} = 0\n" for n in NAMES) + f"KNOBS = {dict.fromkeys(NAMES, list(range(6)))!r}\n"
+SPACE = "".join(f"{n} = 0\n" for n in NAMES) + f"KNOBS = { {n: list(range(6)) for n in NAMES}!r}\n"
 Speedup = Callable[[K.Settings], float]
 
 

@@ -13,7 +13,7 @@ from kernelkiln.task import knobs as K
 from kernelkiln.testing.turns import make_turn
 
 NAMES = ("A", "B", "C", "D")
-SPACE = "".join(f"{n} = 0\n" for n in NAMES) + f"KNOBS = {dict.fromkeys(NAMES, list(range(6)))!r}\n"
+SPACE = "".join(f"{n} = 0\n" for n in NAMES) + f"KNOBS = { {n: list(range(6)) for n in NAMES}!r}\n"
 
 
 def quadratic(centre: dict[str, int], scale: float = 1.0):

@@ -138,7 +138,7 @@ def test_export_import_round_trip(app, url, tmp_path):
     )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"type": "attempt", "data": {}}\n')
-    with pytest.raises(UserError, match="bad.jsonl:1"):
+    with pytest.raises(UserError, match=r"bad\.jsonl:1"):
         run(app, "import", str(bad), "--store", target)
 
 
