@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -15,62 +14,21 @@ from kernelkiln.errors import UserError
 from kernelkiln.guard import gate
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.correctness.check import WorkloadCases, judge_trials, make_cases, summarize
-from kernelkiln.guard.measurement import placement
+from kernelkiln.guard.measurement import clocks, placement
 from kernelkiln.guard.measurement.device import DeviceLock
 from kernelkiln.guard.measurement.scoring import decide, noise_margin, workload_result
 from kernelkiln.guard.measurement.timing import Series, Timer, TimingReject
 from kernelkiln.guard.reference_ops import forbidden_ops, reference_models
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
-from kernelkiln.guard.worker import sandbox
+from kernelkiln.guard.worker import lanes, sandbox
 from kernelkiln.guard.worker.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
-from kernelkiln.platforms.base import Platform
 from kernelkiln.platforms.host import default_threads
 from kernelkiln.task import Task
 
-_SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3
-_SLOTS_PER_SESSION = 4
-_LANES = sandbox.SLOTS_PER_PROCESS // _SLOTS_PER_SESSION
+_SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3  # within a lane (worker/lanes.py)
 _MAX_COMPILES = 16
 INTERPRETED = "correct under Triton's interpreter (TRITON_INTERPRET=1); no timing is possible without a GPU"
-
-_lanes_lock = threading.Lock()
-_lanes_free = list(range(_LANES))
-
-
-def _take_lane() -> int:
-    """A lane of worker slots (so of sandbox uids) no other open session of this process holds."""
-    with _lanes_lock:
-        if not _lanes_free:
-            raise UserError(f"at most {_LANES} guard sessions can be open at once in one process")
-        return _lanes_free.pop(0)
-
-
-_clocks_lock = threading.Lock()
-_clock_locks = 0  # open sessions holding locked clocks; the last one to close releases them
-
-
-def _lock_clocks(platform: Platform, mhz: int) -> None:
-    global _clock_locks
-    with _clocks_lock:
-        why = platform.lock_clocks(mhz)
-        if why is not None:
-            raise UserError(f"clock locking at {mhz} MHz was asked for and failed: {why}")
-        _clock_locks += 1
-
-
-def _release_clocks(platform: Platform) -> None:
-    global _clock_locks
-    with _clocks_lock:
-        _clock_locks -= 1
-        if _clock_locks == 0:
-            platform.lock_clocks(None)
-
-
-def _give_lane(lane: int) -> None:
-    with _lanes_lock:
-        _lanes_free.append(lane)
-        _lanes_free.sort()
 
 
 def _locate(diagnostic: dict[str, Any], native_source: str, candidate: str | None) -> dict[str, Any]:
@@ -112,7 +70,7 @@ class GuardSession:
         self.ref_models, recorded = reference_models(task, self.model_seed)  # before the clocks lock: it may fail
         self._clocks = self.config.lock_clocks_mhz
         if self._clocks is not None:
-            _lock_clocks(self.platform, self._clocks)
+            clocks.lock(self.platform, self._clocks)
         self.device = device or DeviceLock()
         self.threads = self.config.threads or default_threads()
         self.placement = placement.plan(self.threads)
@@ -125,7 +83,7 @@ class GuardSession:
         )
         self._ref: Worker | None = None
         self._live: weakref.WeakSet[Worker] = weakref.WeakSet()  # every worker not yet collected
-        self._lane: int | None = _take_lane()
+        self._lane: int | None = lanes.take()
         self._build_uid = (
             sandbox.allocate_uid(self._slot(_SLOT_BUILD))
             if (self.config.isolate_user and sandbox.can_switch_user())
@@ -136,8 +94,8 @@ class GuardSession:
     # -- workers -----------------------------------------------------------------------
     def _slot(self, role: int) -> int:
         if self._lane is None:  # used again after close()
-            self._lane = _take_lane()
-        return self._lane * _SLOTS_PER_SESSION + role
+            self._lane = lanes.take()
+        return self._lane * lanes.SLOTS_PER_SESSION + role
 
     def _spawn(
         self,
@@ -448,7 +406,7 @@ class GuardSession:
     def close(self) -> None:
         """Stop every worker (an evaluation in flight in another thread ends as a worker failure)."""
         if self._clocks is not None:
-            _release_clocks(self.platform)
+            clocks.release(self.platform)
             self._clocks = None
         for worker in list(self._live):
             worker.close()
@@ -456,13 +414,13 @@ class GuardSession:
             self._ref.close()
             self._ref = None
         if self._lane is not None:
-            _give_lane(self._lane)
+            lanes.give(self._lane)
             self._lane = None
 
     def __del__(self) -> None:
         lane = getattr(self, "_lane", None)
         if lane is not None:
-            _give_lane(lane)
+            lanes.give(lane)
             self._lane = None
 
     def __enter__(self) -> GuardSession:
