@@ -40,7 +40,6 @@ class _Task:
     stopped: set[str] = field(default_factory=set)  # agents that will take no more turns
     waiting: list[AgentState] = field(default_factory=list)  # agents waiting for a reservation in flight
     failed: bool = False  # a turn raised: the task is left unfinished, to resume
-    ended: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,6 @@ class Search:
         self._add("confirm", self.pool.submit([item])[0], task, item=item)
 
     def _finish(self, task: _Task, confirmed: Confirmation | None) -> None:
-        self.pool.release(task.runner.task)  # the confirmation's session closes
         try:
             with interrupts_deferred():
                 self.end(task.runner, confirmed)
@@ -141,7 +139,7 @@ class Search:
         self._drop(task)
 
     def _drop(self, task: _Task) -> None:
-        task.ended = True
+        self.pool.release(task.runner.task)  # the confirmation's session closes, if it had one
         self.active.remove(task)
 
     # -- an agent's turns ----------------------------------------------------------------
