@@ -135,7 +135,6 @@ class RayPool:
         self.say = progress or (lambda line: None)
         self.platform = platform
         self._actors: list[Any] = []
-        self._shipments: dict[int, tuple[Task, TaskShipment]] = {}
         connect(cluster.address)
         try:
             self._open(cluster, store_url, device_kind, hidden_keys, actor_class)
@@ -218,7 +217,7 @@ class RayPool:
         return [self.queue.submit(self._work(item)) for item in inputs]
 
     def _work(self, item: EvaluationInput) -> Callable[[Device], Verdict]:
-        shipment, guard = self._shipment(item.task), item.guard.model_dump(mode="json")
+        shipment, guard = TaskShipment.of(item.task), item.guard.model_dump(mode="json")
 
         def work(device: Device) -> Verdict:
             ref = device.handle.evaluate.remote(
@@ -229,27 +228,19 @@ class RayPool:
         return work
 
     def native_requests(self, task: Task, guard: GuardConfig, source: str) -> list[native.BuildRequest]:
-        shipment, settings = self._shipment(task), guard.model_dump(mode="json")
+        shipment, settings = TaskShipment.of(task), guard.model_dump(mode="json")
         data = self.queue.run(lambda d: _result(d.handle.native_requests.remote(shipment, settings, source)))
         return [native.BuildRequest.from_dict(r) for r in data]
 
     def build_as_sandbox(self, task: Task, guard: GuardConfig, request: native.BuildRequest) -> native.BuildResult:
-        shipment, settings = self._shipment(task), guard.model_dump(mode="json")
+        shipment, settings = TaskShipment.of(task), guard.model_dump(mode="json")
         data = self.queue.run(
             lambda d: _result(d.handle.build_as_sandbox.remote(shipment, settings, request.to_dict()))
         )
         return native.BuildResult.from_dict(data)
 
-    def _shipment(self, task: Task) -> TaskShipment:
-        """The task as it travels, read once per task object of the run."""
-        known = self._shipments.get(id(task))
-        if known is None or known[0] is not task:
-            known = (task, TaskShipment.of(task))
-            self._shipments[id(task)] = known
-        return known[1]
-
     def release(self, task: Task) -> None:
-        self._shipments.pop(id(task), None)  # the actors keep their few warm sessions, least recent closed first
+        pass  # the actors keep their few warm sessions, least recent closed first
 
     def tasks_at_once(self, agents: int) -> int:
         return self.queue.tasks_at_once(agents)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 import time
 import weakref
@@ -21,22 +20,14 @@ from kernelkiln.guard.measurement.timing import Series, Timer, TimingReject
 from kernelkiln.guard.reference_ops import forbidden_ops, reference_models
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
 from kernelkiln.guard.worker import lanes, sandbox
+from kernelkiln.guard.worker.builds import CandidateBuilds
 from kernelkiln.guard.worker.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
 from kernelkiln.platforms.host import default_threads
 from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3  # within a lane (worker/lanes.py)
-_MAX_COMPILES = 16
 INTERPRETED = "correct under Triton's interpreter (TRITON_INTERPRET=1); no timing is possible without a GPU"
-
-
-def _locate(diagnostic: dict[str, Any], native_source: str, candidate: str | None) -> dict[str, Any]:
-    """Add the candidate.py line of a native diagnostic when the native source is a literal in it."""
-    at = candidate.find(native_source) if candidate and native_source and diagnostic.get("line") else -1
-    if at >= 0 and candidate:
-        diagnostic["candidate_line"] = candidate.count("\n", 0, at) + diagnostic["line"]
-    return diagnostic
 
 
 def _raised(reply: dict[str, Any]) -> str:
@@ -90,6 +81,7 @@ class GuardSession:
             else None
         )
         self.required = sandbox.required_layers(self.config)  # [] when best-effort
+        self.builds = CandidateBuilds(self.config, self.required, self._build_uid)
 
     # -- workers -----------------------------------------------------------------------
     def _slot(self, role: int) -> int:
@@ -123,32 +115,7 @@ class GuardSession:
             raise
         if into is not None:
             into.append(worker)
-        compiles = 0
-
-        def serve(msg: dict[str, Any]) -> dict[str, Any]:
-            nonlocal compiles
-            compiles += 1
-            request = native.BuildRequest.from_dict(msg.get("request") or {})
-            if on_build is not None:
-                on_build(request)
-            if compiles > _MAX_COMPILES:
-                result = native.BuildResult(
-                    ok=False,
-                    key="",
-                    path=None,
-                    seconds=0.0,
-                    cached=False,
-                    log="",
-                    diagnostics=(native.Diagnostic("error", "too many native builds", None, None),),
-                )
-            else:
-                result = self._build(request)
-                worker.record_build(result.isolation, result.isolation_notes)
-            diagnostics.extend(_locate(d.to_dict(), request.source, source) for d in result.diagnostics)
-            if result.ok and result.path:  # the cache stays private; the worker gets its own copy
-                result = dataclasses.replace(result, path=worker.share(result.path))
-            return {"result": result.to_dict()}
-
+        serve = self.builds.server(worker, source, diagnostics, on_build)
         try:
             reply = worker.request({"op": "build", "source": source}, self.config.build_timeout_s, serve=serve)
         except BaseException:
@@ -158,22 +125,6 @@ class GuardSession:
             worker.close()
             raise _Reject("build", _raised(reply), diagnostics)
         return worker
-
-    def _build(self, request: native.BuildRequest) -> native.BuildResult:
-        """Compile ``request`` as candidate builds are compiled: confined, as the sandbox build user."""
-        required = [layer for layer in self.required if layer != "pids"]  # the compiler starts no one
-        result = native.build(
-            request,
-            user=self._build_uid,
-            group=self._build_uid,
-            timeout=self.config.build_timeout_s,
-            required=required,
-            network=self.config.isolate_network,
-            filesystem=self.config.isolate_filesystem,
-        )
-        if not result.ok and result.isolation:
-            sandbox.refuse_unless_held(required, result.isolation, result.isolation_notes, "a native build")
-        return result
 
     def _reference(self) -> Worker:
         if self._ref is not None and self._ref.exited():
@@ -270,7 +221,7 @@ class GuardSession:
     def build_as_sandbox(self, request: native.BuildRequest) -> native.BuildResult:
         """Compile ``request`` the way candidate builds are compiled (confined, as the sandbox build user)."""
         with self.device.shared():
-            return self._build(request)
+            return self.builds.build(request)
 
     def evaluate(
         self, source: str, incumbent: str | None = None, *, timed: bool = True, time_budget_s: float | None = None

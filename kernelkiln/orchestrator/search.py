@@ -113,7 +113,6 @@ class Search:
     def _close(self, task: _Task) -> None:
         """Every agent stopped: store the task's end, then confirm its best."""
         runner = task.runner
-        self.pool.release(runner.task)  # the search's sessions for it close
         if task.failed:
             self._drop(task)
             return
@@ -127,6 +126,7 @@ class Search:
         if item is None:
             self._finish(task, None)
             return
+        self.pool.release(runner.task)  # the search's sessions close; the confirmation gets a fresh one
         self.observer.confirming(runner.state.task_id, item.guard.time_budget_s)
         self._add("confirm", self.pool.submit([item])[0], task, item=item)
 
@@ -139,7 +139,7 @@ class Search:
         self._drop(task)
 
     def _drop(self, task: _Task) -> None:
-        self.pool.release(task.runner.task)  # the confirmation's session closes, if it had one
+        self.pool.release(task.runner.task)  # whatever sessions the task still holds close
         self.active.remove(task)
 
     # -- an agent's turns ----------------------------------------------------------------
@@ -216,7 +216,6 @@ class Search:
 
     def _abort(self) -> None:
         """Ctrl-C: evaluations in flight end with their sessions; proposals get a moment to finish."""
-        self.control.abort.set()
         self.control.stop.set()
         for task in self.active:
             self.pool.release(task.runner.task)

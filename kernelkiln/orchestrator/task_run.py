@@ -41,13 +41,12 @@ _MAX_REPEATS = 3  # proposals in a row of code the run already evaluated, before
 
 @dataclass
 class RunControl:
-    """What every task of a run shares: stop flags and the token and wall budgets."""
+    """What every task of a run shares: the stop flag, the token and wall budgets, the pool, the errors."""
 
     config: OptimizeConfig
     deadline: float | None = None  # time.monotonic() value
     tokens: int = 0
     stop: threading.Event = field(default_factory=threading.Event)  # finish in-flight work, start no more
-    abort: threading.Event = field(default_factory=threading.Event)  # Ctrl-C: in-flight work is abandoned
     lock: threading.Lock = field(default_factory=threading.Lock)
     memory_lock: ReadWriteLock = field(default_factory=ReadWriteLock)  # agents read shared, verdicts write alone
     pool: EvaluationPool = field(default_factory=LocalPool)  # where candidates are judged

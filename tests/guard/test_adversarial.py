@@ -13,7 +13,7 @@ import pytest
 
 from kernelkiln import native
 from kernelkiln.guard import GuardSession
-from kernelkiln.guard.worker import sandbox
+from kernelkiln.guard.worker import processes, sandbox
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
@@ -167,4 +167,4 @@ def test_the_guard_and_its_workers_survive_the_whole_suite(sessions):
     assert session.evaluate(ok).verdict == "REJECT"  # the reference worker still answers
     if session._build_uid is not None:
         for slot_uid in (sandbox.allocate_uid(session._slot(s)) for s in range(4)):
-            assert sandbox.pids_of_user(slot_uid) == [] or slot_uid == session._ref.uid
+            assert processes.pids_of_user(slot_uid) == [] or slot_uid == session._ref.uid

@@ -12,7 +12,7 @@ import pytest
 from kernelkiln.errors import UserError
 from kernelkiln.guard import GuardSession
 from kernelkiln.guard.config import GuardConfig
-from kernelkiln.guard.worker import sandbox
+from kernelkiln.guard.worker import processes, sandbox
 from kernelkiln.isolation import offer
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.task import load_task
@@ -65,12 +65,12 @@ def test_a_process_that_left_the_session_is_still_found_among_those_a_worker_sta
     try:
         assert parent.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 5
-        while not sandbox.started_by(parent.pid) and time.monotonic() < deadline:
+        while not processes.started_by(parent.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        found = sandbox.started_by(parent.pid)
+        found = processes.started_by(parent.pid)
         assert len(found) == 1 and os.getsid(found[0]) == found[0] != parent.pid
     finally:
-        for pid in sandbox.started_by(parent.pid):
+        for pid in processes.started_by(parent.pid):
             os.kill(pid, 9)
         parent.kill()
         parent.wait()

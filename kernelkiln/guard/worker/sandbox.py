@@ -19,7 +19,6 @@ import resource
 import shutil
 import signal
 import socket
-import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from kernelkiln.errors import UserError
 from kernelkiln.guard.config import GuardConfig
+from kernelkiln.guard.worker import processes
 from kernelkiln.isolation import namespaces, offer, paths
 from kernelkiln.isolation.layers import (
     LAYERS,
@@ -308,7 +308,7 @@ def _limit_resources(spec: SandboxSpec, own_user_namespace: bool) -> None:
         # Counted per user id and user namespace: only the worker's own processes count.
         limits[resource.RLIMIT_NPROC] = spec.max_tasks
     elif os.geteuid() != 0:  # sharing the user's id: allow what the user already runs, plus the budget
-        limits[resource.RLIMIT_NPROC] = _tasks_of_user(os.getuid()) + spec.max_tasks
+        limits[resource.RLIMIT_NPROC] = processes.tasks_of_user(os.getuid()) + spec.max_tasks
     for which, value in limits.items():
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(which, (value, value))
@@ -323,83 +323,3 @@ def _redirect_stdio(workspace: str) -> None:
     os.dup2(log, 2)
     os.close(devnull)
     os.close(log)
-
-
-def pids_of_user(uid: int) -> list[int]:
-    """Processes owned by ``uid`` (Linux /proc)."""
-    pids = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if os.stat(entry.path).st_uid == uid:
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
-def _parents() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, session id) of every process (Linux /proc)."""
-    found = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"{entry.path}/stat", "rb") as fh:
-                    fields = fh.read().rsplit(b")", 1)[1].split()
-                found[int(entry.name)] = (int(fields[1]), int(fields[3]))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
-
-
-def started_by(pid: int) -> list[int]:
-    """Processes ``pid`` started, directly or not, and those still in its session. In a PID
-    namespace whose first process is ``pid``, every orphan is re-parented to it, so this
-    finds a process that left the session too."""
-    table = _parents()
-    children: dict[int, list[int]] = {}
-    for p, (parent, _) in table.items():
-        children.setdefault(parent, []).append(p)
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    found.update(p for p, (_, session) in table.items() if session == pid)
-    found.discard(pid)
-    return sorted(found)
-
-
-def kill_user(uid: int) -> None:
-    """Kill every process of a sandbox user id, fork bombs included."""
-    # kill(-1) as that user signals all of its processes in one kernel pass; new forks cannot slip by.
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(
-            ["kill", "-KILL", "-1"],
-            user=uid,
-            group=uid,
-            extra_groups=[],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=10,
-            check=False,
-        )
-    for _ in range(50):
-        pids = pids_of_user(uid)
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _tasks_of_user(uid: int) -> int:
-    """Processes plus threads of ``uid``: what RLIMIT_NPROC counts."""
-    total = 0
-    for pid in pids_of_user(uid):
-        try:
-            total += len(os.listdir(f"/proc/{pid}/task"))
-        except OSError:
-            continue
-    return total

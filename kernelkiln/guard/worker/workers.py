@@ -13,7 +13,7 @@ from typing import Any
 
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.measurement import accounting
-from kernelkiln.guard.worker import forkserver, protocol, sandbox
+from kernelkiln.guard.worker import forkserver, processes, protocol, sandbox
 from kernelkiln.isolation.supervisor import Supervisor
 
 SPIN_S = 0.05  # longest busy-wait for a reply before sleeping
@@ -44,7 +44,7 @@ class Worker:
         self.spin_s = SPIN_S if threads < (os.cpu_count() or 1) else 0.0
         self.uid = sandbox.allocate_uid(slot) if (config.isolate_user and sandbox.can_switch_user()) else None
         if self.uid is not None:
-            sandbox.kill_user(self.uid)  # leftovers of an earlier worker in this slot
+            processes.kill_user(self.uid)  # leftovers of an earlier worker in this slot
         self.workspace = sandbox.make_workspace(self.uid)
         conf = sandbox.confinement(
             str(self.workspace),
@@ -178,9 +178,9 @@ class Worker:
 
     def stray_processes(self) -> list[int]:
         """Processes the worker started (of its user id too, when it has one of its own)."""
-        found = set(sandbox.started_by(self.pid))
+        found = set(processes.started_by(self.pid))
         if self.uid is not None:
-            found.update(sandbox.pids_of_user(self.uid))
+            found.update(processes.pids_of_user(self.uid))
         found.discard(self.pid)
         return sorted(found)
 
@@ -205,7 +205,7 @@ class Worker:
             os.killpg(self.pid, signal.SIGKILL)
         self.server.exit_code(self.pid, timeout=5)
         if self.uid is not None:
-            sandbox.kill_user(self.uid)
+            processes.kill_user(self.uid)
         if self.supervisor is not None:
             self.supervisor.close()
         self.conn.close()
