@@ -5,3 +5,12 @@ __version__ = "0.1.0"
 from kernelkiln import threadsafe_ast
 
 threadsafe_ast.install()
+
+
+def __getattr__(name: str) -> object:
+    # The public API for whole models, loaded on first use: `import kernelkiln` stays light (no torch).
+    if name == "optimize_model":
+        from kernelkiln.model import optimize_model
+
+        return optimize_model
+    raise AttributeError(f"module 'kernelkiln' has no attribute {name!r}")

@@ -34,6 +34,7 @@ def _register() -> None:
     from kernelkiln.cli import eval as eval_cmd
     from kernelkiln.cli import machine as machine_cmd
     from kernelkiln.cli import memory as memory_cmd
+    from kernelkiln.cli import model as model_cmd
     from kernelkiln.cli import optimize as optimize_cmd
     from kernelkiln.cli import report as report_cmd
     from kernelkiln.cli import seed as seed_cmd
@@ -44,6 +45,7 @@ def _register() -> None:
     config_cmd.register(app)
     eval_cmd.register(app)
     machine_cmd.register(app)
+    model_cmd.register(app)
     optimize_cmd.register(app)
     report_cmd.register(app)
     seed_cmd.register(app)

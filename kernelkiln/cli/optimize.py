@@ -23,11 +23,10 @@ from kernelkiln.cli.paths import resolve_task_path
 from kernelkiln.cli.progress import exit_interrupted, progress_observer
 from kernelkiln.cli.settings import default_note, default_of, load_settings, with_endpoint_window
 from kernelkiln.cli.sizing import task_overrides
+from kernelkiln.cli.stores import open_memory, shown
 from kernelkiln.errors import UserError
-from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.results import VERDICTS
 from kernelkiln.speedup import fmt_x
-from kernelkiln.store import open_store
 from kernelkiln.task import bundled_suites, load_suite
 
 HELP = """Optimize a task or a suite: agents propose candidates, the guard judges each one,
@@ -271,7 +270,7 @@ def optimize(
     except Interrupted as stop:
         observer.close()
         _report(stop.result, as_json)
-        again = f" --store {_shown(store_config.url)}" if store_config.url else ""
+        again = f" --store {shown(store_config.url)}" if store_config.url else ""
         if memory.lent is not None:
             again += " --memory-readonly" + (f" --out {out}" if out else "")
         memory.store.close()
@@ -284,17 +283,6 @@ def optimize(
         print(f"kiln: {name}: nothing was evaluated: {why}", file=sys.stderr)
     if empty:
         raise typer.Exit(NOTHING_EVALUATED)
-
-
-def open_memory(store_config, readonly: bool, out_root: Path) -> Memory:
-    """Memory over the configured store; ``readonly``: lent from it, the run's records in ``out_root``/readonly.db."""
-    if not readonly:
-        return Memory(open_store(config=store_config))
-    lent = open_store(config=store_config, readonly=True)
-    out_root.mkdir(parents=True, exist_ok=True)
-    own = open_store(f"sqlite:///{(out_root / 'readonly.db').resolve()}", store_config)
-    print(f"kiln: memory lent read-only from {_shown(lent.url)}; this run's records go to {own.url}", file=sys.stderr)
-    return Memory(own, lent=lent)
 
 
 def _task_paths(target: str) -> list[Path]:
@@ -345,14 +333,3 @@ def _report(result: dict[str, Any], as_json: bool) -> None:
             console.print(
                 f"{name}: its best failed when judged again: {t['confirmation']['reason']}", style="red", markup=False
             )
-
-
-def _shown(url: str) -> str:
-    """A store URL fit to print: its password, if any, masked."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url

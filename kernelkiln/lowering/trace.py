@@ -119,9 +119,17 @@ def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
     )
 
 
+def lowers(name: str) -> bool:
+    """Whether the lowering has a handler for the ATen op ``name`` (``addmm``, ``relu_``, ``getitem``)."""
+    return _handler_of(name) in HANDLERS or name in _PLUMBING
+
+
 def _handler_name(fx: Any) -> str:
+    return _handler_of(op_name(fx.target))
+
+
+def _handler_of(name: str) -> str:
     """The handler of an op: in-place ``relu_`` is ``relu``, functionalized ``view_copy`` is ``view``."""
-    name = op_name(fx.target)
     if name.endswith("_") and not name.startswith("_"):
         return name[:-1]
     if name.endswith("_copy") and name not in HANDLERS and name[:-5] in HANDLERS:
@@ -171,4 +179,4 @@ def _call(fx: Any, env: dict[Any, Any], placeholders: list[Any]) -> Any:
     return result
 
 
-__all__ = ["Traced", "Unusable", "op_name", "trace"]
+__all__ = ["Traced", "Unusable", "lowers", "op_name", "trace"]

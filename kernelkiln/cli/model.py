@@ -1,0 +1,189 @@
+"""``kiln model``: a whole model made faster, region by region, and verified end to end."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from kernelkiln.cli.options import CONFIG_OPTION, SET_CONFIG_OPTION, THREADS_OPTION
+from kernelkiln.cli.output import wide_console
+from kernelkiln.cli.progress import exit_interrupted, progress_observer
+from kernelkiln.cli.settings import default_note, load_settings
+from kernelkiln.cli.stores import open_memory
+from kernelkiln.errors import UserError
+from kernelkiln.speedup import fmt_x
+
+HELP = """Optimize a whole PyTorch model: capture it, cut it into tasks, optimize them with
+memory, splice the winning kernels back, and check and time the model end to end.
+
+MODEL is FILE:FUNCTION, a function returning the torch.nn.Module (random weights are fine);
+--inputs FILE:FUNCTION returns a tuple of example inputs. The input function is called
+again under fresh torch seeds for the end-to-end check, so drawing with torch.randint or
+torch.randn gives the check new inputs.
+
+The model is captured with torch.export at the inputs' shapes. Regions the lowering can
+fuse (a product with its epilogue, a norm, an elementwise chain; attention as the model
+runs it) become KernelBench-format task files in OUT/tasks/ (`kiln optimize` and
+`kiln eval` take them as they are); identical regions are one task. Tasks are optimized
+largest share of the time first, the budget split by share, memory on: a region seen
+before (in this model or an earlier one) starts from what was learned. A region is
+spliced only when the guard confirmed its kernel correct and faster than torch; the
+report lists the rest and why.
+
+Not yet: other input shapes than the example's (a call at another shape runs the model in
+torch and is counted), a saved model to load elsewhere, a torch.compile backend.
+
+\b
+Examples:
+  kiln model models.py:gpt2 --inputs models.py:tokens
+  kiln model models.py:gpt2 --inputs models.py:tokens --budget 60 --threads 1 --out gpt2-run
+  kiln model models.py:bert --inputs models.py:tokens --json > report.json
+
+Results: OUT/model.md and OUT/model.json (the regions table and the end-to-end figures;
+`kiln report OUT` prints it), OUT/tasks/*.py, OUT/runs/<task>/ (each task's run).
+
+\b
+Exit codes:
+  0    done (the report says which regions were spliced)
+  2    bad input, or a model torch.export cannot capture (one line: why, and what would fix it)
+  3    the spliced model disagrees with eager (no kernel is kept)
+  130  interrupted
+"""
+
+WRONG = 3
+
+
+def register(app: typer.Typer) -> None:
+    app.command("model", help=HELP)(model)
+
+
+def model(
+    target: str = typer.Argument(..., metavar="MODEL", help="FILE:FUNCTION returning the torch.nn.Module."),
+    inputs: str = typer.Option(
+        ..., "--inputs", metavar="FILE:FUNCTION", help="Returns a tuple of example inputs (the shapes optimized for)."
+    ),
+    budget: int = typer.Option(
+        None,
+        "--budget",
+        min=1,
+        help="Evaluations for the whole model, split between tasks by time share (default: 15 per task).",
+    ),
+    out: Path = typer.Option(None, "--out", metavar="DIR", help="Where tasks, runs and the report go."),
+    store: str = typer.Option(
+        None, "--store", metavar="URL", help="Memory's store: sqlite:///PATH or postgresql://… (default: $KILN_STORE)."
+    ),
+    threads: int = THREADS_OPTION,
+    agents: int = typer.Option(None, "--agents", help=f"Agents per task {default_note('agents')}."),
+    time_budget: float = typer.Option(
+        None,
+        "--time-budget",
+        metavar="SECONDS",
+        help=f"Cap on each evaluation's timing {default_note('guard.time_budget_s')}.",
+    ),
+    confirm: float = typer.Option(
+        None,
+        "--confirm-budget",
+        metavar="SECONDS",
+        help=f"Timing of each task's best judged again {default_note('confirm_time_budget_s')}.",
+    ),
+    splice_model_kernels: bool = typer.Option(
+        False,
+        "--splice-model-kernels",
+        help="Splice kernels an LLM wrote (--config with an llm policy): they run in this process, outside the "
+        "guard's sandbox. Kernels kernelkiln's lowering generated are spliced without it.",
+    ),
+    no_compile: bool = typer.Option(False, "--no-compile", help="Leave torch.compile out of the end-to-end timing."),
+    config_file: Path = CONFIG_OPTION,
+    set_config: list[str] = SET_CONFIG_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print model.json's object (a refusal too) instead of tables."),
+) -> None:
+    from kernelkiln.model.factory import inputs_maker, make_model
+    from kernelkiln.model.pipeline import optimize_model
+    from kernelkiln.orchestrator.run import Interrupted
+
+    observer = None
+    try:
+        settings = load_settings(
+            config_file,
+            {
+                "--agents": ("agents", agents),
+                "--store": ("store.url", store),
+                "--threads": ("guard.threads", threads),
+                "--time-budget": ("guard.time_budget_s", time_budget),
+                "--confirm-budget": ("confirm_time_budget_s", confirm),
+            },
+            set_config,
+        )
+        user_model = make_model(target)
+        draw = inputs_maker(inputs)
+        example = draw()
+        name = type(user_model).__name__
+        folder = out or Path("kiln-models") / name
+        memory = open_memory(settings.config.store, settings.config.memory.readonly, folder)
+        observer = progress_observer()
+        result = optimize_model(
+            user_model,
+            example,
+            folder,
+            memory,
+            settings.config,
+            budget=budget,
+            make_inputs=draw,
+            name=name,
+            observer=observer,
+            splice_model_kernels=splice_model_kernels,
+            compare_compile=not no_compile,
+            say=lambda line: print(f"kiln: {line}", file=sys.stderr),
+        )
+    except UserError as exc:
+        if as_json:
+            print(json.dumps({"status": "refused", "reason": str(exc)}))
+        raise
+    except Interrupted as stop:
+        exit_interrupted(f"the task's run {stop.result['run_id']} can be resumed with `kiln optimize --resume`")
+    finally:
+        if observer is not None:
+            observer.close()
+    report = result.report
+    if as_json:
+        print(json.dumps({"status": "done", "out": str(folder), **report.model_dump(mode="json")}, indent=2))
+    else:
+        _show(report.model_dump(mode="json"), folder)
+    end = report.end_to_end
+    if end is not None and not end.correct:
+        print(f"kiln: the spliced model disagrees with eager: {end.failure}", file=sys.stderr)
+        raise typer.Exit(WRONG)
+
+
+def _show(report: dict[str, Any], folder: Path) -> None:
+    console = wide_console()
+    table = Table(title=f"{report['model']}: regions, largest share first", title_justify="left")
+    for col in ("task", "places", "share", "speedup", "status", "memory", "evals"):
+        table.add_column(col, justify="left" if col in ("task", "status", "memory") else "right")
+    for r in report["regions"]:
+        status = r["status"] + (f": {r['reason']}" if r["reason"] else "")
+        table.add_row(
+            r["task"], str(r["places"]), f"{r['share']:.1%}", fmt_x(r["speedup"]), status, r["memory"] or "—",
+            str(r["evaluations"]),
+        )  # fmt: skip
+    console.print(table)
+    for left in report["left"]:
+        console.print(f"stayed in torch: {left['op']} ×{left['count']}: {left['reason']}", markup=False)
+    e = report["end_to_end"]
+    if e:
+        verdict = "correct" if e["correct"] else f"WRONG ({e['failure']})"
+        console.print(f"end to end, {e['trials']} fresh input draws against eager: {verdict}", markup=False)
+        if e["spliced_ms"] is not None:
+            console.print(
+                f"eager {e['eager_ms']:.3f} ms, torch.compile "
+                + (f"{e['compile_ms']:.3f} ms" if e["compile_ms"] is not None else "—")
+                + f", spliced {e['spliced_ms']:.3f} ms: {fmt_x(e['vs_eager'])} over eager, "
+                f"{fmt_x(e['vs_compile'])} over torch.compile",
+                markup=False,
+            )
+    console.print(f"report: {folder / 'model.md'}; tasks: {folder / 'tasks'}", markup=False)

@@ -1,0 +1,121 @@
+"""What ``kiln model`` found and did: the regions table, what stayed in torch, the end-to-end figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from kernelkiln.atomic import write_atomic
+from kernelkiln.speedup import fmt_x
+
+RegionStatus = Literal["spliced", "slower", "refused", "failed", "unchecked", "not run"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RegionRow(_Frozen):
+    """One task: the regions of one structure, wherever they occur in the model."""
+
+    task: str  # its file, relative to the output folder
+    ops: list[str]
+    places: int
+    share: float  # of the eager graph's time, all places together
+    reference_ms: float  # one place, as the graph ran it at the example inputs
+    budget: int = 0
+    evaluations: int = 0
+    speedup: float | None = None  # the guard's (confirmed) figure over the region's reference
+    status: RegionStatus
+    reason: str = ""
+    origin: str = ""  # "generated" (kernelkiln's lowering, tuned) or "model-written"
+    memory: str = ""  # "reused" (an exact match's best first), "transfer" (from similar tasks), "new"
+    run: str = ""  # its optimizer run's folder, relative to the output folder
+
+
+class LeftRow(_Frozen):
+    """Operations that stayed in torch for one reason."""
+
+    op: str
+    count: int
+    reason: str
+
+
+class EndToEnd(_Frozen):
+    """The spliced model against eager and torch.compile, side by side in one run."""
+
+    correct: bool
+    trials: int
+    max_abs_error: float
+    failure: str = ""
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    spliced_ms: float | None = None
+    vs_eager: float | None = None
+    vs_eager_interval: tuple[float, float] | None = None
+    vs_compile: float | None = None
+    compile_error: str = ""
+    rounds: int = 0
+
+
+class ModelReport(_Frozen):
+    model: str
+    inputs: list[str]  # the example inputs' shapes and dtypes
+    threads: int
+    budget: int
+    regions: list[RegionRow]
+    left: list[LeftRow]
+    end_to_end: EndToEnd | None = None
+
+    def write(self, out: Path) -> None:
+        write_atomic(out / "model.json", self.model_dump_json(indent=2) + "\n")
+        write_atomic(out / "model.md", markdown(self))
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def markdown(report: ModelReport) -> str:
+    """The report as Markdown (``kiln report OUT --markdown`` prints it)."""
+    lines = [
+        f"# {report.model}",
+        "",
+        f"Inputs {', '.join(report.inputs)}; {report.threads} thread(s); budget {report.budget} evaluations.",
+        "",
+        "| task | ops | places | share | reference ms | kernel ms | speedup | status | memory | evals |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |",
+    ]
+    for r in report.regions:
+        kernel = r.reference_ms / r.speedup if r.speedup else None
+        ops = ", ".join(dict.fromkeys(r.ops))
+        status = r.status + (f": {r.reason}" if r.reason else "")
+        lines.append(
+            f"| {r.task} | {ops} | {r.places} | {r.share:.1%} | {_ms(r.reference_ms)} | {_ms(kernel)} | "
+            f"{fmt_x(r.speedup)} | {status} | {r.memory or '—'} | {r.evaluations} |"
+        )
+    if report.left:
+        lines += ["", "## Stayed in torch", "", "| op | count | why |", "| --- | ---: | --- |"]
+        lines += [f"| {x.op} | {x.count} | {x.reason} |" for x in report.left]
+    e = report.end_to_end
+    if e is not None:
+        lines += ["", "## End to end", ""]
+        verdict = "correct" if e.correct else f"WRONG: {e.failure}"
+        lines.append(
+            f"- against eager on {e.trials} fresh input draws: {verdict} (max abs error {e.max_abs_error:.3g})"
+        )
+        if e.spliced_ms is not None:
+            low, high = e.vs_eager_interval or (None, None)
+            lines.append(
+                f"- eager {_ms(e.eager_ms)} ms, torch.compile {_ms(e.compile_ms)} ms, spliced {_ms(e.spliced_ms)} ms "
+                f"({e.rounds} interleaved rounds)"
+            )
+            lines.append(
+                f"- spliced over eager {fmt_x(e.vs_eager)} (rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)}); "
+                f"over torch.compile {fmt_x(e.vs_compile)}"
+            )
+        if e.compile_error:
+            lines.append(f"- torch.compile failed: {e.compile_error}")
+    return "\n".join(lines) + "\n"

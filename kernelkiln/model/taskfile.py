@@ -1,0 +1,192 @@
+"""A region as a KernelBench-format task file that ``kiln optimize`` and ``kiln eval`` take as it is.
+
+``Model`` holds the region's weights as parameters (random, with the model's weights' mean
+and spread), its constants as buffers (``get_init_inputs`` builds them with the operations
+the model builds them with), and replays the region's ATen operations in ``forward``; ``get_inputs`` draws
+activations with the spread the model's own had at the example inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from kernelkiln.lowering.trace import op_name
+from kernelkiln.model.regions import Region
+
+
+@dataclass(frozen=True)
+class Spread:
+    """What a value looked like at the example inputs: its mean and spread, or its range for integers."""
+
+    mean: float = 0.0
+    std: float = 1.0
+    low: int = 0
+    high: int = 1
+
+    @staticmethod
+    def of(t: torch.Tensor) -> Spread:
+        if t.numel() == 0:
+            return Spread()
+        if t.dtype.is_floating_point:
+            d = t.detach().double()
+            return Spread(float(d.mean()), float(d.std()) if t.numel() > 1 else 0.0)
+        d = t.detach().long()
+        return Spread(float(d.float().mean()), 0.0, int(d.min()), int(d.max()))
+
+
+# A view in the model may rely on strides its inputs have there (attention's output is laid out
+# transposed) that a task's freshly drawn inputs lack: in a task file it is a reshape, the same values.
+_RESPELLED = {"aten.view.default": "torch.ops.aten.reshape.default"}
+
+
+class Unrenderable(Exception):
+    """A node argument a task file cannot spell (a symbolic size, an opaque object)."""
+
+
+def _number(x: float) -> str:
+    if math.isnan(x):
+        return 'float("nan")'
+    if math.isinf(x):
+        return 'float("inf")' if x > 0 else 'float("-inf")'
+    return repr(x)
+
+
+def _arg(a: Any, names: dict[fx.Node, str]) -> str:
+    if isinstance(a, fx.Node):
+        return names[a]
+    if isinstance(a, list):
+        return "[" + ", ".join(_arg(x, names) for x in a) + "]"
+    if isinstance(a, tuple):
+        return "(" + "".join(_arg(x, names) + ", " for x in a) + ")"
+    if isinstance(a, (torch.dtype, torch.layout, torch.memory_format)):
+        return str(a)
+    if isinstance(a, torch.device):
+        return f"torch.device({str(a)!r})"
+    if isinstance(a, bool) or a is None or isinstance(a, (int, str)):
+        return repr(a)
+    if isinstance(a, float):
+        return _number(a)
+    raise Unrenderable(f"an argument of type {type(a).__name__}")
+
+
+def _call(n: fx.Node, names: dict[fx.Node, str]) -> str:
+    if n.target is operator.getitem:
+        return f"{_arg(n.args[0], names)}[{_arg(n.args[1], names)}]"
+    if not isinstance(n.target, torch._ops.OpOverload):
+        raise Unrenderable(f"a call of {n.target}")
+    args = [_arg(a, names) for a in n.args] + [f"{k}={_arg(v, names)}" for k, v in n.kwargs.items()]
+    op = _RESPELLED.get(str(n.target), f"torch.ops.{n.target.namespace}.{n.target._opname}.{n.target._overloadname}")
+    return f"{op}({', '.join(args)})"
+
+
+def _shape(n: fx.Node) -> tuple[int, ...]:
+    return tuple(int(s) for s in n.meta["val"].shape)
+
+
+def _dtype(n: fx.Node) -> torch.dtype:
+    return n.meta["val"].dtype
+
+
+def _draw(n: fx.Node, spread: Spread) -> str:
+    """An expression drawing a tensor like ``n``'s value."""
+    shape, dtype = _shape(n), _dtype(n)
+    if dtype == torch.bool:
+        return f"torch.rand({shape!r}) < {max(0.05, min(0.95, spread.mean)):.3g}"
+    if not dtype.is_floating_point:
+        return f"torch.randint({spread.low}, {spread.high + 1}, {shape!r}, dtype={dtype})"
+    return f"torch.randn({shape!r}, dtype={dtype}) * {spread.std:.3g} + {spread.mean:.3g}"
+
+
+def _constants(region: Region, names: dict[fx.Node, str]) -> list[str]:
+    """``get_init_inputs`` lines building the region's constants from the operations that made them.
+
+    They are made there, not in ``__init__``: a candidate keeps the reference's ``__init__`` and
+    the guard refuses ATen calls in candidates, while ``get_init_inputs`` stays in the task.
+    """
+    needed: dict[fx.Node, None] = {}
+
+    def visit(n: fx.Node) -> None:
+        if n in needed:
+            return
+        for a in n.all_input_nodes:
+            visit(a)
+        needed[n] = None
+
+    for c in region.constants:
+        visit(c)
+    order = {n: k for k, n in enumerate(region.nodes[0].graph.nodes)}
+    made: dict[fx.Node, str] = {}
+    lines = []
+    for k, n in enumerate(sorted(needed, key=order.__getitem__)):
+        made[n] = f"k{k}"
+        lines.append(f"k{k} = {_call(n, made)}")
+    lines.append("return [" + ", ".join(made[c] for c in region.constants) + "]")
+    for k, c in enumerate(region.constants):
+        names[c] = f"self.c{k}"
+    return lines
+
+
+def render(region: Region, title: str, spreads: dict[str, Spread] | None = None) -> str:
+    """The task file's source; ``spreads`` (by node name) sets the random values' mean and spread."""
+    spreads = spreads or {}
+    names: dict[fx.Node, str] = {}
+    made = _constants(region, names)
+    constants = [f"c{k}" for k in range(len(region.constants))]
+    init = [f'self.register_buffer("{c}", {c}, persistent=False)' for c in constants]
+    for k, s in enumerate(region.state):
+        spread = spreads.get(s.name, Spread())
+        shape, dtype = _shape(s), _dtype(s)
+        if dtype.is_floating_point:
+            drawn = f"torch.randn({shape!r}, dtype={dtype}) * {spread.std:.3g} + {spread.mean:.3g}"
+            init.append(f"self.w{k} = nn.Parameter({drawn})")
+        else:
+            init.append(f'self.register_buffer("w{k}", {_draw(s, spread)})')
+        names[s] = f"self.w{k}"
+    for k, x in enumerate(region.inputs):
+        names[x] = f"x{k}"
+    body = []
+    for k, n in enumerate([*region.pulled, *region.nodes]):
+        names[n] = f"v{k}"
+        body.append(f"v{k} = {_call(n, names)}")
+    outs = ", ".join(names[o] for o in region.outputs)
+    inputs = ", ".join(names[x] for x in region.inputs)
+    draws = "".join(f"        {_draw(x, spreads.get(x.name, Spread()))},\n" for x in region.inputs)
+    indent = "\n        "
+    return f'''"""{title}
+
+Operations: {", ".join(dict.fromkeys(op_name(n.target) for n in region.nodes))}.
+Captured by `kiln model`: the model's own ATen operations at its example inputs; weights are
+random with the model's mean and spread.
+"""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self{"".join(", " + c for c in constants)}):
+        super().__init__(){indent}{indent.join(init) if init else "pass"}
+
+    def forward(self, {inputs}):{indent}{indent.join(body)}
+        return {outs}
+
+
+def get_inputs():
+    return [
+{draws}    ]
+
+
+def get_init_inputs():{"".join(chr(10) + "    " + line for line in made)}
+'''
+
+
+def structure_key(region: Region) -> str:
+    """Equal for regions with the same operations, arguments, shapes and dtypes (one task serves them all)."""
+    return hashlib.sha256(render(region, "").encode()).hexdigest()[:16]

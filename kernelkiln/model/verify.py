@@ -1,0 +1,123 @@
+"""End to end: the spliced model against eager on fresh inputs, then eager, torch.compile and
+spliced timed side by side.
+
+Correctness: each trial draws fresh inputs (the user's input factory under a new torch
+seed) and compares every output leaf with the float32 tolerance the guard applies to a
+task (``|spliced - eager| <= atol + rtol * |eager|``), and finite where eager is.
+
+Timing: rounds in which every arm runs a batch of calls, the arms' order rotating from
+round to round; a round's ratio pairs arms measured moments apart, so a machine that
+slows for a while slows both. Figures are medians over rounds, with the 10th-90th
+percentile of the per-round ratio as its interval. This is in-process wall-clock timing,
+not the guard's worker-accounted method.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from kernelkiln.task.model import DEFAULT_TOLERANCES
+
+
+@dataclass(frozen=True)
+class Check:
+    """How the spliced model's outputs compared with eager's over ``trials`` fresh inputs."""
+
+    trials: int
+    max_abs_error: float
+    failure: str  # "" when every trial agreed
+
+
+def check(
+    eager: Callable[..., Any], spliced: Callable[..., Any], make_inputs: Callable[[], tuple[Any, ...]], trials: int = 3
+) -> Check:
+    """Compare ``spliced`` with ``eager`` on ``trials`` inputs drawn by ``make_inputs`` under fresh seeds."""
+    worst = 0.0
+    for trial in range(trials):
+        torch.manual_seed(7919 + trial)
+        inputs = make_inputs()
+        with torch.no_grad():
+            want = pytree.tree_leaves(eager(*inputs))
+            got = pytree.tree_leaves(spliced(*inputs))
+        if len(want) != len(got):
+            return Check(trial + 1, worst, f"trial {trial}: {len(got)} outputs, eager gave {len(want)}")
+        for k, (w, g) in enumerate(zip(want, got, strict=True)):
+            if not isinstance(w, torch.Tensor):
+                continue
+            if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
+                return Check(
+                    trial + 1, worst, f"trial {trial}: output {k} is not a {w.dtype} tensor of {tuple(w.shape)}"
+                )
+            atol, rtol = DEFAULT_TOLERANCES.get(str(w.dtype).removeprefix("torch."), (0.0, 0.0))
+            finite = torch.isfinite(w)
+            if not torch.equal(finite, torch.isfinite(g)):
+                return Check(trial + 1, worst, f"trial {trial}: output {k} is not finite where eager's is")
+            if not w.is_floating_point():
+                if not torch.equal(w, g):
+                    return Check(trial + 1, worst, f"trial {trial}: output {k} differs from eager's")
+                continue
+            diff = (g[finite].double() - w[finite].double()).abs()
+            if diff.numel():
+                worst = max(worst, float(diff.max()))
+                over = diff - (atol + rtol * w[finite].double().abs())
+                if bool((over > 0).any()):
+                    return Check(
+                        trial + 1,
+                        worst,
+                        f"trial {trial}: output {k} is off by {float(diff.max()):.3g} (atol {atol}, rtol {rtol})",
+                    )
+    return Check(trials, worst, "")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Median seconds per call of each arm, and each arm's speedup over eager with its interval."""
+
+    seconds: dict[str, float]
+    speedup: dict[str, float]  # over eager, median of per-round ratios
+    interval: dict[str, tuple[float, float]]  # 10th and 90th percentile of the per-round ratio
+    rounds: int
+    per_round: tuple[dict[str, float], ...]
+
+    def ratio(self, slower: str, faster: str) -> float:
+        """How many times faster ``faster`` ran than ``slower``: the median of the per-round ratios."""
+        return statistics.median(r[slower] / r[faster] for r in self.per_round)
+
+
+def _batch(fn: Callable[[], Any], seconds: float) -> int:
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-6)
+    return max(1, int(seconds / once))
+
+
+def time_arms(arms: dict[str, Callable[[], Any]], rounds: int = 15, batch_s: float = 0.05) -> Timing:
+    """Time ``arms`` (the first is the baseline) interleaved over ``rounds`` rounds."""
+    names = list(arms)
+    with torch.no_grad():
+        for fn in arms.values():  # warm-up (compilation, first-call binding, caches)
+            fn()
+            fn()
+        sizes = {n: _batch(arms[n], batch_s) for n in names}
+        per_round: list[dict[str, float]] = []
+        for r in range(rounds):
+            got = {}
+            for n in names[r % len(names) :] + names[: r % len(names)]:
+                fn, count = arms[n], sizes[n]
+                start = time.perf_counter()
+                for _ in range(count):
+                    fn()
+                got[n] = (time.perf_counter() - start) / count
+            per_round.append(got)
+    base = names[0]
+    seconds = {n: statistics.median(r[n] for r in per_round) for n in names}
+    ratios = {n: sorted(r[base] / r[n] for r in per_round) for n in names}
+    interval = {n: (v[int(0.1 * (len(v) - 1))], v[round(0.9 * (len(v) - 1))]) for n, v in ratios.items()}
+    return Timing(seconds, {n: statistics.median(v) for n, v in ratios.items()}, interval, rounds, tuple(per_round))
