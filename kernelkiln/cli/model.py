@@ -73,6 +73,13 @@ def model(
         min=1,
         help="Evaluations for the whole model, split between tasks by time share (default: 15 per task).",
     ),
+    max_wall: float = typer.Option(
+        1200.0,
+        "--max-wall",
+        metavar="SECONDS",
+        help="Wall time for all the searches, split between tasks by time share like the budget (at least 60 s "
+        "each; 0: no limit). Each task's best is still judged again after its share ends.",
+    ),
     out: Path = typer.Option(None, "--out", metavar="DIR", help="Where tasks, runs and the report go."),
     store: str = typer.Option(
         None, "--store", metavar="URL", help="Memory's store: sqlite:///PATH or postgresql://… (default: $KILN_STORE)."
@@ -133,6 +140,7 @@ def model(
             memory,
             settings.config,
             budget=budget,
+            max_wall_s=max_wall or None,
             make_inputs=draw,
             name=name,
             observer=observer,

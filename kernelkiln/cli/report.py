@@ -21,7 +21,8 @@ run.json. Several may be given (e.g. a bench's repeats): they share one page. Th
 the suite table, speedup and speed-of-light bars, each task's trajectory and attempt graph,
 memory growth during the run and the resident rules.
 
-An output DIR of `kiln ablate` (holding ablation.json) gets a page of its own,
+An output DIR of `kiln model` (holding model.json) gets its regions table and end-to-end
+figures. An output DIR of `kiln ablate` (holding ablation.json) gets a page of its own,
 no store needed: per study, the arms' figures with 95% intervals, each arm over
 the study's reference (a forest plot) and the evaluations to 95% of the best.
 
@@ -31,6 +32,7 @@ Examples:
   kiln report r-3f9c0a1b2c3d4e5f --out report.html
   kiln report r-3f9c0a1b2c3d4e5f --markdown         # paste into an issue
   kiln report kiln-ablation                         # `kiln ablate`'s DIR too
+  kiln report kiln-models/GPT2LMHeadModel --markdown  # `kiln model`'s DIR
 """
 
 
@@ -48,6 +50,18 @@ MARKDOWN = typer.Option(False, "--markdown", help="Print Markdown to stdout inst
 
 
 def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKDOWN, store: str = STORE_OPTION) -> None:
+    from kernelkiln.model import report as model_report
+
+    models = [model_report.read(Path(t)) for t in targets if Path(t).is_dir()]
+    if any(models):
+        if len(targets) > 1:
+            raise UserError("a `kiln model` DIR is reported on its own: give just that DIR")
+        found = next(m for m in models if m is not None)
+        if markdown:
+            print(model_report.markdown(found), end="")
+        else:
+            _write(out or Path(targets[0]) / "report.html", model_report.html(found))
+        return
     ablations = [read_ablation_json(t) for t in targets]
     if any(ablations):
         if len(targets) > 1:

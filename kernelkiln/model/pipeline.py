@@ -38,6 +38,8 @@ from kernelkiln.task import load_task
 
 PER_TASK = 15  # evaluations per distinct region when no budget is given
 MIN_PER_TASK = 3  # the seed, and two tries of memory's best guesses
+WALL_S = 1200.0  # the searches' wall time when none is given: a large region's evaluation takes most of a minute
+MIN_WALL_S = 60.0  # a task's least: its seed and a few tries, whatever its share
 
 
 @dataclass
@@ -95,6 +97,12 @@ def _budgets(shares: dict[str, float], total: int | None) -> dict[str, int]:
     return {k: max(MIN_PER_TASK, round(total * s / whole)) for k, s in shares.items()}
 
 
+def _walls(shares: dict[str, float], total: float | None) -> dict[str, float | None]:
+    """Each task's wall time for starting evaluations: ``total`` split by time share, at least ``MIN_WALL_S``."""
+    whole = sum(shares.values()) or 1.0
+    return {k: None if total is None else max(MIN_WALL_S, total * s / whole) for k, s in shares.items()}
+
+
 def _left(part: Partition) -> list[LeftRow]:
     from kernelkiln.lowering.trace import op_name
 
@@ -109,6 +117,7 @@ def optimize_model(
     memory: Memory,
     config: OptimizeConfig | None = None,
     budget: int | None = None,
+    max_wall_s: float | None = WALL_S,
     make_inputs: Callable[[], tuple[Any, ...]] | None = None,
     name: str | None = None,
     observer: Observer | None = None,
@@ -119,6 +128,7 @@ def optimize_model(
     """Optimize ``model`` at ``example_inputs``; tasks, runs and the report go under ``out``.
 
     ``budget``: evaluations for the whole model (default ``PER_TASK`` per distinct region);
+    ``max_wall_s``: seconds for all the searches (split by share like the budget; None: no limit);
     ``make_inputs``: draws fresh inputs for the end-to-end check (default: the examples);
     ``splice_model_kernels``: splice kernels an LLM wrote (they run in this process, unsandboxed).
     """
@@ -149,12 +159,14 @@ def optimize_model(
         if path is not None:
             paths[key] = path
     budgets = _budgets({k: shares[k] for k in paths}, budget)
+    walls = _walls({k: shares[k] for k in paths}, max_wall_s)
     kernels: dict[str, Kernel] = {}
     optimizer_observer = _Notes(observer or Observer())
     for n, key in enumerate([k for k in order if k in paths], 1):
         say(f"region {n}/{len(paths)}: {paths[key].name} ({shares[key]:.1%} of the time, {budgets[key]} evaluations)")
+        task_config = config.model_copy(update={"budget": budgets[key], "max_wall_s": walls[key]})
         row, kernel = _optimize(
-            key, rows[key], paths[key], budgets[key], config, memory, optimizer_observer, out, splice_model_kernels
+            key, rows[key], paths[key], task_config, memory, optimizer_observer, out, splice_model_kernels
         )
         rows[key] = row
         if kernel is not None:
@@ -207,7 +219,6 @@ def _optimize(
     key: str,
     row: RegionRow,
     path: Path,
-    budget: int,
     config: OptimizeConfig,
     memory: Memory,
     observer: _Notes,
@@ -216,9 +227,7 @@ def _optimize(
 ) -> tuple[RegionRow, Kernel | None]:
     run_dir = out / "runs" / path.stem
     observer.notes.clear()
-    result = Optimizer(memory, out / "runs", observer).start(
-        [TaskSpec(str(path), {})], config.model_copy(update={"budget": budget}), run_dir
-    )
+    result = Optimizer(memory, out / "runs", observer).start([TaskSpec(str(path), {})], config, run_dir)
     notes = list(observer.notes)
     (summary,) = result["tasks"].values()
     confirmation = summary.get("confirmation")
@@ -229,7 +238,7 @@ def _optimize(
     origin = "generated" if config.policy.kind == "tuner" else "model-written"
     row = row.model_copy(
         update={
-            "budget": budget,
+            "budget": config.budget,
             "evaluations": summary["attempts"],
             "speedup": speedup,
             "origin": origin if summary["best"] else "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 from typing import Literal
 
@@ -119,3 +120,45 @@ def markdown(report: ModelReport) -> str:
         if e.compile_error:
             lines.append(f"- torch.compile failed: {e.compile_error}")
     return "\n".join(lines) + "\n"
+
+
+def read(folder: Path) -> ModelReport | None:
+    """The report ``kiln model`` wrote in ``folder``; None when it holds none."""
+    path = folder / "model.json"
+    if not path.is_file():
+        return None
+    return ModelReport.model_validate_json(path.read_text())
+
+
+def html(report: ModelReport) -> str:
+    """The report as one self-contained HTML page: Markdown's tables as HTML tables."""
+    body, table = [], False
+    for line in markdown(report).splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if set("".join(cells)) <= set("-: "):
+                continue
+            tag = "th" if not table else "td"
+            body.append(
+                ("<table>" if not table else "") + "<tr>" + "".join(f"<{tag}>{escape(c)}</{tag}>" for c in cells)
+            )
+            table = True
+            continue
+        if table:
+            body.append("</table>")
+            table = False
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            body.append(f"<h{level}>{escape(line.lstrip('# '))}</h{level}>")
+        elif line.startswith("- "):
+            body.append(f"<p>{escape(line[2:])}</p>")
+        elif line:
+            body.append(f"<p>{escape(line)}</p>")
+    if table:
+        body.append("</table>")
+    style = (
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:3px 8px}"
+    )
+    title = escape(report.model)
+    return f"<!doctype html><meta charset=utf-8><title>{title}</title><style>{style}</style>\n" + "\n".join(body) + "\n"

@@ -1,0 +1,144 @@
+"""Whole models through `kiln model`'s pipeline: spliced against eager and torch.compile, side by side.
+
+    python benchmarks/models.py [--json] [--models gpt2,llama,bert,vit,resnet50] [--scale tiny|base]
+                                [--budget N] [--threads 1] [--store URL] [--out DIR]
+
+Each model is built from its Hugging Face ``transformers`` config with random weights (nothing is
+downloaded): GPT-2, a Llama-style decoder, BERT, ViT and ResNet-50 (its own ``ResNetModel``).
+``name:L`` sets the layer count of a transformer (``gpt2:12``); the default is 2. ``--scale
+base`` keeps each config's own widths (GPT-2 small's 768 and 50257-token vocabulary, ViT-base at
+224x224, ResNet-50 at 224x224), batch 1 and sequence 128; ``--scale tiny`` shrinks every width
+so the whole list runs in minutes (CI's size). The models run in the order given over one store,
+so a later model reads what earlier ones taught: each row says how many of its regions memory
+had an exact match for, and the evaluations its shared regions took to reach their best against
+those the first model spent on them.
+
+Reported per model: regions (distinct tasks), spliced, evaluations, the end-to-end check, eager,
+torch.compile and spliced milliseconds timed in one interleaved run at ``--threads``, and the
+spliced model's speedup over both (median of per-round ratios).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
+
+from kernelkiln.memory.memory import Memory
+from kernelkiln.model.pipeline import optimize_model
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.speedup import fmt_x
+from kernelkiln.store import open_store
+
+SEQUENCE = {"base": 128, "tiny": 32}
+IMAGE = {"base": 224, "tiny": 64}
+
+
+def build(name: str, layers: int, scale: str) -> tuple[torch.nn.Module, Any]:
+    """The model and a function drawing its inputs."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    tiny = scale == "tiny"
+    width = dict(hidden_size=128, num_attention_heads=2, intermediate_size=512) if tiny else {}
+    seq, side = SEQUENCE[scale], IMAGE[scale]
+    if name == "gpt2":
+        cfg = tf.GPT2Config(
+            n_layer=layers, use_cache=False, **(dict(n_embd=128, n_head=2, vocab_size=1000) if tiny else {})
+        )
+        return tf.GPT2LMHeadModel(cfg).eval(), lambda: (torch.randint(0, cfg.vocab_size, (1, seq)),)
+    if name == "llama":
+        dims = dict(
+            hidden_size=128, num_attention_heads=4, num_key_value_heads=2, intermediate_size=256, vocab_size=1000
+        )
+        if not tiny:
+            dims = dict(
+                hidden_size=768, num_attention_heads=12, num_key_value_heads=4, intermediate_size=2048, vocab_size=32000
+            )
+        cfg = tf.LlamaConfig(num_hidden_layers=layers, use_cache=False, **dims)
+        return tf.LlamaForCausalLM(cfg).eval(), lambda: (torch.randint(0, cfg.vocab_size, (1, seq)),)
+    if name == "bert":
+        cfg = tf.BertConfig(num_hidden_layers=layers, **width, **(dict(vocab_size=1000) if tiny else {}))
+        return tf.BertModel(cfg, add_pooling_layer=False).eval(), lambda: (torch.randint(0, cfg.vocab_size, (1, seq)),)
+    if name == "vit":
+        cfg = tf.ViTConfig(num_hidden_layers=layers, image_size=side, **width)
+        return tf.ViTModel(cfg, add_pooling_layer=False).eval(), lambda: (torch.randn(1, 3, side, side),)
+    if name == "resnet50":
+        cfg = (
+            tf.ResNetConfig()
+            if not tiny
+            else tf.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1])
+        )
+        return tf.ResNetModel(cfg).eval(), lambda: (torch.randn(1, 3, side, side),)
+    raise SystemExit(f"models.py: unknown model {name!r} (gpt2, llama, bert, vit, resnet50)")
+
+
+def run(spec: str, scale: str, budget: int | None, threads: int, memory: Memory, out: Path) -> dict[str, Any]:
+    name, _, layers = spec.partition(":")
+    model, draw = build(name, int(layers or 2), scale)
+    config = OptimizeConfig.model_validate({"guard": {"threads": threads}})
+    start = time.monotonic()
+    result = optimize_model(
+        model, draw(), out / spec.replace(":", "-"), memory, config, budget=budget, make_inputs=draw, name=spec,
+        say=lambda line: print(f"[{spec}] {line}", file=sys.stderr),
+    )  # fmt: skip
+    report = result.report
+    e = report.end_to_end
+    assert e is not None
+    return {
+        "model": spec,
+        "regions": len(report.regions),
+        "spliced": sum(r.status == "spliced" for r in report.regions),
+        "reused": sum(r.memory == "reused" for r in report.regions),
+        "evaluations": sum(r.evaluations for r in report.regions),
+        "correct": e.correct,
+        "max_abs_error": e.max_abs_error,
+        "eager_ms": e.eager_ms,
+        "compile_ms": e.compile_ms,
+        "spliced_ms": e.spliced_ms,
+        "vs_eager": e.vs_eager,
+        "vs_eager_interval": e.vs_eager_interval,
+        "vs_compile": e.vs_compile,
+        "wall_s": round(time.monotonic() - start, 1),
+        "report": str(out / spec.replace(":", "-") / "model.md"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="gpt2,llama,bert,vit,resnet50")
+    parser.add_argument("--scale", choices=sorted(SEQUENCE), default="tiny")
+    parser.add_argument("--budget", type=int, default=None, help="evaluations per model (default: 15 per task)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--store", default=None, help="memory's store URL (default: a new SQLite file)")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="kiln-models-"))
+    memory = Memory(open_store(args.store or f"sqlite:///{out / 'store.db'}"))
+    rows = [run(spec, args.scale, args.budget, args.threads, memory, out) for spec in args.models.split(",")]
+    if args.json:
+        print(json.dumps({"scale": args.scale, "threads": args.threads, "models": rows}, indent=2))
+        return
+    print(f"scale {args.scale}, {args.threads} thread(s); reports under {out}")
+    print(f"{'model':<12} {'tasks':>5} {'spliced':>7} {'reused':>6} {'evals':>5} {'check':>7} "
+          f"{'eager ms':>9} {'compile ms':>10} {'spliced ms':>10} {'vs eager':>8} {'vs compile':>10}")  # fmt: skip
+    for r in rows:
+        compile_ms = f"{r['compile_ms']:.2f}" if r["compile_ms"] is not None else "—"
+        print(
+            f"{r['model']:<12} {r['regions']:>5} {r['spliced']:>7} {r['reused']:>6} {r['evaluations']:>5} "
+            f"{'correct' if r['correct'] else 'WRONG':>7} {r['eager_ms']:>9.2f} {compile_ms:>10} "
+            f"{r['spliced_ms']:>10.2f} {fmt_x(r['vs_eager']):>8} {fmt_x(r['vs_compile']):>10}"
+        )
+
+
+if __name__ == "__main__":
+    main()
