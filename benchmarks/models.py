@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="kiln-models-"))
+    out.mkdir(parents=True, exist_ok=True)
     memory = Memory(open_store(args.store or f"sqlite:///{out / 'store.db'}"))
     rows = [run(spec, args.scale, args.budget, args.threads, memory, out) for spec in args.models.split(",")]
     if args.json:

@@ -22,6 +22,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.lowering import Unsupported, generate
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
+from kernelkiln.memory.signature import signature
 from kernelkiln.model import verify
 from kernelkiln.model.capture import Captured, capture
 from kernelkiln.model.profile import Profile, profile
@@ -33,6 +34,10 @@ from kernelkiln.model.taskfile import Unrenderable, render, structure_key
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
+from kernelkiln.orchestrator.seeds import GENERATED, starting_code
+from kernelkiln.orchestrator.task_run import task_id_of
+from kernelkiln.platforms import machine_kind
+from kernelkiln.platforms.host import default_threads
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import load_task
 
@@ -103,6 +108,17 @@ def _walls(shares: dict[str, float], total: float | None) -> dict[str, float | N
     return {k: None if total is None else max(MIN_WALL_S, total * s / whole) for k, s in shares.items()}
 
 
+def _exact_match(path: Path, config: OptimizeConfig, memory: Memory) -> str | None:
+    """The stored task whose search memory would reuse as this one's (an exact match), if it holds one."""
+    task = load_task(path, {})
+    code, origin = starting_code(task, config)
+    machine = machine_kind(config.platform, config.guard.threads or default_threads())
+    sig = signature(
+        task, task_id_of(task), code, generated=origin == GENERATED, platform=config.platform, machine=machine
+    )
+    return memory.prior(sig, None).reused_from
+
+
 def _left(part: Partition) -> list[LeftRow]:
     from kernelkiln.lowering.trace import op_name
 
@@ -163,7 +179,12 @@ def optimize_model(
     kernels: dict[str, Kernel] = {}
     optimizer_observer = _Notes(observer or Observer())
     for n, key in enumerate([k for k in order if k in paths], 1):
-        say(f"region {n}/{len(paths)}: {paths[key].name} ({shares[key]:.1%} of the time, {budgets[key]} evaluations)")
+        known = _exact_match(paths[key], config, memory)
+        if known is not None:  # searched before: its best first, then memory's next guesses
+            budgets[key] = min(budgets[key], MIN_PER_TASK)
+        held = f"; memory holds it ({known})" if known else ""
+        share = f"{shares[key]:.1%} of the time"
+        say(f"region {n}/{len(paths)}: {paths[key].name} ({share}, {budgets[key]} evaluations{held})")
         task_config = config.model_copy(update={"budget": budgets[key], "max_wall_s": walls[key]})
         row, kernel = _optimize(
             key, rows[key], paths[key], task_config, memory, optimizer_observer, out, splice_model_kernels
@@ -172,7 +193,7 @@ def optimize_model(
         if kernel is not None:
             kernels[key] = kernel
     spliced, kernels, rows = _spliced(model, captured, groups, kernels, rows, draw, say)
-    say("timing eager, torch.compile and the spliced model side by side")
+    say(f"timing eager{', torch.compile' if compare_compile else ''} and the spliced model side by side")
     end = _end_to_end(model, spliced, example, draw, compare_compile)
     report = ModelReport(
         model=name,

@@ -15,6 +15,7 @@ import threading
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.fx as fx
@@ -132,10 +133,38 @@ def splice(captured: Captured, regions: dict[str, list[Region]], kernels: dict[s
         # may no longer apply. A reshape is the same view where one exists and a copy where not.
         if n.target in _VIEWS:
             n.target = torch.ops.aten.reshape.default
+    _fold_constants(gm)
     gm.graph.eliminate_dead_code()
     gm.graph.lint()
     gm.recompile()
     return gm
+
+
+def _fold_constants(gm: fx.GraphModule) -> None:
+    """Values that read neither inputs nor weights (a causal mask from ``arange``), computed once.
+
+    The graph is specialized to the captured shapes, so such a value is the same at every
+    call; an op that draws random numbers is never folded.
+    """
+    constant: dict[fx.Node, Any] = {}
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or not all(a in constant for a in n.all_input_nodes):
+            continue
+        if isinstance(n.target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in n.target.tags:
+            continue
+        if isinstance(n.target, torch._ops.OpOverload) and n.target.namespace == "kiln":
+            continue
+        args = fx.node.map_arg(n.args, lambda a: constant[a])
+        kwargs = fx.node.map_arg(n.kwargs, lambda a: constant[a])
+        constant[n] = n.target(*args, **kwargs)
+    frontier = [
+        n for n in constant if isinstance(constant[n], torch.Tensor) and any(u not in constant for u in n.users)
+    ]
+    for k, n in enumerate(frontier):
+        name = f"kiln_constant_{k}"
+        gm.register_buffer(name, constant[n], persistent=False)
+        with gm.graph.inserting_before(n):
+            n.replace_all_uses_with(gm.graph.get_attr(name), delete_user_cb=lambda u: u not in constant)
 
 
 def run_place(place: int, inputs: list[torch.Tensor], state: list[torch.Tensor]) -> list[torch.Tensor]:

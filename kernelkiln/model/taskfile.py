@@ -30,6 +30,19 @@ class Spread:
     low: int = 0
     high: int = 1
 
+    def rounded(self) -> str:
+        """``std + mean`` to the nearest power of two (the mean to a multiple of it), as an expression's tail.
+
+        Coarse on purpose: the same layer in two models (or two builds of one) draws its
+        weights a little differently, and equal task files are what memory's exact reuse
+        recognizes; the check's tolerances care about the scale, not its third digit.
+        """
+        if self.std <= 0 or not math.isfinite(self.std):
+            return f"0 + {self.mean:.3g}"
+        unit = 2.0 ** round(math.log2(self.std))
+        mean = round(self.mean / unit) * unit
+        return f"{unit!r} {'-' if mean < 0 else '+'} {abs(mean)!r}"
+
     @staticmethod
     def of(t: torch.Tensor) -> Spread:
         if t.numel() == 0:
@@ -101,7 +114,7 @@ def _draw(n: fx.Node, spread: Spread) -> str:
         return f"torch.rand({shape!r}) < {max(0.05, min(0.95, spread.mean)):.3g}"
     if not dtype.is_floating_point:
         return f"torch.randint({spread.low}, {spread.high + 1}, {shape!r}, dtype={dtype})"
-    return f"torch.randn({shape!r}, dtype={dtype}) * {spread.std:.3g} + {spread.mean:.3g}"
+    return f"torch.randn({shape!r}, dtype={dtype}) * {spread.rounded()}"
 
 
 def _constants(region: Region, names: dict[fx.Node, str]) -> list[str]:
@@ -144,7 +157,7 @@ def render(region: Region, title: str, spreads: dict[str, Spread] | None = None)
         spread = spreads.get(s.name, Spread())
         shape, dtype = _shape(s), _dtype(s)
         if dtype.is_floating_point:
-            drawn = f"torch.randn({shape!r}, dtype={dtype}) * {spread.std:.3g} + {spread.mean:.3g}"
+            drawn = f"torch.randn({shape!r}, dtype={dtype}) * {spread.rounded()}"
             init.append(f"self.w{k} = nn.Parameter({drawn})")
         else:
             init.append(f'self.register_buffer("w{k}", {_draw(s, spread)})')
