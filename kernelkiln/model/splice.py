@@ -117,8 +117,10 @@ def _op(key: str, outputs: list[tuple[tuple[int, ...], torch.dtype]]) -> object:
 
 def splice(captured: Captured, regions: dict[str, list[Region]], kernels: dict[str, Kernel]) -> fx.GraphModule:
     """A copy of the captured graph with every region of each kernel's key replaced by its op."""
-    gm = fx.GraphModule(captured.program.graph_module, _copy(captured.graph))
-    by_name = {n.name: n for n in gm.graph.nodes}
+    copied: dict[fx.Node, fx.Node] = {}
+    gm = fx.GraphModule(captured.program.graph_module, _copy(captured.graph, copied))
+    # By the captured node's name: the copy may rename a node (a placeholder `input` becomes `input_1`).
+    by_name = {n.name: c for n, c in copied.items()}
     modules = {key: load(kernel) for key, kernel in kernels.items()}
     for key, kernel in kernels.items():
         for region in regions[key]:
@@ -182,9 +184,10 @@ def direct(gm: fx.GraphModule) -> fx.GraphModule:
     return fx.GraphModule(gm, graph)
 
 
-def _copy(graph: fx.Graph) -> fx.Graph:
+def _copy(graph: fx.Graph, env: dict[fx.Node, fx.Node] | None = None) -> fx.Graph:
+    """A copy of ``graph``; ``env`` receives each node's copy."""
     new = fx.Graph()
-    env: dict[fx.Node, fx.Node] = {}
+    env = {} if env is None else env
     out = new.graph_copy(graph, env)
     new.output(out)
     return new

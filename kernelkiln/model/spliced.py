@@ -38,6 +38,7 @@ class SplicedModel(nn.Module):
         self.state = [tensors[n.name] for n in captured.graph.nodes if n.op == "placeholder" and n.name in tensors]
         leaves, self._spec = pytree.tree_flatten((tuple(captured.example), {}))
         self._shapes = _signature(leaves)
+        self._out_spec = captured.program.call_spec.out_spec  # read here: torch.compile cannot trace call_spec
         self.fallbacks = 0
         self._said = False
 
@@ -56,4 +57,4 @@ class SplicedModel(nn.Module):
         graph = self.graph if torch.compiler.is_compiling() else self.eager
         with torch.no_grad():
             out = graph(*self.state, *leaves)
-        return pytree.tree_unflatten(list(out), self.captured.program.call_spec.out_spec)
+        return pytree.tree_unflatten(list(out), self._out_spec)

@@ -1,0 +1,111 @@
+"""Tiny whole models for ``kiln model``'s tests: small enough to capture, optimize and splice in seconds.
+
+``TinyLM``: token ids → embedding → two identical pre-norm blocks (LayerNorm → Linear → GELU →
+Linear, with a residual) → a head tied to the embedding. ``TinyMLP``: two identical blocks
+(Linear → GELU → Linear, with a residual) on a float matrix, two distinct regions in all.
+``tiny_gpt2``: Hugging Face's GPT-2 at a toy size (random weights, nothing downloaded).
+``Shifted``: a callable that is wrong by a constant, for the end-to-end check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HIDDEN = 32
+SEQ = 8
+VOCAB = 64
+
+
+class PreNormBlock(nn.Module):
+    def __init__(self, hidden: int = HIDDEN):
+        super().__init__()
+        self.norm = nn.LayerNorm(hidden)
+        self.up = nn.Linear(hidden, 2 * hidden)
+        self.down = nn.Linear(2 * hidden, hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(F.gelu(self.up(self.norm(x))))
+
+
+class TinyLM(nn.Module):
+    """Embedding, two identical blocks, and a head whose weight is the embedding's (tied)."""
+
+    def __init__(self, vocab: int = VOCAB, hidden: int = HIDDEN, blocks: int = 2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.blocks = nn.ModuleList([PreNormBlock(hidden) for _ in range(blocks)])
+        self.head = nn.Linear(hidden, vocab, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+class MLPBlock(nn.Module):
+    def __init__(self, hidden: int = HIDDEN):
+        super().__init__()
+        self.up = nn.Linear(hidden, 2 * hidden)
+        self.down = nn.Linear(2 * hidden, hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(F.gelu(self.up(x)))
+
+
+class TinyMLP(nn.Module):
+    """Two identical residual MLP blocks on a (SEQ, HIDDEN) matrix: four regions, two distinct tasks."""
+
+    def __init__(self, hidden: int = HIDDEN, blocks: int = 2):
+        super().__init__()
+        self.blocks = nn.Sequential(*[MLPBlock(hidden) for _ in range(blocks)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.blocks(x)
+
+
+def tiny_lm(seed: int = 0) -> TinyLM:
+    torch.manual_seed(seed)
+    return TinyLM().eval()
+
+
+def tiny_mlp(seed: int = 0) -> TinyMLP:
+    torch.manual_seed(seed)
+    return TinyMLP().eval()
+
+
+def tokens(vocab: int = VOCAB, seq: int = SEQ) -> tuple[torch.Tensor]:
+    return (torch.randint(0, vocab, (1, seq)),)
+
+
+def activations(seq: int = SEQ, hidden: int = HIDDEN) -> tuple[torch.Tensor]:
+    return (torch.randn(seq, hidden),)
+
+
+def tiny_gpt2(use_cache: bool = False, seed: int = 0) -> nn.Module:
+    """GPT-2 with two layers of width 32 and a vocabulary of 100 (``transformers`` must be installed)."""
+    import transformers
+
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=32, use_cache=use_cache)
+    torch.manual_seed(seed)
+    return transformers.GPT2LMHeadModel(cfg).eval()
+
+
+def gpt2_tokens() -> tuple[torch.Tensor]:
+    return (torch.randint(0, 100, (1, SEQ)),)
+
+
+class Shifted:
+    """``fn``'s outputs plus ``by``: a spliced model that runs but is wrong."""
+
+    def __init__(self, fn: Any, by: float = 1.0):
+        self.fn = fn
+        self.by = by
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args) + self.by

@@ -1,0 +1,91 @@
+"""`kiln model` as a user runs it: help, a refusal as one line (and as JSON), a tiny model done end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelkiln.cli import model as model_cli
+from kernelkiln.errors import UserError
+from kernelkiln.testing.cli import command_app, kiln
+
+MODELS = """
+import torch
+
+from kernelkiln.testing.models import gpt2_tokens, tiny_gpt2
+
+
+def gpt2_with_cache():
+    return tiny_gpt2(use_cache=True)
+
+
+def linear_gelu():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.GELU())
+
+
+def rows():
+    return (torch.randn(8, 32),)
+
+
+tokens = gpt2_tokens
+"""
+
+QUICK = ["--threads", "1", "--time-budget", "0.3", "--confirm-budget", "0.3", "--no-compile"]
+
+
+@pytest.fixture
+def app():
+    return command_app(model_cli.register)
+
+
+@pytest.fixture
+def models(tmp_path):
+    path = tmp_path / "models.py"
+    path.write_text(MODELS)
+    return path
+
+
+def test_help_teaches_the_inputs_and_the_results():
+    done = kiln("model", "--help")
+    assert done.returncode == 0
+    for word in ("--inputs", "FILE:FUNCTION", "--budget", "--json", "model.json"):
+        assert word in done.stdout, word
+
+
+def test_a_model_torch_export_refuses_prints_a_refused_json_object_and_exits_2(models, tmp_path):
+    store = f"sqlite:///{tmp_path / 'kiln.db'}"
+    done = kiln(
+        "model", f"{models}:gpt2_with_cache", "--inputs", f"{models}:tokens", "--json",
+        "--store", store, "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    refused = json.loads(done.stdout)
+    assert refused["status"] == "refused" and "use_cache=False" in refused["reason"]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("kiln: error:")]
+    assert len(errors) == 1 and "use_cache=False" in errors[0]
+
+
+def test_a_bad_factory_is_refused_as_json_too(app, models):
+    done = CliRunner().invoke(app, ["model", f"{models}:nope", "--inputs", f"{models}:rows", "--json"])
+    assert isinstance(done.exception, UserError) and done.exception.exit_code == 2  # kiln's main: one line, exit 2
+    assert json.loads(done.stdout) == {"status": "refused", "reason": f"MODEL: {models} has no function nope"}
+
+
+@pytest.mark.slow
+def test_a_tiny_model_is_optimized_spliced_and_checked(app, models, tmp_path):
+    store = f"sqlite:///{tmp_path / 'kiln.db'}"
+    out = tmp_path / "out"
+    args = ["model", f"{models}:linear_gelu", "--inputs", f"{models}:rows", "--budget", "3", "--json"]
+    done = CliRunner().invoke(app, [*args, "--store", store, "--out", str(out), *QUICK], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["status"] == "done" and report["out"] == str(out) and report["model"] == "Sequential"
+    (row,) = report["regions"]  # one region: the product and its GELU
+    assert row["ops"][:2] == ["addmm", "gelu"] and (out / row["task"]).is_file()
+    assert report["end_to_end"]["correct"] is True
+    assert json.loads((out / "model.json").read_text()) == {
+        k: v for k, v in report.items() if k not in ("status", "out")
+    }

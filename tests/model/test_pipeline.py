@@ -1,0 +1,168 @@
+"""``optimize_model`` end to end on a tiny model: files written, winners spliced and checked, memory reused."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelkiln.memory.memory import Memory
+from kernelkiln.model.capture import capture
+from kernelkiln.model.pipeline import MIN_PER_TASK, ModelResult, _spliced, optimize_model
+from kernelkiln.model.regions import partition
+from kernelkiln.model.report import RegionRow, read
+from kernelkiln.model.splice import Kernel
+from kernelkiln.model.taskfile import structure_key
+from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.store import open_store
+from kernelkiln.testing.guard import fast_config
+from kernelkiln.testing.models import activations, tiny_mlp
+
+
+@dataclass
+class Runs:
+    model: torch.nn.Module
+    first: ModelResult
+    second: ModelResult
+    out: tuple[Path, Path]
+    said: list[str]
+
+
+def config() -> OptimizeConfig:
+    return OptimizeConfig(guard=fast_config(time_budget_s=0.3), confirm_time_budget_s=0.3)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Runs:
+    """Two runs of ``TinyMLP`` over one store (its four regions are two tasks)."""
+    folder = tmp_path_factory.mktemp("pipeline")
+    model = tiny_mlp()
+    torch.manual_seed(0)
+    example = activations()
+    said: list[str] = []
+    results = []
+    for k in (1, 2):  # the same model twice over one store
+        memory = Memory(open_store(f"sqlite:///{folder / 's.db'}"))
+        try:
+            results.append(
+                optimize_model(
+                    model,
+                    example,
+                    folder / f"out{k}",
+                    memory,
+                    config(),
+                    budget=4,
+                    make_inputs=activations,
+                    compare_compile=False,
+                    say=said.append,
+                )
+            )
+        finally:
+            memory.store.close()
+    return Runs(model, results[0], results[1], (folder / "out1", folder / "out2"), said)
+
+
+@pytest.mark.slow  # the runs: two optimizer runs of two tasks each, some twenty seconds
+def test_a_run_writes_the_task_files_and_the_report(runs):
+    out, report = runs.out[0], runs.first.report
+    tasks = sorted(p.name for p in (out / "tasks").glob("*.py"))
+    assert len(tasks) == 2  # two identical blocks: an up-projection task and a down-projection task
+    assert sorted(Path(r.task).name for r in report.regions) == tasks
+    assert all(r.places == 2 for r in report.regions)
+    assert read(out) == report
+    assert json.loads((out / "model.json").read_text())["model"] == "TinyMLP"
+    markdown = (out / "model.md").read_text()
+    assert all(r.task in markdown for r in report.regions) and "## End to end" in markdown
+    for row in report.regions:
+        assert row.run and (out / row.run).is_dir()
+
+
+@pytest.mark.slow  # the runs
+def test_spliced_regions_were_confirmed_faster_and_the_model_agrees_with_eager(runs):
+    report = runs.first.report
+    for row in report.regions:
+        assert row.status in ("spliced", "slower", "failed")
+        if row.status == "spliced":
+            assert row.speedup is not None and row.speedup > 1.0 and row.origin == "generated"
+    end = report.end_to_end
+    assert end is not None and end.correct and end.failure == "" and end.trials == 3
+    assert end.compile_ms is None and end.vs_compile is None  # compare_compile=False
+    assert end.eager_ms > 0 and end.spliced_ms > 0
+
+
+@pytest.mark.slow  # the runs
+def test_the_returned_model_runs_exactly_the_spliced_regions(runs):
+    result = runs.first
+    graph = result.model.graph.graph
+    calls = [n for n in graph.nodes if n.op == "call_function" and str(n.target).startswith("kiln.region_")]
+    assert len(calls) == sum(r.places for r in result.report.regions if r.status == "spliced")
+    assert result.model.model is runs.model
+    x = activations()
+    with torch.no_grad():
+        torch.testing.assert_close(result.model(*x), runs.model(*x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.slow  # the runs
+def test_budgets_sum_to_the_reports_and_the_largest_share_goes_first(runs):
+    report = runs.first.report
+    assert report.budget == sum(r.budget for r in report.regions)
+    for row in report.regions:
+        assert row.budget >= MIN_PER_TASK and 0 < row.evaluations <= row.budget
+    shares = [r.share for r in report.regions]
+    assert shares == sorted(shares, reverse=True)  # largest share first
+    assert 0 < sum(shares) <= 1
+
+
+@pytest.mark.slow  # the runs
+def test_the_first_run_learns_and_the_second_reuses_exactly(runs):
+    assert runs.first.report.regions[0].memory == "new"  # an empty store
+    assert [r.memory for r in runs.second.report.regions] == ["reused"] * len(runs.second.report.regions)
+    assert runs.second.report.end_to_end.correct
+
+
+@pytest.mark.slow  # the runs
+def test_progress_is_said_line_by_line(runs):
+    assert runs.said[0] == "capturing TinyMLP with torch.export"
+    assert "4 regions, 2 distinct; 0 operations stay in torch" in runs.said
+    assert any(line.startswith("region 2/2: ") for line in runs.said)
+
+
+WRONG = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w0 = nn.Parameter(torch.empty(64))
+        self.w1 = nn.Parameter(torch.empty(64, 32))
+
+    def forward(self, x0):
+        return torch.zeros(x0.shape[0], 64)
+"""
+
+
+def test_a_kernel_that_disagrees_in_the_model_is_dropped_with_why():
+    model, example = tiny_mlp(), activations()
+    captured = capture(model, example)
+    groups = {}
+    for region in partition(captured).regions:
+        groups.setdefault(structure_key(region), []).append(region)
+    up = next(k for k, regions in groups.items() if "gelu" in regions[0].ops)
+    rows = {
+        k: RegionRow(task=f"tasks/{k}.py", ops=[], places=2, share=0.5, reference_ms=0.1, status="spliced")
+        for k in groups
+    }
+    spliced, kept, rows = _spliced(
+        model, captured, groups, {up: Kernel(up, WRONG, "generated")}, rows, activations, lambda line: None
+    )
+    assert kept == {}
+    assert rows[up].status == "failed" and rows[up].reason.startswith("in the model: trial 0: output 0 is off by")
+    calls = [n for n in spliced.graph.graph.nodes if str(n.target).startswith("kiln.region_")]
+    assert calls == []  # the model runs in torch where its kernel was wrong
+    with torch.no_grad():
+        torch.testing.assert_close(spliced(*example), model(*example))

@@ -1,0 +1,69 @@
+"""The end-to-end check and the side-by-side timing."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelkiln.model.verify import check, time_arms
+from kernelkiln.testing.models import Shifted, activations, tiny_mlp
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_mlp()
+
+
+def test_a_spliced_model_that_is_off_by_one_fails_the_check(model):
+    result = check(model, Shifted(model, 1.0), activations)
+    assert result.failure and "off by" in result.failure
+    assert result.trials == 1 and result.max_abs_error == pytest.approx(1.0, abs=1e-5)
+
+
+def test_identical_callables_pass_the_check(model):
+    result = check(model, model, activations, trials=3)
+    assert result.failure == "" and result.trials == 3 and result.max_abs_error == 0.0
+
+
+def test_a_difference_within_tolerance_passes_and_is_reported(model):
+    result = check(model, Shifted(model, 1e-6), activations, trials=2)
+    assert result.failure == "" and 0.0 < result.max_abs_error < 1e-5
+
+
+def test_each_trial_draws_fresh_inputs(model):
+    first = []
+
+    def stale(*inputs):  # right on the first draw only: the answer it remembers
+        if not first:
+            first.append(model(*inputs))
+        return first[0]
+
+    result = check(model, stale, activations, trials=3)
+    assert result.failure.startswith("trial 1:")
+
+
+def test_outputs_of_another_shape_fail_the_check(model):
+    result = check(model, lambda x: model(x)[:-1], activations)
+    assert "is not a torch.float32 tensor of (8, 32)" in result.failure
+
+
+def test_a_nan_where_eager_is_finite_fails_the_check(model):
+    def poisoned(x):
+        out = model(x).clone()
+        out[0, 0] = float("nan")
+        return out
+
+    assert "not finite" in check(model, poisoned, activations).failure
+
+
+def test_timing_gives_every_arm_positive_seconds_and_consistent_ratios(model):
+    x = activations()
+    arms = {"eager": lambda: model(*x), "again": lambda: model(*x), "sum": lambda: x[0].sum()}
+    timing = time_arms(arms, rounds=5, batch_s=0.002)
+    assert set(timing.seconds) == set(arms) and all(s > 0 for s in timing.seconds.values())
+    assert timing.rounds == 5 == len(timing.per_round)
+    assert timing.speedup["eager"] == 1.0 and timing.ratio("again", "again") == 1.0
+    for arm in arms:  # an odd number of rounds: the median of the reciprocals is the reciprocal of the median
+        assert timing.ratio("eager", arm) == pytest.approx(timing.speedup[arm])
+        assert timing.ratio(arm, "eager") == pytest.approx(1 / timing.speedup[arm])
+        low, high = timing.interval[arm]
+        assert 0 < low <= timing.speedup[arm] <= high
