@@ -50,7 +50,7 @@ Results: OUT/model.md and OUT/model.json (the regions table and the end-to-end f
 \b
 Exit codes:
   0    done (the report says which regions were spliced)
-  2    bad input, or a model torch.export cannot capture (one line: why, and what would fix it)
+  2    bad input, or a model torch.export cannot capture (why, and the fix)
   3    the spliced model disagrees with eager (no kernel is kept)
   130  interrupted
 """

@@ -38,6 +38,7 @@ from kernelkiln.orchestrator.seeds import GENERATED, starting_code
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import machine_kind
 from kernelkiln.platforms.host import default_threads
+from kernelkiln.speedup import fmt_x
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import load_task
 
@@ -195,6 +196,18 @@ def optimize_model(
     spliced, kernels, rows = _spliced(model, captured, groups, kernels, rows, draw, say)
     say(f"timing eager{', torch.compile' if compare_compile else ''} and the spliced model side by side")
     end = _end_to_end(model, spliced, example, draw, compare_compile)
+    slower = end.vs_eager_interval is not None and end.vs_eager_interval[1] < 1.0
+    if kernels and (not end.correct or slower):  # the user's model is never handed back wrong or slower
+        why = (
+            f"together the kernels disagree with eager: {end.failure}"
+            if not end.correct
+            else f"the spliced model was slower than eager end to end ({fmt_x(end.vs_eager)})"
+        )
+        for key in kernels:
+            rows[key] = rows[key].model_copy(update={"status": "dropped", "reason": why})
+        say(f"no kernel kept: {why}")
+        spliced = SplicedModel(model, captured, None)
+        end = end.model_copy(update={"kept": False})
     report = ModelReport(
         model=name,
         inputs=[_describe(x) for x in example],

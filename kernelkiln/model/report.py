@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from kernelkiln.atomic import write_atomic
 from kernelkiln.speedup import fmt_x
 
-RegionStatus = Literal["spliced", "slower", "refused", "failed", "unchecked", "not run"]
+RegionStatus = Literal["spliced", "slower", "refused", "failed", "unchecked", "dropped", "not run"]
 
 
 class _Frozen(BaseModel):
@@ -59,6 +59,7 @@ class EndToEnd(_Frozen):
     vs_compile: float | None = None
     compile_error: str = ""
     rounds: int = 0
+    kept: bool = True  # False: wrong or slower than eager together, so the returned model runs in torch
 
 
 class ModelReport(_Frozen):
@@ -107,6 +108,8 @@ def markdown(report: ModelReport) -> str:
         lines.append(
             f"- against eager on {e.trials} fresh input draws: {verdict} (max abs error {e.max_abs_error:.3g})"
         )
+        if not e.kept:
+            lines.append("- no kernel kept: the returned model runs in torch (the regions say why)")
         if e.spliced_ms is not None:
             low, high = e.vs_eager_interval or (None, None)
             lines.append(

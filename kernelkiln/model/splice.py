@@ -197,10 +197,16 @@ def _replace(graph: fx.Graph, by_name: dict[str, fx.Node], region: Region, op: o
     nodes = [by_name[n.name] for n in region.nodes]
     reads = [by_name[n.name] for n in region.inputs] + [by_name[n.name] for n in state_order(region)]
     order = {n: k for k, n in enumerate(graph.nodes)}
-    after = max([order[n] for n in reads], default=-1)
-    if after > order[nodes[0]]:
-        raise SpliceError("a region reads a value made after it starts")
-    with graph.inserting_before(nodes[0]):
+    inside = set(nodes)
+    # The op goes where every value it reads exists: the region's first node, or after a value torch makes
+    # later in the graph (a position embedding computed after the region's first add).
+    last = max(reads, key=order.__getitem__, default=None)
+    at = nodes[0] if last is None or order[last] < order[nodes[0]] else last.next
+    outputs = [by_name[o.name] for o in region.outputs]
+    users = [u for o in outputs for u in o.users if u not in inside]
+    if any(order[u] < order[at] for u in users):
+        raise SpliceError("the region's outputs are read before every value it reads is made")
+    with graph.inserting_before(at):
         call = graph.call_function(
             op,  # type: ignore[arg-type]  # an OpOverload
             (number, [by_name[n.name] for n in region.inputs], [by_name[n.name] for n in state_order(region)]),

@@ -27,11 +27,12 @@ def _signature(leaves: list[Any]) -> tuple[Any, ...]:
 class SplicedModel(nn.Module):
     """``model`` with its captured graph's regions replaced by kernels; weights stay ``model``'s own."""
 
-    def __init__(self, model: nn.Module, captured: Captured, graph: fx.GraphModule):
+    def __init__(self, model: nn.Module, captured: Captured, graph: fx.GraphModule | None):
+        """``graph`` None: no kernel was kept and every call runs ``model`` as it is."""
         super().__init__()
         self.model = model  # a submodule: its parameters are this module's, shared
         self.graph = graph  # through the custom ops
-        self.eager = direct(graph)
+        self.eager = direct(graph) if graph is not None else None
         self.captured = captured
         # The model's own tensors, in the graph's order (a load_state_dict copies into these same tensors).
         tensors = captured.state_tensors(model)
@@ -43,6 +44,8 @@ class SplicedModel(nn.Module):
         self._said = False
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        if self.graph is None or self.eager is None:
+            return self.model(*args, **kwargs)
         leaves, spec = pytree.tree_flatten((args, kwargs))
         if spec != self._spec or _signature(leaves) != self._shapes:
             self.fallbacks += 1

@@ -96,6 +96,17 @@ def tiny_gpt2(use_cache: bool = False, seed: int = 0) -> nn.Module:
     return transformers.GPT2LMHeadModel(cfg).eval()
 
 
+def tiny_bert(seed: int = 0) -> nn.Module:
+    """BERT with two layers of width 32: its embeddings add a position embedding torch makes after the first add."""
+    import transformers
+
+    cfg = transformers.BertConfig(
+        num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64, vocab_size=100
+    )
+    torch.manual_seed(seed)
+    return transformers.BertModel(cfg, add_pooling_layer=False).eval()
+
+
 def gpt2_tokens() -> tuple[torch.Tensor]:
     return (torch.randint(0, 100, (1, SEQ)),)
 

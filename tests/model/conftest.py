@@ -13,7 +13,7 @@ import torch
 from kernelkiln.model.capture import Captured, capture
 from kernelkiln.model.regions import Partition, Region, partition
 from kernelkiln.model.taskfile import render, structure_key
-from kernelkiln.testing.models import gpt2_tokens, tiny_gpt2, tiny_lm, tokens
+from kernelkiln.testing.models import gpt2_tokens, tiny_bert, tiny_gpt2, tiny_lm, tokens
 
 
 @dataclass
@@ -48,6 +48,12 @@ def _subject(model: torch.nn.Module, draw: Callable[[], tuple[Any, ...]], folder
 def lm(tmp_path_factory) -> Subject:
     """``TinyLM``: embedding, two identical pre-norm blocks, a head tied to the embedding."""
     return _subject(tiny_lm(), tokens, tmp_path_factory.mktemp("lm"))
+
+
+@pytest.fixture(scope="session")
+def bert(tmp_path_factory) -> Subject:
+    """Hugging Face's BERT with two layers of width 32."""
+    return _subject(tiny_bert(), gpt2_tokens, tmp_path_factory.mktemp("bert"))
 
 
 @pytest.fixture(scope="session")

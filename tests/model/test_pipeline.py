@@ -166,3 +166,37 @@ def test_a_kernel_that_disagrees_in_the_model_is_dropped_with_why():
     assert calls == []  # the model runs in torch where its kernel was wrong
     with torch.no_grad():
         torch.testing.assert_close(spliced(*example), model(*example))
+
+
+@pytest.mark.slow  # an optimizer run of two tasks
+def test_kernels_slower_than_eager_together_are_dropped_and_the_model_runs_in_torch(tmp_path, monkeypatch):
+    from kernelkiln.model import verify
+
+    def slower(arms, rounds=15, batch_s=0.05):  # every round: the spliced model at half eager's speed
+        per_round = tuple({name: (2.0 if name == "spliced" else 1.0) for name in arms} for _ in range(rounds))
+        return verify.Timing(
+            {n: r for n, r in per_round[0].items()},
+            {n: 1.0 / r for n, r in per_round[0].items()},
+            {n: (1.0 / r, 1.0 / r) for n, r in per_round[0].items()},
+            rounds,
+            per_round,
+        )
+
+    monkeypatch.setattr(verify, "time_arms", slower)
+    model = tiny_mlp()
+    memory = Memory(open_store(f"sqlite:///{tmp_path / 's.db'}"))
+    try:
+        result = optimize_model(
+            model, activations(), tmp_path / "out", memory, config(), budget=2, compare_compile=False
+        )
+    finally:
+        memory.store.close()
+    assert result.model.graph is None  # every call runs the user's module
+    end = result.report.end_to_end
+    assert end is not None and not end.kept and end.vs_eager == 0.5
+    assert all(r.status != "spliced" for r in result.report.regions)
+    dropped = [r for r in result.report.regions if r.status == "dropped"]
+    assert all("slower than eager end to end" in r.reason for r in dropped)
+    x = activations()
+    with torch.no_grad():
+        assert torch.equal(result.model(*x), model(*x))

@@ -29,7 +29,9 @@ def spliced_model(subject, keys=None) -> SplicedModel:
 
 
 def logits(out):
-    return out.logits if hasattr(out, "logits") else out
+    if hasattr(out, "logits"):
+        return out.logits
+    return out.last_hidden_state if hasattr(out, "last_hidden_state") else out
 
 
 def region_calls(graph: torch.fx.Graph) -> list[torch.fx.Node]:
@@ -41,7 +43,7 @@ def lm_spliced(lm):
     return spliced_model(lm)
 
 
-@pytest.mark.parametrize("subject", ["lm", "gpt2"])
+@pytest.mark.parametrize("subject", ["lm", "gpt2", "bert"])
 def test_spliced_generated_kernels_agree_with_eager(subject, request):
     s = request.getfixturevalue(subject)
     spliced = spliced_model(s)
@@ -158,3 +160,15 @@ def test_a_model_whose_argument_is_named_input_is_spliced(tmp_path):
     assert len(region_calls(spliced.graph.graph)) == 1
     with torch.no_grad():
         torch.testing.assert_close(spliced(*example), model(*example), atol=1e-4, rtol=1e-4)
+
+
+def test_a_region_is_spliced_after_a_value_torch_makes_later_in_the_graph(bert):
+    # BERT's embeddings: the region opens with word + token-type embeddings, then adds the position
+    # embedding, which torch makes (a gather) after that first add.
+    spliced = spliced_model(bert)
+    first = bert.part.regions[0]
+    assert any(
+        list(bert.captured.graph.nodes).index(x) > list(bert.captured.graph.nodes).index(first.nodes[0])
+        for x in [*first.inputs, *first.state]
+    )
+    assert len(region_calls(spliced.graph.graph)) == len(bert.part.regions)
