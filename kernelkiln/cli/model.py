@@ -80,7 +80,12 @@ def model(
         help="Wall time for all the searches, split between tasks by time share like the budget (at least 60 s "
         "each; 0: no limit). Each task's best is still judged again after its share ends.",
     ),
-    out: Path = typer.Option(None, "--out", metavar="DIR", help="Where tasks, runs and the report go."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        metavar="DIR",
+        help="Where tasks, runs and the report go (default: kiln-models/<the model's class>).",
+    ),
     store: str = typer.Option(
         None, "--store", metavar="URL", help="Memory's store: sqlite:///PATH or postgresql://… (default: $KILN_STORE)."
     ),

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from kernelkiln.agents.config import LLMPolicyConfig, ReplayConfig, TunerConfig
 from kernelkiln.cli import optimize as optimize_cli
+from kernelkiln.cli import stores as stores_cli
 from kernelkiln.cli.settings import load_settings
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.run import Optimizer
@@ -87,7 +88,7 @@ def test_a_commands_own_default_sits_below_the_file(toml):
 def _captured(monkeypatch):
     """Run `kiln optimize` in-process up to the optimizer: the config it starts and the store config it opens."""
     seen = {}
-    real_open = optimize_cli.open_store
+    real_open = stores_cli.open_store
 
     def open_store(url=None, config=None, **kw):
         seen["store"] = config
@@ -97,7 +98,7 @@ def _captured(monkeypatch):
         seen["config"] = config
         return {"run_id": "r-test", "status": "done", "tasks": {}}
 
-    monkeypatch.setattr(optimize_cli, "open_store", open_store)
+    monkeypatch.setattr(stores_cli, "open_store", open_store)
     monkeypatch.setattr(Optimizer, "start", start)
     return seen
 
