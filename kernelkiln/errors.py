@@ -8,3 +8,9 @@ class UserError(Exception):
     """
 
     exit_code = 2
+
+
+def described(exc: BaseException) -> str:
+    """``exc`` as one line: its type and the first line of its message (``KeyError: 'w0'``)."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__

@@ -16,7 +16,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from kernelkiln.errors import UserError
+from kernelkiln.errors import UserError, described
 
 # The ops a model runs fused that the decomposition table would spell out in pieces.
 KEPT = ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu")
@@ -49,7 +49,7 @@ class Captured:
 
 
 def _refusal(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    text = described(exc)
     if "DynamicCache" in text or ("Cache" in text and "pytree" in str(exc)):
         return (
             "the model returns a key-value cache, which torch.export cannot capture: build it with "

@@ -8,12 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelkiln.errors import UserError
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+from kernelkiln.errors import UserError, described
 
 
 def factory(spec: str, what: str) -> Callable[[], Any]:
@@ -34,7 +29,7 @@ def factory(spec: str, what: str) -> Callable[[], Any]:
         sys.modules[module_name] = module
         loaded.loader.exec_module(module)
     except Exception as exc:
-        raise UserError(f"{what}: importing {path} failed: {_first_line(exc)}") from None
+        raise UserError(f"{what}: importing {path} failed: {described(exc)}") from None
     finally:
         sys.path.remove(str(path.resolve().parent))
     fn = getattr(module, name, None)
@@ -48,7 +43,7 @@ def call(fn: Callable[[], Any], what: str) -> Any:
     try:
         return fn()
     except Exception as exc:
-        raise UserError(f"{what} failed: {_first_line(exc)}") from None
+        raise UserError(f"{what} failed: {described(exc)}") from None
 
 
 def make_model(spec: str) -> Any:

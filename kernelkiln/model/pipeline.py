@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from kernelkiln.errors import UserError
-from kernelkiln.lowering import Unsupported, generate
+from kernelkiln.errors import UserError, described
+from kernelkiln.lowering import Unsupported
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.signature import signature
@@ -172,7 +172,7 @@ def optimize_model(
     rows: dict[str, RegionRow] = {}
     paths: dict[str, Path] = {}
     for k, key in enumerate(order):
-        rows[key], path = _write_task(k, groups[key], shares[key], timed, out)
+        rows[key], path = _write_task(k, groups[key], shares[key], timed, out, config)
         if path is not None:
             paths[key] = path
     budgets = _budgets({k: shares[k] for k in paths}, budget)
@@ -222,7 +222,7 @@ def optimize_model(
 
 
 def _write_task(
-    k: int, regions: list[Region], share: float, timed: Profile, out: Path
+    k: int, regions: list[Region], share: float, timed: Profile, out: Path, config: OptimizeConfig
 ) -> tuple[RegionRow, Path | None]:
     first = regions[0]
     name = _task_name(k, first)
@@ -242,8 +242,8 @@ def _write_task(
     path = out / "tasks" / f"{name}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)
-    try:
-        generate(load_task(path, {}))
+    try:  # the seed the run starts from, made once: starting_code keeps it for the run and memory's lookup
+        starting_code(load_task(path, {}), config)
     except (Unsupported, UserError) as exc:
         return row.model_copy(update={"status": "refused", "reason": str(exc)}), None
     return row, path
@@ -312,7 +312,7 @@ def _spliced(
             result = verify.check(model, alone, draw, trials=1)
             failure = result.failure
         except (SpliceError, RuntimeError) as exc:
-            failure = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            failure = described(exc)
         if failure:
             del kept[key]
             rows[key] = rows[key].model_copy(update={"status": "failed", "reason": f"in the model: {failure}"})
@@ -337,7 +337,7 @@ def _end_to_end(
                 compiled(*example)
             arms["compile"] = lambda: compiled(*example)
         except Exception as exc:
-            compile_error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+            compile_error = described(exc)[:300]
     arms["spliced"] = lambda: spliced(*example)
     timing = verify.time_arms(arms)
     ms = {k: v * 1e3 for k, v in timing.seconds.items()}

@@ -95,3 +95,11 @@ def test_a_bad_inputs_spec_names_the_option(models):
     assert "--inputs" in refusal(lambda: inputs_maker(f"{models}:nope"))
     draw = inputs_maker(f"{models}:broken")
     assert "--inputs" in refusal(draw) and "ValueError" in refusal(draw)
+
+
+def test_a_failure_is_described_by_its_type_and_first_line():
+    from kernelkiln.errors import described
+
+    assert described(KeyError("w0")) == "KeyError: 'w0'"
+    assert described(RuntimeError("first\nsecond")) == "RuntimeError: first"
+    assert described(ValueError()) == "ValueError"
