@@ -9,8 +9,8 @@ threadsafe_ast.install()
 
 def __getattr__(name: str) -> object:
     # The public API for whole models, loaded on first use: `import kernelkiln` stays light (no torch).
-    if name == "optimize_model":
-        from kernelkiln.model import optimize_model
+    if name in ("optimize_model", "load_model"):
+        import kernelkiln.model
 
-        return optimize_model
+        return getattr(kernelkiln.model, name)
     raise AttributeError(f"module 'kernelkiln' has no attribute {name!r}")

@@ -35,8 +35,12 @@ before (in this model or an earlier one) starts from what was learned. A region 
 spliced only when the guard confirmed its kernel correct and faster than torch; the
 report lists the rest and why.
 
+The kept kernels are saved in OUT/model/ with their binaries and the machine they were
+built for; from Python, kernelkiln.load_model(OUT, model) runs them in a freshly built
+model (on another CPU it refuses, or rebuilds with rebuild=True).
+
 Not yet: other input shapes than the example's (a call at another shape runs the model in
-torch and is counted), a saved model to load elsewhere, a torch.compile backend.
+torch and is counted), a torch.compile backend.
 
 \b
 Examples:
@@ -45,7 +49,8 @@ Examples:
   kiln model models.py:bert --inputs models.py:tokens --json > report.json
 
 Results: OUT/model.md and OUT/model.json (the regions table and the end-to-end figures;
-`kiln report OUT` prints it), OUT/tasks/*.py, OUT/runs/<task>/ (each task's run).
+`kiln report OUT` prints it), OUT/tasks/*.py, OUT/runs/<task>/ (each task's run),
+OUT/model/ (the kept kernels, for kernelkiln.load_model).
 
 \b
 Exit codes:
@@ -199,4 +204,9 @@ def _show(report: dict[str, Any], folder: Path) -> None:
                 f"{fmt_x(e['vs_compile'])} over torch.compile",
                 markup=False,
             )
+    if report["saved"]:
+        console.print(
+            f"saved: {folder / report['saved']} (kernelkiln.load_model({str(folder)!r}, model) runs the kernels)",
+            markup=False,
+        )
     console.print(f"report: {folder / 'model.md'}; tasks: {folder / 'tasks'}", markup=False)

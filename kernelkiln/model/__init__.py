@@ -1,6 +1,7 @@
 """Whole models: capture, cut into tasks, optimize with memory, splice the kernels back, verify end to end.
 
-``optimize_model`` is the entry point (``kiln model`` on the command line); see
+``optimize_model`` is the entry point (``kiln model`` on the command line) and ``load_model``
+runs the kernels it saved in ``OUT/model/`` again; see
 ``pipeline`` for the stages and ``docs/ARCHITECTURE.md`` for where each lives.
 """
 
@@ -12,12 +13,13 @@ from typing import Any
 import torch
 
 from kernelkiln.memory.memory import Memory
+from kernelkiln.model.artifact import load_model
 from kernelkiln.model.pipeline import ModelResult
 from kernelkiln.model.pipeline import optimize_model as _optimize
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.store import open_store
 
-__all__ = ["ModelResult", "optimize_model"]
+__all__ = ["ModelResult", "load_model", "optimize_model"]
 
 
 def optimize_model(

@@ -23,7 +23,7 @@ from kernelkiln.lowering import Unsupported
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.signature import signature
-from kernelkiln.model import verify
+from kernelkiln.model import artifact, verify
 from kernelkiln.model.capture import Captured, capture
 from kernelkiln.model.profile import Profile, profile
 from kernelkiln.model.regions import Partition, Region, partition
@@ -208,14 +208,24 @@ def optimize_model(
         say(f"no kernel kept: {why}")
         spliced = SplicedModel(model, captured, None)
         end = end.model_copy(update={"kept": False})
+        kernels = {}
+    inputs = [_describe(x) for x in example]
+    saved = ""
+    if kernels:
+        places = {k: len(groups[k]) for k in kernels}
+        saved = artifact.save(out, name, example, inputs, threads, kernels, places).name
+        say(f"saved the kernels in {out / saved}: kernelkiln.load_model({str(out)!r}, model) runs them")
+    else:
+        artifact.discard(out)
     report = ModelReport(
         model=name,
-        inputs=[_describe(x) for x in example],
+        inputs=inputs,
         threads=threads,
         budget=sum(budgets.values()),
         regions=[rows[k] for k in order],
         left=_left(part),
         end_to_end=end,
+        saved=saved,
     )
     report.write(out)
     return ModelResult(spliced, report)

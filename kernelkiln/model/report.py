@@ -70,6 +70,7 @@ class ModelReport(_Frozen):
     regions: list[RegionRow]
     left: list[LeftRow]
     end_to_end: EndToEnd | None = None
+    saved: str = ""  # the folder of the saved kernels (``load_model``), relative to the output folder; "" if none
 
     def write(self, out: Path) -> None:
         write_atomic(out / "model.json", self.model_dump_json(indent=2) + "\n")
@@ -87,8 +88,8 @@ def markdown(report: ModelReport) -> str:
         "",
         f"Inputs {', '.join(report.inputs)}; {report.threads} thread(s); budget {report.budget} evaluations.",
         "",
-        "| task | ops | places | share | reference ms | kernel ms | speedup | status | memory | evals |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |",
+        "| task | ops | places | share | reference ms | kernel ms | speedup | status | origin | memory | evals |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: |",
     ]
     for r in report.regions:
         kernel = r.reference_ms / r.speedup if r.speedup else None
@@ -96,7 +97,7 @@ def markdown(report: ModelReport) -> str:
         status = r.status + (f": {r.reason}" if r.reason else "")
         lines.append(
             f"| {r.task} | {ops} | {r.places} | {r.share:.1%} | {_ms(r.reference_ms)} | {_ms(kernel)} | "
-            f"{fmt_x(r.speedup)} | {status} | {r.memory or '—'} | {r.evaluations} |"
+            f"{fmt_x(r.speedup)} | {status} | {r.origin or '—'} | {r.memory or '—'} | {r.evaluations} |"
         )
     if report.left:
         lines += ["", "## Stayed in torch", "", "| op | count | why |", "| --- | ---: | --- |"]
@@ -122,6 +123,12 @@ def markdown(report: ModelReport) -> str:
             )
         if e.compile_error:
             lines.append(f"- torch.compile failed: {e.compile_error}")
+    if report.saved:
+        lines += ["", "## Saved", ""]
+        lines.append(
+            f"- `{report.saved}/`: the spliced kernels, their binaries and the example inputs; "
+            "`kernelkiln.load_model(OUT, model)` runs them in your model (on this machine's CPU, or rebuilt)"
+        )
     return "\n".join(lines) + "\n"
 
 

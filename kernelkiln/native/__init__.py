@@ -7,7 +7,7 @@ confined compile step the guard can run on a sandboxed worker's behalf.
 
 from .build import build, cache_key, default_cache_dir
 from .flags import FlagError, check_flags
-from .loader import BuildError, NativeFunction, NativeLibrary, load, set_builder
+from .loader import BuildError, NativeFunction, NativeLibrary, load, prebuilt, set_builder
 from .records import BuildRequest, BuildResult, Diagnostic
 from .signature import SignatureError
 
@@ -25,5 +25,6 @@ __all__ = [
     "check_flags",
     "default_cache_dir",
     "load",
+    "prebuilt",
     "set_builder",
 ]

@@ -18,7 +18,8 @@ import operator
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -36,7 +37,7 @@ from .signature import (
     tensor_pointer,
 )
 
-__all__ = ["BuildError", "NativeFunction", "NativeLibrary", "load", "set_builder"]
+__all__ = ["BuildError", "NativeFunction", "NativeLibrary", "load", "prebuilt", "set_builder"]
 
 Builder = Callable[[BuildRequest], BuildResult]
 
@@ -63,6 +64,29 @@ def set_builder(fn: Builder | None) -> None:
     with _lock:
         _builder = fn
         _built.clear()
+
+
+@contextmanager
+def prebuilt(libraries: Mapping[BuildRequest, str]) -> Iterator[None]:
+    """Within, ``load`` of a request in ``libraries`` opens that library instead of building it.
+
+    For a saved model's own binaries, on the machine they were built for; any other
+    request goes to the builder in place before.
+    """
+    with _lock:
+        previous = _builder
+
+    def serve(request: BuildRequest) -> BuildResult:
+        path = libraries.get(request)
+        if path is None:
+            return previous(request) if previous is not None else build(request)
+        return BuildResult(ok=True, key=f"prebuilt:{path}", path=path, cached=True)
+
+    set_builder(serve)
+    try:
+        yield
+    finally:
+        set_builder(previous)
 
 
 def load(source: str, functions: Mapping[str, str], *, lang: str = "c", flags: Sequence[str] = ()) -> NativeLibrary:
@@ -92,7 +116,7 @@ def load(source: str, functions: Mapping[str, str], *, lang: str = "c", flags: S
             hint = ' (declare it extern "C")' if lang in ("c++", "cuda") else ""
             raise BuildError(_load_failure(result, f"symbol {name!r} not exported{hint}"), request.filename) from None
         bound[name] = NativeFunction(name, signature, pointer, DEVICES.get(lang, "cpu"))
-    return NativeLibrary(bound, result)
+    return NativeLibrary(bound, result, request)
 
 
 class NativeFunction:
@@ -122,13 +146,14 @@ class NativeFunction:
 class NativeLibrary:
     """Loaded kernel functions as attributes (``lib.fn``) or items (``lib["fn"]``).
 
-    ``result`` and ``path`` describe the build; a kernel function with one of those
-    names is reachable as ``lib["path"]``.
+    ``request``, ``result`` and ``path`` describe the build; a kernel function with one
+    of those names is reachable as ``lib["path"]``.
     """
 
-    def __init__(self, functions: dict[str, NativeFunction], result: BuildResult) -> None:
+    def __init__(self, functions: dict[str, NativeFunction], result: BuildResult, request: BuildRequest) -> None:
         self._functions = functions
         self.result = result
+        self.request = request
 
     @property
     def path(self) -> str:

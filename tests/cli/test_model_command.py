@@ -51,7 +51,7 @@ def models(tmp_path):
 def test_help_teaches_the_inputs_and_the_results():
     done = kiln("model", "--help")
     assert done.returncode == 0
-    for word in ("--inputs", "FILE:FUNCTION", "--budget", "--json", "model.json"):
+    for word in ("--inputs", "FILE:FUNCTION", "--budget", "--json", "model.json", "OUT/model/", "load_model"):
         assert word in done.stdout, word
 
 

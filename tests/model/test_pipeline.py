@@ -106,6 +106,24 @@ def test_the_returned_model_runs_exactly_the_spliced_regions(runs):
 
 
 @pytest.mark.slow  # the runs
+def test_the_spliced_kernels_are_saved_and_load_into_a_fresh_model(runs):
+    import kernelkiln
+
+    report = runs.first.report
+    if not any(r.status == "spliced" for r in report.regions):  # a loaded machine: no kernel beat torch
+        assert report.saved == "" and not (runs.out[0] / "model").exists()
+        return
+    assert report.saved == "model" and "## Saved" in (runs.out[0] / "model.md").read_text()
+    fresh = tiny_mlp(seed=5)
+    loaded = kernelkiln.load_model(runs.out[0], fresh)
+    calls = [n for n in loaded.graph.graph.nodes if str(n.target).startswith("kiln.region_")]
+    assert len(calls) == sum(r.places for r in report.regions if r.status == "spliced")
+    x = activations()
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(*x), fresh(*x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.slow  # the runs
 def test_budgets_sum_to_the_reports_and_the_largest_share_goes_first(runs):
     report = runs.first.report
     assert report.budget == sum(r.budget for r in report.regions)
@@ -192,6 +210,7 @@ def test_kernels_slower_than_eager_together_are_dropped_and_the_model_runs_in_to
     finally:
         memory.store.close()
     assert result.model.graph is None  # every call runs the user's module
+    assert result.report.saved == "" and not (tmp_path / "out" / "model").exists()
     end = result.report.end_to_end
     assert end is not None and not end.kept and end.vs_eager == 0.5
     assert all(r.status != "spliced" for r in result.report.regions)

@@ -17,6 +17,7 @@ from kernelkiln.native import (
     SignatureError,
     build,
     load,
+    prebuilt,
     set_builder,
 )
 from kernelkiln.native.signature import parse_signature
@@ -260,3 +261,23 @@ def test_builder_failure_becomes_build_error() -> None:
         load("int f(void) { return 0; }", {"f": "int()"})
     assert str(caught.value) == "kernel.c:3:7: error: no good at all"
     assert caught.value.result is failure
+
+
+def test_prebuilt_serves_a_saved_library_without_building_and_restores_the_builder(tmp_path: Path) -> None:
+    saved = tmp_path / "saved.so"
+    shutil.copy(load(KERNELS, SIGNATURES).path, saved)
+    other = "void one(float* x) { x[0] = 1.0f; }\n"
+    asked: list[BuildRequest] = []
+
+    def refusing(request: BuildRequest) -> BuildResult:
+        asked.append(request)
+        return BuildResult(ok=False, key="k", path=None, diagnostics=(Diagnostic("error", "no builds here"),))
+
+    set_builder(refusing)
+    with prebuilt({BuildRequest(KERNELS): str(saved)}):
+        assert load(KERNELS, SIGNATURES).path == str(saved)  # served, never built
+        with pytest.raises(BuildError, match="no builds here"):
+            load(other, {"one": "void(float*)"})  # any other request goes to the builder in place before
+    assert [r.source for r in asked] == [other]
+    with pytest.raises(BuildError, match="no builds here"):
+        load(KERNELS, SIGNATURES)  # outside, the saved library is not served

@@ -1,0 +1,265 @@
+"""``OUT/model/``: the spliced kernels saved with their binaries, and ``load_model`` to run them again.
+
+The folder holds each kernel's source (``kernels/<key>.py``), the shared libraries it was
+built into, the example inputs the model was captured at and ``manifest.json``: which
+regions each kernel serves, where it came from, and the machine it was built and verified
+on (its CPU's identity and vector features, the compiler). ``load_model`` captures the
+user's model again at those inputs, finds the same regions and splices the kernels. On the
+machine they were built for it opens the saved libraries (no compiler needed); on any other
+it refuses in one line, unless asked to rebuild them from source for this CPU, and never
+opens a binary built for another one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from kernelkiln import native
+from kernelkiln.atomic import write_atomic
+from kernelkiln.errors import UserError, described
+from kernelkiln.model import verify
+from kernelkiln.model.capture import capture
+from kernelkiln.model.regions import Region, partition
+from kernelkiln.model.splice import Kernel, SpliceError, load, splice
+from kernelkiln.model.spliced import SplicedModel
+from kernelkiln.model.taskfile import structure_key
+from kernelkiln.native.toolchain import CompilerNotFound, cpu_identity, find_compiler
+from kernelkiln.platforms.host import cpu_flags
+
+FORMAT = 1
+FOLDER = "model"
+# The vector features a kernel's binary may use, as /proc/cpuinfo names them (x86, then Arm).
+VECTOR_FEATURES = (
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+    "amx_tile", "asimd", "sve", "sve2",
+)  # fmt: skip
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Machine(_Frozen):
+    """What a binary was built for: the CPU (model and every feature flag), its vector features, the compiler."""
+
+    cpu: str
+    vector: list[str]
+    compiler: str
+
+    @staticmethod
+    def here() -> Machine:
+        try:
+            compiler = find_compiler("c").version.splitlines()[0]
+        except CompilerNotFound:
+            compiler = ""
+        flags = cpu_flags()
+        return Machine(cpu=cpu_identity(), vector=[f for f in VECTOR_FEATURES if f in flags], compiler=compiler)
+
+    def describe(self) -> str:
+        name = next((p.partition("=")[2] for p in self.cpu.split("|") if p.startswith("model name=")), "")
+        return f"{name or self.cpu.split('|')[0]} ({', '.join(self.vector) or 'no vector features'})"
+
+
+class Library(_Frozen):
+    """One shared library a kernel opens: the build request it answers (its source saved beside it) and the binary."""
+
+    lang: str
+    flags: list[str]
+    source: str  # the C/C++ source file, relative to the folder
+    file: str  # the binary, relative to the folder
+    sha256: str  # the binary's
+
+
+class SavedKernel(_Frozen):
+    key: str  # the regions' structure key
+    origin: str  # "generated" or "model-written"
+    places: int  # regions of this structure in the model
+    file: str  # the candidate's source, relative to the folder
+    libraries: list[Library]
+
+
+class Manifest(_Frozen):
+    format: int
+    model: str
+    torch: str
+    threads: int
+    machine: Machine
+    inputs: list[str]
+    kernels: list[SavedKernel]
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _libraries(module: Any) -> list[native.NativeLibrary]:
+    return [v for v in vars(module).values() if isinstance(v, native.NativeLibrary)]
+
+
+def save(
+    out: Path,
+    name: str,
+    example: tuple[Any, ...],
+    inputs: list[str],
+    threads: int,
+    kernels: dict[str, Kernel],
+    places: dict[str, int],
+) -> Path:
+    """Write ``out/model/`` for ``kernels`` (replacing an earlier one whole); returns the folder."""
+    folder = out / FOLDER
+    staging = Path(tempfile.mkdtemp(prefix=".model.", dir=out))
+    try:
+        saved = []
+        for key, kernel in sorted(kernels.items()):
+            write_atomic(staging / "kernels" / f"{key}.py", kernel.source)
+            libraries = []
+            for k, lib in enumerate(_libraries(load(kernel))):  # built already: the loader's memo serves it
+                binary = Path(lib.path).read_bytes()
+                request = lib.request
+                stem = f"kernels/{key}-{k}"
+                write_atomic(staging / f"{stem}.so", binary, mode=0o755)
+                write_atomic(staging / f"{stem}{Path(request.filename).suffix}", request.source)
+                libraries.append(
+                    Library(
+                        lang=request.lang,
+                        flags=list(request.flags),
+                        source=f"{stem}{Path(request.filename).suffix}",
+                        file=f"{stem}.so",
+                        sha256=_sha256(binary),
+                    )
+                )
+            saved.append(
+                SavedKernel(
+                    key=key, origin=kernel.origin, places=places[key], file=f"kernels/{key}.py", libraries=libraries
+                )
+            )
+        torch.save(example, staging / "example.pt")
+        manifest = Manifest(
+            format=FORMAT,
+            model=name,
+            torch=torch.__version__,
+            threads=threads,
+            machine=Machine.here(),
+            inputs=inputs,
+            kernels=saved,
+        )
+        write_atomic(staging / "manifest.json", manifest.model_dump_json(indent=2) + "\n")
+        old = out / ".model-old"
+        shutil.rmtree(old, ignore_errors=True)
+        if folder.exists():
+            folder.rename(old)
+        staging.rename(folder)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def discard(out: Path) -> None:
+    """Remove an earlier run's ``out/model/`` (this run kept no kernel)."""
+    shutil.rmtree(out / FOLDER, ignore_errors=True)
+
+
+def read(out: Path) -> Manifest:
+    """``out/model/manifest.json``; a one-line ``UserError`` when it is missing or not one this version reads."""
+    path = Path(out) / FOLDER / "manifest.json"
+    if not path.is_file():
+        why = (
+            f"{out}/model.md says why no kernel was kept"
+            if (Path(out) / "model.json").is_file()
+            else "is it a `kiln model` output folder?"
+        )
+        raise UserError(f"{out} holds no saved model ({path} is missing): {why}")
+    try:
+        manifest = Manifest.model_validate_json(path.read_text())
+    except (ValidationError, ValueError, OSError) as exc:
+        raise UserError(f"{path} is not a saved model's manifest ({described(exc)[:200]})") from None
+    if manifest.format != FORMAT:
+        raise UserError(f"{path} has format {manifest.format}; this kernelkiln reads format {FORMAT}")
+    return manifest
+
+
+@contextmanager
+def _binaries(folder: Path, manifest: Manifest, rebuild: bool) -> Iterator[None]:
+    """The saved libraries served in place of builds on the machine they were built for; elsewhere, with
+    ``rebuild``, builds for this CPU (the native cache is keyed by it), and without, a refusal."""
+    here = Machine.here()
+    if here.cpu != manifest.machine.cpu:
+        if not rebuild:
+            raise UserError(
+                f"{folder}'s kernels were built for {manifest.machine.describe()}, this machine is "
+                f"{here.describe()}: load_model(..., rebuild=True) rebuilds them from source here and checks "
+                "the model against eager"
+            )
+        yield
+        return
+    served: dict[native.BuildRequest, str] = {}
+    for kernel in manifest.kernels:
+        for lib in kernel.libraries:
+            path = folder / lib.file
+            if not path.is_file() or _sha256(path.read_bytes()) != lib.sha256:
+                raise UserError(f"{path} is missing or changed since it was saved: rerun `kiln model`")
+            source = (folder / lib.source).read_text()
+            served[native.BuildRequest(source, lib.lang, tuple(lib.flags))] = str(path.resolve())
+    with native.prebuilt(served):
+        yield
+
+
+def load_model(
+    out: str | Path,
+    model: torch.nn.Module,
+    *,
+    rebuild: bool = False,
+    splice_model_kernels: bool = False,
+) -> SplicedModel:
+    """``model`` running the kernels ``kiln model`` saved in ``out/model/``, checked against eager once.
+
+    ``model`` is built as it was for the run (its weights may differ: the kernels read the
+    model's own). ``rebuild``: on a machine other than the one the kernels were built for,
+    build them from source here (a C compiler is needed) instead of refusing.
+    ``splice_model_kernels``: run kernels an LLM wrote (in this process, outside any sandbox).
+    """
+    out = Path(out)
+    folder = out / FOLDER
+    manifest = read(out)
+    written = [k.key for k in manifest.kernels if k.origin != "generated"]
+    if written and not splice_model_kernels:
+        raise UserError(
+            f"{len(written)} of {folder}'s kernels were written by a model and would run in this process: "
+            "pass splice_model_kernels=True to run them"
+        )
+    try:
+        example = tuple(torch.load(folder / "example.pt", weights_only=True))
+    except Exception as exc:
+        raise UserError(f"{folder / 'example.pt'} cannot be read ({described(exc)[:200]})") from None
+    captured = capture(model, example)
+    groups: dict[str, list[Region]] = {}
+    for region in partition(captured).regions:
+        groups.setdefault(structure_key(region), []).append(region)
+    for saved in manifest.kernels:
+        found = len(groups.get(saved.key, []))
+        if found != saved.places:
+            raise UserError(
+                f"{type(model).__name__} is not the model {folder} was made for: the region of "
+                f"{saved.file} occurs {found} time(s) in it, {saved.places} in {manifest.model}"
+            )
+    kernels = {k.key: Kernel(k.key, (folder / k.file).read_text(), k.origin) for k in manifest.kernels}
+    try:
+        with _binaries(folder, manifest, rebuild):
+            graph = splice(captured, {k: groups[k] for k in kernels}, kernels)
+    except (native.BuildError, SpliceError) as exc:
+        raise UserError(f"{folder}'s kernels cannot be loaded here: {described(exc)[:300]}") from None
+    spliced = SplicedModel(model, captured, graph)
+    result = verify.check(model, spliced, lambda: example, trials=1)
+    if result.failure:
+        raise UserError(f"{folder}'s kernels disagree with eager on the saved example inputs: {result.failure}")
+    return spliced
