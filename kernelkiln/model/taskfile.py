@@ -3,14 +3,21 @@
 ``Model`` holds the region's weights as parameters (random, with the model's weights' mean
 and spread), its constants as buffers (``get_init_inputs`` builds them with the operations
 the model builds them with), and replays the region's ATen operations in ``forward``; ``get_inputs`` draws
-activations with the spread the model's own had at the example inputs.
+activations with the spread the model's own had at the example inputs. ``render_workloads`` makes
+one task of a region captured at several input shapes: the sizes that differ are size variables, one
+KILN workload per shape.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import io
+import json
 import math
 import operator
+import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,3 +210,115 @@ def get_init_inputs():{"".join(chr(10) + "    " + line for line in made)}
 def structure_key(region: Region) -> str:
     """Equal for regions with the same operations, arguments, shapes and dtypes (one task serves them all)."""
     return hashlib.sha256(render(region, "").encode()).hexdigest()[:16]
+
+
+# Functions whose float literals are the operations' own arguments, not drawn statistics (spreads).
+_ARGUMENT_FLOATS = ("forward", "get_init_inputs")
+
+
+def _tokens(text: str) -> list[tokenize.TokenInfo]:
+    return list(tokenize.generate_tokens(io.StringIO(text).readline))
+
+
+def _integer(text: str) -> int | None:
+    value = ast.literal_eval(text)
+    return value if type(value) is int else None
+
+
+@dataclass(frozen=True)
+class Aligned:
+    """The first text with its varying integers named, and each name's value in every text."""
+
+    text: str
+    sizes: dict[str, tuple[int, ...]]
+
+
+def align(texts: Sequence[str], names: Sequence[str]) -> Aligned:
+    """Align ``texts`` (one rendered task per workload, named ``names``) token by token.
+
+    Integer literals that differ become ``S0``, ``S1``, … (one name per tuple of values); a float that
+    differs keeps the first text's value where it is a drawn statistic; any other difference is
+    ``Unrenderable``.
+    """
+    streams = [_tokens(t) for t in texts]
+    starts = [0]
+    for line in io.StringIO(texts[0]).readlines():
+        starts.append(starts[-1] + len(line))
+    sizes: dict[tuple[int, ...], str] = {}
+    edits: list[tuple[int, int, str]] = []
+    where = ""  # the function the tokens are in
+    for k, column in enumerate(zip(*streams, strict=False)):
+        first = column[0]
+        if k and first.type == tokenize.NAME and streams[0][k - 1].string == "def":
+            where = first.string
+        if all(t.type == first.type and t.string == first.string for t in column):
+            continue
+        row = first.start[0]
+        if first.type == tokenize.NUMBER and all(t.type == tokenize.NUMBER for t in column):
+            values = [_integer(t.string) for t in column]
+            if all(v is not None for v in values):
+                key = tuple(v for v in values if v is not None)
+                name = sizes.setdefault(key, f"S{len(sizes)}")
+                edits.append((starts[row - 1] + first.start[1], starts[row - 1] + first.end[1], name))
+                continue
+            if where not in _ARGUMENT_FLOATS:
+                continue  # a drawn statistic (spreads): the first workload's
+            shown = ", ".join(f"{t.string} in {n}" for t, n in zip(column, names, strict=True))
+            raise Unrenderable(
+                f"the region differs between the shapes: an operation's argument on line {row} ({shown})"
+            )
+        j = next(j for j, t in enumerate(column) if (t.type, t.string) != (first.type, first.string))
+        raise Unrenderable(
+            f"the region differs between the shapes: line {row} reads {first.string[:40]!r} in {names[0]} "
+            f"and {column[j].string[:40]!r} in {names[j]}"
+        )
+    if len({len(s) for s in streams}) > 1:  # unreachable while each stream ends with ENDMARKER
+        raise Unrenderable("the region differs between the shapes: their files have different lengths")
+    text = texts[0]
+    for start, end, name in reversed(edits):
+        text = text[:start] + name + text[end:]
+    return Aligned(text, {name: key for key, name in sizes.items()})
+
+
+def render_workloads(
+    regions: Sequence[Region],
+    title: str,
+    spreads: Sequence[dict[str, Spread]] | None = None,
+    names: Sequence[str] | None = None,
+) -> str:
+    """One task file for the same region captured at several input shapes: a KILN workload per shape.
+
+    ``regions``, ``spreads`` and ``names`` (default ``w0``, ``w1``, …) go in the workloads' order. A
+    region whose shapes are the same at every shape is its first capture's ``render``, one workload.
+    """
+    names = list(names) if names is not None else [f"w{k}" for k in range(len(regions))]
+    every = list(spreads) if spreads is not None else [{} for _ in regions]
+    if not regions or len(names) != len(regions) or len(every) != len(regions):
+        raise ValueError("render_workloads needs one region, and as many names and spreads, per workload")
+    texts = [render(r, title, s) for r, s in zip(regions, every, strict=True)]
+    if len(texts) == 1:
+        return texts[0]
+    found = align(texts, names)
+    if not found.sizes:
+        return texts[0]
+    head, marker, tail = found.text.partition("\n\n\nclass Model(")
+    assert marker, "render's layout changed: no class Model after the imports"
+    defined = "".join(f"{n} = {v[0]}\n" for n, v in found.sizes.items())
+    workloads = []
+    for k, name in enumerate(names):
+        items = [f'"name": {json.dumps(name, ensure_ascii=False)}', *(f'"{n}": {v[k]}' for n, v in found.sizes.items())]
+        workloads.append("        {" + ", ".join(items) + "},\n")
+    kiln = f'\n\nKILN = {{\n    "workloads": [\n{"".join(workloads)}    ]\n}}\n'
+    return f"{head}\n\n{defined}\n\nclass Model({tail}{kiln}"
+
+
+def workloads_key(regions: Sequence[Region]) -> str:
+    """``structure_key`` for a region at several shapes: equal for regions one multi-workload task serves."""
+    return hashlib.sha256(render_workloads(regions, "").encode()).hexdigest()[:16]
+
+
+def shape_free_key(region: Region) -> str:
+    """Equal for regions whose task files differ only in their numbers: the same region at other shapes."""
+    tokens = _tokens(render(region, ""))
+    stream = "\x00".join(f"{t.type}:{'#' if t.type == tokenize.NUMBER else t.string}" for t in tokens)
+    return hashlib.sha256(stream.encode()).hexdigest()[:16]
