@@ -15,7 +15,10 @@ those the first model spent on them.
 
 Reported per model: regions (distinct tasks), spliced, evaluations, the end-to-end check, eager,
 torch.compile and spliced milliseconds timed in one interleaved run at ``--threads``, and the
-spliced model's speedup over both (median of per-round ratios).
+spliced model's speedup over both (median of per-round ratios). Where kernels were kept, a
+freshly built model is loaded from ``OUT/model/`` (``kernelkiln.load_model``): the seconds it
+took, and the loaded model against the spliced one in a second interleaved run (``loaded``:
+median per-round ratio, 10-90% of the rounds; 1.0 when loading gives back the same speed).
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from kernelkiln.memory.memory import Memory
+from kernelkiln.model import verify
+from kernelkiln.model.artifact import load_model
 from kernelkiln.model.pipeline import optimize_model
+from kernelkiln.model.shapes import declare
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.speedup import fmt_x
 from kernelkiln.store import open_store
@@ -87,12 +93,20 @@ def run(spec: str, scale: str, budget: int | None, threads: int, memory: Memory,
     config = OptimizeConfig.model_validate({"guard": {"threads": threads}})
     start = time.monotonic()
     result = optimize_model(
-        model, draw(), out / spec.replace(":", "-"), memory, config, budget=budget, make_inputs=draw, name=spec,
+        model, declare(draw, {}), out / spec.replace(":", "-"), memory, config, budget=budget, name=spec,
         say=lambda line: print(f"[{spec}] {line}", file=sys.stderr),
     )  # fmt: skip
     report = result.report
-    e = report.end_to_end
-    assert e is not None
+    (e,) = report.end_to_end
+    loaded: dict[str, Any] = {"load_s": None, "loaded": None, "loaded_interval": None}
+    if report.saved:
+        started = time.monotonic()
+        fresh = load_model(out / spec.replace(":", "-"), build(name, int(layers or 2), scale)[0])
+        loaded["load_s"] = round(time.monotonic() - started, 2)
+        example = draw()
+        timing = verify.time_arms({"spliced": lambda: result.model(*example), "loaded": lambda: fresh(*example)})
+        loaded["loaded"] = timing.speedup["loaded"]
+        loaded["loaded_interval"] = timing.interval["loaded"]
     return {
         "model": spec,
         "regions": len(report.regions),
@@ -108,6 +122,7 @@ def run(spec: str, scale: str, budget: int | None, threads: int, memory: Memory,
         "vs_eager_interval": e.vs_eager_interval,
         "vs_compile": e.vs_compile,
         "wall_s": round(time.monotonic() - start, 1),
+        **loaded,
         "report": str(out / spec.replace(":", "-") / "model.md"),
     }
 
@@ -131,13 +146,15 @@ def main() -> None:
         return
     print(f"scale {args.scale}, {args.threads} thread(s); reports under {out}")
     print(f"{'model':<12} {'tasks':>5} {'spliced':>7} {'reused':>6} {'evals':>5} {'check':>7} "
-          f"{'eager ms':>9} {'compile ms':>10} {'spliced ms':>10} {'vs eager':>8} {'vs compile':>10}")  # fmt: skip
+          f"{'eager ms':>9} {'compile ms':>10} {'spliced ms':>10} {'vs eager':>8} {'vs compile':>10} "
+          f"{'load s':>6} {'loaded':>7}")  # fmt: skip
     for r in rows:
         compile_ms = f"{r['compile_ms']:.2f}" if r["compile_ms"] is not None else "—"
         print(
             f"{r['model']:<12} {r['regions']:>5} {r['spliced']:>7} {r['reused']:>6} {r['evaluations']:>5} "
             f"{'correct' if r['correct'] else 'WRONG':>7} {r['eager_ms']:>9.2f} {compile_ms:>10} "
-            f"{r['spliced_ms']:>10.2f} {fmt_x(r['vs_eager']):>8} {fmt_x(r['vs_compile']):>10}"
+            f"{r['spliced_ms']:>10.2f} {fmt_x(r['vs_eager']):>8} {fmt_x(r['vs_compile']):>10} "
+            f"{r['load_s'] if r['load_s'] is not None else '—':>6} {fmt_x(r['loaded']):>7}"
         )
 
 

@@ -39,14 +39,20 @@ The kept kernels are saved in OUT/model/ with their binaries and the machine the
 built for; from Python, kernelkiln.load_model(OUT, model) runs them in a freshly built
 model (on another CPU it refuses, or rebuilds with rebuild=True).
 
-Not yet: other input shapes than the example's (a call at another shape runs the model in
-torch and is counted), a torch.compile backend.
+--shapes declares the sizes to optimize for: `--shapes seq=1,128 --shapes batch=1,4`
+calls the --inputs function with seq= and batch= keyword arguments, once per combination,
+and captures the model at each. The same region at every shape is one task with one
+workload per shape, so one search finds one kernel for all of them; a call at any other
+shape runs the model in torch, counted in the model's .fallbacks.
+
+Not yet: a torch.compile backend.
 
 \b
 Examples:
   kiln model models.py:gpt2 --inputs models.py:tokens
   kiln model models.py:gpt2 --inputs models.py:tokens --budget 60 --threads 1 --out gpt2-run
   kiln model models.py:bert --inputs models.py:tokens --json > report.json
+  kiln model models.py:gpt2 --inputs models.py:tokens --shapes seq=1,64,128
 
 Results: OUT/model.md and OUT/model.json (the regions table and the end-to-end figures;
 `kiln report OUT` prints it), OUT/tasks/*.py, OUT/runs/<task>/ (each task's run),
@@ -114,11 +120,19 @@ def model(
         help="Splice kernels an LLM wrote (--config with an llm policy): they run in this process, outside the "
         "guard's sandbox. Kernels kernelkiln's lowering generated are spliced without it.",
     ),
+    shapes: list[str] = typer.Option(
+        [],
+        "--shapes",
+        metavar="NAME=N[,N...]",
+        help="Sizes to optimize for, passed to the --inputs function as keyword arguments (repeat for more: every "
+        "combination is a declared shape). Each task then serves them all; a call at any other shape runs in torch.",
+    ),
     no_compile: bool = typer.Option(False, "--no-compile", help="Leave torch.compile out of the end-to-end timing."),
     config_file: Path = CONFIG_OPTION,
     set_config: list[str] = SET_CONFIG_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print model.json's object (a refusal too) instead of tables."),
 ) -> None:
+    from kernelkiln.model import shapes as declared_shapes
     from kernelkiln.model.factory import inputs_maker, make_model
     from kernelkiln.model.pipeline import optimize_model
     from kernelkiln.orchestrator.run import Interrupted
@@ -136,22 +150,21 @@ def model(
             },
             set_config,
         )
+        sizes = declared_shapes.parse(shapes)
         user_model = make_model(target)
-        draw = inputs_maker(inputs)
-        example = draw()
+        declared = declared_shapes.declare(inputs_maker(inputs, list(sizes)), sizes)
         name = type(user_model).__name__
         folder = out or Path("kiln-models") / name
         memory = open_memory(settings.config.store, settings.config.memory.readonly, folder)
         observer = progress_observer()
         result = optimize_model(
             user_model,
-            example,
+            declared,
             folder,
             memory,
             settings.config,
             budget=budget,
             max_wall_s=max_wall or None,
-            make_inputs=draw,
             name=name,
             observer=observer,
             splice_model_kernels=splice_model_kernels,
@@ -172,9 +185,10 @@ def model(
         print(json.dumps({"status": "done", "out": str(folder), **report.model_dump(mode="json")}, indent=2))
     else:
         _show(report.model_dump(mode="json"), folder)
-    end = report.end_to_end
-    if end is not None and not end.correct:
-        print(f"kiln: the spliced model disagrees with eager: {end.failure}", file=sys.stderr)
+    wrong = [e for e in report.end_to_end if not e.correct]
+    if wrong:
+        at = f" at {wrong[0].shape}" if wrong[0].shape else ""
+        print(f"kiln: the spliced model disagrees with eager{at}: {wrong[0].failure}", file=sys.stderr)
         raise typer.Exit(WRONG)
 
 
@@ -192,13 +206,15 @@ def _show(report: dict[str, Any], folder: Path) -> None:
     console.print(table)
     for left in report["left"]:
         console.print(f"stayed in torch: {left['op']} ×{left['count']}: {left['reason']}", markup=False)
-    e = report["end_to_end"]
-    if e:
+    for e in report["end_to_end"]:
+        at = f" at {e['shape']}" if e["shape"] else ""
         verdict = "correct" if e["correct"] else f"WRONG ({e['failure']})"
-        console.print(f"end to end, {e['trials']} fresh input draws against eager: {verdict}", markup=False)
+        console.print(f"end to end{at}, {e['trials']} fresh input draws against eager: {verdict}", markup=False)
+        if not e["kept"]:
+            console.print(f"  runs in torch{at}: {e['dropped'] or 'no kernel applies'}", markup=False)
         if e["spliced_ms"] is not None:
             console.print(
-                f"eager {e['eager_ms']:.3f} ms, torch.compile "
+                f"  eager {e['eager_ms']:.3f} ms, torch.compile "
                 + (f"{e['compile_ms']:.3f} ms" if e["compile_ms"] is not None else "—")
                 + f", spliced {e['spliced_ms']:.3f} ms: {fmt_x(e['vs_eager'])} over eager, "
                 f"{fmt_x(e['vs_compile'])} over torch.compile",

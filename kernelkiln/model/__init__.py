@@ -7,15 +7,18 @@ runs the kernels it saved in ``OUT/model/`` again; see
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
 from kernelkiln.model.artifact import load_model
 from kernelkiln.model.pipeline import ModelResult
 from kernelkiln.model.pipeline import optimize_model as _optimize
+from kernelkiln.model.shapes import Declared, declare
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.store import open_store
 
@@ -24,20 +27,37 @@ __all__ = ["ModelResult", "load_model", "optimize_model"]
 
 def optimize_model(
     model: torch.nn.Module,
-    example_inputs: tuple[Any, ...],
+    example_inputs: tuple[Any, ...] | None = None,
     out: str | Path = "kiln-models/model",
     budget: int | None = None,
     store: str | None = None,
     threads: int | None = None,
     config: OptimizeConfig | None = None,
+    make_inputs: Callable[..., tuple[Any, ...]] | None = None,
+    shapes: dict[str, list[int]] | None = None,
 ) -> ModelResult:
-    """Optimize ``model`` at ``example_inputs``: ``.model`` runs the verified kernels, ``.report`` says where
-    the time went. ``budget``: evaluations for the whole model; ``store``: memory's URL (default: the user's)."""
+    """Optimize ``model``: ``.model`` runs the verified kernels, ``.report`` says where the time went.
+
+    Inputs: ``example_inputs``, or ``make_inputs()`` (called again under fresh seeds for the
+    end-to-end check); with ``shapes`` (``{"seq": [1, 128]}``), ``make_inputs(seq=1)`` and so
+    on for every combination, each a declared shape the kernels serve. ``budget``:
+    evaluations for the whole model; ``store``: memory's URL (default: the user's).
+    """
+    if make_inputs is None:
+        if example_inputs is None or shapes:
+            raise UserError("optimize_model needs example_inputs, or make_inputs (which shapes requires)")
+        example = tuple(example_inputs)
+        declared = [Declared("", example, lambda: example)]
+    elif example_inputs is not None and not shapes:
+        example, draw = tuple(example_inputs), make_inputs
+        declared = [Declared("", example, lambda: tuple(draw()))]
+    else:
+        declared = declare(make_inputs, shapes or {})
     config = config or OptimizeConfig()
     if threads is not None:
         config = config.model_copy(update={"guard": config.guard.model_copy(update={"threads": threads})})
     memory = Memory(open_store(store, config.store))
     try:
-        return _optimize(model, tuple(example_inputs), Path(out), memory, config, budget=budget)
+        return _optimize(model, declared, Path(out), memory, config, budget=budget)
     finally:
         memory.store.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from kernelkiln.atomic import write_atomic
 from kernelkiln.errors import UserError, described
 from kernelkiln.model import verify
 from kernelkiln.model.capture import capture
+from kernelkiln.model.endtoend import Shape
 from kernelkiln.model.regions import Region, partition
 from kernelkiln.model.splice import Kernel, SpliceError, load, splice
 from kernelkiln.model.spliced import SplicedModel
@@ -80,11 +81,25 @@ class Library(_Frozen):
 
 
 class SavedKernel(_Frozen):
-    key: str  # the regions' structure key
+    key: str  # its task's key
     origin: str  # "generated" or "model-written"
-    places: int  # regions of this structure in the model
     file: str  # the candidate's source, relative to the folder
     libraries: list[Library]
+
+
+class SavedRegion(_Frozen):
+    """The regions of one structure at one shape, and the kernel that serves them."""
+
+    structure: str  # ``structure_key`` of the region at this shape
+    kernel: str  # the kernel's key
+    places: int  # how many times the region occurs in the model
+
+
+class SavedShape(_Frozen):
+    label: str  # "seq=128"; "" for the example inputs alone
+    example: str  # the inputs, saved with torch.save, relative to the folder
+    inputs: list[str]
+    regions: list[SavedRegion]
 
 
 class Manifest(_Frozen):
@@ -93,8 +108,8 @@ class Manifest(_Frozen):
     torch: str
     threads: int
     machine: Machine
-    inputs: list[str]
     kernels: list[SavedKernel]
+    shapes: list[SavedShape]  # where the kernels run; a call at any other shape runs the model in torch
 
 
 def _sha256(data: bytes) -> str:
@@ -105,52 +120,30 @@ def _libraries(module: Any) -> list[native.NativeLibrary]:
     return [v for v in vars(module).values() if isinstance(v, native.NativeLibrary)]
 
 
-def save(
-    out: Path,
-    name: str,
-    example: tuple[Any, ...],
-    inputs: list[str],
-    threads: int,
-    kernels: dict[str, Kernel],
-    places: dict[str, int],
-) -> Path:
-    """Write ``out/model/`` for ``kernels`` (replacing an earlier one whole); returns the folder."""
+def save(out: Path, name: str, shapes: Sequence[Shape], threads: int, kernels: dict[str, Kernel]) -> Path:
+    """Write ``out/model/`` for ``kernels`` at ``shapes`` (replacing an earlier one whole); returns the folder."""
     folder = out / FOLDER
     staging = Path(tempfile.mkdtemp(prefix=".model.", dir=out))
     try:
-        saved = []
-        for key, kernel in sorted(kernels.items()):
-            write_atomic(staging / "kernels" / f"{key}.py", kernel.source)
-            libraries = []
-            for k, lib in enumerate(_libraries(load(kernel))):  # built already: the loader's memo serves it
-                binary = Path(lib.path).read_bytes()
-                request = lib.request
-                stem = f"kernels/{key}-{k}"
-                write_atomic(staging / f"{stem}.so", binary, mode=0o755)
-                write_atomic(staging / f"{stem}{Path(request.filename).suffix}", request.source)
-                libraries.append(
-                    Library(
-                        lang=request.lang,
-                        flags=list(request.flags),
-                        source=f"{stem}{Path(request.filename).suffix}",
-                        file=f"{stem}.so",
-                        sha256=_sha256(binary),
-                    )
-                )
-            saved.append(
-                SavedKernel(
-                    key=key, origin=kernel.origin, places=places[key], file=f"kernels/{key}.py", libraries=libraries
-                )
-            )
-        torch.save(example, staging / "example.pt")
+        saved = [_save_kernel(staging, kernel) for _, kernel in sorted(kernels.items())]
+        at = []
+        for w, shape in enumerate(shapes):
+            torch.save(shape.declared.example, staging / f"example-{w}.pt")
+            regions = [
+                SavedRegion(structure=structure_key(shape.regions[key][0]), kernel=key, places=len(shape.regions[key]))
+                for key in sorted(kernels)
+                if shape.regions.get(key)
+            ]
+            label, inputs = shape.declared.label, shape.declared.inputs()
+            at.append(SavedShape(label=label, example=f"example-{w}.pt", inputs=inputs, regions=regions))
         manifest = Manifest(
             format=FORMAT,
             model=name,
             torch=torch.__version__,
             threads=threads,
             machine=Machine.here(),
-            inputs=inputs,
             kernels=saved,
+            shapes=at,
         )
         write_atomic(staging / "manifest.json", manifest.model_dump_json(indent=2) + "\n")
         old = out / ".model-old"
@@ -162,6 +155,24 @@ def save(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def _save_kernel(staging: Path, kernel: Kernel) -> SavedKernel:
+    """The candidate's source, and each library it opens (built already: the loader's memo serves it)."""
+    write_atomic(staging / "kernels" / f"{kernel.key}.py", kernel.source)
+    libraries = []
+    for k, lib in enumerate(_libraries(load(kernel))):
+        binary = Path(lib.path).read_bytes()
+        request = lib.request
+        stem = f"kernels/{kernel.key}-{k}"
+        source = f"{stem}{Path(request.filename).suffix}"
+        write_atomic(staging / f"{stem}.so", binary, mode=0o755)
+        write_atomic(staging / source, request.source)
+        libraries.append(
+            Library(lang=request.lang, flags=list(request.flags), source=source, file=f"{stem}.so",
+                    sha256=_sha256(binary))
+        )  # fmt: skip
+    return SavedKernel(key=kernel.key, origin=kernel.origin, file=f"kernels/{kernel.key}.py", libraries=libraries)
 
 
 def discard(out: Path) -> None:
@@ -214,6 +225,10 @@ def _binaries(folder: Path, manifest: Manifest, rebuild: bool) -> Iterator[None]
         yield
 
 
+def _always(example: tuple[Any, ...]) -> Callable[[], tuple[Any, ...]]:
+    return lambda: example
+
+
 def load_model(
     out: str | Path,
     model: torch.nn.Module,
@@ -237,29 +252,36 @@ def load_model(
             f"{len(written)} of {folder}'s kernels were written by a model and would run in this process: "
             "pass splice_model_kernels=True to run them"
         )
-    try:
-        example = tuple(torch.load(folder / "example.pt", weights_only=True))
-    except Exception as exc:
-        raise UserError(f"{folder / 'example.pt'} cannot be read ({described(exc)[:200]})") from None
-    captured = capture(model, example)
-    groups: dict[str, list[Region]] = {}
-    for region in partition(captured).regions:
-        groups.setdefault(structure_key(region), []).append(region)
-    for saved in manifest.kernels:
-        found = len(groups.get(saved.key, []))
-        if found != saved.places:
-            raise UserError(
-                f"{type(model).__name__} is not the model {folder} was made for: the region of "
-                f"{saved.file} occurs {found} time(s) in it, {saved.places} in {manifest.model}"
-            )
     kernels = {k.key: Kernel(k.key, (folder / k.file).read_text(), k.origin) for k in manifest.kernels}
+    shapes = []
+    for saved in manifest.shapes:
+        try:
+            example = tuple(torch.load(folder / saved.example, weights_only=True))
+        except Exception as exc:
+            raise UserError(f"{folder / saved.example} cannot be read ({described(exc)[:200]})") from None
+        captured = capture(model, example)
+        groups: dict[str, list[Region]] = {}
+        for region in partition(captured).regions:
+            groups.setdefault(structure_key(region), []).append(region)
+        for r in saved.regions:
+            found = len(groups.get(r.structure, []))
+            if found != r.places:
+                at = f" at {saved.label}" if saved.label else ""
+                raise UserError(
+                    f"{type(model).__name__} is not the model {folder} was made for: the region kernels/{r.kernel}.py "
+                    f"serves occurs {found} time(s) in it{at}, {r.places} in {manifest.model}"
+                )
+        shapes.append((captured, {r.kernel: groups[r.structure] for r in saved.regions}, example))
+    graphs = []
     try:
         with _binaries(folder, manifest, rebuild):
-            graph = splice(captured, {k: groups[k] for k in kernels}, kernels)
+            for captured, regions, _ in shapes:
+                graphs.append(splice(captured, regions, {k: kernels[k] for k in regions}))
     except (native.BuildError, SpliceError) as exc:
         raise UserError(f"{folder}'s kernels cannot be loaded here: {described(exc)[:300]}") from None
-    spliced = SplicedModel(model, captured, graph)
-    result = verify.check(model, spliced, lambda: example, trials=1)
-    if result.failure:
-        raise UserError(f"{folder}'s kernels disagree with eager on the saved example inputs: {result.failure}")
+    spliced = SplicedModel(model, [(c, g) for (c, _, _), g in zip(shapes, graphs, strict=True)])
+    for _, _, example in shapes:
+        result = verify.check(model, spliced, _always(example), trials=1)
+        if result.failure:
+            raise UserError(f"{folder}'s kernels disagree with eager on the saved example inputs: {result.failure}")
     return spliced

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,22 @@ def make_model(spec: str) -> Any:
     return model
 
 
-def inputs_maker(spec: str) -> Callable[[], tuple[Any, ...]]:
-    """A function drawing the example inputs (a tuple) with the factory ``spec``; its first call is checked."""
+def inputs_maker(spec: str, sizes: Sequence[str] = ()) -> Callable[..., tuple[Any, ...]]:
+    """A function drawing the example inputs (a tuple) with the factory ``spec``, the declared ``sizes`` as keywords."""
     fn = factory(spec, "--inputs")
+    try:
+        inspect.signature(fn).bind(**dict.fromkeys(sizes, 1))
+    except TypeError:
+        first = next(iter(sizes))
+        raise UserError(
+            f"--inputs {spec} does not take {', '.join(sizes)} as keyword arguments (--shapes declares them): "
+            f"def {fn.__name__}({first}=128): ..."
+        ) from None
+    except ValueError:  # no signature to read (a builtin): its calls will say
+        pass
 
-    def draw() -> tuple[Any, ...]:
-        value = call(fn, f"--inputs {spec}")
+    def draw(**given: int) -> tuple[Any, ...]:
+        value = call(lambda: fn(**given), f"--inputs {spec}")
         return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
     return draw

@@ -1,6 +1,8 @@
 """``optimize_model``: capture, cut, optimize by time share with memory, splice, verify and time.
 
-Each distinct region becomes a KernelBench-format task in ``OUT/tasks/``; the regions are
+The model is captured at each declared shape and the same region at every shape is one
+place. Each distinct region becomes a KernelBench-format task in ``OUT/tasks/`` (one
+workload per shape); the tasks are
 optimized largest share first, each as its own optimizer run over the same store (so a
 later region, or a later model, reads what earlier ones taught), with the run's budget
 split by share. A region's best is spliced only when the guard confirmed it correct and
@@ -11,26 +13,27 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from kernelkiln.errors import UserError, described
+from kernelkiln.errors import UserError
 from kernelkiln.lowering import Unsupported
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.signature import signature
-from kernelkiln.model import artifact, verify
-from kernelkiln.model.capture import Captured, capture
+from kernelkiln.model import artifact
+from kernelkiln.model.capture import capture
+from kernelkiln.model.endtoend import Shape, assemble
 from kernelkiln.model.profile import Profile, profile
 from kernelkiln.model.regions import Partition, Region, partition
-from kernelkiln.model.report import EndToEnd, LeftRow, ModelReport, RegionRow
-from kernelkiln.model.splice import Kernel, SpliceError, splice
+from kernelkiln.model.report import LeftRow, ModelReport, RegionRow
+from kernelkiln.model.shapes import Declared, Place, places
+from kernelkiln.model.splice import Kernel
 from kernelkiln.model.spliced import SplicedModel
-from kernelkiln.model.taskfile import Unrenderable, render, structure_key
+from kernelkiln.model.taskfile import Unrenderable, render_workloads, workloads_key
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
@@ -38,7 +41,6 @@ from kernelkiln.orchestrator.seeds import GENERATED, starting_code
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import machine_kind
 from kernelkiln.platforms.host import default_threads
-from kernelkiln.speedup import fmt_x
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import load_task
 
@@ -86,10 +88,6 @@ class _Notes(Observer):
         self.inner.note(line)
 
 
-def _describe(x: Any) -> str:
-    return f"{x.dtype}{list(x.shape)}".replace("torch.", "") if isinstance(x, torch.Tensor) else repr(x)
-
-
 def _task_name(k: int, region: Region) -> str:
     main = next((o for o in region.ops if o not in ("view", "clone", "permute")), region.ops[0])
     return f"region_{k:02d}_{re.sub(r'[^a-z0-9]+', '_', main.lower()).strip('_')}"
@@ -120,59 +118,64 @@ def _exact_match(path: Path, config: OptimizeConfig, memory: Memory) -> str | No
     return memory.prior(sig, None).reused_from
 
 
-def _left(part: Partition) -> list[LeftRow]:
+def _left(parts: list[Partition]) -> list[LeftRow]:
+    """What stayed in torch, at the first shape (the others' are the same operations at other sizes)."""
     from kernelkiln.lowering.trace import op_name
 
-    counts = Counter((op_name(x.node.target), x.reason) for x in part.left)
+    counts = Counter((op_name(x.node.target), x.reason) for x in parts[0].left)
     return [LeftRow(op=op, count=n, reason=why) for (op, why), n in sorted(counts.items())]
 
 
 def optimize_model(
     model: torch.nn.Module,
-    example_inputs: tuple[Any, ...],
+    shapes: Sequence[Declared],
     out: Path,
     memory: Memory,
     config: OptimizeConfig | None = None,
     budget: int | None = None,
     max_wall_s: float | None = WALL_S,
-    make_inputs: Callable[[], tuple[Any, ...]] | None = None,
     name: str | None = None,
     observer: Observer | None = None,
     splice_model_kernels: bool = False,
     compare_compile: bool = True,
     say: Callable[[str], None] = lambda line: None,
 ) -> ModelResult:
-    """Optimize ``model`` at ``example_inputs``; tasks, runs and the report go under ``out``.
+    """Optimize ``model`` at the declared ``shapes``; tasks, runs, the report and the saved kernels go under ``out``.
 
     ``budget``: evaluations for the whole model (default ``PER_TASK`` per distinct region);
     ``max_wall_s``: seconds for all the searches (split by share like the budget; None: no limit);
-    ``make_inputs``: draws fresh inputs for the end-to-end check (default: the examples);
     ``splice_model_kernels``: splice kernels an LLM wrote (they run in this process, unsandboxed).
     """
     config = config or OptimizeConfig()
     threads = config.guard.threads or torch.get_num_threads()
     torch.set_num_threads(threads)
     config = config.model_copy(update={"guard": config.guard.model_copy(update={"threads": threads})})
-    example = tuple(example_inputs)
-    draw = make_inputs or (lambda: example)
     name = name or type(model).__name__
     out.mkdir(parents=True, exist_ok=True)
 
-    say(f"capturing {name} with torch.export")
-    captured = capture(model, example)
-    timed = profile(captured, model)
-    part = partition(captured)
-    groups: dict[str, list[Region]] = {}
-    for region in part.regions:
-        groups.setdefault(structure_key(region), []).append(region)
-    shares = {k: sum(timed.share(r.nodes) for r in rs) for k, rs in groups.items()}
+    captures, profiles, parts = [], [], []
+    for shape in shapes:
+        say(f"capturing {name} with torch.export{' at ' + shape.label if shape.label else ''}")
+        captures.append(capture(model, shape.example))
+        profiles.append(profile(captures[-1], model))
+        parts.append(partition(captures[-1]))
+    groups: dict[str, list[Place]] = {}
+    for place in places(parts):
+        groups.setdefault(workloads_key(place.ordered()), []).append(place)
+    # A task's share: its places' share of each shape's time, averaged over the declared shapes.
+    shares = {
+        k: sum(profiles[w].share(r.nodes) for p in ps for w, r in p.regions.items()) / len(shapes)
+        for k, ps in groups.items()
+    }
     order = sorted(groups, key=lambda k: -shares[k])
-    say(f"{len(part.regions)} regions, {len(groups)} distinct; {len(part.left)} operations stay in torch")
+    left = sum(len(p.left) for p in parts)
+    per = " over the declared shapes" if len(shapes) > 1 else ""
+    say(f"{sum(len(p.regions) for p in parts)} regions{per}, {len(groups)} distinct; {left} operations stay in torch")
 
     rows: dict[str, RegionRow] = {}
     paths: dict[str, Path] = {}
     for k, key in enumerate(order):
-        rows[key], path = _write_task(k, groups[key], shares[key], timed, out, config)
+        rows[key], path = _write_task(k, groups[key], shares[key], profiles, shapes, out, config)
         if path is not None:
             paths[key] = path
     budgets = _budgets({k: shares[k] for k in paths}, budget)
@@ -193,60 +196,63 @@ def optimize_model(
         rows[key] = row
         if kernel is not None:
             kernels[key] = kernel
-    spliced, kernels, rows = _spliced(model, captured, groups, kernels, rows, draw, say)
-    say(f"timing eager{', torch.compile' if compare_compile else ''} and the spliced model side by side")
-    end = _end_to_end(model, spliced, example, draw, compare_compile)
-    slower = end.vs_eager_interval is not None and end.vs_eager_interval[1] < 1.0
-    if kernels and (not end.correct or slower):  # the user's model is never handed back wrong or slower
-        why = (
-            f"together the kernels disagree with eager: {end.failure}"
-            if not end.correct
-            else f"the spliced model was slower than eager end to end ({fmt_x(end.vs_eager)})"
-        )
-        for key in kernels:
-            rows[key] = rows[key].model_copy(update={"status": "dropped", "reason": why})
-        say(f"no kernel kept: {why}")
-        spliced = SplicedModel(model, captured, None)
-        end = end.model_copy(update={"kept": False})
-        kernels = {}
-    inputs = [_describe(x) for x in example]
+    at = [
+        Shape(d, c, {k: [p.regions[w] for p in ps if w in p.regions] for k, ps in groups.items()})
+        for w, (d, c) in enumerate(zip(shapes, captures, strict=True))
+    ]
+    done = assemble(model, at, kernels, compare_compile, say)
+    for key, why in done.failures.items():
+        rows[key] = rows[key].model_copy(update={"status": "failed", "reason": why})
+    for key in set(kernels) - set(done.failures) - set(done.kernels):  # kept nowhere: every shape dropped them
+        why = "; ".join(e.dropped for e in done.ends if e.dropped)
+        rows[key] = rows[key].model_copy(update={"status": "dropped", "reason": why})
     saved = ""
-    if kernels:
-        places = {k: len(groups[k]) for k in kernels}
-        saved = artifact.save(out, name, example, inputs, threads, kernels, places).name
+    if done.kernels:
+        kept = [s for s, k in zip(at, done.kept, strict=True) if k]
+        saved = artifact.save(out, name, kept, threads, done.kernels).name
         say(f"saved the kernels in {out / saved}: kernelkiln.load_model({str(out)!r}, model) runs them")
     else:
         artifact.discard(out)
     report = ModelReport(
         model=name,
-        inputs=inputs,
+        inputs=shapes[0].inputs(),
         threads=threads,
         budget=sum(budgets.values()),
         regions=[rows[k] for k in order],
-        left=_left(part),
-        end_to_end=end,
+        left=_left(parts),
+        shapes=[s.label for s in shapes if s.label],
+        end_to_end=done.ends,
         saved=saved,
     )
     report.write(out)
-    return ModelResult(spliced, report)
+    return ModelResult(done.model, report)
 
 
 def _write_task(
-    k: int, regions: list[Region], share: float, timed: Profile, out: Path, config: OptimizeConfig
+    k: int,
+    places: list[Place],
+    share: float,
+    profiles: list[Profile],
+    shapes: Sequence[Declared],
+    out: Path,
+    config: OptimizeConfig,
 ) -> tuple[RegionRow, Path | None]:
-    first = regions[0]
-    name = _task_name(k, first)
+    first = places[0]
+    regions = first.ordered()
+    at = sorted(first.regions)
+    name = _task_name(k, regions[0])
     row = RegionRow(
         task=f"tasks/{name}.py",
-        ops=list(first.ops),
-        places=len(regions),
+        ops=list(regions[0].ops),
+        places=len(places),
         share=share,
-        reference_ms=timed.share(first.nodes) * timed.total * 1e3,
+        reference_ms=profiles[at[0]].share(regions[0].nodes) * profiles[at[0]].total * 1e3,
         status="not run",
     )
-    title = f"{name}: {len(regions)} place(s) in the model, {share:.1%} of its time at the example inputs."
+    title = f"{name}: {len(places)} place(s) in the model, {share:.1%} of its time at the declared inputs."
     try:
-        source = render(first, title, timed.spreads)
+        spreads = [profiles[w].spreads for w in at]
+        source = render_workloads(regions, title, spreads, [shapes[w].label or f"w{w}" for w in at])
     except Unrenderable as exc:
         return row.model_copy(update={"status": "refused", "reason": str(exc)}), None
     path = out / "tasks" / f"{name}.py"
@@ -302,66 +308,3 @@ def _optimize(
         return row.model_copy(update={"status": "unchecked", "reason": reason}), None
     kernel = Kernel(key, Path(summary["best"]).read_text(), origin)
     return row.model_copy(update={"status": "spliced"}), kernel
-
-
-def _spliced(
-    model: torch.nn.Module,
-    captured: Captured,
-    groups: dict[str, list[Region]],
-    kernels: dict[str, Kernel],
-    rows: dict[str, RegionRow],
-    draw: Callable[[], tuple[Any, ...]],
-    say: Callable[[str], None],
-) -> tuple[SplicedModel, dict[str, Kernel], dict[str, RegionRow]]:
-    """The model with every kernel that runs and agrees spliced; a kernel that does not is dropped, with why."""
-    say(f"splicing {len(kernels)} kernel(s) and checking the model end to end")
-    kept = dict(kernels)
-    for key, kernel in kernels.items():  # each alone first: a failure names its region
-        try:
-            alone = SplicedModel(model, captured, splice(captured, {key: groups[key]}, {key: kernel}))
-            result = verify.check(model, alone, draw, trials=1)
-            failure = result.failure
-        except (SpliceError, RuntimeError) as exc:
-            failure = described(exc)
-        if failure:
-            del kept[key]
-            rows[key] = rows[key].model_copy(update={"status": "failed", "reason": f"in the model: {failure}"})
-    graph = splice(captured, {k: groups[k] for k in kept}, kept)
-    return SplicedModel(model, captured, graph), kept, rows
-
-
-def _end_to_end(
-    model: torch.nn.Module,
-    spliced: SplicedModel,
-    example: tuple[Any, ...],
-    draw: Callable[[], tuple[Any, ...]],
-    compare_compile: bool,
-) -> EndToEnd:
-    result = verify.check(model, spliced, draw)
-    arms: dict[str, Callable[[], Any]] = {"eager": lambda: model(*example)}
-    compile_error = ""
-    if compare_compile:
-        compiled = torch.compile(model)
-        try:
-            with torch.no_grad():
-                compiled(*example)
-            arms["compile"] = lambda: compiled(*example)
-        except Exception as exc:
-            compile_error = described(exc)[:300]
-    arms["spliced"] = lambda: spliced(*example)
-    timing = verify.time_arms(arms)
-    ms = {k: v * 1e3 for k, v in timing.seconds.items()}
-    return EndToEnd(
-        correct=not result.failure,
-        trials=result.trials,
-        max_abs_error=result.max_abs_error,
-        failure=result.failure,
-        eager_ms=ms["eager"],
-        compile_ms=ms.get("compile"),
-        spliced_ms=ms["spliced"],
-        vs_eager=timing.speedup["spliced"],
-        vs_eager_interval=timing.interval["spliced"],
-        vs_compile=timing.ratio("compile", "spliced") if "compile" in timing.seconds else None,
-        compile_error=compile_error,
-        rounds=timing.rounds,
-    )

@@ -24,8 +24,8 @@ class RegionRow(_Frozen):
     task: str  # its file, relative to the output folder
     ops: list[str]
     places: int
-    share: float  # of the eager graph's time, all places together
-    reference_ms: float  # one place, as the graph ran it at the example inputs
+    share: float  # of the eager graph's time, all places together (the mean over declared shapes)
+    reference_ms: float  # one place, as the graph ran it at the first declared shape (the example inputs)
     budget: int = 0
     evaluations: int = 0
     speedup: float | None = None  # the guard's (confirmed) figure over the region's reference
@@ -45,8 +45,9 @@ class LeftRow(_Frozen):
 
 
 class EndToEnd(_Frozen):
-    """The spliced model against eager and torch.compile, side by side in one run."""
+    """At one declared shape, the spliced model against eager and torch.compile, side by side in one run."""
 
+    shape: str = ""  # its label (seq=128); "" for the example inputs alone
     correct: bool
     trials: int
     max_abs_error: float
@@ -59,7 +60,8 @@ class EndToEnd(_Frozen):
     vs_compile: float | None = None
     compile_error: str = ""
     rounds: int = 0
-    kept: bool = True  # False: wrong or slower than eager together, so the returned model runs in torch
+    kept: bool = True  # False: the model runs in torch at this shape (``dropped`` says why, "" if no kernel applies)
+    dropped: str = ""
 
 
 class ModelReport(_Frozen):
@@ -69,7 +71,8 @@ class ModelReport(_Frozen):
     budget: int
     regions: list[RegionRow]
     left: list[LeftRow]
-    end_to_end: EndToEnd | None = None
+    shapes: list[str] = []  # the declared shapes' labels; [] for the example inputs alone
+    end_to_end: list[EndToEnd] = []  # one per declared shape
     saved: str = ""  # the folder of the saved kernels (``load_model``), relative to the output folder; "" if none
 
     def write(self, out: Path) -> None:
@@ -86,7 +89,8 @@ def markdown(report: ModelReport) -> str:
     lines = [
         f"# {report.model}",
         "",
-        f"Inputs {', '.join(report.inputs)}; {report.threads} thread(s); budget {report.budget} evaluations.",
+        (f"Declared shapes: {'; '.join(report.shapes)}; inputs at the first: " if report.shapes else "Inputs ")
+        + f"{', '.join(report.inputs)}; {report.threads} thread(s); budget {report.budget} evaluations.",
         "",
         "| task | ops | places | share | reference ms | kernel ms | speedup | status | origin | memory | evals |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: |",
@@ -102,15 +106,14 @@ def markdown(report: ModelReport) -> str:
     if report.left:
         lines += ["", "## Stayed in torch", "", "| op | count | why |", "| --- | ---: | --- |"]
         lines += [f"| {x.op} | {x.count} | {x.reason} |" for x in report.left]
-    e = report.end_to_end
-    if e is not None:
-        lines += ["", "## End to end", ""]
+    for e in report.end_to_end:
+        lines += ["", f"## End to end{' at ' + e.shape if e.shape else ''}", ""]
         verdict = "correct" if e.correct else f"WRONG: {e.failure}"
         lines.append(
             f"- against eager on {e.trials} fresh input draws: {verdict} (max abs error {e.max_abs_error:.3g})"
         )
         if not e.kept:
-            lines.append("- no kernel kept: the returned model runs in torch (the regions say why)")
+            lines.append(f"- no kernel kept: the model runs in torch here ({e.dropped or 'no kernel applies'})")
         if e.spliced_ms is not None:
             low, high = e.vs_eager_interval or (None, None)
             lines.append(

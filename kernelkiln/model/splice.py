@@ -26,7 +26,6 @@ from kernelkiln.model.regions import Region
 
 _LOCK = threading.Lock()
 _OPS: dict[str, object] = {}  # task key -> its custom op (registered once per process)
-_OUTPUTS: dict[str, list[tuple[tuple[int, ...], torch.dtype]]] = {}
 _PLACES: dict[int, Place] = {}  # a place's number -> the bound candidate
 _NUMBERS = itertools.count()
 _VIEWS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default)
@@ -48,10 +47,13 @@ class Kernel:
 class Place:
     """One place of a region in the model: its candidate module, bound to the model's tensors at first call."""
 
-    def __init__(self, kernel: Kernel, module: types.ModuleType, weights: int):
+    def __init__(
+        self, kernel: Kernel, module: types.ModuleType, weights: int, outputs: list[tuple[tuple[int, ...], torch.dtype]]
+    ):
         self.kernel = kernel
         self.module = module
         self.weights = weights  # how many of the state tensors are weights; the rest are constants
+        self.outputs = outputs  # shapes and dtypes, for the op's fake implementation (a place has one shape)
         self.bound: nn.Module | None = None
         self.lock = threading.Lock()
 
@@ -97,11 +99,10 @@ def state_order(region: Region) -> list[fx.Node]:
     return [*region.state, *region.constants]
 
 
-def _op(key: str, outputs: list[tuple[tuple[int, ...], torch.dtype]]) -> object:
+def _op(key: str) -> object:
     with _LOCK:
         if key in _OPS:
             return _OPS[key]
-        _OUTPUTS[key] = outputs
 
         @torch.library.custom_op(f"kiln::region_{key}", mutates_args=())
         def run(place: int, inputs: list[torch.Tensor], state: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -109,7 +110,7 @@ def _op(key: str, outputs: list[tuple[tuple[int, ...], torch.dtype]]) -> object:
 
         @run.register_fake
         def _(place: int, inputs: list[torch.Tensor], state: list[torch.Tensor]) -> list[torch.Tensor]:
-            return [torch.empty(shape, dtype=dtype) for shape, dtype in _OUTPUTS[key]]
+            return [torch.empty(shape, dtype=dtype) for shape, dtype in _PLACES[place].outputs]
 
         _OPS[key] = getattr(torch.ops.kiln, f"region_{key}").default
         return _OPS[key]
@@ -125,10 +126,9 @@ def splice(captured: Captured, regions: dict[str, list[Region]], kernels: dict[s
     for key, kernel in kernels.items():
         for region in regions[key]:
             outputs = [(tuple(int(s) for s in o.meta["val"].shape), o.meta["val"].dtype) for o in region.outputs]
-            op = _op(key, outputs)
             number = next(_NUMBERS)
-            _PLACES[number] = Place(kernel, modules[key], len(region.state))
-            _replace(gm.graph, by_name, region, op, number)
+            _PLACES[number] = Place(kernel, modules[key], len(region.state), outputs)
+            _replace(gm.graph, by_name, region, _op(key), number)
     for n in gm.graph.nodes:
         # A kernel's outputs are contiguous where the model's were views with other strides (attention's
         # inputs, split from one product): a view downstream, of them or of what torch makes from them,

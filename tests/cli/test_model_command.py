@@ -30,6 +30,10 @@ def rows():
     return (torch.randn(8, 32),)
 
 
+def sized_rows(n=8):
+    return (torch.randn(n, 32),)
+
+
 tokens = gpt2_tokens
 """
 
@@ -74,6 +78,35 @@ def test_a_bad_factory_is_refused_as_json_too(app, models):
     assert json.loads(done.stdout) == {"status": "refused", "reason": f"MODEL: {models} has no function nope"}
 
 
+@pytest.mark.parametrize(
+    ("shapes", "why"),
+    [
+        (["--shapes", "n"], "expected NAME=N[,N...]"),
+        (["--shapes", "n=0"], "expected NAME=N[,N...]"),
+        (["--shapes", "seq=4"], "does not take seq as keyword arguments"),
+    ],
+)
+def test_bad_shapes_are_refused_in_one_line_before_any_work(app, models, tmp_path, shapes, why):
+    args = ["model", f"{models}:linear_gelu", "--inputs", f"{models}:sized_rows", *shapes, "--json"]
+    done = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "out")])
+    assert isinstance(done.exception, UserError) and why in str(done.exception)
+    assert "\n" not in str(done.exception) and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_declared_shapes_each_get_a_check_and_a_timing(app, models, tmp_path):
+    store = f"sqlite:///{tmp_path / 'kiln.db'}"
+    out = tmp_path / "out"
+    args = ["model", f"{models}:linear_gelu", "--inputs", f"{models}:sized_rows", "--shapes", "n=4,8", "--budget", "3"]
+    done = CliRunner().invoke(app, [*args, "--json", "--store", store, "--out", str(out), *QUICK])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["shapes"] == ["n=4", "n=8"]
+    assert [(e["shape"], e["correct"]) for e in report["end_to_end"]] == [("n=4", True), ("n=8", True)]
+    (row,) = report["regions"]
+    assert "KILN" in (out / row["task"]).read_text()
+
+
 @pytest.mark.slow
 def test_a_tiny_model_is_optimized_spliced_and_checked(app, models, tmp_path):
     store = f"sqlite:///{tmp_path / 'kiln.db'}"
@@ -85,7 +118,7 @@ def test_a_tiny_model_is_optimized_spliced_and_checked(app, models, tmp_path):
     assert report["status"] == "done" and report["out"] == str(out) and report["model"] == "Sequential"
     (row,) = report["regions"]  # one region: the product and its GELU
     assert row["ops"][:2] == ["addmm", "gelu"] and (out / row["task"]).is_file()
-    assert report["end_to_end"]["correct"] is True
+    assert [e["correct"] for e in report["end_to_end"]] == [True]
     assert json.loads((out / "model.json").read_text()) == {
         k: v for k, v in report.items() if k not in ("status", "out")
     }

@@ -15,6 +15,8 @@ import kernelkiln
 from kernelkiln.errors import UserError
 from kernelkiln.lowering import generate
 from kernelkiln.model import artifact
+from kernelkiln.model.endtoend import Shape
+from kernelkiln.model.shapes import Declared
 from kernelkiln.model.splice import Kernel
 from kernelkiln.task import load_task
 from kernelkiln.testing.models import TinyLM, tiny_lm, tokens
@@ -23,8 +25,8 @@ from kernelkiln.testing.models import TinyLM, tiny_lm, tokens
 def save(lm, out: Path, origin: str = "generated") -> Path:
     """The lowering's kernel for each of ``lm``'s tasks, saved as the pipeline saves its winners."""
     kernels = {key: Kernel(key, generate(load_task(path, {})).source, origin) for key, path in lm.tasks.items()}
-    places = {key: len(lm.groups[key]) for key in kernels}
-    return artifact.save(out, "TinyLM", lm.example, ["int64[1, 8]"], 1, kernels, places)
+    shape = Shape(Declared("", lm.example, lm.draw), lm.captured, lm.groups)
+    return artifact.save(out, "TinyLM", [shape], 1, kernels)
 
 
 def edit(folder: Path, change) -> None:

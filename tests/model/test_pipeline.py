@@ -11,9 +11,11 @@ import torch
 
 from kernelkiln.memory.memory import Memory
 from kernelkiln.model.capture import capture
-from kernelkiln.model.pipeline import MIN_PER_TASK, ModelResult, _spliced, optimize_model
+from kernelkiln.model.endtoend import Shape, assemble
+from kernelkiln.model.pipeline import MIN_PER_TASK, ModelResult, optimize_model
 from kernelkiln.model.regions import partition
-from kernelkiln.model.report import RegionRow, read
+from kernelkiln.model.report import read
+from kernelkiln.model.shapes import Declared, declare
 from kernelkiln.model.splice import Kernel
 from kernelkiln.model.taskfile import structure_key
 from kernelkiln.orchestrator.config import OptimizeConfig
@@ -50,12 +52,11 @@ def runs(tmp_path_factory) -> Runs:
             results.append(
                 optimize_model(
                     model,
-                    example,
+                    [Declared("", example, activations)],
                     folder / f"out{k}",
                     memory,
                     config(),
                     budget=4,
-                    make_inputs=activations,
                     compare_compile=False,
                     say=said.append,
                 )
@@ -87,8 +88,8 @@ def test_spliced_regions_were_confirmed_faster_and_the_model_agrees_with_eager(r
         assert row.status in ("spliced", "slower", "failed")
         if row.status == "spliced":
             assert row.speedup is not None and row.speedup > 1.0 and row.origin == "generated"
-    end = report.end_to_end
-    assert end is not None and end.correct and end.failure == "" and end.trials == 3
+    (end,) = report.end_to_end
+    assert end.correct and end.failure == "" and end.trials == 3
     assert end.compile_ms is None and end.vs_compile is None  # compare_compile=False
     assert end.eager_ms > 0 and end.spliced_ms > 0
 
@@ -138,7 +139,7 @@ def test_budgets_sum_to_the_reports_and_the_largest_share_goes_first(runs):
 def test_the_first_run_learns_and_the_second_reuses_exactly(runs):
     assert runs.first.report.regions[0].memory == "new"  # an empty store
     assert [r.memory for r in runs.second.report.regions] == ["reused"] * len(runs.second.report.regions)
-    assert runs.second.report.end_to_end.correct
+    assert all(e.correct for e in runs.second.report.end_to_end)
 
 
 @pytest.mark.slow  # the runs
@@ -171,19 +172,13 @@ def test_a_kernel_that_disagrees_in_the_model_is_dropped_with_why():
     for region in partition(captured).regions:
         groups.setdefault(structure_key(region), []).append(region)
     up = next(k for k, regions in groups.items() if "gelu" in regions[0].ops)
-    rows = {
-        k: RegionRow(task=f"tasks/{k}.py", ops=[], places=2, share=0.5, reference_ms=0.1, status="spliced")
-        for k in groups
-    }
-    spliced, kept, rows = _spliced(
-        model, captured, groups, {up: Kernel(up, WRONG, "generated")}, rows, activations, lambda line: None
-    )
-    assert kept == {}
-    assert rows[up].status == "failed" and rows[up].reason.startswith("in the model: trial 0: output 0 is off by")
-    calls = [n for n in spliced.graph.graph.nodes if str(n.target).startswith("kiln.region_")]
-    assert calls == []  # the model runs in torch where its kernel was wrong
+    shape = Shape(Declared("", example, activations), captured, groups)
+    done = assemble(model, [shape], {up: Kernel(up, WRONG, "generated")}, False, lambda line: None)
+    assert done.kernels == {} and done.kept == [False]
+    assert done.failures[up].startswith("in the model: trial 0: output 0 is off by")
+    assert done.model.graph is None  # the model runs in torch where its kernel was wrong
     with torch.no_grad():
-        torch.testing.assert_close(spliced(*example), model(*example))
+        torch.testing.assert_close(done.model(*example), model(*example))
 
 
 @pytest.mark.slow  # an optimizer run of two tasks
@@ -205,14 +200,14 @@ def test_kernels_slower_than_eager_together_are_dropped_and_the_model_runs_in_to
     memory = Memory(open_store(f"sqlite:///{tmp_path / 's.db'}"))
     try:
         result = optimize_model(
-            model, activations(), tmp_path / "out", memory, config(), budget=2, compare_compile=False
+            model, declare(activations, {}), tmp_path / "out", memory, config(), budget=2, compare_compile=False
         )
     finally:
         memory.store.close()
     assert result.model.graph is None  # every call runs the user's module
     assert result.report.saved == "" and not (tmp_path / "out" / "model").exists()
-    end = result.report.end_to_end
-    assert end is not None and not end.kept and end.vs_eager == 0.5
+    (end,) = result.report.end_to_end
+    assert not end.kept and end.vs_eager == 0.5
     assert all(r.status != "spliced" for r in result.report.regions)
     dropped = [r for r in result.report.regions if r.status == "dropped"]
     assert all("slower than eager end to end" in r.reason for r in dropped)

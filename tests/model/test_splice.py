@@ -25,7 +25,7 @@ def spliced_model(subject, keys=None) -> SplicedModel:
     kernels = generated(subject)
     keys = list(kernels) if keys is None else keys
     graph = splice(subject.captured, {k: subject.groups[k] for k in keys}, {k: kernels[k] for k in keys})
-    return SplicedModel(subject.model, subject.captured, graph)
+    return SplicedModel(subject.model, [(subject.captured, graph)])
 
 
 def logits(out):
@@ -80,7 +80,7 @@ def test_a_weight_changed_in_place_is_seen_by_the_spliced_model(tmp_path):
         path = tmp_path / f"r{k}.py"
         path.write_text(render(regions[0], f"r{k}"))
         kernels[key] = Kernel(key, generate(load_task(path, {})).source, "generated")
-    spliced = SplicedModel(model, captured, splice(captured, groups, kernels))
+    spliced = SplicedModel(model, [(captured, splice(captured, groups, kernels))])
     with torch.no_grad():
         before = spliced(*example)
         model.blocks[1].down.weight.mul_(-2.0)
@@ -156,7 +156,7 @@ def test_a_model_whose_argument_is_named_input_is_spliced(tmp_path):
     path.write_text(render(region, "r"))
     key = structure_key(region)
     kernel = Kernel(key, generate(load_task(path, {})).source, "generated")
-    spliced = SplicedModel(model, captured, splice(captured, {key: [region]}, {key: kernel}))
+    spliced = SplicedModel(model, [(captured, splice(captured, {key: [region]}, {key: kernel}))])
     assert len(region_calls(spliced.graph.graph)) == 1
     with torch.no_grad():
         torch.testing.assert_close(spliced(*example), model(*example), atol=1e-4, rtol=1e-4)

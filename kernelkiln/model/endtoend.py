@@ -1,0 +1,131 @@
+"""The kept kernels put together: checked alone in the model, then checked and timed end to end at each shape.
+
+A kernel that disagrees in the model at any declared shape is dropped with why. At each
+shape the spliced model is checked on fresh inputs against eager and timed against eager
+(and ``torch.compile``); a shape where the kernels together are wrong or slower than eager
+(the 90th percentile of the per-round ratio below 1) runs in torch, so the user's model
+is never handed back wrong or slower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernelkiln.errors import described
+from kernelkiln.model import verify
+from kernelkiln.model.capture import Captured
+from kernelkiln.model.regions import Region
+from kernelkiln.model.report import EndToEnd
+from kernelkiln.model.shapes import Declared
+from kernelkiln.model.splice import Kernel, SpliceError, splice
+from kernelkiln.model.spliced import SplicedModel
+from kernelkiln.speedup import fmt_x
+
+
+@dataclass
+class Shape:
+    """One declared shape as captured, and each task's regions there (task key -> its places)."""
+
+    declared: Declared
+    captured: Captured
+    regions: dict[str, list[Region]]
+
+
+@dataclass
+class Assembled:
+    model: SplicedModel
+    kernels: dict[str, Kernel]  # kept at one shape at least
+    failures: dict[str, str]  # task key -> why its kernel was dropped in the model
+    ends: list[EndToEnd]
+    kept: list[bool]  # per shape: its graph runs kernels
+
+
+def _graph(shape: Shape, kernels: dict[str, Kernel]) -> Any:
+    used = {k: v for k, v in kernels.items() if shape.regions.get(k)}
+    return splice(shape.captured, {k: shape.regions[k] for k in used}, used) if used else None
+
+
+def assemble(
+    model: torch.nn.Module,
+    shapes: Sequence[Shape],
+    kernels: dict[str, Kernel],
+    compare_compile: bool,
+    say: Callable[[str], None],
+) -> Assembled:
+    """Each kernel checked alone at each shape, then the survivors checked and timed together per shape."""
+    say(f"splicing {len(kernels)} kernel(s) and checking the model end to end")
+    failures: dict[str, str] = {}
+    for key, kernel in kernels.items():  # each alone first: a failure names its region
+        for shape in shapes:
+            if not shape.regions.get(key):
+                continue
+            try:
+                alone = SplicedModel(model, [(shape.captured, _graph(shape, {key: kernel}))])
+                failure = verify.check(model, alone, shape.declared.draw, trials=1).failure
+            except (SpliceError, RuntimeError) as exc:
+                failure = described(exc)
+            if failure:
+                where = f" at {shape.declared.label}" if shape.declared.label else ""
+                failures[key] = f"in the model{where}: {failure}"
+                break
+    kept = {k: v for k, v in kernels.items() if k not in failures}
+    graphs = [_graph(shape, kept) for shape in shapes]
+    spliced = SplicedModel(model, [(s.captured, g) for s, g in zip(shapes, graphs, strict=True)])
+    ends = []
+    for shape, graph in zip(shapes, graphs, strict=True):
+        label = f" at {shape.declared.label}" if shape.declared.label else ""
+        say(f"timing eager{', torch.compile' if compare_compile else ''} and the spliced model side by side{label}")
+        end = _end_to_end(model, spliced, shape.declared, compare_compile)
+        slower = end.vs_eager_interval is not None and end.vs_eager_interval[1] < 1.0
+        if graph is None:
+            end = end.model_copy(update={"kept": False})
+        elif not end.correct or slower:
+            why = (
+                f"together the kernels disagree with eager: {end.failure}"
+                if not end.correct
+                else f"the spliced model was slower than eager end to end ({fmt_x(end.vs_eager)})"
+            )
+            say(f"no kernel kept{label}: {why}")
+            end = end.model_copy(update={"kept": False, "dropped": why})
+        ends.append(end)
+    flags = [g is not None and e.kept for g, e in zip(graphs, ends, strict=True)]
+    final = SplicedModel(model, [(s.captured, g if k else None) for s, g, k in zip(shapes, graphs, flags, strict=True)])
+    used = {k: v for k, v in kept.items() if any(f and s.regions.get(k) for s, f in zip(shapes, flags, strict=True))}
+    return Assembled(final, used, failures, ends, flags)
+
+
+def _end_to_end(model: torch.nn.Module, spliced: SplicedModel, shape: Declared, compare_compile: bool) -> EndToEnd:
+    result = verify.check(model, spliced, shape.draw)
+    example = shape.example
+    arms: dict[str, Callable[[], Any]] = {"eager": lambda: model(*example)}
+    compile_error = ""
+    if compare_compile:
+        compiled = torch.compile(model)
+        try:
+            with torch.no_grad():
+                compiled(*example)
+            arms["compile"] = lambda: compiled(*example)
+        except Exception as exc:
+            compile_error = described(exc)[:300]
+    arms["spliced"] = lambda: spliced(*example)
+    timing = verify.time_arms(arms)
+    ms = {k: v * 1e3 for k, v in timing.seconds.items()}
+    return EndToEnd(
+        shape=shape.label,
+        correct=not result.failure,
+        trials=result.trials,
+        max_abs_error=result.max_abs_error,
+        failure=result.failure,
+        eager_ms=ms["eager"],
+        compile_ms=ms.get("compile"),
+        spliced_ms=ms["spliced"],
+        vs_eager=timing.speedup["spliced"],
+        vs_eager_interval=timing.interval["spliced"],
+        vs_compile=timing.ratio("compile", "spliced") if "compile" in timing.seconds else None,
+        compile_error=compile_error,
+        rounds=timing.rounds,
+    )
