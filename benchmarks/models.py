@@ -1,7 +1,7 @@
 """Whole models through `kiln model`'s pipeline: spliced against eager and torch.compile, side by side.
 
     python benchmarks/models.py [--json] [--models gpt2,llama,bert,vit,resnet50] [--scale tiny|base]
-                                [--budget N] [--threads 1] [--store URL] [--out DIR]
+                                [--budget N] [--threads 1] [--seqs 1,32] [--store URL] [--out DIR]
 
 Each model is built from its Hugging Face ``transformers`` config with random weights (nothing is
 downloaded): GPT-2, a Llama-style decoder, BERT, ViT and ResNet-50 (its own ``ResNetModel``).
@@ -15,7 +15,9 @@ those the first model spent on them.
 
 Reported per model: regions (distinct tasks), spliced, evaluations, the end-to-end check, eager,
 torch.compile and spliced milliseconds timed in one interleaved run at ``--threads``, and the
-spliced model's speedup over both (median of per-round ratios). Where kernels were kept, a
+spliced model's speedup over both (median of per-round ratios), at the last declared shape, and
+``shapes``: each declared shape's check and ratios (``--seqs 1,32`` declares sequence lengths for
+the token models; every task then serves them all). Where kernels were kept, a
 freshly built model is loaded from ``OUT/model/`` (``kernelkiln.load_model``): the seconds it
 took, and the loaded model against the spliced one in a second interleaved run (``loaded``:
 median per-round ratio, 10-90% of the rounds; 1.0 when loading gives back the same speed).
@@ -60,7 +62,7 @@ def build(name: str, layers: int, scale: str) -> tuple[torch.nn.Module, Any]:
         cfg = tf.GPT2Config(
             n_layer=layers, use_cache=False, **(dict(n_embd=128, n_head=2, vocab_size=1000) if tiny else {})
         )
-        return tf.GPT2LMHeadModel(cfg).eval(), lambda: (torch.randint(0, cfg.vocab_size, (1, seq)),)
+        return tf.GPT2LMHeadModel(cfg).eval(), lambda seq=seq: (torch.randint(0, cfg.vocab_size, (1, seq)),)
     if name == "llama":
         dims = dict(
             hidden_size=128, num_attention_heads=4, num_key_value_heads=2, intermediate_size=256, vocab_size=1000
@@ -70,10 +72,11 @@ def build(name: str, layers: int, scale: str) -> tuple[torch.nn.Module, Any]:
                 hidden_size=768, num_attention_heads=12, num_key_value_heads=4, intermediate_size=2048, vocab_size=32000
             )
         cfg = tf.LlamaConfig(num_hidden_layers=layers, use_cache=False, **dims)
-        return tf.LlamaForCausalLM(cfg).eval(), lambda: (torch.randint(0, cfg.vocab_size, (1, seq)),)
+        return tf.LlamaForCausalLM(cfg).eval(), lambda seq=seq: (torch.randint(0, cfg.vocab_size, (1, seq)),)
     if name == "bert":
         cfg = tf.BertConfig(num_hidden_layers=layers, **width, **(dict(vocab_size=1000) if tiny else {}))
-        return tf.BertModel(cfg, add_pooling_layer=False).eval(), lambda: (torch.randint(0, cfg.vocab_size, (1, seq)),)
+        bert = tf.BertModel(cfg, add_pooling_layer=False).eval()
+        return bert, lambda seq=seq: (torch.randint(0, cfg.vocab_size, (1, seq)),)
     if name == "vit":
         cfg = tf.ViTConfig(num_hidden_layers=layers, image_size=side, **width)
         return tf.ViTModel(cfg, add_pooling_layer=False).eval(), lambda: (torch.randn(1, 3, side, side),)
@@ -87,23 +90,26 @@ def build(name: str, layers: int, scale: str) -> tuple[torch.nn.Module, Any]:
     raise SystemExit(f"models.py: unknown model {name!r} (gpt2, llama, bert, vit, resnet50)")
 
 
-def run(spec: str, scale: str, budget: int | None, threads: int, memory: Memory, out: Path) -> dict[str, Any]:
+def run(
+    spec: str, scale: str, budget: int | None, threads: int, memory: Memory, out: Path, seqs: list[int]
+) -> dict[str, Any]:
     name, _, layers = spec.partition(":")
     model, draw = build(name, int(layers or 2), scale)
+    sizes = {"seq": seqs} if seqs and name in ("gpt2", "llama", "bert") else {}
     config = OptimizeConfig.model_validate({"guard": {"threads": threads}})
     start = time.monotonic()
     result = optimize_model(
-        model, declare(draw, {}), out / spec.replace(":", "-"), memory, config, budget=budget, name=spec,
+        model, declare(draw, sizes), out / spec.replace(":", "-"), memory, config, budget=budget, name=spec,
         say=lambda line: print(f"[{spec}] {line}", file=sys.stderr),
     )  # fmt: skip
     report = result.report
-    (e,) = report.end_to_end
+    e = report.end_to_end[-1]  # the last declared shape: the one the example is without --seqs
     loaded: dict[str, Any] = {"load_s": None, "loaded": None, "loaded_interval": None}
     if report.saved:
         started = time.monotonic()
         fresh = load_model(out / spec.replace(":", "-"), build(name, int(layers or 2), scale)[0])
         loaded["load_s"] = round(time.monotonic() - started, 2)
-        example = draw()
+        example = draw(**{k: v[-1] for k, v in sizes.items()})
         timing = verify.time_arms({"spliced": lambda: result.model(*example), "loaded": lambda: fresh(*example)})
         loaded["loaded"] = timing.speedup["loaded"]
         loaded["loaded_interval"] = timing.interval["loaded"]
@@ -121,6 +127,10 @@ def run(spec: str, scale: str, budget: int | None, threads: int, memory: Memory,
         "vs_eager": e.vs_eager,
         "vs_eager_interval": e.vs_eager_interval,
         "vs_compile": e.vs_compile,
+        "shapes": [
+            {"shape": x.shape, "correct": x.correct, "kept": x.kept, "vs_eager": x.vs_eager, "vs_compile": x.vs_compile}
+            for x in report.end_to_end
+        ],
         "wall_s": round(time.monotonic() - start, 1),
         **loaded,
         "report": str(out / spec.replace(":", "-") / "model.md"),
@@ -133,6 +143,9 @@ def main() -> None:
     parser.add_argument("--scale", choices=sorted(SEQUENCE), default="tiny")
     parser.add_argument("--budget", type=int, default=None, help="evaluations per model (default: 15 per task)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--seqs", default="", help="declared sequence lengths for the token models (1,32: a task serves both)"
+    )
     parser.add_argument("--store", default=None, help="memory's store URL (default: a new SQLite file)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
@@ -140,7 +153,8 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="kiln-models-"))
     out.mkdir(parents=True, exist_ok=True)
     memory = Memory(open_store(args.store or f"sqlite:///{out / 'store.db'}"))
-    rows = [run(spec, args.scale, args.budget, args.threads, memory, out) for spec in args.models.split(",")]
+    seqs = [int(x) for x in args.seqs.split(",") if x]
+    rows = [run(spec, args.scale, args.budget, args.threads, memory, out, seqs) for spec in args.models.split(",")]
     if args.json:
         print(json.dumps({"scale": args.scale, "threads": args.threads, "models": rows}, indent=2))
         return

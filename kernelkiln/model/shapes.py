@@ -4,12 +4,14 @@ A user declares sizes by name (``--shapes seq=1,128 --shapes batch=1,4``); the i
 function is called with each combination as keyword arguments, and the model is captured
 at each. The same region at every shape becomes one task with one workload per shape, so
 one search finds one kernel for all of them. Captures whose regions line up (the same
-operations in the same order, only sizes differing) are matched place by place; a shape
-whose graph has other operations (a decode step that builds no mask) gets tasks of its own.
+operations in the same order, only sizes differing) are matched place by place; where a
+shape's graph has other operations (a decode step's attention, without a mask) only the
+regions that differ get tasks of their own.
 """
 
 from __future__ import annotations
 
+import difflib
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -83,11 +85,24 @@ def declare(make_inputs: Callable[..., tuple[Any, ...]], sizes: dict[str, list[i
 
 
 def places(parts: Sequence[Partition]) -> list[Place]:
-    """Every region of every shape in one place: shapes whose regions line up share places, position by position."""
+    """Every region of every shape in one place: the same region at several shapes shares one.
+
+    Shapes whose regions line up (equal ``shape_free_key`` sequences) share every place,
+    position by position; another group's sequence is aligned to the first's (the longest
+    matching runs, as ``difflib`` finds them), so a region that differs at one shape (a
+    decode step's attention without a mask) gets a place of its own there and the rest are
+    still shared.
+    """
     keys = [tuple(shape_free_key(r) for r in part.regions) for part in parts]
-    found: list[Place] = []
-    for sequence in dict.fromkeys(keys):
-        shapes = [w for w, k in enumerate(keys) if k == sequence]
-        for i in range(len(sequence)):
-            found.append(Place({w: parts[w].regions[i] for w in shapes}))
+    sequences = list(dict.fromkeys(keys))
+    groups = [[w for w, k in enumerate(keys) if k == sequence] for sequence in sequences]
+    found = [Place({w: parts[w].regions[i] for w in groups[0]}) for i in range(len(sequences[0]))]
+    for sequence, shapes in zip(sequences[1:], groups[1:], strict=True):
+        matched: set[int] = set()
+        blocks = difflib.SequenceMatcher(None, sequences[0], sequence, autojunk=False).get_matching_blocks()
+        for a, b, size in blocks:
+            for k in range(size):
+                found[a + k].regions.update({w: parts[w].regions[b + k] for w in shapes})
+                matched.add(b + k)
+        found += [Place({w: parts[w].regions[i] for w in shapes}) for i in range(len(sequence)) if i not in matched]
     return found

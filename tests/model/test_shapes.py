@@ -115,3 +115,18 @@ def test_the_saved_kernels_load_at_every_kept_shape(run):
 def test_optimize_model_from_python_needs_an_input_function_for_shapes():
     with pytest.raises(UserError, match="make_inputs"):
         kernelkiln.optimize_model(tiny_lm(), shapes={"seq": [8, 16]})
+
+
+def test_a_region_that_differs_at_one_shape_gets_its_own_place_and_the_rest_are_shared():
+    from kernelkiln.testing.models import gpt2_tokens, tiny_gpt2
+
+    model = tiny_gpt2()
+    one = partition(capture(model, (gpt2_tokens()[0][:, :1],)))  # one token: attention builds no causal mask
+    eight = partition(capture(model, gpt2_tokens()))
+    found = places([one, eight])
+    shared = [p for p in found if sorted(p.regions) == [0, 1]]
+    alone = [p for p in found if len(p.regions) == 1]
+    assert len(shared) + len(alone) == len(found) and shared and alone
+    assert len(shared) + sum(1 for p in alone if 0 in p.regions) == len(one.regions)
+    assert len(shared) + sum(1 for p in alone if 1 in p.regions) == len(eight.regions)
+    assert all("scaled_dot_product_attention" in p.regions[w].ops for p in alone for w in p.regions)
