@@ -19,8 +19,10 @@ spliced model's speedup over both (median of per-round ratios), at the last decl
 ``shapes``: each declared shape's check and ratios (``--seqs 1,32`` declares sequence lengths for
 the token models; every task then serves them all). Where kernels were kept, a
 freshly built model is loaded from ``OUT/model/`` (``kernelkiln.load_model``): the seconds it
-took, and the loaded model against the spliced one in a second interleaved run (``loaded``:
-median per-round ratio, 10-90% of the rounds; 1.0 when loading gives back the same speed).
+took, and the loaded model and ``torch.compile`` with ``kernelkiln.backend(OUT)`` against the
+spliced one in a second interleaved run (``loaded``, ``backend``: median per-round ratio, 10-90%
+of the rounds; 1.0 when they give back the same speed; ``backend_regions``: regions replaced
+per compiled graph).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import torch
 from kernelkiln.memory.memory import Memory
 from kernelkiln.model import verify
 from kernelkiln.model.artifact import load_model
+from kernelkiln.model.backend import backend
 from kernelkiln.model.pipeline import optimize_model
 from kernelkiln.model.shapes import declare
 from kernelkiln.orchestrator.config import OptimizeConfig
@@ -104,15 +107,25 @@ def run(
     )  # fmt: skip
     report = result.report
     e = report.end_to_end[-1]  # the last declared shape: the one the example is without --seqs
-    loaded: dict[str, Any] = {"load_s": None, "loaded": None, "loaded_interval": None}
+    loaded: dict[str, Any] = {"load_s": None, "loaded": None, "loaded_interval": None, "backend": None}
     if report.saved:
         started = time.monotonic()
         fresh = load_model(out / spec.replace(":", "-"), build(name, int(layers or 2), scale)[0])
         loaded["load_s"] = round(time.monotonic() - started, 2)
         example = draw(**{k: v[-1] for k, v in sizes.items()})
-        timing = verify.time_arms({"spliced": lambda: result.model(*example), "loaded": lambda: fresh(*example)})
-        loaded["loaded"] = timing.speedup["loaded"]
-        loaded["loaded_interval"] = timing.interval["loaded"]
+        under = backend(out / spec.replace(":", "-"))
+        compiled = torch.compile(build(name, int(layers or 2), scale)[0], backend=under, dynamic=False)
+        timing = verify.time_arms(
+            {
+                "spliced": lambda: result.model(*example),
+                "loaded": lambda: fresh(*example),
+                "backend": lambda: compiled(*example),
+            }
+        )
+        for arm in ("loaded", "backend"):
+            loaded[arm] = timing.speedup[arm]
+            loaded[f"{arm}_interval"] = timing.interval[arm]
+        loaded["backend_regions"] = under.found
     return {
         "model": spec,
         "regions": len(report.regions),
@@ -161,14 +174,14 @@ def main() -> None:
     print(f"scale {args.scale}, {args.threads} thread(s); reports under {out}")
     print(f"{'model':<12} {'tasks':>5} {'spliced':>7} {'reused':>6} {'evals':>5} {'check':>7} "
           f"{'eager ms':>9} {'compile ms':>10} {'spliced ms':>10} {'vs eager':>8} {'vs compile':>10} "
-          f"{'load s':>6} {'loaded':>7}")  # fmt: skip
+          f"{'load s':>6} {'loaded':>7} {'backend':>7}")  # fmt: skip
     for r in rows:
         compile_ms = f"{r['compile_ms']:.2f}" if r["compile_ms"] is not None else "—"
         print(
             f"{r['model']:<12} {r['regions']:>5} {r['spliced']:>7} {r['reused']:>6} {r['evaluations']:>5} "
             f"{'correct' if r['correct'] else 'WRONG':>7} {r['eager_ms']:>9.2f} {compile_ms:>10} "
             f"{r['spliced_ms']:>10.2f} {fmt_x(r['vs_eager']):>8} {fmt_x(r['vs_compile']):>10} "
-            f"{r['load_s'] if r['load_s'] is not None else '—':>6} {fmt_x(r['loaded']):>7}"
+            f"{r['load_s'] if r['load_s'] is not None else '—':>6} {fmt_x(r['loaded']):>7} {fmt_x(r['backend']):>7}"
         )
 
 

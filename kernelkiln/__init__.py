@@ -9,7 +9,7 @@ threadsafe_ast.install()
 
 def __getattr__(name: str) -> object:
     # The public API for whole models, loaded on first use: `import kernelkiln` stays light (no torch).
-    if name in ("optimize_model", "load_model"):
+    if name in ("optimize_model", "load_model", "backend"):
         import kernelkiln.model
 
         return getattr(kernelkiln.model, name)

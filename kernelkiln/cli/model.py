@@ -45,7 +45,8 @@ and captures the model at each. The same region at every shape is one task with 
 workload per shape, so one search finds one kernel for all of them; a call at any other
 shape runs the model in torch, counted in the model's .fallbacks.
 
-Not yet: a torch.compile backend.
+Under torch.compile: torch.compile(model, backend=kernelkiln.backend(OUT), dynamic=False)
+runs the saved kernels wherever the compiled graph holds their regions.
 
 \b
 Examples:
@@ -56,7 +57,7 @@ Examples:
 
 Results: OUT/model.md and OUT/model.json (the regions table and the end-to-end figures;
 `kiln report OUT` prints it), OUT/tasks/*.py, OUT/runs/<task>/ (each task's run),
-OUT/model/ (the kept kernels, for kernelkiln.load_model).
+OUT/model/ (the kept kernels, for kernelkiln.load_model and kernelkiln.backend).
 
 \b
 Exit codes:

@@ -4,6 +4,10 @@ The *exact* key is a digest of everything that decides a candidate's figures: th
 candidate's code (a generated seed is a function of the traced computation, its shapes and
 dtypes and the code generator; a hand-written one is not, so the reference's source with its
 size overrides joins the key then), the machine kind, the compiler and the guard's threads.
+The code is digested as its syntax tree without the module docstring: a generated seed's
+docstring names the task it was made for (``kiln model`` numbers a model's regions by their
+share, so the same layer is ``region_03`` in one model and ``region_05`` in a deeper one),
+and neither it nor comments or layout change a figure.
 Two tasks with equal keys have the same knob space with the same figures, so a stored best
 is reused as it is (MetaSchedule's database). A changed compiler, CPU or generator that
 changes the generated code is not a match.
@@ -16,6 +20,7 @@ first input's last dimension: the row a kernel walks).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
@@ -52,6 +57,18 @@ def _sizes(task: Task) -> tuple[float, float]:
     return sum(elements) / n, sum(inner) / n
 
 
+def _code(code: str) -> str:
+    """``code`` as the exact key sees it: its syntax tree, unparsed, less the module docstring."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        tree.body = tree.body[1:]
+    return ast.unparse(tree)
+
+
 def signature(task: Task, task_id: str, seed_code: str, *, generated: bool, platform: str, machine: str) -> Signature:
     """``task``'s signature when its agents start from ``seed_code`` on ``machine`` (``platforms.machine_kind``)."""
     try:
@@ -59,7 +76,7 @@ def signature(task: Task, task_id: str, seed_code: str, *, generated: bool, plat
     except K.KnobError:
         knobs = ()
     reference = None if generated else [task.source, sorted(task.overrides.items())]
-    exact = _digest(seed_code, reference, platform, machine, _compiler(platform))
+    exact = _digest(_code(seed_code), reference, platform, machine, _compiler(platform))
     elements, inner = _sizes(task)
     return Signature(
         exact=exact,

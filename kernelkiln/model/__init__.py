@@ -1,7 +1,8 @@
 """Whole models: capture, cut into tasks, optimize with memory, splice the kernels back, verify end to end.
 
-``optimize_model`` is the entry point (``kiln model`` on the command line) and ``load_model``
-runs the kernels it saved in ``OUT/model/`` again; see
+``optimize_model`` is the entry point (``kiln model`` on the command line); ``load_model``
+runs the kernels it saved in ``OUT/model/`` again, and ``backend`` runs them under
+``torch.compile``; see
 ``pipeline`` for the stages and ``docs/ARCHITECTURE.md`` for where each lives.
 """
 
@@ -16,13 +17,14 @@ import torch
 from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
 from kernelkiln.model.artifact import load_model
+from kernelkiln.model.backend import backend
 from kernelkiln.model.pipeline import ModelResult
 from kernelkiln.model.pipeline import optimize_model as _optimize
 from kernelkiln.model.shapes import Declared, declare
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.store import open_store
 
-__all__ = ["ModelResult", "load_model", "optimize_model"]
+__all__ = ["ModelResult", "backend", "load_model", "optimize_model"]
 
 
 def optimize_model(

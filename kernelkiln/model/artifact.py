@@ -200,7 +200,7 @@ def read(out: Path) -> Manifest:
 
 
 @contextmanager
-def _binaries(folder: Path, manifest: Manifest, rebuild: bool) -> Iterator[None]:
+def binaries(folder: Path, manifest: Manifest, rebuild: bool) -> Iterator[None]:
     """The saved libraries served in place of builds on the machine they were built for; elsewhere, with
     ``rebuild``, builds for this CPU (the native cache is keyed by it), and without, a refusal."""
     here = Machine.here()
@@ -225,6 +225,19 @@ def _binaries(folder: Path, manifest: Manifest, rebuild: bool) -> Iterator[None]
         yield
 
 
+def saved_kernels(out: str | Path, splice_model_kernels: bool) -> tuple[Path, Manifest, dict[str, Kernel]]:
+    """The saved folder, its manifest and its kernels by key; kernels an LLM wrote refused unless allowed."""
+    folder = Path(out) / FOLDER
+    manifest = read(Path(out))
+    written = [k.key for k in manifest.kernels if k.origin != "generated"]
+    if written and not splice_model_kernels:
+        raise UserError(
+            f"{len(written)} of {folder}'s kernels were written by a model and would run in this process: "
+            "pass splice_model_kernels=True to run them"
+        )
+    return folder, manifest, {k.key: Kernel(k.key, (folder / k.file).read_text(), k.origin) for k in manifest.kernels}
+
+
 def _always(example: tuple[Any, ...]) -> Callable[[], tuple[Any, ...]]:
     return lambda: example
 
@@ -243,16 +256,7 @@ def load_model(
     build them from source here (a C compiler is needed) instead of refusing.
     ``splice_model_kernels``: run kernels an LLM wrote (in this process, outside any sandbox).
     """
-    out = Path(out)
-    folder = out / FOLDER
-    manifest = read(out)
-    written = [k.key for k in manifest.kernels if k.origin != "generated"]
-    if written and not splice_model_kernels:
-        raise UserError(
-            f"{len(written)} of {folder}'s kernels were written by a model and would run in this process: "
-            "pass splice_model_kernels=True to run them"
-        )
-    kernels = {k.key: Kernel(k.key, (folder / k.file).read_text(), k.origin) for k in manifest.kernels}
+    folder, manifest, kernels = saved_kernels(out, splice_model_kernels)
     shapes = []
     for saved in manifest.shapes:
         try:
@@ -274,7 +278,7 @@ def load_model(
         shapes.append((captured, {r.kernel: groups[r.structure] for r in saved.regions}, example))
     graphs = []
     try:
-        with _binaries(folder, manifest, rebuild):
+        with binaries(folder, manifest, rebuild):
             for captured, regions, _ in shapes:
                 graphs.append(splice(captured, regions, {k: kernels[k] for k in regions}))
     except (native.BuildError, SpliceError) as exc:

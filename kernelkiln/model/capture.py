@@ -9,12 +9,12 @@ weight (GPT-2's ``lm_head`` and ``wte``) stays one tensor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
+from torch.utils._pytree import TreeSpec
 
 from kernelkiln.errors import UserError, described
 
@@ -24,16 +24,22 @@ KEPT = ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for
 
 @dataclass(frozen=True)
 class Captured:
-    """A model's graph at its example inputs: which placeholder is which of the model's own tensors."""
+    """A model's ATen graph at its example inputs: which placeholder is which of the model's own tensors.
 
-    program: ExportedProgram
+    From ``torch.export`` (``capture``), or the graph a ``torch.compile`` backend is handed
+    (``state`` then empty: the weights arrive as arguments, and ``out_spec`` None).
+    """
+
+    module: torch.fx.GraphModule
     state: dict[str, str]  # placeholder name -> the model's parameter, buffer or constant (its FQN)
     kinds: dict[str, str]  # placeholder name -> "parameter" | "buffer" | "constant" | "input"
     example: tuple[Any, ...]
+    constants: dict[str, Any] = field(default_factory=dict)  # lifted constants, by FQN
+    out_spec: TreeSpec | None = None  # how the flat outputs make the model's output
 
     @property
     def graph(self) -> torch.fx.Graph:
-        return self.program.graph_module.graph
+        return self.module.graph
 
     def state_tensors(self, model: torch.nn.Module) -> dict[str, torch.Tensor]:
         """Each state placeholder's tensor, the model's own object (never a copy)."""
@@ -43,9 +49,18 @@ class Captured:
         for name, fqn in self.state.items():
             tensor = own.get(fqn)
             if tensor is None:
-                tensor = self.program.constants[fqn]  # lifted constants are tensors
+                tensor = self.constants[fqn]  # lifted constants are tensors
             out[name] = tensor
         return out
+
+
+def decompositions() -> dict[Any, Any]:
+    """The decomposition table to core ATen, less the fused ops the model runs (``KEPT``)."""
+    table = torch.export.default_decompositions()
+    for op in list(table.keys()):
+        if any(str(op).startswith(f"aten.{k}.") for k in KEPT):
+            del table[op]
+    return dict(table)
 
 
 def _refusal(exc: BaseException) -> str:
@@ -64,11 +79,7 @@ def capture(model: torch.nn.Module, example: tuple[Any, ...]) -> Captured:
     try:
         with torch.no_grad():
             program = torch.export.export(model, tuple(example), strict=False)
-        table = torch.export.default_decompositions()
-        for op in list(table.keys()):
-            if any(str(op).startswith(f"aten.{k}.") for k in KEPT):
-                del table[op]
-        program = program.run_decompositions(table)
+        program = program.run_decompositions(decompositions())
     except Exception as exc:
         raise UserError(_refusal(exc)) from None
     kinds, state = {}, {}
@@ -88,4 +99,5 @@ def capture(model: torch.nn.Module, example: tuple[Any, ...]) -> Captured:
         kinds[name] = kind
         if kind != "input":
             state[name] = str(spec.target)
-    return Captured(program, state, kinds, tuple(example))
+    constants = dict(program.constants)
+    return Captured(program.graph_module, state, kinds, tuple(example), constants, program.call_spec.out_spec)

@@ -55,7 +55,7 @@ def profile(captured: Captured, model: torch.nn.Module, repeats: int = 5) -> Pro
     flat = [state[n.name] if n.name in state else None for n in captured.graph.nodes if n.op == "placeholder"]
     inputs = iter(torch.utils._pytree.tree_leaves(captured.example))
     args = [t if t is not None else next(inputs) for t in flat]
-    gm = captured.program.graph_module
+    gm = captured.module
     runs: list[dict[str, float]] = []
     with torch.no_grad():
         for k in range(repeats + 1):

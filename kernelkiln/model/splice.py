@@ -55,13 +55,16 @@ class Place:
         self.weights = weights  # how many of the state tensors are weights; the rest are constants
         self.outputs = outputs  # shapes and dtypes, for the op's fake implementation (a place has one shape)
         self.bound: nn.Module | None = None
+        self.state: list[torch.Tensor] = []  # the tensors ``bound`` holds
         self.lock = threading.Lock()
 
     def __call__(self, inputs: Sequence[torch.Tensor], state: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        if self.bound is None:
+        # Bound again when handed other tensors (a torch.compile backend's graph takes the weights as
+        # arguments: a parameter the user replaced arrives as a new tensor).
+        if self.bound is None or any(a is not b for a, b in zip(state, self.state, strict=True)):
             with self.lock:
-                if self.bound is None:
-                    self.bound = _bind(self.module, state[: self.weights], state[self.weights :])
+                self.bound = _bind(self.module, state[: self.weights], state[self.weights :])
+                self.state = list(state)
         out = self.bound(*inputs)
         return list(out) if isinstance(out, (tuple, list)) else [out]
 
@@ -119,7 +122,7 @@ def _op(key: str) -> object:
 def splice(captured: Captured, regions: dict[str, list[Region]], kernels: dict[str, Kernel]) -> fx.GraphModule:
     """A copy of the captured graph with every region of each kernel's key replaced by its op."""
     copied: dict[fx.Node, fx.Node] = {}
-    gm = fx.GraphModule(captured.program.graph_module, _copy(captured.graph, copied))
+    gm = fx.GraphModule(captured.module, _copy(captured.graph, copied))
     # By the captured node's name: the copy may rename a node (a placeholder `input` becomes `input_1`).
     by_name = {n.name: c for n, c in copied.items()}
     modules = {key: load(kernel) for key, kernel in kernels.items()}

@@ -37,7 +37,7 @@ class _Shape:
         self.state = [tensors[n.name] for n in captured.graph.nodes if n.op == "placeholder" and n.name in tensors]
         leaves, self.spec = pytree.tree_flatten((tuple(captured.example), {}))
         self.signature = _signature(leaves)
-        self.out_spec = captured.program.call_spec.out_spec  # read here: torch.compile cannot trace call_spec
+        self.out_spec = captured.out_spec
 
 
 class SplicedModel(nn.Module):
@@ -86,4 +86,6 @@ class SplicedModel(nn.Module):
         graph = shape.graph if torch.compiler.is_compiling() else shape.eager
         with torch.no_grad():
             out = graph(*shape.state, *leaves)
+        if shape.out_spec is None:
+            return list(out)
         return pytree.tree_unflatten(list(out), shape.out_spec)

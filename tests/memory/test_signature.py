@@ -39,3 +39,12 @@ def test_the_signature_names_the_family_the_seed_s_knobs_and_the_work_in_log2():
     sizes = [(x.numel(), x.shape[-1]) for w in task.workloads for x in task.make_inputs(w, 0)[:1]]
     assert s.inner == round(sum(math.log2(n) for _, n in sizes) / len(sizes), 3)
     assert s.elements == round(sum(math.log2(n) for n, _ in sizes) / len(sizes), 3)
+
+
+def test_the_module_docstring_comments_and_layout_do_not_change_the_exact_key():
+    # A generated seed's docstring names its task: the same region in two models is the same key.
+    first_line = SEED.splitlines()[0]
+    renamed = SEED.replace(first_line, '"""Made for region_05_addmm."""').replace("REPEAT = 4", "REPEAT  =  4  # knob")
+    assert renamed != SEED
+    assert sign("tiny_softmax", seed=renamed).exact == sign("tiny_softmax").exact
+    assert sign("tiny_softmax", seed=SEED.replace("REPEAT = 4", "REPEAT = 3")).exact != sign("tiny_softmax").exact

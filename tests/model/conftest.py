@@ -60,3 +60,25 @@ def bert(tmp_path_factory) -> Subject:
 def gpt2(tmp_path_factory) -> Subject:
     """Hugging Face's GPT-2 with two layers of width 32 (use_cache=False)."""
     return _subject(tiny_gpt2(), gpt2_tokens, tmp_path_factory.mktemp("gpt2"))
+
+
+def save_generated(subject: Subject, out: Path, origin: str = "generated") -> Path:
+    """The lowering's kernel for each of ``subject``'s tasks, saved in ``out/model/`` as the pipeline saves winners."""
+    from kernelkiln.lowering import generate
+    from kernelkiln.model import artifact
+    from kernelkiln.model.endtoend import Shape
+    from kernelkiln.model.shapes import Declared
+    from kernelkiln.model.splice import Kernel
+    from kernelkiln.task import load_task
+
+    kernels = {key: Kernel(key, generate(load_task(path, {})).source, origin) for key, path in subject.tasks.items()}
+    shape = Shape(Declared("", subject.example, subject.draw), subject.captured, subject.groups)
+    return artifact.save(out, type(subject.model).__name__, [shape], 1, kernels)
+
+
+@pytest.fixture(scope="session")
+def lm_saved(lm, tmp_path_factory) -> Path:
+    """``TinyLM``'s generated kernels saved: the output folder (``load_model``'s and ``backend``'s argument)."""
+    out = tmp_path_factory.mktemp("lm-saved")
+    save_generated(lm, out)
+    return out

@@ -13,20 +13,14 @@ import torch
 
 import kernelkiln
 from kernelkiln.errors import UserError
-from kernelkiln.lowering import generate
 from kernelkiln.model import artifact
-from kernelkiln.model.endtoend import Shape
-from kernelkiln.model.shapes import Declared
-from kernelkiln.model.splice import Kernel
-from kernelkiln.task import load_task
 from kernelkiln.testing.models import TinyLM, tiny_lm, tokens
+
+from .conftest import save_generated
 
 
 def save(lm, out: Path, origin: str = "generated") -> Path:
-    """The lowering's kernel for each of ``lm``'s tasks, saved as the pipeline saves its winners."""
-    kernels = {key: Kernel(key, generate(load_task(path, {})).source, origin) for key, path in lm.tasks.items()}
-    shape = Shape(Declared("", lm.example, lm.draw), lm.captured, lm.groups)
-    return artifact.save(out, "TinyLM", [shape], 1, kernels)
+    return save_generated(lm, out, origin)
 
 
 def edit(folder: Path, change) -> None:
@@ -42,11 +36,9 @@ def agrees(spliced, model) -> bool:
         return torch.allclose(spliced(*ids), model(*ids), atol=1e-4, rtol=1e-4)
 
 
-@pytest.fixture(scope="module")
-def saved(lm, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("saved")
-    save(lm, out)
-    return out
+@pytest.fixture
+def saved(lm_saved) -> Path:
+    return lm_saved
 
 
 def test_the_folder_holds_each_kernel_its_binaries_sources_and_the_machine(saved, lm):
