@@ -194,6 +194,8 @@ def model(
 
 
 def _show(report: dict[str, Any], folder: Path) -> None:
+    from kernelkiln.model.report import EndToEnd, draws
+
     console = wide_console()
     table = Table(title=f"{report['model']}: regions, largest share first", title_justify="left")
     for col in ("task", "places", "share", "speedup", "status", "memory", "evals"):
@@ -210,7 +212,7 @@ def _show(report: dict[str, Any], folder: Path) -> None:
     for e in report["end_to_end"]:
         at = f" at {e['shape']}" if e["shape"] else ""
         verdict = "correct" if e["correct"] else f"WRONG ({e['failure']})"
-        console.print(f"end to end{at}, {e['trials']} fresh input draws against eager: {verdict}", markup=False)
+        console.print(f"end to end{at}, {draws(EndToEnd(**e))} against eager: {verdict}", markup=False)
         if not e["kept"]:
             console.print(f"  runs in torch{at}: {e['dropped'] or 'no kernel applies'}", markup=False)
         if e["spliced_ms"] is not None:

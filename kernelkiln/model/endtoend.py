@@ -25,6 +25,8 @@ from kernelkiln.model.splice import Kernel, SpliceError, splice
 from kernelkiln.model.spliced import SplicedModel
 from kernelkiln.speedup import fmt_x
 
+WIDE = 2  # wider-input trials per shape, as the guard's robustness trials per workload
+
 
 @dataclass
 class Shape:
@@ -99,7 +101,7 @@ def assemble(
 
 
 def _end_to_end(model: torch.nn.Module, spliced: SplicedModel, shape: Declared, compare_compile: bool) -> EndToEnd:
-    result = verify.check(model, spliced, shape.draw)
+    result = verify.check(model, spliced, shape.draw, wide=WIDE)
     example = shape.example
     arms: dict[str, Callable[[], Any]] = {"eager": lambda: model(*example)}
     compile_error = ""
@@ -118,6 +120,7 @@ def _end_to_end(model: torch.nn.Module, spliced: SplicedModel, shape: Declared, 
         shape=shape.label,
         correct=not result.failure,
         trials=result.trials,
+        wide=result.wide,
         max_abs_error=result.max_abs_error,
         failure=result.failure,
         eager_ms=ms["eager"],

@@ -49,7 +49,8 @@ class EndToEnd(_Frozen):
 
     shape: str = ""  # its label (seq=128); "" for the example inputs alone
     correct: bool
-    trials: int
+    trials: int  # fresh input draws checked, the wider ones included
+    wide: int = 0  # of them, on wider inputs (floating inputs redrawn as the guard's robustness trials)
     max_abs_error: float
     failure: str = ""
     eager_ms: float | None = None
@@ -78,6 +79,11 @@ class ModelReport(_Frozen):
     def write(self, out: Path) -> None:
         write_atomic(out / "model.json", self.model_dump_json(indent=2) + "\n")
         write_atomic(out / "model.md", markdown(self))
+
+
+def draws(e: EndToEnd) -> str:
+    """``3 fresh input draws and 2 wider ones``."""
+    return f"{e.trials - e.wide} fresh input draws" + (f" and {e.wide} wider ones" if e.wide else "")
 
 
 def _ms(x: float | None) -> str:
@@ -109,9 +115,7 @@ def markdown(report: ModelReport) -> str:
     for e in report.end_to_end:
         lines += ["", f"## End to end{' at ' + e.shape if e.shape else ''}", ""]
         verdict = "correct" if e.correct else f"WRONG: {e.failure}"
-        lines.append(
-            f"- against eager on {e.trials} fresh input draws: {verdict} (max abs error {e.max_abs_error:.3g})"
-        )
+        lines.append(f"- against eager on {draws(e)}: {verdict} (max abs error {e.max_abs_error:.3g})")
         if not e.kept:
             lines.append(f"- no kernel kept: the model runs in torch here ({e.dropped or 'no kernel applies'})")
         if e.spliced_ms is not None:

@@ -3,7 +3,9 @@ spliced timed side by side.
 
 Correctness: each trial draws fresh inputs (the user's input factory under a new torch
 seed) and compares every output leaf with the float32 tolerance the guard applies to a
-task (``|spliced - eager| <= atol + rtol * |eager|``), and finite where eager is.
+task (``|spliced - eager| <= atol + rtol * |eager|``), and finite where eager is. Wider
+trials then redraw every floating input as the guard's robustness trials do (noise around
+its mean with twice its spread), counted where eager's outputs stay finite.
 
 Timing: rounds in which every arm runs a batch of calls, the arms' order rotating from
 round to round; a round's ratio pairs arms measured moments apart, so a machine that
@@ -23,57 +25,77 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from kernelkiln.task.model import DEFAULT_TOLERANCES
+from kernelkiln.task.model import DEFAULT_TOLERANCES, widen
 
 
 @dataclass(frozen=True)
 class Check:
-    """How the spliced model's outputs compared with eager's over ``trials`` fresh inputs."""
+    """How the spliced model's outputs compared with eager's over ``trials`` fresh inputs (wider ones included)."""
 
     trials: int
     max_abs_error: float
     failure: str  # "" when every trial agreed
+    wide: int = 0  # of the trials, those on wider inputs (where eager stayed finite)
+    wide_skipped: int = 0  # wider inputs dropped: eager's outputs were not finite on them
 
 
 def check(
-    eager: Callable[..., Any], spliced: Callable[..., Any], make_inputs: Callable[[], tuple[Any, ...]], trials: int = 3
+    eager: Callable[..., Any],
+    spliced: Callable[..., Any],
+    make_inputs: Callable[[], tuple[Any, ...]],
+    trials: int = 3,
+    wide: int = 0,
 ) -> Check:
-    """Compare ``spliced`` with ``eager`` on ``trials`` inputs drawn by ``make_inputs`` under fresh seeds."""
-    worst = 0.0
-    for trial in range(trials):
+    """Compare ``spliced`` with ``eager`` on ``trials`` inputs drawn by ``make_inputs`` under fresh seeds, then on
+    ``wide`` draws with every floating input widened as the guard's robustness trials widen a task's (none when
+    the model takes no floating input: there is nothing to widen)."""
+    worst, done, skipped = 0.0, 0, 0
+    draws = [(trial, False) for trial in range(trials)] + [(trials + k, True) for k in range(wide)]
+    for trial, widened in draws:
         torch.manual_seed(7919 + trial)
         inputs = make_inputs()
+        if widened:
+            if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in inputs):
+                break
+            inputs = tuple(widen(x, 7919 + trial, j) for j, x in enumerate(inputs))
         with torch.no_grad():
             want = pytree.tree_leaves(eager(*inputs))
+            if widened and not all(torch.isfinite(w).all() for w in want if isinstance(w, torch.Tensor)):
+                skipped += 1
+                continue
             got = pytree.tree_leaves(spliced(*inputs))
-        if len(want) != len(got):
-            return Check(trial + 1, worst, f"trial {trial}: {len(got)} outputs, eager gave {len(want)}")
-        for k, (w, g) in enumerate(zip(want, got, strict=True)):
-            if not isinstance(w, torch.Tensor):
-                continue
-            if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
-                return Check(
-                    trial + 1, worst, f"trial {trial}: output {k} is not a {w.dtype} tensor of {tuple(w.shape)}"
-                )
-            atol, rtol = DEFAULT_TOLERANCES.get(str(w.dtype).removeprefix("torch."), (0.0, 0.0))
-            finite = torch.isfinite(w)
-            if not torch.equal(finite, torch.isfinite(g)):
-                return Check(trial + 1, worst, f"trial {trial}: output {k} is not finite where eager's is")
-            if not w.is_floating_point():
-                if not torch.equal(w, g):
-                    return Check(trial + 1, worst, f"trial {trial}: output {k} differs from eager's")
-                continue
-            diff = (g[finite].double() - w[finite].double()).abs()
-            if diff.numel():
-                worst = max(worst, float(diff.max()))
-                over = diff - (atol + rtol * w[finite].double().abs())
-                if bool((over > 0).any()):
-                    return Check(
-                        trial + 1,
-                        worst,
-                        f"trial {trial}: output {k} is off by {float(diff.max()):.3g} (atol {atol}, rtol {rtol})",
-                    )
-    return Check(trials, worst, "")
+        done += 1
+        label = f"{'wider ' if widened else ''}trial {trial}"
+        worst, failure = _compare(want, got, label, worst)
+        if failure:
+            return Check(done, worst, failure, int(widened), skipped)
+    return Check(done, worst, "", done - trials, skipped)
+
+
+def _compare(want: list[Any], got: list[Any], label: str, worst: float) -> tuple[float, str]:
+    """The worst absolute error so far, and why ``got`` fails the guard's float tolerance ("" if it does not)."""
+    if len(want) != len(got):
+        return worst, f"{label}: {len(got)} outputs, eager gave {len(want)}"
+    for k, (w, g) in enumerate(zip(want, got, strict=True)):
+        if not isinstance(w, torch.Tensor):
+            continue
+        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
+            return worst, f"{label}: output {k} is not a {w.dtype} tensor of {tuple(w.shape)}"
+        atol, rtol = DEFAULT_TOLERANCES.get(str(w.dtype).removeprefix("torch."), (0.0, 0.0))
+        finite = torch.isfinite(w)
+        if not torch.equal(finite, torch.isfinite(g)):
+            return worst, f"{label}: output {k} is not finite where eager's is"
+        if not w.is_floating_point():
+            if not torch.equal(w, g):
+                return worst, f"{label}: output {k} differs from eager's"
+            continue
+        diff = (g[finite].double() - w[finite].double()).abs()
+        if diff.numel():
+            worst = max(worst, float(diff.max()))
+            over = diff - (atol + rtol * w[finite].double().abs())
+            if bool((over > 0).any()):
+                return worst, f"{label}: output {k} is off by {float(diff.max()):.3g} (atol {atol}, rtol {rtol})"
+    return worst, ""
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ class Workload:
         return {"name": self.name, "sizes": dict(self.sizes), "flops": self.flops, "bytes": self.bytes}
 
 
-def _widen(x: Any, seed: int, position: int) -> Any:
+def widen(x: Any, seed: int, position: int) -> Any:
     """``x`` redrawn as normal noise centred on its mean with twice its spread (or its mean's size).
 
     Non-negative inputs (``torch.rand``) gain negative values and every input larger ones, so
@@ -137,7 +137,7 @@ class Task:
         with self.bound(workload) as module:
             torch.manual_seed(seed)
             inputs = list(module.get_inputs())
-        return [_widen(x, seed, j) for j, x in enumerate(inputs)] if wide else inputs
+        return [widen(x, seed, j) for j, x in enumerate(inputs)] if wide else inputs
 
     def init_inputs(self, workload: Workload) -> list[Any]:
         with self.bound(workload) as module:

@@ -89,7 +89,7 @@ def test_spliced_regions_were_confirmed_faster_and_the_model_agrees_with_eager(r
         if row.status == "spliced":
             assert row.speedup is not None and row.speedup > 1.0 and row.origin == "generated"
     (end,) = report.end_to_end
-    assert end.correct and end.failure == "" and end.trials == 3
+    assert end.correct and end.failure == "" and end.trials == 5 and end.wide == 2  # activations: floating inputs
     assert end.compile_ms is None and end.vs_compile is None  # compare_compile=False
     assert end.eager_ms > 0 and end.spliced_ms > 0
 

@@ -67,3 +67,24 @@ def test_timing_gives_every_arm_positive_seconds_and_consistent_ratios(model):
         assert timing.ratio(arm, "eager") == pytest.approx(1 / timing.speedup[arm])
         low, high = timing.interval[arm]
         assert 0 < low <= timing.speedup[arm] <= high
+
+
+def test_a_kernel_right_only_on_the_inputs_own_domain_fails_a_wider_trial():
+    import torch
+
+    def nonnegative():
+        return (torch.rand(16, 8),)
+
+    # ReLU as the identity is right on [0, 1) inputs, wrong once widened inputs turn negative.
+    result = check(torch.relu, lambda x: x, nonnegative, trials=3, wide=2)
+    assert result.failure.startswith("wider trial 3: output 0 is off by") and result.wide == 1
+    assert check(torch.relu, lambda x: x, nonnegative, trials=3).failure == ""
+
+
+def test_wider_trials_count_only_where_eager_stays_finite_and_need_a_floating_input():
+    import torch
+
+    result = check(torch.exp, torch.exp, lambda: (torch.rand(4) * 80,), trials=1, wide=3)
+    assert result.failure == "" and result.wide + result.wide_skipped == 3 and result.wide_skipped >= 1
+    ints = check(lambda x: x + 1, lambda x: x + 1, lambda: (torch.randint(0, 9, (4,)),), trials=2, wide=2)
+    assert ints.failure == "" and ints.trials == 2 and ints.wide == 0
