@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import torch
 import torch.fx as fx
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from kernelkiln.errors import UserError
 from kernelkiln.model.artifact import binaries, saved_kernels
@@ -84,7 +85,8 @@ class Backend:
         if not regions:
             self._say(f"no region saved in {self.folder} is in this graph: compiled without kernels")
             return self._finish(aten, inputs)
-        with binaries(self.folder, self.manifest, self.rebuild):
+        # AOTAutograd calls this under its fake mode: the constants splice folds (a causal mask) must be real.
+        with unset_fake_temporarily(), binaries(self.folder, self.manifest, self.rebuild):
             spliced = splice(captured, regions, {k: self.kernels[k] for k in regions})
         return self._finish(spliced, inputs)
 

@@ -10,6 +10,8 @@ import kernelkiln
 from kernelkiln.errors import UserError
 from kernelkiln.testing.models import activations, tiny_lm, tiny_mlp, tokens
 
+from .conftest import save_generated
+
 
 @pytest.fixture(autouse=True)
 def fresh_dynamo():
@@ -29,6 +31,16 @@ def test_every_saved_region_runs_its_kernel_in_the_compiled_graph(lm, lm_saved):
     compiled = torch.compile(model, backend=backend, dynamic=False)
     assert agrees(compiled, model, tokens())
     assert backend.found == [len(lm.part.regions)]
+
+
+def test_a_model_whose_regions_read_folded_constants_runs_under_the_backend(gpt2, tmp_path):
+    save_generated(gpt2, tmp_path)  # GPT-2's attention reads a causal mask built from arange
+    backend = kernelkiln.backend(tmp_path)
+    compiled = torch.compile(gpt2.model, backend=backend, dynamic=False)
+    ids = gpt2.draw()
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*ids).logits, gpt2.model(*ids).logits, atol=1e-4, rtol=1e-4)
+    assert backend.found and backend.found[0] > 0
 
 
 def test_a_parameter_replaced_after_compiling_is_the_one_the_kernel_reads(lm_saved):
