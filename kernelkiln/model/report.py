@@ -6,9 +6,10 @@ from html import escape
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kernelkiln.atomic import write_atomic
+from kernelkiln.errors import UserError
 from kernelkiln.speedup import fmt_x
 
 RegionStatus = Literal["spliced", "slower", "refused", "failed", "unchecked", "dropped", "not run"]
@@ -144,7 +145,13 @@ def read(folder: Path) -> ModelReport | None:
     path = folder / "model.json"
     if not path.is_file():
         return None
-    return ModelReport.model_validate_json(path.read_text())
+    try:
+        return ModelReport.model_validate_json(path.read_text())
+    except ValidationError as exc:
+        raise UserError(
+            f"{path} is not a report this kernelkiln reads ({exc.error_count()} field(s) differ: written by another "
+            "version?): rerun `kiln model`"
+        ) from None
 
 
 def html(report: ModelReport) -> str:
