@@ -41,8 +41,8 @@ import torch
 
 from kernelkiln.memory.memory import Memory
 from kernelkiln.model import verify
-from kernelkiln.model.artifact import load_model
 from kernelkiln.model.backend import backend
+from kernelkiln.model.load import load_model
 from kernelkiln.model.pipeline import optimize_model
 from kernelkiln.model.shapes import declare
 from kernelkiln.orchestrator.config import OptimizeConfig

@@ -26,7 +26,8 @@ MODEL is FILE:FUNCTION, a function returning the torch.nn.Module (random weights
 again under fresh torch seeds for the end-to-end check, so drawing with torch.randint or
 torch.randn gives the check new inputs.
 
-The model is captured with torch.export at the inputs' shapes. Regions the lowering can
+The model is captured with torch.export at the inputs' shapes (where export fails, through
+dynamo, graph by graph; the kernels then run under torch.compile). Regions the lowering can
 fuse (a product with its epilogue, a norm, an elementwise chain; attention as the model
 runs it) become KernelBench-format task files in OUT/tasks/ (`kiln optimize` and
 `kiln eval` take them as they are); identical regions are one task. Tasks are optimized

@@ -16,8 +16,8 @@ import torch
 
 from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
-from kernelkiln.model.artifact import load_model
 from kernelkiln.model.backend import backend
+from kernelkiln.model.load import load_model
 from kernelkiln.model.pipeline import ModelResult
 from kernelkiln.model.pipeline import optimize_model as _optimize
 from kernelkiln.model.shapes import Declared, declare

@@ -15,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -26,12 +26,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from kernelkiln import native
 from kernelkiln.atomic import write_atomic
 from kernelkiln.errors import UserError, described
-from kernelkiln.model import verify
-from kernelkiln.model.capture import capture
-from kernelkiln.model.endtoend import Shape
-from kernelkiln.model.regions import Region, partition
-from kernelkiln.model.splice import Kernel, SpliceError, load, splice
-from kernelkiln.model.spliced import SplicedModel
+from kernelkiln.model.shapes import Shape
+from kernelkiln.model.splice import Kernel, load
 from kernelkiln.model.taskfile import structure_key
 from kernelkiln.native.toolchain import CompilerNotFound, cpu_identity, find_compiler
 from kernelkiln.platforms.host import cpu_flags
@@ -105,6 +101,7 @@ class SavedShape(_Frozen):
 class Manifest(_Frozen):
     format: int
     model: str
+    capture: Literal["export", "dynamo"] = "export"  # dynamo: the kernels run under torch.compile (``backend``)
     torch: str
     threads: int
     machine: Machine
@@ -120,9 +117,12 @@ def _libraries(module: Any) -> list[native.NativeLibrary]:
     return [v for v in vars(module).values() if isinstance(v, native.NativeLibrary)]
 
 
-def save(out: Path, name: str, shapes: Sequence[Shape], threads: int, kernels: dict[str, Kernel]) -> Path:
+def save(
+    out: Path, name: str, shapes: Sequence[Shape], threads: int, kernels: dict[str, Kernel], capture: str = "export"
+) -> Path:
     """Write ``out/model/`` for ``kernels`` at ``shapes`` (replacing an earlier one whole); returns the folder."""
     folder = out / FOLDER
+    out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".model.", dir=out))
     try:
         saved = [_save_kernel(staging, kernel) for _, kernel in sorted(kernels.items())]
@@ -139,6 +139,7 @@ def save(out: Path, name: str, shapes: Sequence[Shape], threads: int, kernels: d
         manifest = Manifest(
             format=FORMAT,
             model=name,
+            capture="dynamo" if capture == "dynamo" else "export",
             torch=torch.__version__,
             threads=threads,
             machine=Machine.here(),
@@ -236,56 +237,3 @@ def saved_kernels(out: str | Path, splice_model_kernels: bool) -> tuple[Path, Ma
             "pass splice_model_kernels=True to run them"
         )
     return folder, manifest, {k.key: Kernel(k.key, (folder / k.file).read_text(), k.origin) for k in manifest.kernels}
-
-
-def _always(example: tuple[Any, ...]) -> Callable[[], tuple[Any, ...]]:
-    return lambda: example
-
-
-def load_model(
-    out: str | Path,
-    model: torch.nn.Module,
-    *,
-    rebuild: bool = False,
-    splice_model_kernels: bool = False,
-) -> SplicedModel:
-    """``model`` running the kernels ``kiln model`` saved in ``out/model/``, checked against eager once.
-
-    ``model`` is built as it was for the run (its weights may differ: the kernels read the
-    model's own). ``rebuild``: on a machine other than the one the kernels were built for,
-    build them from source here (a C compiler is needed) instead of refusing.
-    ``splice_model_kernels``: run kernels an LLM wrote (in this process, outside any sandbox).
-    """
-    folder, manifest, kernels = saved_kernels(out, splice_model_kernels)
-    shapes = []
-    for saved in manifest.shapes:
-        try:
-            example = tuple(torch.load(folder / saved.example, weights_only=True))
-        except Exception as exc:
-            raise UserError(f"{folder / saved.example} cannot be read ({described(exc)[:200]})") from None
-        captured = capture(model, example)
-        groups: dict[str, list[Region]] = {}
-        for region in partition(captured).regions:
-            groups.setdefault(structure_key(region), []).append(region)
-        for r in saved.regions:
-            found = len(groups.get(r.structure, []))
-            if found != r.places:
-                at = f" at {saved.label}" if saved.label else ""
-                raise UserError(
-                    f"{type(model).__name__} is not the model {folder} was made for: the region kernels/{r.kernel}.py "
-                    f"serves occurs {found} time(s) in it{at}, {r.places} in {manifest.model}"
-                )
-        shapes.append((captured, {r.kernel: groups[r.structure] for r in saved.regions}, example))
-    graphs = []
-    try:
-        with binaries(folder, manifest, rebuild):
-            for captured, regions, _ in shapes:
-                graphs.append(splice(captured, regions, {k: kernels[k] for k in regions}))
-    except (native.BuildError, SpliceError) as exc:
-        raise UserError(f"{folder}'s kernels cannot be loaded here: {described(exc)[:300]}") from None
-    spliced = SplicedModel(model, [(c, g) for (c, _, _), g in zip(shapes, graphs, strict=True)])
-    for _, _, example in shapes:
-        result = verify.check(model, spliced, _always(example), trials=1)
-        if result.failure:
-            raise UserError(f"{folder}'s kernels disagree with eager on the saved example inputs: {result.failure}")
-    return spliced

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,28 +26,35 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from kernelkiln.errors import UserError
 from kernelkiln.model.artifact import binaries, saved_kernels
 from kernelkiln.model.capture import Captured, decompositions
+from kernelkiln.model.dynamo import kind, placeholders
 from kernelkiln.model.regions import Region, partition
-from kernelkiln.model.splice import direct, splice
+from kernelkiln.model.splice import Kernel, direct, splice
 from kernelkiln.model.taskfile import structure_key
 
 
 class Backend:
-    """A ``torch.compile`` backend splicing the kernels saved in ``out/model/`` (see the module docstring)."""
+    """A ``torch.compile`` backend splicing ``kernels`` where a graph holds their regions (see the module docstring).
+
+    ``wanted``: a region's ``structure_key`` -> the kernel serving it; ``binaries``: the context
+    the kernels are loaded in (a saved folder's libraries); ``where``: what to name in notes.
+    """
 
     def __init__(
         self,
-        out: str | Path,
+        kernels: dict[str, Kernel],
+        wanted: dict[str, str],
         *,
         inner: Literal["inductor", "eager"] = "eager",
-        rebuild: bool = False,
-        splice_model_kernels: bool = False,
+        binaries: Callable[[], AbstractContextManager[None]] = nullcontext,
+        where: str = "the kernels",
     ):
         if inner not in ("inductor", "eager"):
             raise UserError(f"backend: inner must be 'inductor' or 'eager', not {inner!r}")
-        self.folder, self.manifest, self.kernels = saved_kernels(out, splice_model_kernels)
+        self.kernels = kernels
+        self.wanted = wanted
         self.inner = inner
-        self.rebuild = rebuild
-        self.wanted = {r.structure: r.kernel for s in self.manifest.shapes for r in s.regions}
+        self.binaries = binaries
+        self.where = where
         self.found: list[int] = []  # per graph compiled: the regions spliced in it
         self._said: set[str] = set()
 
@@ -55,7 +63,7 @@ class Backend:
 
         # Dynamo's graph takes the module's parameters and buffers as arguments (named for them);
         # AOTAutograd's keeps that order, so each ATen placeholder's kind is known.
-        kinds = [_kind(n.name, x) for n, x in zip(_placeholders(gm), example_inputs, strict=True)]
+        kinds = [kind(n.name, x) for n, x in zip(placeholders(gm), example_inputs, strict=True)]
 
         def forward(aten: fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
             return self._compile(aten, inputs, kinds)
@@ -66,7 +74,7 @@ class Backend:
         return compiled
 
     def _compile(self, aten: fx.GraphModule, inputs: list[Any], kinds: list[str]) -> Callable[..., Any]:
-        names = [n.name for n in _placeholders(aten)]
+        names = [n.name for n in placeholders(aten)]
         regions: dict[str, list[Region]] = {}
         if any(not isinstance(x, torch.Tensor) or _symbolic(x) for x in inputs):
             self._say(
@@ -83,10 +91,10 @@ class Backend:
                     regions.setdefault(key, []).append(region)
         self.found.append(sum(len(r) for r in regions.values()))
         if not regions:
-            self._say(f"no region saved in {self.folder} is in this graph: compiled without kernels")
+            self._say(f"none of the regions {self.where} serve is in this graph: compiled without them")
             return self._finish(aten, inputs)
         # AOTAutograd calls this under its fake mode: the constants splice folds (a causal mask) must be real.
-        with unset_fake_temporarily(), binaries(self.folder, self.manifest, self.rebuild):
+        with unset_fake_temporarily(), self.binaries():
             spliced = splice(captured, regions, {k: self.kernels[k] for k in regions})
         return self._finish(spliced, inputs)
 
@@ -108,16 +116,6 @@ def _symbolic(x: torch.Tensor) -> bool:
     return any(not isinstance(s, int) for s in x.shape)
 
 
-def _placeholders(gm: fx.GraphModule) -> list[fx.Node]:
-    return [n for n in gm.graph.nodes if n.op == "placeholder"]
-
-
-def _kind(name: str, value: Any) -> str:
-    if isinstance(value, torch.nn.Parameter) or "_parameters_" in name:
-        return "parameter"
-    return "buffer" if "_buffers_" in name else "input"
-
-
 def backend(
     out: str | Path,
     *,
@@ -130,4 +128,12 @@ def backend(
     ``inner``: what runs the rest of each graph ("eager": the graph as is; "inductor": compiled);
     ``rebuild`` and ``splice_model_kernels``: as for ``load_model``.
     """
-    return Backend(out, inner=inner, rebuild=rebuild, splice_model_kernels=splice_model_kernels)
+    folder, manifest, kernels = saved_kernels(out, splice_model_kernels)
+    wanted = {r.structure: r.kernel for s in manifest.shapes for r in s.regions}
+    return Backend(
+        kernels,
+        wanted,
+        inner=inner,
+        binaries=lambda: binaries(folder, manifest, rebuild),
+        where=f"the kernels saved in {folder}",
+    )

@@ -63,14 +63,19 @@ def decompositions() -> dict[Any, Any]:
     return dict(table)
 
 
-def _refusal(exc: BaseException) -> str:
+class ExportFailed(UserError):
+    """``torch.export`` could not capture the model (dynamo may, graph by graph: ``model.dynamo``)."""
+
+
+def _cache(exc: BaseException) -> str:
+    """Why a model returning a key-value cache cannot be captured, and the fix; "" for any other failure."""
     text = described(exc)
     if "DynamicCache" in text or ("Cache" in text and "pytree" in str(exc)):
         return (
             "the model returns a key-value cache, which torch.export cannot capture: build it with "
             "use_cache=False (a Hugging Face config's `use_cache`)"
         )
-    return f"torch.export could not capture the model ({text[:300]})"
+    return ""
 
 
 def capture(model: torch.nn.Module, example: tuple[Any, ...]) -> Captured:
@@ -81,7 +86,9 @@ def capture(model: torch.nn.Module, example: tuple[Any, ...]) -> Captured:
             program = torch.export.export(model, tuple(example), strict=False)
         program = program.run_decompositions(decompositions())
     except Exception as exc:
-        raise UserError(_refusal(exc)) from None
+        if _cache(exc):
+            raise UserError(_cache(exc)) from None
+        raise ExportFailed(f"torch.export could not capture the model ({described(exc)[:300]})") from None
     kinds, state = {}, {}
     names = {
         InputKind.PARAMETER: "parameter",

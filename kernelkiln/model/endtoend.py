@@ -11,35 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from kernelkiln.errors import described
 from kernelkiln.model import verify
 from kernelkiln.model.capture import Captured
-from kernelkiln.model.regions import Region
 from kernelkiln.model.report import EndToEnd
-from kernelkiln.model.shapes import Declared
+from kernelkiln.model.shapes import Declared, Shape
 from kernelkiln.model.splice import Kernel, SpliceError, splice
 from kernelkiln.model.spliced import SplicedModel
+from kernelkiln.model.taskfile import structure_key
 from kernelkiln.speedup import fmt_x
 
 WIDE = 2  # wider-input trials per shape, as the guard's robustness trials per workload
 
 
 @dataclass
-class Shape:
-    """One declared shape as captured, and each task's regions there (task key -> its places)."""
-
-    declared: Declared
-    captured: Captured
-    regions: dict[str, list[Region]]
-
-
-@dataclass
 class Assembled:
-    model: SplicedModel
+    model: torch.nn.Module  # a SplicedModel, the compiled model (through dynamo), or the user's own
     kernels: dict[str, Kernel]  # kept at one shape at least
     failures: dict[str, str]  # task key -> why its kernel was dropped in the model
     ends: list[EndToEnd]
@@ -47,8 +38,14 @@ class Assembled:
 
 
 def _graph(shape: Shape, kernels: dict[str, Kernel]) -> Any:
+    assert shape.captured is not None
     used = {k: v for k, v in kernels.items() if shape.regions.get(k)}
     return splice(shape.captured, {k: shape.regions[k] for k in used}, used) if used else None
+
+
+def _captured(shape: Shape) -> Captured:
+    assert shape.captured is not None  # an exported shape
+    return shape.captured
 
 
 def assemble(
@@ -66,7 +63,7 @@ def assemble(
             if not shape.regions.get(key):
                 continue
             try:
-                alone = SplicedModel(model, [(shape.captured, _graph(shape, {key: kernel}))])
+                alone = SplicedModel(model, [(_captured(shape), _graph(shape, {key: kernel}))])
                 failure = verify.check(model, alone, shape.declared.draw, trials=1).failure
             except (SpliceError, RuntimeError) as exc:
                 failure = described(exc)
@@ -76,7 +73,7 @@ def assemble(
                 break
     kept = {k: v for k, v in kernels.items() if k not in failures}
     graphs = [_graph(shape, kept) for shape in shapes]
-    spliced = SplicedModel(model, [(s.captured, g) for s, g in zip(shapes, graphs, strict=True)])
+    spliced = SplicedModel(model, [(_captured(s), g) for s, g in zip(shapes, graphs, strict=True)])
     ends = []
     for shape, graph in zip(shapes, graphs, strict=True):
         label = f" at {shape.declared.label}" if shape.declared.label else ""
@@ -95,12 +92,55 @@ def assemble(
             end = end.model_copy(update={"kept": False, "dropped": why})
         ends.append(end)
     flags = [g is not None and e.kept for g, e in zip(graphs, ends, strict=True)]
-    final = SplicedModel(model, [(s.captured, g if k else None) for s, g, k in zip(shapes, graphs, flags, strict=True)])
+    final = SplicedModel(
+        model, [(_captured(s), g if k else None) for s, g, k in zip(shapes, graphs, flags, strict=True)]
+    )
     used = {k: v for k, v in kept.items() if any(f and s.regions.get(k) for s, f in zip(shapes, flags, strict=True))}
     return Assembled(final, used, failures, ends, flags)
 
 
-def _end_to_end(model: torch.nn.Module, spliced: SplicedModel, shape: Declared, compare_compile: bool) -> EndToEnd:
+def assemble_compiled(
+    model: torch.nn.Module,
+    shapes: Sequence[Shape],
+    kernels: dict[str, Kernel],
+    compare_compile: bool,
+    say: Callable[[str], None],
+) -> Assembled:
+    """Through dynamo: the kernels together under ``torch.compile`` with the backend, checked and timed per shape.
+
+    Every shape runs the one compiled model, so the kernels are kept or dropped together: at a
+    shape where they are wrong or slower than eager, all of them are dropped.
+    """
+    from kernelkiln.model.backend import Backend
+
+    say(f"compiling the model with {len(kernels)} kernel(s) and checking it end to end")
+    wanted = {structure_key(rs[0]): k for s in shapes for k, rs in s.regions.items() if k in kernels and rs}
+    compiled = cast(torch.nn.Module, torch.compile(model, backend=Backend(kernels, wanted), dynamic=False))
+    ends = []
+    for shape in shapes:
+        label = f" at {shape.declared.label}" if shape.declared.label else ""
+        say(f"timing eager{', torch.compile' if compare_compile else ''} and the spliced model side by side{label}")
+        ends.append(_end_to_end(model, compiled, shape.declared, compare_compile))
+    bad = [e for e in ends if not e.correct or (e.vs_eager_interval is not None and e.vs_eager_interval[1] < 1.0)]
+    if kernels and bad:
+        e = bad[0]
+        at = f" at {e.shape}" if e.shape else ""
+        why = (
+            f"together the kernels disagree with eager{at}: {e.failure}"
+            if not e.correct
+            else f"the compiled model was slower than eager end to end{at} ({fmt_x(e.vs_eager)})"
+        )
+        say(f"no kernel kept: {why}")
+        ends = [x.model_copy(update={"kept": False, "dropped": why}) for x in ends]
+        return Assembled(model, {}, {}, ends, [False] * len(shapes))
+    if not kernels:
+        ends = [x.model_copy(update={"kept": False}) for x in ends]
+    return Assembled(compiled, kernels, {}, ends, [bool(kernels)] * len(shapes))
+
+
+def _end_to_end(
+    model: torch.nn.Module, spliced: Callable[..., Any], shape: Declared, compare_compile: bool
+) -> EndToEnd:
     result = verify.check(model, spliced, shape.draw, wide=WIDE)
     example = shape.example
     arms: dict[str, Callable[[], Any]] = {"eager": lambda: model(*example)}

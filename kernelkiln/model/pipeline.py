@@ -25,15 +25,15 @@ from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.signature import signature
 from kernelkiln.model import artifact
-from kernelkiln.model.capture import capture
-from kernelkiln.model.endtoend import Shape, assemble
+from kernelkiln.model.capture import Captured, ExportFailed, capture
+from kernelkiln.model.dynamo import capture_graphs
+from kernelkiln.model.endtoend import assemble, assemble_compiled
 from kernelkiln.model.profile import Profile, profile
 from kernelkiln.model.regions import Partition, Region, partition
 from kernelkiln.model.report import LeftRow, ModelReport, RegionRow
-from kernelkiln.model.shapes import Declared, Place, places
+from kernelkiln.model.shapes import Declared, Place, Shape, places
 from kernelkiln.model.splice import Kernel
-from kernelkiln.model.spliced import SplicedModel
-from kernelkiln.model.taskfile import Unrenderable, render_workloads, workloads_key
+from kernelkiln.model.taskfile import Spread, Unrenderable, render_workloads, workloads_key
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
@@ -52,9 +52,10 @@ MIN_WALL_S = 60.0  # a task's least: its seed and a few tries, whatever its shar
 
 @dataclass
 class ModelResult:
-    """The spliced model (runs in this process) and the report."""
+    """The model running the kernels in this process (a ``SplicedModel``; through dynamo, the model compiled
+    with ``backend.Backend``; the user's own when none was kept) and the report."""
 
-    model: SplicedModel
+    model: torch.nn.Module
     report: ModelReport
 
 
@@ -118,6 +119,60 @@ def _exact_match(path: Path, config: OptimizeConfig, memory: Memory) -> str | No
     return memory.prior(sig, None).reused_from
 
 
+@dataclass
+class Timed:
+    """One declared shape as captured: its graphs (one from torch.export; dynamo's, in order), their
+    profiles, and the regions of them all (``home``: a region's graph, by the region's id)."""
+
+    captures: list[Captured]
+    profiles: list[Profile]
+    part: Partition
+    home: dict[int, int]
+    through: str  # "export" or "dynamo"
+
+    def _profile(self, region: Region) -> Profile:
+        return self.profiles[self.home[id(region)]]
+
+    def share(self, region: Region) -> float:
+        """Of the shape's time, all its graphs together."""
+        total = sum(p.total for p in self.profiles)
+        p = self._profile(region)
+        return p.share(region.nodes) * p.total / total if total else 0.0
+
+    def ms(self, region: Region) -> float:
+        p = self._profile(region)
+        return p.share(region.nodes) * p.total * 1e3
+
+    def spreads(self, region: Region) -> dict[str, Spread]:
+        return self._profile(region).spreads
+
+
+def _capture(model: torch.nn.Module, shapes: Sequence[Declared], name: str, say: Callable[[str], None]) -> list[Timed]:
+    """Each shape captured (torch.export; dynamo's graphs if export fails at the first), profiled and cut."""
+    through_dynamo = False
+    timed: list[Timed] = []
+    for shape in shapes:
+        at = f" at {shape.label}" if shape.label else ""
+        if not through_dynamo:
+            say(f"capturing {name} with torch.export{at}")
+            try:
+                captures = [capture(model, shape.example)]
+            except ExportFailed as exc:
+                if timed:  # the first shape exported: the others must be captured the same way
+                    raise
+                say(f"{exc}: capturing it through dynamo, graph by graph, instead")
+                through_dynamo = True
+        if through_dynamo:
+            captures = capture_graphs(model, shape.example)
+            say(f"dynamo captured {len(captures)} graph(s){at}")
+        profiles = [profile(c, model) for c in captures]
+        parts = [partition(c) for c in captures]
+        home = {id(r): g for g, p in enumerate(parts) for r in p.regions}
+        merged = Partition(tuple(r for p in parts for r in p.regions), tuple(x for p in parts for x in p.left))
+        timed.append(Timed(captures, profiles, merged, home, "dynamo" if through_dynamo else "export"))
+    return timed
+
+
 def _left(parts: list[Partition]) -> list[LeftRow]:
     """What stayed in torch, at the first shape (the others' are the same operations at other sizes)."""
     from kernelkiln.lowering.trace import op_name
@@ -153,19 +208,14 @@ def optimize_model(
     name = name or type(model).__name__
     out.mkdir(parents=True, exist_ok=True)
 
-    captures, profiles, parts = [], [], []
-    for shape in shapes:
-        say(f"capturing {name} with torch.export{' at ' + shape.label if shape.label else ''}")
-        captures.append(capture(model, shape.example))
-        profiles.append(profile(captures[-1], model))
-        parts.append(partition(captures[-1]))
+    timed = _capture(model, shapes, name, say)
+    parts = [t.part for t in timed]
     groups: dict[str, list[Place]] = {}
     for place in places(parts):
         groups.setdefault(workloads_key(place.ordered()), []).append(place)
     # A task's share: its places' share of each shape's time, averaged over the declared shapes.
     shares = {
-        k: sum(profiles[w].share(r.nodes) for p in ps for w, r in p.regions.items()) / len(shapes)
-        for k, ps in groups.items()
+        k: sum(timed[w].share(r) for p in ps for w, r in p.regions.items()) / len(shapes) for k, ps in groups.items()
     }
     order = sorted(groups, key=lambda k: -shares[k])
     left = sum(len(p.left) for p in parts)
@@ -175,7 +225,7 @@ def optimize_model(
     rows: dict[str, RegionRow] = {}
     paths: dict[str, Path] = {}
     for k, key in enumerate(order):
-        rows[key], path = _write_task(k, groups[key], shares[key], profiles, shapes, out, config)
+        rows[key], path = _write_task(k, groups[key], shares[key], timed, shapes, out, config)
         if path is not None:
             paths[key] = path
     budgets = _budgets({k: shares[k] for k in paths}, budget)
@@ -196,11 +246,13 @@ def optimize_model(
         rows[key] = row
         if kernel is not None:
             kernels[key] = kernel
+    through = timed[0].through
     at = [
-        Shape(d, c, {k: [p.regions[w] for p in ps if w in p.regions] for k, ps in groups.items()})
-        for w, (d, c) in enumerate(zip(shapes, captures, strict=True))
-    ]
-    done = assemble(model, at, kernels, compare_compile, say)
+        Shape(d, t.captures[0] if through == "export" else None, {k: [p.regions[w] for p in ps if w in p.regions]
+              for k, ps in groups.items()})
+        for w, (d, t) in enumerate(zip(shapes, timed, strict=True))
+    ]  # fmt: skip
+    done = (assemble if through == "export" else assemble_compiled)(model, at, kernels, compare_compile, say)
     for key, why in done.failures.items():
         rows[key] = rows[key].model_copy(update={"status": "failed", "reason": why})
     for key in set(kernels) - set(done.failures) - set(done.kernels):  # kept nowhere: every shape dropped them
@@ -209,7 +261,7 @@ def optimize_model(
     saved = ""
     if done.kernels:
         kept = [s for s, k in zip(at, done.kept, strict=True) if k]
-        saved = artifact.save(out, name, kept, threads, done.kernels).name
+        saved = artifact.save(out, name, kept, threads, done.kernels, through).name
         say(f"saved the kernels in {out / saved}: kernelkiln.load_model({str(out)!r}, model) runs them")
     else:
         artifact.discard(out)
@@ -232,7 +284,7 @@ def _write_task(
     k: int,
     places: list[Place],
     share: float,
-    profiles: list[Profile],
+    timed: list[Timed],
     shapes: Sequence[Declared],
     out: Path,
     config: OptimizeConfig,
@@ -246,12 +298,12 @@ def _write_task(
         ops=list(regions[0].ops),
         places=len(places),
         share=share,
-        reference_ms=profiles[at[0]].share(regions[0].nodes) * profiles[at[0]].total * 1e3,
+        reference_ms=timed[at[0]].ms(regions[0]),
         status="not run",
     )
     title = f"{name}: {len(places)} place(s) in the model, {share:.1%} of its time at the declared inputs."
     try:
-        spreads = [profiles[w].spreads for w in at]
+        spreads = [timed[w].spreads(r) for w, r in zip(at, regions, strict=True)]
         source = render_workloads(regions, title, spreads, [shapes[w].label or f"w{w}" for w in at])
     except Unrenderable as exc:
         return row.model_copy(update={"status": "refused", "reason": str(exc)}), None

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from kernelkiln.errors import UserError
+from kernelkiln.model.capture import Captured
 from kernelkiln.model.regions import Partition, Region
 from kernelkiln.model.taskfile import shape_free_key
 
@@ -48,6 +49,15 @@ class Place:
 
     def ordered(self) -> list[Region]:
         return [self.regions[w] for w in sorted(self.regions)]
+
+
+@dataclass
+class Shape:
+    """One declared shape as captured, and each task's regions there (task key -> its places)."""
+
+    declared: Declared
+    captured: Captured | None  # None: captured through dynamo, the kernels run under torch.compile
+    regions: dict[str, list[Region]]
 
 
 def parse(specs: Sequence[str]) -> dict[str, list[int]]:

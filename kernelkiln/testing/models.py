@@ -4,6 +4,7 @@
 Linear, with a residual) → a head tied to the embedding. ``TinyMLP``: two identical blocks
 (Linear → GELU → Linear, with a residual) on a float matrix, two distinct regions in all.
 ``tiny_gpt2``: Hugging Face's GPT-2 at a toy size (random weights, nothing downloaded).
+``Branchy``: a block torch.export refuses (a branch on data) and dynamo captures in two graphs.
 ``Shifted``: a callable that is wrong by a constant, for the end-to-end check.
 """
 
@@ -67,6 +68,27 @@ class TinyMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.blocks(x)
+
+
+class Branchy(nn.Module):
+    """A residual MLP block with a branch on a tensor's value inside: torch.export cannot capture it (the
+    branch depends on data), dynamo breaks its graph there and captures the two stretches around it."""
+
+    def __init__(self, hidden: int = HIDDEN):
+        super().__init__()
+        self.up = nn.Linear(hidden, 2 * hidden)
+        self.down = nn.Linear(2 * hidden, hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.gelu(self.up(x))
+        if h.sum() > 0:
+            h = h * 2
+        return x + self.down(h)
+
+
+def branchy(seed: int = 0) -> Branchy:
+    torch.manual_seed(seed)
+    return Branchy().eval()
 
 
 def tiny_lm(seed: int = 0) -> TinyLM:

@@ -66,8 +66,7 @@ def save_generated(subject: Subject, out: Path, origin: str = "generated") -> Pa
     """The lowering's kernel for each of ``subject``'s tasks, saved in ``out/model/`` as the pipeline saves winners."""
     from kernelkiln.lowering import generate
     from kernelkiln.model import artifact
-    from kernelkiln.model.endtoend import Shape
-    from kernelkiln.model.shapes import Declared
+    from kernelkiln.model.shapes import Declared, Shape
     from kernelkiln.model.splice import Kernel
     from kernelkiln.task import load_task
 

@@ -11,11 +11,11 @@ import torch
 
 from kernelkiln.memory.memory import Memory
 from kernelkiln.model.capture import capture
-from kernelkiln.model.endtoend import Shape, assemble
+from kernelkiln.model.endtoend import assemble
 from kernelkiln.model.pipeline import MIN_PER_TASK, ModelResult, optimize_model
 from kernelkiln.model.regions import partition
 from kernelkiln.model.report import read
-from kernelkiln.model.shapes import Declared, declare
+from kernelkiln.model.shapes import Declared, Shape, declare
 from kernelkiln.model.splice import Kernel
 from kernelkiln.model.taskfile import structure_key
 from kernelkiln.orchestrator.config import OptimizeConfig
