@@ -148,8 +148,11 @@ def _region(index: int, nodes: list[fx.Node], on_input: set[fx.Node], on_state: 
             pulled.add(a)  # computed from weights alone (a transpose): recomputed inside, from the weights
             for b in a.all_input_nodes:
                 read(b)
-        elif a in on_state:  # made from weights by an op the lowering lacks (an embedding of positions)
-            state[a] = None
+        elif a in on_state:
+            # Made from weights by an op the lowering lacks (an embedding of positions): torch computes it at
+            # every call, so the kernel reads it as an input. As state it would be bound once, to the first
+            # call's tensor, and go stale when the weights change.
+            inputs[a] = None
         else:
             constants[a] = None
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kernelkiln.lowering.trace import op_name
 from kernelkiln.model.taskfile import structure_key
 
@@ -77,3 +79,14 @@ def test_every_computing_node_is_in_one_region_or_left_in_torch(gpt2):
             on_input.add(n)
             check = op_name(n.target).startswith("_assert") and not n.users  # export's, computing nothing
             assert check or n in left or n in placed, n.name
+
+
+@pytest.mark.parametrize("subject", ["gpt2", "bert"])
+def test_a_region_binds_only_the_models_own_tensors_and_reads_what_torch_computes_as_inputs(subject, request):
+    # GPT-2's position embedding is computed from a weight by an op left in torch at every call: an input, not
+    # state a kernel would bind once (and re-bind at every call, or read stale after the weights change).
+    s = request.getfixturevalue(subject)
+    for region in s.part.regions:
+        assert all(n.op == "placeholder" for n in region.state)
+    first = s.part.regions[0]
+    assert any(n.op == "call_function" and "embedding" in str(n.target) for n in first.inputs)

@@ -172,3 +172,14 @@ def test_a_region_is_spliced_after_a_value_torch_makes_later_in_the_graph(bert):
         for x in [*first.inputs, *first.state]
     )
     assert len(region_calls(spliced.graph.graph)) == len(bert.part.regions)
+
+
+def test_each_place_binds_its_candidate_once_across_calls(gpt2, monkeypatch):
+    binds = []
+    bind = splice_module._bind
+    monkeypatch.setattr(splice_module, "_bind", lambda *a: binds.append(1) or bind(*a))
+    spliced = spliced_model(gpt2)
+    with torch.no_grad():
+        for _ in range(3):
+            spliced(*gpt2.draw())
+    assert len(binds) == len(region_calls(spliced.graph.graph))  # once per place, not once per call
