@@ -1,13 +1,12 @@
-"""``OUT/model/``: the spliced kernels saved with their binaries, and ``load_model`` to run them again.
+"""``OUT/model/``: the spliced kernels saved with their binaries, in a folder ``load.load_model`` reads.
 
 The folder holds each kernel's source (``kernels/<key>.py``), the shared libraries it was
-built into, the example inputs the model was captured at and ``manifest.json``: which
-regions each kernel serves, where it came from, and the machine it was built and verified
-on (its CPU's identity and vector features, the compiler). ``load_model`` captures the
-user's model again at those inputs, finds the same regions and splices the kernels. On the
-machine they were built for it opens the saved libraries (no compiler needed); on any other
-it refuses in one line, unless asked to rebuild them from source for this CPU, and never
-opens a binary built for another one.
+built into (their C source beside them), each declared shape's example inputs and
+``manifest.json``: which regions each kernel serves, where it came from, and the machine it
+was built and verified on (its CPU's identity and vector features, the compiler).
+``binaries`` serves the saved libraries on the machine they were built for (no compiler
+needed); on any other it refuses in one line, unless asked to rebuild them from source for
+this CPU, and never opens a binary built for another one.
 """
 
 from __future__ import annotations
