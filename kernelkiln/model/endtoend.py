@@ -17,6 +17,7 @@ import torch
 
 from kernelkiln.errors import described
 from kernelkiln.model import verify
+from kernelkiln.model.backend import Backend
 from kernelkiln.model.capture import Captured
 from kernelkiln.model.report import EndToEnd
 from kernelkiln.model.shapes import Declared, Shape
@@ -111,8 +112,6 @@ def assemble_compiled(
     Every shape runs the one compiled model, so the kernels are kept or dropped together: at a
     shape where they are wrong or slower than eager, all of them are dropped.
     """
-    from kernelkiln.model.backend import Backend
-
     say(f"compiling the model with {len(kernels)} kernel(s) and checking it end to end")
     wanted = {structure_key(rs[0]): k for s in shapes for k, rs in s.regions.items() if k in kernels and rs}
     compiled = cast(torch.nn.Module, torch.compile(model, backend=Backend(kernels, wanted), dynamic=False))
