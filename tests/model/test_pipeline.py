@@ -17,7 +17,7 @@ from kernelkiln.model.regions import partition
 from kernelkiln.model.report import read
 from kernelkiln.model.shapes import Declared, Shape, declare
 from kernelkiln.model.splice import Kernel
-from kernelkiln.model.taskfile import structure_key
+from kernelkiln.model.taskfile import by_structure
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.store import open_store
 from kernelkiln.testing.guard import fast_config
@@ -84,11 +84,13 @@ def test_a_run_writes_the_task_files_and_the_report(runs):
 @pytest.mark.slow  # the runs
 def test_spliced_regions_were_confirmed_faster_and_the_model_agrees_with_eager(runs):
     report = runs.first.report
-    for row in report.regions:
-        assert row.status in ("spliced", "slower", "failed")
-        if row.status == "spliced":
-            assert row.speedup is not None and row.speedup > 1.0 and row.origin == "generated"
     (end,) = report.end_to_end
+    for row in report.regions:
+        assert row.status in ("spliced", "slower", "failed", "dropped")
+        if row.status in ("spliced", "dropped"):
+            assert row.speedup is not None and row.speedup > 1.0 and row.origin == "generated"
+        if row.status == "dropped":  # a loaded machine: together slower than eager end to end, so none kept
+            assert not end.kept and "slower than eager end to end" in row.reason
     assert end.correct and end.failure == "" and end.trials == 5 and end.wide == 2  # activations: floating inputs
     assert end.compile_ms is None and end.vs_compile is None  # compare_compile=False
     assert end.eager_ms > 0 and end.spliced_ms > 0
@@ -97,8 +99,9 @@ def test_spliced_regions_were_confirmed_faster_and_the_model_agrees_with_eager(r
 @pytest.mark.slow  # the runs
 def test_the_returned_model_runs_exactly_the_spliced_regions(runs):
     result = runs.first
-    graph = result.model.graph.graph
-    calls = [n for n in graph.nodes if n.op == "call_function" and str(n.target).startswith("kiln.region_")]
+    graph = result.model.graph  # None when every kernel was dropped: the model runs in torch
+    nodes = graph.graph.nodes if graph is not None else []
+    calls = [n for n in nodes if n.op == "call_function" and str(n.target).startswith("kiln.region_")]
     assert len(calls) == sum(r.places for r in result.report.regions if r.status == "spliced")
     assert result.model.model is runs.model
     x = activations()
@@ -168,9 +171,7 @@ class ModelNew(nn.Module):
 def test_a_kernel_that_disagrees_in_the_model_is_dropped_with_why():
     model, example = tiny_mlp(), activations()
     captured = capture(model, example)
-    groups = {}
-    for region in partition(captured).regions:
-        groups.setdefault(structure_key(region), []).append(region)
+    groups = by_structure(partition(captured).regions)
     up = next(k for k, regions in groups.items() if "gelu" in regions[0].ops)
     shape = Shape(Declared("", example, activations), captured, groups)
     done = assemble(model, [shape], {up: Kernel(up, WRONG, "generated")}, False, lambda line: None)
