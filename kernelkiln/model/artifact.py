@@ -4,8 +4,8 @@ The folder holds each kernel's source (``kernels/<key>.py``), the shared librari
 built into (their C source beside them), each declared shape's example inputs and
 ``manifest.json``: which regions each kernel serves, where it came from, and the machine it
 was built and verified on (its CPU's identity and vector features, the compiler).
-``binaries`` serves the saved libraries on the machine they were built for (no compiler
-needed); on any other it refuses in one line, unless asked to rebuild them from source for
+``served`` hands the saved libraries to ``native.prebuilt`` on the machine they were built
+for (no compiler needed); on any other it refuses in one line, unless asked to rebuild them from source for
 this CPU, and never opens a binary built for another one.
 """
 
@@ -14,8 +14,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -199,10 +198,10 @@ def read(out: Path) -> Manifest:
     return manifest
 
 
-@contextmanager
-def binaries(folder: Path, manifest: Manifest, rebuild: bool) -> Iterator[None]:
-    """The saved libraries served in place of builds on the machine they were built for; elsewhere, with
-    ``rebuild``, builds for this CPU (the native cache is keyed by it), and without, a refusal."""
+def served(folder: Path, manifest: Manifest, rebuild: bool) -> dict[native.BuildRequest, str]:
+    """The saved libraries by the build request each answers (for ``native.prebuilt``), on the machine they were
+    built for, each checked against its hash; elsewhere, with ``rebuild``, none (they are built for this CPU, the
+    native cache keyed by it), and without, a one-line refusal."""
     here = Machine.here()
     if here.cpu != manifest.machine.cpu:
         if not rebuild:
@@ -211,18 +210,16 @@ def binaries(folder: Path, manifest: Manifest, rebuild: bool) -> Iterator[None]:
                 f"{here.describe()}: load_model(..., rebuild=True) rebuilds them from source here and checks "
                 "the model against eager"
             )
-        yield
-        return
-    served: dict[native.BuildRequest, str] = {}
+        return {}
+    found: dict[native.BuildRequest, str] = {}
     for kernel in manifest.kernels:
         for lib in kernel.libraries:
             path = folder / lib.file
             if not path.is_file() or _sha256(path.read_bytes()) != lib.sha256:
                 raise UserError(f"{path} is missing or changed since it was saved: rerun `kiln model`")
             source = (folder / lib.source).read_text()
-            served[native.BuildRequest(source, lib.lang, tuple(lib.flags))] = str(path.resolve())
-    with native.prebuilt(served):
-        yield
+            found[native.BuildRequest(source, lib.lang, tuple(lib.flags))] = str(path.resolve())
+    return found
 
 
 def saved_kernels(out: str | Path, splice_model_kernels: bool) -> tuple[Path, Manifest, dict[str, Kernel]]:

@@ -14,8 +14,7 @@ graph compiled, how many regions were replaced. Inference only.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,8 +22,9 @@ import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from kernelkiln import native
 from kernelkiln.errors import UserError
-from kernelkiln.model.artifact import binaries, saved_kernels
+from kernelkiln.model.artifact import Manifest, saved_kernels, served
 from kernelkiln.model.capture import Captured, decompositions
 from kernelkiln.model.dynamo import kind, placeholders
 from kernelkiln.model.regions import Region, partition
@@ -35,8 +35,8 @@ from kernelkiln.model.taskfile import structure_key
 class Backend:
     """A ``torch.compile`` backend splicing ``kernels`` where a graph holds their regions (see the module docstring).
 
-    ``wanted``: a region's ``structure_key`` -> the kernel serving it; ``binaries``: the context
-    the kernels are loaded in (a saved folder's libraries); ``where``: what to name in notes.
+    ``wanted``: a region's ``structure_key`` -> the kernel serving it; ``served``: saved libraries
+    to open instead of building (``artifact.served``); ``where``: what to name in notes.
     """
 
     def __init__(
@@ -45,7 +45,7 @@ class Backend:
         wanted: dict[str, str],
         *,
         inner: Literal["inductor", "eager"] = "eager",
-        binaries: Callable[[], AbstractContextManager[None]] = nullcontext,
+        served: Mapping[native.BuildRequest, str] | None = None,
         where: str = "the kernels",
     ):
         if inner not in ("inductor", "eager"):
@@ -53,7 +53,7 @@ class Backend:
         self.kernels = kernels
         self.wanted = wanted
         self.inner = inner
-        self.binaries = binaries
+        self.served = dict(served or {})
         self.where = where
         self.found: list[int] = []  # per graph compiled: the regions spliced in it
         self._said: set[str] = set()
@@ -94,7 +94,7 @@ class Backend:
             self._say(f"none of the regions {self.where} serve is in this graph: compiled without them")
             return self._finish(aten, inputs)
         # AOTAutograd calls this under its fake mode: the constants splice folds (a causal mask) must be real.
-        with unset_fake_temporarily(), self.binaries():
+        with unset_fake_temporarily(), native.prebuilt(self.served):
             spliced = splice(captured, regions, {k: self.kernels[k] for k in regions})
         return self._finish(spliced, inputs)
 
@@ -105,8 +105,7 @@ class Backend:
 
     def _finish(self, gm: fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
         if self.inner == "eager":
-            eager = direct(gm)
-            return lambda *args: eager(*args)
+            return direct(gm)
         from torch._inductor.compile_fx import compile_fx_inner
 
         return compile_fx_inner(gm, inputs)
@@ -129,11 +128,19 @@ def backend(
     ``rebuild`` and ``splice_model_kernels``: as for ``load_model``.
     """
     folder, manifest, kernels = saved_kernels(out, splice_model_kernels)
+    return saved_backend(folder, manifest, kernels, inner=inner, rebuild=rebuild)
+
+
+def saved_backend(
+    folder: Path,
+    manifest: Manifest,
+    kernels: dict[str, Kernel],
+    *,
+    inner: Literal["inductor", "eager"] = "eager",
+    rebuild: bool = False,
+) -> Backend:
+    """The backend for a saved folder already read (``artifact.saved_kernels``); refused here, in one line, on
+    another CPU without ``rebuild``."""
     wanted = {r.structure: r.kernel for s in manifest.shapes for r in s.regions}
-    return Backend(
-        kernels,
-        wanted,
-        inner=inner,
-        binaries=lambda: binaries(folder, manifest, rebuild),
-        where=f"the kernels saved in {folder}",
-    )
+    found = served(folder, manifest, rebuild)
+    return Backend(kernels, wanted, inner=inner, served=found, where=f"the kernels saved in {folder}")

@@ -76,20 +76,12 @@ def assemble(
     graphs = [_graph(shape, kept) for shape in shapes]
     spliced = SplicedModel(model, [(_captured(s), g) for s, g in zip(shapes, graphs, strict=True)])
     ends = []
-    for shape, graph in zip(shapes, graphs, strict=True):
-        label = f" at {shape.declared.label}" if shape.declared.label else ""
-        say(f"timing eager{', torch.compile' if compare_compile else ''} and the spliced model side by side{label}")
-        end = _end_to_end(model, spliced, shape.declared, compare_compile)
-        slower = end.vs_eager_interval is not None and end.vs_eager_interval[1] < 1.0
+    for graph, end in zip(graphs, _measured(model, spliced, shapes, compare_compile, say), strict=True):
+        why = _dropped(end, "spliced")
         if graph is None:
             end = end.model_copy(update={"kept": False})
-        elif not end.correct or slower:
-            why = (
-                f"together the kernels disagree with eager: {end.failure}"
-                if not end.correct
-                else f"the spliced model was slower than eager end to end ({fmt_x(end.vs_eager)})"
-            )
-            say(f"no kernel kept{label}: {why}")
+        elif why:
+            say(f"no kernel kept: {why}")
             end = end.model_copy(update={"kept": False, "dropped": why})
         ends.append(end)
     flags = [g is not None and e.kept for g, e in zip(graphs, ends, strict=True)]
@@ -115,26 +107,44 @@ def assemble_compiled(
     say(f"compiling the model with {len(kernels)} kernel(s) and checking it end to end")
     wanted = {structure_key(rs[0]): k for s in shapes for k, rs in s.regions.items() if k in kernels and rs}
     compiled = cast(torch.nn.Module, torch.compile(model, backend=Backend(kernels, wanted), dynamic=False))
-    ends = []
-    for shape in shapes:
-        label = f" at {shape.declared.label}" if shape.declared.label else ""
-        say(f"timing eager{', torch.compile' if compare_compile else ''} and the spliced model side by side{label}")
-        ends.append(_end_to_end(model, compiled, shape.declared, compare_compile))
-    bad = [e for e in ends if not e.correct or (e.vs_eager_interval is not None and e.vs_eager_interval[1] < 1.0)]
-    if kernels and bad:
-        e = bad[0]
-        at = f" at {e.shape}" if e.shape else ""
-        why = (
-            f"together the kernels disagree with eager{at}: {e.failure}"
-            if not e.correct
-            else f"the compiled model was slower than eager end to end{at} ({fmt_x(e.vs_eager)})"
-        )
+    ends = _measured(model, compiled, shapes, compare_compile, say)
+    why = next((w for e in ends if (w := _dropped(e, "compiled"))), "")
+    if kernels and why:
         say(f"no kernel kept: {why}")
         ends = [x.model_copy(update={"kept": False, "dropped": why}) for x in ends]
         return Assembled(model, {}, {}, ends, [False] * len(shapes))
     if not kernels:
         ends = [x.model_copy(update={"kept": False}) for x in ends]
     return Assembled(compiled, kernels, {}, ends, [bool(kernels)] * len(shapes))
+
+
+def _at(label: str) -> str:
+    return f" at {label}" if label else ""
+
+
+def _measured(
+    model: torch.nn.Module,
+    runner: Callable[..., Any],
+    shapes: Sequence[Shape],
+    compare_compile: bool,
+    say: Callable[[str], None],
+) -> list[EndToEnd]:
+    """``runner`` checked and timed against eager (and torch.compile) at each shape, progress said."""
+    ends = []
+    for shape in shapes:
+        arms = f"eager{', torch.compile' if compare_compile else ''} and the spliced model"
+        say(f"timing {arms} side by side{_at(shape.declared.label)}")
+        ends.append(_end_to_end(model, runner, shape.declared, compare_compile))
+    return ends
+
+
+def _dropped(end: EndToEnd, what: str) -> str:
+    """Why the kernels are not kept at ``end``'s shape: wrong, or slower than eager (the interval's top below 1)."""
+    if not end.correct:
+        return f"together the kernels disagree with eager{_at(end.shape)}: {end.failure}"
+    if end.vs_eager_interval is not None and end.vs_eager_interval[1] < 1.0:
+        return f"the {what} model was slower than eager end to end{_at(end.shape)} ({fmt_x(end.vs_eager)})"
+    return ""
 
 
 def _end_to_end(

@@ -17,13 +17,13 @@ import torch
 from kernelkiln import native
 from kernelkiln.errors import UserError, described
 from kernelkiln.model import verify
-from kernelkiln.model.artifact import Manifest, binaries, saved_kernels
-from kernelkiln.model.backend import backend
+from kernelkiln.model.artifact import Manifest, saved_kernels, served
+from kernelkiln.model.backend import saved_backend
 from kernelkiln.model.capture import capture
-from kernelkiln.model.regions import Region, partition
-from kernelkiln.model.splice import SpliceError, splice
+from kernelkiln.model.regions import partition
+from kernelkiln.model.splice import Kernel, SpliceError, splice
 from kernelkiln.model.spliced import SplicedModel
-from kernelkiln.model.taskfile import structure_key
+from kernelkiln.model.taskfile import by_structure
 
 
 def _always(example: tuple[Any, ...]) -> Callable[[], tuple[Any, ...]]:
@@ -46,14 +46,12 @@ def load_model(
     """
     folder, manifest, kernels = saved_kernels(out, splice_model_kernels)
     if manifest.capture == "dynamo":
-        return _compiled(out, folder, manifest, model, rebuild, splice_model_kernels)
+        return _compiled(folder, manifest, kernels, model, rebuild)
     shapes = []
     for saved in manifest.shapes:
         example = _example(folder / saved.example)
         captured = capture(model, example)
-        groups: dict[str, list[Region]] = {}
-        for region in partition(captured).regions:
-            groups.setdefault(structure_key(region), []).append(region)
+        groups = by_structure(partition(captured).regions)
         for r in saved.regions:
             found = len(groups.get(r.structure, []))
             if found != r.places:
@@ -65,7 +63,7 @@ def load_model(
         shapes.append((captured, {r.kernel: groups[r.structure] for r in saved.regions}, example))
     graphs = []
     try:
-        with binaries(folder, manifest, rebuild):
+        with native.prebuilt(served(folder, manifest, rebuild)):
             for captured, regions, _ in shapes:
                 graphs.append(splice(captured, regions, {k: kernels[k] for k in regions}))
     except (native.BuildError, SpliceError) as exc:
@@ -90,12 +88,10 @@ def _check(folder: Path, model: torch.nn.Module, loaded: torch.nn.Module, exampl
 
 
 def _compiled(
-    out: str | Path, folder: Path, manifest: Manifest, model: torch.nn.Module, rebuild: bool, splice_model_kernels: bool
+    folder: Path, manifest: Manifest, kernels: dict[str, Kernel], model: torch.nn.Module, rebuild: bool
 ) -> torch.nn.Module:
     """A model captured through dynamo: compiled with the backend, one graph per shape."""
-    with binaries(folder, manifest, rebuild):  # refused here, in one line, on another CPU without rebuild
-        pass
-    under = backend(out, rebuild=rebuild, splice_model_kernels=splice_model_kernels)
+    under = saved_backend(folder, manifest, kernels, rebuild=rebuild)
     compiled = cast(torch.nn.Module, torch.compile(model, backend=under, dynamic=False))
     _check(folder, model, compiled, [_example(folder / s.example) for s in manifest.shapes])
     return compiled

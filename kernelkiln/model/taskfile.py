@@ -207,6 +207,14 @@ def get_init_inputs():{"".join(chr(10) + "    " + line for line in made)}
 '''
 
 
+def by_structure(regions: Sequence[Region]) -> dict[str, list[Region]]:
+    """``regions`` grouped by ``structure_key``, in order: the regions one task serves, per task."""
+    groups: dict[str, list[Region]] = {}
+    for region in regions:
+        groups.setdefault(structure_key(region), []).append(region)
+    return groups
+
+
 def structure_key(region: Region) -> str:
     """Equal for regions with the same operations, arguments, shapes and dtypes (one task serves them all)."""
     return hashlib.sha256(render(region, "").encode()).hexdigest()[:16]

@@ -73,6 +73,9 @@ def prebuilt(libraries: Mapping[BuildRequest, str]) -> Iterator[None]:
     For a saved model's own binaries, on the machine they were built for; any other
     request goes to the builder in place before.
     """
+    if not libraries:  # nothing to serve: the builder in place stays, its memo kept
+        yield
+        return
     with _lock:
         previous = _builder
 

@@ -12,7 +12,7 @@ import torch
 
 from kernelkiln.model.capture import Captured, capture
 from kernelkiln.model.regions import Partition, Region, partition
-from kernelkiln.model.taskfile import render, structure_key
+from kernelkiln.model.taskfile import by_structure, render
 from kernelkiln.testing.models import gpt2_tokens, tiny_bert, tiny_gpt2, tiny_lm, tokens
 
 
@@ -33,9 +33,7 @@ def _subject(model: torch.nn.Module, draw: Callable[[], tuple[Any, ...]], folder
     example = draw()
     captured = capture(model, example)
     part = partition(captured)
-    groups: dict[str, list[Region]] = {}
-    for region in part.regions:
-        groups.setdefault(structure_key(region), []).append(region)
+    groups = by_structure(part.regions)
     tasks = {}
     for k, (key, regions) in enumerate(groups.items()):
         path = folder / f"region_{k:02d}.py"

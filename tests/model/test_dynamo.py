@@ -74,15 +74,12 @@ def test_kernels_saved_from_dynamo_graphs_load_compiled_with_the_backend(tmp_pat
     from kernelkiln.lowering import generate
     from kernelkiln.model.shapes import Shape
     from kernelkiln.model.splice import Kernel
-    from kernelkiln.model.taskfile import render, structure_key
+    from kernelkiln.model.taskfile import by_structure, render
     from kernelkiln.task import load_task
 
     model = branchy()
     example = activations()
-    regions: dict[str, list] = {}
-    for graph in capture_graphs(model, example):
-        for region in partition(graph).regions:
-            regions.setdefault(structure_key(region), []).append(region)
+    regions = by_structure([r for graph in capture_graphs(model, example) for r in partition(graph).regions])
     kernels = {}
     for key, found in regions.items():
         path = tmp_path / f"{key}.py"

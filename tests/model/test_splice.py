@@ -11,7 +11,7 @@ from kernelkiln.model.capture import capture
 from kernelkiln.model.regions import partition
 from kernelkiln.model.splice import Kernel, SpliceError, load, splice
 from kernelkiln.model.spliced import SplicedModel
-from kernelkiln.model.taskfile import render, structure_key
+from kernelkiln.model.taskfile import by_structure, render, structure_key
 from kernelkiln.task import load_task
 from kernelkiln.testing.models import activations, tiny_mlp
 
@@ -72,9 +72,7 @@ def test_the_spliced_model_holds_no_tensors_of_its_own(lm, lm_spliced):
 def test_a_weight_changed_in_place_is_seen_by_the_spliced_model(tmp_path):
     model, example = tiny_mlp(), activations()
     captured = capture(model, example)
-    groups = {}
-    for region in partition(captured).regions:
-        groups.setdefault(structure_key(region), []).append(region)
+    groups = by_structure(partition(captured).regions)
     kernels = {}
     for k, (key, regions) in enumerate(groups.items()):
         path = tmp_path / f"r{k}.py"

@@ -279,5 +279,7 @@ def test_prebuilt_serves_a_saved_library_without_building_and_restores_the_build
         with pytest.raises(BuildError, match="no builds here"):
             load(other, {"one": "void(float*)"})  # any other request goes to the builder in place before
     assert [r.source for r in asked] == [other]
+    with prebuilt({}), pytest.raises(BuildError, match="no builds here"):
+        load(other, {"one": "void(float*)"})  # nothing to serve: the builder in place answers
     with pytest.raises(BuildError, match="no builds here"):
         load(KERNELS, SIGNATURES)  # outside, the saved library is not served
