@@ -59,8 +59,9 @@ class SplicedModel(nn.Module):
     @property
     def graph(self) -> fx.GraphModule | None:
         """The graph of the only declared shape (None: no kernel kept)."""
-        (only,) = self._shapes
-        return only.graph
+        if len(self._shapes) != 1:
+            raise ValueError(f"this model has a graph per declared shape ({len(self._shapes)}): read .graphs")
+        return self._shapes[0].graph
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         leaves, spec = pytree.tree_flatten((args, kwargs))
