@@ -10,8 +10,9 @@ base`` keeps each config's own widths (GPT-2 small's 768 and 50257-token vocabul
 224x224, ResNet-50 at 224x224), batch 1 and sequence 128; ``--scale tiny`` shrinks every width
 so the whole list runs in minutes (CI's size). The models run in the order given over one store,
 so a later model reads what earlier ones taught: each row says how many of its regions memory
-had an exact match for, and the evaluations its shared regions took to reach their best against
-those the first model spent on them.
+had an exact match for (``reused``), and, for the tasks an earlier model of the run also had (the
+same task file), the evaluations this model spent on them against those the earlier one spent
+(``shared evals``: ``shared_evaluations`` / ``first_evaluations``).
 
 Reported per model: regions (distinct tasks), spliced, evaluations, the end-to-end check, eager,
 torch.compile and spliced milliseconds timed in one interleaved run at ``--threads``, and the
@@ -28,6 +29,7 @@ per compiled graph).
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import sys
 import tempfile
@@ -93,9 +95,30 @@ def build(name: str, layers: int, scale: str) -> tuple[torch.nn.Module, Any]:
     raise SystemExit(f"models.py: unknown model {name!r} (gpt2, llama, bert, vit, resnet50)")
 
 
+def _task_code(path: Path) -> str:
+    """A task file's code without its module docstring: equal for the same region in any model."""
+    tree = ast.parse(path.read_text())
+    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Constant):
+        tree.body = tree.body[1:]
+    return ast.unparse(tree)
+
+
+def _evaluations(folder: Path, report: Any) -> dict[str, int]:
+    """Evaluations per task, keyed by the task's code."""
+    return {_task_code(folder / r.task): r.evaluations for r in report.regions if r.evaluations}
+
+
 def run(
-    spec: str, scale: str, budget: int | None, threads: int, memory: Memory, out: Path, seqs: list[int]
+    spec: str,
+    scale: str,
+    budget: int | None,
+    threads: int,
+    memory: Memory,
+    out: Path,
+    seqs: list[int],
+    earlier: dict[str, int],
 ) -> dict[str, Any]:
+    """One model through the pipeline; ``earlier`` (task code → evaluations of the models before) grows by its tasks."""
     name, _, layers = spec.partition(":")
     model, draw = build(name, int(layers or 2), scale)
     sizes = {"seq": seqs} if seqs and name in ("gpt2", "llama", "bert") else {}
@@ -106,6 +129,15 @@ def run(
         say=lambda line: print(f"[{spec}] {line}", file=sys.stderr),
     )  # fmt: skip
     report = result.report
+    spent = _evaluations(out / spec.replace(":", "-"), report)
+    shared = {code: n for code, n in spent.items() if code in earlier}
+    shared_row = {
+        "shared_tasks": len(shared),
+        "shared_evaluations": sum(shared.values()),
+        "first_evaluations": sum(earlier[code] for code in shared),
+    }
+    for code, n in spent.items():
+        earlier.setdefault(code, n)
     e = report.end_to_end[-1]  # the last declared shape: the one the example is without --seqs
     loaded: dict[str, Any] = {"load_s": None, "loaded": None, "loaded_interval": None, "backend": None}
     if report.saved:
@@ -132,6 +164,7 @@ def run(
         "spliced": sum(r.status == "spliced" for r in report.regions),
         "reused": sum(r.memory == "reused" for r in report.regions),
         "evaluations": sum(r.evaluations for r in report.regions),
+        **shared_row,
         "correct": e.correct,
         "max_abs_error": e.max_abs_error,
         "eager_ms": e.eager_ms,
@@ -167,21 +200,26 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     memory = Memory(open_store(args.store or f"sqlite:///{out / 'store.db'}"))
     seqs = [int(x) for x in args.seqs.split(",") if x]
-    rows = [run(spec, args.scale, args.budget, args.threads, memory, out, seqs) for spec in args.models.split(",")]
+    earlier: dict[str, int] = {}
+    rows = [
+        run(spec, args.scale, args.budget, args.threads, memory, out, seqs, earlier) for spec in args.models.split(",")
+    ]
     if args.json:
         print(json.dumps({"scale": args.scale, "threads": args.threads, "models": rows}, indent=2))
         return
     print(f"scale {args.scale}, {args.threads} thread(s); reports under {out}")
     print(f"{'model':<12} {'tasks':>5} {'spliced':>7} {'reused':>6} {'evals':>5} {'check':>7} "
           f"{'eager ms':>9} {'compile ms':>10} {'spliced ms':>10} {'vs eager':>8} {'vs compile':>10} "
-          f"{'load s':>6} {'loaded':>7} {'backend':>7}")  # fmt: skip
+          f"{'load s':>6} {'loaded':>7} {'backend':>7} {'shared evals':>12}")  # fmt: skip
     for r in rows:
         compile_ms = f"{r['compile_ms']:.2f}" if r["compile_ms"] is not None else "—"
+        shared = f"{r['shared_evaluations']}/{r['first_evaluations']}" if r["shared_tasks"] else "—"
         print(
             f"{r['model']:<12} {r['regions']:>5} {r['spliced']:>7} {r['reused']:>6} {r['evaluations']:>5} "
             f"{'correct' if r['correct'] else 'WRONG':>7} {r['eager_ms']:>9.2f} {compile_ms:>10} "
             f"{r['spliced_ms']:>10.2f} {fmt_x(r['vs_eager']):>8} {fmt_x(r['vs_compile']):>10} "
-            f"{r['load_s'] if r['load_s'] is not None else '—':>6} {fmt_x(r['loaded']):>7} {fmt_x(r['backend']):>7}"
+            f"{r['load_s'] if r['load_s'] is not None else '—':>6} {fmt_x(r['loaded']):>7} {fmt_x(r['backend']):>7} "
+            f"{shared:>12}"
         )
 
 

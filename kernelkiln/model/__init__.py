@@ -43,7 +43,9 @@ def optimize_model(
     Inputs: ``example_inputs``, or ``make_inputs()`` (called again under fresh seeds for the
     end-to-end check); with ``shapes`` (``{"seq": [1, 128]}``), ``make_inputs(seq=1)`` and so
     on for every combination, each a declared shape the kernels serve. ``budget``:
-    evaluations for the whole model; ``store``: memory's URL (default: the user's).
+    evaluations for the whole model; ``store``: memory's URL (default: the user's). Where
+    ``torch.export`` fails, dynamo captures the model, which resets dynamo
+    (``torch._dynamo.reset()``): functions compiled earlier in the process compile again.
     """
     if make_inputs is None:
         if example_inputs is None or shapes:

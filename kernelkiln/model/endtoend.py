@@ -180,4 +180,5 @@ def _end_to_end(
         vs_compile=timing.ratio("compile", "spliced") if "compile" in timing.seconds else None,
         compile_error=compile_error,
         rounds=timing.rounds,
+        disturbed=timing.disturbed,
     )

@@ -62,6 +62,7 @@ class EndToEnd(_Frozen):
     vs_compile: float | None = None
     compile_error: str = ""
     rounds: int = 0
+    disturbed: int = 0  # rounds dropped and run again: the machine kept a batch from running (run-queue wait)
     kept: bool = True  # False: the model runs in torch at this shape (``dropped`` says why, "" if no kernel applies)
     dropped: str = ""
 
@@ -123,7 +124,9 @@ def markdown(report: ModelReport) -> str:
             low, high = e.vs_eager_interval or (None, None)
             lines.append(
                 f"- eager {_ms(e.eager_ms)} ms, torch.compile {_ms(e.compile_ms)} ms, spliced {_ms(e.spliced_ms)} ms "
-                f"({e.rounds} interleaved rounds)"
+                f"({e.rounds} interleaved rounds"
+                + (f"; {e.disturbed} more dropped as disturbed and run again" if e.disturbed else "")
+                + ")"
             )
             lines.append(
                 f"- spliced over eager {fmt_x(e.vs_eager)} (rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)}); "

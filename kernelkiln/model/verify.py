@@ -10,8 +10,13 @@ its mean with twice its spread), counted where eager's outputs stay finite.
 Timing: rounds in which every arm runs a batch of calls, the arms' order rotating from
 round to round; a round's ratio pairs arms measured moments apart, so a machine that
 slows for a while slows both. Figures are medians over rounds, with the 10th-90th
-percentile of the per-round ratio as its interval. This is in-process wall-clock timing,
-not the guard's worker-accounted method.
+percentile of the per-round ratio as its interval. A batch is accounted as the guard
+accounts one (``guard.measurement.timing.batch_time``), in this process: its wall time
+less the timing thread's run-queue wait, or, at one thread, the thread's own CPU time
+where that binds (a measurement, not an estimate). A round in which some batch rested on
+taking more than ``MAX_CORRECTION`` of its wall time out by estimate is dropped and run
+again, up to ``rounds`` times. Unlike the guard, the arms run in the calling process and
+are not isolated from each other: this times the user's own model, not hostile code.
 """
 
 from __future__ import annotations
@@ -25,7 +30,11 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from kernelkiln.guard.measurement import accounting
+from kernelkiln.guard.measurement.timing import AGREE
 from kernelkiln.task.model import DEFAULT_TOLERANCES, widen
+
+MAX_CORRECTION = 0.25  # the guard's default ``max_correction``
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,7 @@ class Timing:
     interval: dict[str, tuple[float, float]]  # 10th and 90th percentile of the per-round ratio
     rounds: int
     per_round: tuple[dict[str, float], ...]
+    disturbed: int = 0  # rounds dropped and run again: some batch rested on more than MAX_CORRECTION by estimate
 
     def ratio(self, slower: str, faster: str) -> float:
         """How many times faster ``faster`` ran than ``slower``: the median of the per-round ratios."""
@@ -120,6 +130,21 @@ def _batch(fn: Callable[[], Any], seconds: float) -> int:
     return max(1, int(seconds / once))
 
 
+def _timed(fn: Callable[[], Any], count: int) -> tuple[float, float]:
+    """Seconds per call over ``count`` calls net of the run-queue wait, and the share of wall time taken out."""
+    waited_ns, cpu = accounting.own_wait_ns(), time.thread_time()
+    start = time.perf_counter()
+    for _ in range(count):
+        fn()
+    wall = time.perf_counter() - start
+    cpu = time.thread_time() - cpu
+    by_wall = wall - (accounting.own_wait_ns() - waited_ns) / 1e9
+    single = torch.get_num_threads() == 1
+    busy = max(by_wall, cpu if single else 0.0, 0.05 * wall)
+    measured = single and cpu >= (1 - AGREE) * by_wall
+    return busy / count, 0.0 if measured else max(0.0, wall - busy) / wall
+
+
 def time_arms(arms: dict[str, Callable[[], Any]], rounds: int = 15, batch_s: float = 0.05) -> Timing:
     """Time ``arms`` (the first is the baseline) interleaved over ``rounds`` rounds."""
     names = list(arms)
@@ -129,17 +154,21 @@ def time_arms(arms: dict[str, Callable[[], Any]], rounds: int = 15, batch_s: flo
             fn()
         sizes = {n: _batch(arms[n], batch_s) for n in names}
         per_round: list[dict[str, float]] = []
-        for r in range(rounds):
-            got = {}
+        disturbed, r = 0, 0
+        while len(per_round) < rounds:
+            got, worst = {}, 0.0
             for n in names[r % len(names) :] + names[: r % len(names)]:
-                fn, count = arms[n], sizes[n]
-                start = time.perf_counter()
-                for _ in range(count):
-                    fn()
-                got[n] = (time.perf_counter() - start) / count
+                got[n], correction = _timed(arms[n], sizes[n])
+                worst = max(worst, correction)
+            r += 1
+            if worst > MAX_CORRECTION and disturbed < rounds:
+                disturbed += 1
+                continue
             per_round.append(got)
     base = names[0]
     seconds = {n: statistics.median(r[n] for r in per_round) for n in names}
     ratios = {n: sorted(r[base] / r[n] for r in per_round) for n in names}
     interval = {n: (v[int(0.1 * (len(v) - 1))], v[round(0.9 * (len(v) - 1))]) for n, v in ratios.items()}
-    return Timing(seconds, {n: statistics.median(v) for n, v in ratios.items()}, interval, rounds, tuple(per_round))
+    return Timing(
+        seconds, {n: statistics.median(v) for n, v in ratios.items()}, interval, rounds, tuple(per_round), disturbed
+    )

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+import time
 
+import pytest
+import torch
+
+from kernelkiln.model import verify
 from kernelkiln.model.verify import check, time_arms
 from kernelkiln.testing.models import Shifted, activations, tiny_mlp
 
@@ -88,3 +92,43 @@ def test_wider_trials_count_only_where_eager_stays_finite_and_need_a_floating_in
     assert result.failure == "" and result.wide + result.wide_skipped == 3 and result.wide_skipped >= 1
     ints = check(lambda x: x + 1, lambda x: x + 1, lambda: (torch.randint(0, 9, (4,)),), trials=2, wide=2)
     assert ints.failure == "" and ints.trials == 2 and ints.wide == 0
+
+
+def _waits(step_ns: int):
+    """A fake run-queue clock that advances ``step_ns`` at every reading."""
+    state = {"ns": 0}
+
+    def own_wait_ns() -> int:
+        state["ns"] += step_ns
+        return state["ns"]
+
+    return own_wait_ns
+
+
+def test_rounds_a_run_queue_wait_disturbed_are_dropped_and_run_again(monkeypatch):
+    # A sleeping arm uses no CPU, so its time rests on the wall clock less the wait: a wait of 50 ms in a
+    # batch of a few ms takes out nearly all of it, beyond what an estimate may carry.
+    monkeypatch.setattr(verify.accounting, "own_wait_ns", _waits(50_000_000))
+    arms = {"a": lambda: time.sleep(0.001), "b": lambda: time.sleep(0.001)}
+    timing = time_arms(arms, rounds=3, batch_s=0.002)
+    assert timing.disturbed == 3  # every round disturbed: dropped up to ``rounds`` times, then kept
+    assert timing.rounds == 3 == len(timing.per_round)
+
+
+def test_a_single_threaded_arm_is_timed_by_its_cpu_time_whatever_the_wait(monkeypatch):
+    monkeypatch.setattr(verify.accounting, "own_wait_ns", _waits(50_000_000))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    x = torch.randn(64, 64)
+    try:
+        timing = time_arms({"mm": lambda: x @ x}, rounds=3, batch_s=0.002)
+    finally:
+        torch.set_num_threads(threads)
+    assert timing.disturbed == 0  # the thread's CPU time is a measurement: nothing rests on the wait
+    assert timing.seconds["mm"] > 0
+
+
+def test_undisturbed_rounds_are_kept(monkeypatch):
+    monkeypatch.setattr(verify.accounting, "own_wait_ns", _waits(0))
+    timing = time_arms({"a": lambda: time.sleep(0.001)}, rounds=4, batch_s=0.002)
+    assert timing.disturbed == 0 and len(timing.per_round) == 4
