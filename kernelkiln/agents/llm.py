@@ -27,7 +27,16 @@ from kernelkiln.context import ContextBuilder, Prompt, TokenEstimator
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.context.reask import reask
 from kernelkiln.guard import diagnose
-from kernelkiln.llm import ChatClient, Completion, Message, ToolCall, ToolSpec, ToolsRejected, make_client
+from kernelkiln.llm import (
+    ChatClient,
+    Completion,
+    ContextExceeded,
+    Message,
+    ToolCall,
+    ToolSpec,
+    ToolsRejected,
+    make_client,
+)
 from kernelkiln.policy.turn import Choice, GaveUp, Proposal, Turn, code_hash
 from kernelkiln.store.records import SUMMARY_CHARS, Attempt, Case
 
@@ -83,6 +92,7 @@ class LLMPolicy:
         self.estimator = TokenEstimator()
         self.builder = builder or ContextBuilder(context, self.estimator)
         self.protocol = protocol or ReplyProtocol(config.llm.reply_protocol)
+        self.window = config.llm.context_window  # the server's own, once a refusal for length names it
 
     def observe(self, attempt: Attempt) -> None:
         """Nothing to keep: the context builder reads the agent's history from each Turn."""
@@ -110,6 +120,12 @@ class LLMPolicy:
                     raise ToolsRejected(
                         f"{exc}; this endpoint takes no tool calls: use --reply-protocol text", exc.detail
                     ) from None
+                continue
+            except ContextExceeded as exc:
+                if exc.window >= self.window:
+                    return chat.spent.gave_up(chat.mode, reason=str(exc))
+                self.window = exc.window  # this turn starts again with a prompt built for it, as later ones are
+                chat = self._open(turn, chat.mode, chat.spent)
                 continue
             if not chat.spent.calls:
                 self.estimator.observe(
@@ -189,7 +205,7 @@ class LLMPolicy:
             tools = tool_specs() if turn.diagnose is not None else tuple(t for t in tool_specs() if t.name == SUBMIT)
         tools_tokens = self.estimator.estimate("x" * sum(len(t.model_dump_json()) for t in tools)) if tools else 0
         prompt = self.builder.build(
-            turn, window=llm.context_window, generation=llm.max_output_tokens, tools_tokens=tools_tokens, protocol=mode
+            turn, window=self.window, generation=llm.max_output_tokens, tools_tokens=tools_tokens, protocol=mode
         )
         messages = [Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)]
         return _Chat(mode, prompt, tools, messages, spent)
@@ -207,18 +223,23 @@ class LLMPolicy:
             return None
         text = "".join(m.content + "".join(c.name + str(c.arguments) for c in m.tool_calls) for m in chat.messages)
         needed = self.estimator.estimate(text + "".join(t.model_dump_json() for t in chat.tools))
-        if needed + llm.max_output_tokens <= llm.context_window:
+        if needed + llm.max_output_tokens <= self.window:
             return None
         what = (
             "the prompt (the task, its reference and the working code are never cut)"
             if not chat.spent.calls
             else f"the conversation, after {len(chat.spent.calls)} calls,"
         )
+        advice = (
+            "set --context-window if the model has more"
+            if self.window == llm.context_window
+            else "its server said so: serve the model with a larger window"
+        )
         return chat.spent.gave_up(
             chat.mode,
             reason=(
                 f"{what} needs about {needed} tokens plus {llm.max_output_tokens} for the reply, more than the "
-                f"model's window of {llm.context_window}: set --context-window if the model has more"
+                f"model's window of {self.window}: {advice}"
             ),
         )
 

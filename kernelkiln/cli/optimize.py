@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
+from kernelkiln.agents.config import LLMPolicyConfig, PolicyConfig
 from kernelkiln.cli.options import (
     CLUSTER_OPTION,
     CONFIG_OPTION,
@@ -107,7 +110,7 @@ def optimize(
         "--context-window",
         metavar="TOKENS",
         help="The model's context window, for prompt budgeting (default: what the "
-        "endpoint reports, as vLLM and Ollama do, else "
+        "endpoint reports, as vLLM, SGLang, llama-server, LM Studio, TGI and Ollama do, else "
         f"{default_of('policy.llm.context_window')}).",
     ),
     reply_protocol: str = typer.Option(
@@ -261,11 +264,15 @@ def optimize(
                 )
             result = optimizer.resume(resume, cluster)
         else:
-            if not target:
-                raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
-            config = with_endpoint_window(settings).config
-            paths = _task_paths(target)
-            specs = [TaskSpec(str(p), o) for p, o in zip(paths, task_overrides(paths, overrides, shrink), strict=True)]
+            with _refusal_as_json(as_json):
+                if not target:
+                    raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
+                paths = _task_paths(target)
+                _check_endpoint(settings.config.policy)
+                config = with_endpoint_window(settings).config
+                specs = [
+                    TaskSpec(str(p), o) for p, o in zip(paths, task_overrides(paths, overrides, shrink), strict=True)
+                ]
             result = optimizer.start(specs, config, out)
     except Interrupted as stop:
         observer.close()
@@ -283,6 +290,26 @@ def optimize(
         print(f"kiln: {name}: nothing was evaluated: {why}", file=sys.stderr)
     if empty:
         raise typer.Exit(NOTHING_EVALUATED)
+
+
+@contextmanager
+def _refusal_as_json(as_json: bool) -> Iterator[None]:
+    """A UserError before the run starts is printed as ``{"status": "refused", "reason"}`` under --json."""
+    try:
+        yield
+    except UserError as exc:
+        if as_json:
+            print(json.dumps({"status": "refused", "reason": str(exc)}))
+        raise
+
+
+def _check_endpoint(policy: PolicyConfig) -> None:
+    """An llm policy's endpoint answers and serves its model, before anything is evaluated (exit 2 if not)."""
+    if isinstance(policy, LLMPolicyConfig):
+        from kernelkiln.llm.preflight import check_endpoint  # the SDKs load only for an llm run
+
+        if (note := check_endpoint(policy.llm)) is not None:
+            print(note, file=sys.stderr, flush=True)
 
 
 def _task_paths(target: str) -> list[Path]:

@@ -11,6 +11,7 @@ from kernelkiln.llm.client import ChatClient, LLMError, ToolsRejected, resolve_a
 from kernelkiln.llm.config import LLMConfig
 from kernelkiln.llm.messages import Completion, Message, ToolCall, ToolSpec
 from kernelkiln.llm.openai_client import OpenAIClient
+from kernelkiln.llm.overflow import ContextExceeded
 
 
 def make_client(config: LLMConfig, **options: Any) -> ChatClient:
@@ -33,6 +34,7 @@ __all__ = [
     "AnthropicClient",
     "ChatClient",
     "Completion",
+    "ContextExceeded",
     "LLMConfig",
     "LLMError",
     "Message",

@@ -15,7 +15,7 @@ from typing import Any
 from kernelkiln.llm.client import reading_reply
 from kernelkiln.llm.config import LLMConfig
 from kernelkiln.llm.messages import Completion, Message, ToolCall, ToolSpec, parse_arguments
-from kernelkiln.llm.sdk_client import SDKClient
+from kernelkiln.llm.sdk_client import SDKClient, Sent
 
 # Anthropic's stop reasons in the chat-completions vocabulary every Completion uses.
 FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
@@ -38,24 +38,25 @@ class AnthropicClient(SDKClient):
     def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
     ) -> Completion:
-        """The model's next reply; LLMError when the endpoint fails for good."""
+        """The model's next reply, its cap fitted to the window; LLMError when the endpoint fails for good."""
         system, wire = to_anthropic_messages(messages)
-        request: dict[str, Any] = {
-            "model": self.config.model,
-            "messages": wire,
-            "max_tokens": max_tokens or self.config.max_output_tokens,
-        }
+        request: dict[str, Any] = {"model": self.config.model, "messages": wire}
         if system:
             request["system"] = system
         if self.config.temperature is not None:
             request["temperature"] = self.config.temperature
         if tools:
             request["tools"] = [to_anthropic_tool(t) for t in tools]
-        response, attempts, seconds = self._with_retries(
-            lambda: self._client.messages.create(**request), tools_sent=bool(tools)
-        )
-        with reading_reply(self.endpoint):
-            return self._completion(response, seconds, attempts)
+
+        def send(cap: int) -> Sent:
+            capped = {**request, "max_tokens": cap}
+            response, attempts, seconds = self._with_retries(
+                lambda: self._client.messages.create(**capped), tools_sent=bool(tools)
+            )
+            with reading_reply(self.endpoint):
+                return self._completion(response, seconds, attempts), True
+
+        return self._fitted(messages, tools, max_tokens or self.config.max_output_tokens, send)
 
     def _completion(self, response: Any, seconds: float, attempts: int) -> Completion:
         text = "".join(block.text for block in response.content if block.type == "text")

@@ -50,7 +50,9 @@ class LLMConfig(BaseModel):
         default=128_000,
         gt=0,
         description="The model's context window in tokens, for prompt budgeting. Unless set, a run reads it from "
-        "the endpoint where it says (vLLM's max_model_len, Ollama's context length) and falls back to this.",
+        "the endpoint where it says (vLLM's and SGLang's max_model_len, llama-server's n_ctx, LM Studio's, TGI's "
+        "and Ollama's context length) and falls back to this; a server that refuses a request as too long for a "
+        "smaller window is taken at its word.",
     )
     reply_protocol: Literal["auto", "tools", "text"] = Field(
         default="auto",

@@ -27,7 +27,7 @@ from kernelkiln.llm.messages import (
     parse_arguments,
     split_think,
 )
-from kernelkiln.llm.sdk_client import SDKClient
+from kernelkiln.llm.sdk_client import SDKClient, Sent
 
 
 class OpenAIClient(SDKClient):
@@ -51,19 +51,23 @@ class OpenAIClient(SDKClient):
     def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
     ) -> Completion:
-        """The model's next reply; LLMError when the endpoint fails for good."""
+        """The model's next reply, its cap fitted to the window; LLMError when the endpoint fails for good."""
         request: dict[str, Any] = {"model": self.config.model, "messages": [to_openai_message(m) for m in messages]}
-        request[self._limit_name] = max_tokens or self.config.max_output_tokens
         if self.config.temperature is not None:
             request["temperature"] = self.config.temperature
         if tools:
             request["tools"] = [to_openai_tool(t) for t in tools]
             request["tool_choice"] = "auto"
-        response, attempts, seconds = self._with_retries(
-            lambda: self._client.chat.completions.create(**request), tools_sent=bool(tools)
-        )
-        with reading_reply(self.endpoint):
-            return self._completion(response, messages, tools, seconds, attempts)
+
+        def send(cap: int) -> Sent:
+            capped = {**request, self._limit_name: cap}
+            response, attempts, seconds = self._with_retries(
+                lambda: self._client.chat.completions.create(**capped), tools_sent=bool(tools)
+            )
+            with reading_reply(self.endpoint):
+                return self._completion(response, messages, tools, seconds, attempts), response.usage is not None
+
+        return self._fitted(messages, tools, max_tokens or self.config.max_output_tokens, send)
 
     def _completion(
         self, response: Any, messages: Sequence[Message], tools: Sequence[ToolSpec], seconds: float, attempts: int

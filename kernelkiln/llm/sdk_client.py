@@ -1,15 +1,22 @@
-"""What the SDK clients share: the key, the SDK's client object, and the retry loop around each call."""
+"""What the SDK clients share: the key, the SDK's client object, the retry loop around each call, and
+the fit of each request to the model's window (``fit``)."""
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kernelkiln.llm.client import resolve_api_key
 from kernelkiln.llm.config import LLMConfig
-from kernelkiln.llm.retry import call_with_retries, classify_sdk_error
+from kernelkiln.llm.fit import WindowFit
+from kernelkiln.llm.messages import Completion, Message, ToolSpec, estimate_prompt_tokens
+from kernelkiln.llm.overflow import ContextExceeded, read_refusal
+from kernelkiln.llm.retry import call_with_retries, classify_sdk_error, one_line
+
+# One try's reply, and whether the server reported the prompt's tokens (else they are an estimate).
+Sent = tuple[Completion, bool]
 
 
 class SDKClient:
@@ -31,18 +38,35 @@ class SDKClient:
         self._key = resolve_api_key(config)
         self._client = factory(base_url=config.base_url, api_key=self._key, timeout=config.timeout_s, max_retries=0)
         self.endpoint = str(self._client.base_url).rstrip("/")
+        self.fit = WindowFit(config.context_window, self.endpoint)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.config.model!r}, endpoint={self.endpoint!r})"
+
+    def _fitted(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], asked: int, send: Callable[[int], Sent]
+    ) -> Completion:
+        """``send(cap)``'s reply, the cap being what the window leaves of ``asked``; a refusal for length is
+        learned from and the request sent again once (``WindowFit``)."""
+        estimate = estimate_prompt_tokens(messages, tools)
+        cap = self.fit.max_tokens(estimate, asked)
+        try:
+            reply, reported = send(cap)
+        except ContextExceeded as refusal:
+            reply, reported = send(self.fit.refused(refusal, estimate, asked, cap))
+        if reported:
+            self.fit.observe(estimate, reply.prompt_tokens)
+        return reply
 
     def _with_retries(self, create: Callable[[], Any], tools_sent: bool = False) -> tuple[Any, int, float]:
         """``create()``'s response, the tries it took, and the seconds they took (waits included).
 
         ``tools_sent``: the request offered tools (a refusal naming them raises ToolsRejected).
+        A refusal naming the model's window raises ContextExceeded, untried again.
         """
         started = time.monotonic()
         response, attempts = call_with_retries(
-            create,
+            lambda: self._refusing_length(create),
             lambda exc: classify_sdk_error(exc, self._sdk, self.config.timeout_s, (self._key,)),
             config=self.config,
             endpoint=self.endpoint,
@@ -51,3 +75,19 @@ class SDKClient:
             tools_sent=tools_sent,
         )
         return response, attempts, time.monotonic() - started
+
+    def _refusing_length(self, create: Callable[[], Any]) -> Any:
+        """``create()``, with a refusal for length turned into ContextExceeded (not the SDK's: not retried)."""
+        try:
+            return create()
+        except self._sdk.APIStatusError as exc:
+            refusal = read_refusal(exc.status_code, exc.body)
+            if refusal is None:
+                raise
+            prompt = f"; the prompt has {refusal.prompt_tokens} tokens" if refusal.prompt_tokens else ""
+            raise ContextExceeded(
+                f"llm endpoint {self.endpoint} refused the request: it does not fit the model's context window of "
+                f"{refusal.window} tokens{prompt} ({exc.status_code}: {one_line(refusal.message, (self._key,))})",
+                refusal.window,
+                refusal.prompt_tokens,
+            ) from None

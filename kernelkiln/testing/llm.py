@@ -13,13 +13,16 @@ scripted client, a ``{"status": ...}`` entry is an LLMError, as a real client ra
 Kinds of endpoint: a reply dict's ``"reasoning"`` is a reasoning model's (``reasoning_content`` on the
 OpenAI wire, a signed ``thinking`` block on Anthropic's); ``text_reply(...)`` is what a model without
 tool calling writes in the text protocol; ``LoopbackServer(..., reject_tools=True)`` answers every
-request that offers tools with HTTP 400 as vLLM does without ``--enable-auto-tool-choice``.
+request that offers tools with HTTP 400 as vLLM does without ``--enable-auto-tool-choice``;
+``LoopbackServer(..., window=N)`` refuses a request too long for a window of N tokens as vLLM or
+llama.cpp's server does (``refusal``), counting tokens at its own rate (``chars_per_token``).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 import threading
 import time
@@ -27,13 +30,14 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from kernelkiln.llm.messages import (
     Completion,
     Message,
     ToolCall,
     ToolSpec,
+    estimate_prompt_tokens,
     parse_arguments,
 )
 from kernelkiln.llm.scripted import Reply, ScriptedClient, ScriptExhausted, to_completion  # noqa: F401 - the tests' names
@@ -57,6 +61,7 @@ class MaxJitter(random.Random):
 
 
 TOOLS_REJECTED = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+Refusal = Literal["vllm", "llama.cpp"]
 
 
 def text_reply(
@@ -72,6 +77,14 @@ def text_reply(
 
 
 @dataclass(frozen=True)
+class RouteError:
+    """A route's answer that is an HTTP error (``routes={"GET /v1/models": RouteError(401, "bad key")}``)."""
+
+    status: int
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class RecordedRequest:
     """One request the loopback server received."""
 
@@ -84,9 +97,16 @@ class LoopbackServer:
     """An HTTP server on 127.0.0.1 (a free port, a daemon thread) that plays ``script``; a context manager.
 
     ``base_url`` (…/v1) is for the OpenAI SDK; ``root_url`` is for the Anthropic SDK, which adds /v1 itself.
-    ``routes`` answers other requests with fixed JSON, by "METHOD PATH" (e.g. "GET /v1/models").
+    ``routes`` answers other requests with fixed JSON, by "METHOD PATH" (e.g. "GET /v1/models"), or
+    with an HTTP error (a ``RouteError``).
     ``reject_tools``: answer a request that offers tools with HTTP 400 (this message when a str),
-    spending no script entry. Every request is kept in ``.requests``.
+    spending no script entry. ``window``: the model's context window; a chat request too long for it
+    is answered HTTP 400 as ``refusal`` says, spending no script entry: "vllm" refuses a prompt plus
+    its ``max_tokens`` above the window ("This model's maximum context length is …"), "llama.cpp" a
+    prompt that alone fills it ("the request exceeds the available context size", with ``n_ctx``
+    and ``n_prompt_tokens``). ``chars_per_token``: the server's own token count (of the messages'
+    text and the tools' JSON) for that check and for the usage it reports where the script gives
+    no ``prompt_tokens``; None counts as the clients estimate. Every request is kept in ``.requests``.
     """
 
     def __init__(
@@ -94,10 +114,14 @@ class LoopbackServer:
         script: Iterable[Reply | dict[str, Any]],
         routes: dict[str, Any] | None = None,
         reject_tools: bool | str = False,
+        window: int | None = None,
+        refusal: Refusal = "vllm",
+        chars_per_token: float | None = None,
     ) -> None:
         self._script = deque(script)
         self.routes = dict(routes or {})
         self.reject_tools = TOOLS_REJECTED if reject_tools is True else reject_tools
+        self.window, self.refusal, self.chars_per_token = window, refusal, chars_per_token
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -139,9 +163,18 @@ class LoopbackServer:
         with self._lock:
             self.requests.append(RecordedRequest(path, {k.lower(): v for k, v in headers.items()}, body))
             if f"{method} {path}" in self.routes:
-                return 200, {}, self.routes[f"{method} {path}"]
+                route = self.routes[f"{method} {path}"]
+                if isinstance(route, RouteError):
+                    return route.status, {}, _error_body("openai", "api_error", route.message)
+                return 200, {}, route
             if wire and self.reject_tools and body.get("tools"):
                 return 400, {}, _error_body(wire, "invalid_request_error", self.reject_tools)
+            messages, tools = (
+                (_from_anthropic(body) if wire == "anthropic" else _from_openai(body)) if wire else ([], [])
+            )
+            prompt = self._count(messages, tools)
+            if wire and (refused := self._too_long(wire, prompt, body)) is not None:
+                return 400, {}, refused
             entry = self._script.popleft() if self._script and wire else None
             served = len(self.requests)
         if not wire:
@@ -159,10 +192,39 @@ class LoopbackServer:
             return status, extra, _error_body(wire, "rate_limit_error" if status == 429 else "api_error", message)
         if isinstance(entry, dict) and "body" in entry:
             return 200, {}, entry["body"]
-        messages, tools = _from_anthropic(body) if wire == "anthropic" else _from_openai(body)
         completion = to_completion(entry, messages, tools, model=body.get("model", ""), ids=self._ids)
+        if self.chars_per_token and not (isinstance(entry, dict) and "prompt_tokens" in entry):
+            completion = completion.model_copy(update={"prompt_tokens": prompt})
         number = next(self._served)
         return 200, {}, _to_anthropic(completion, number) if wire == "anthropic" else _to_openai(completion, number)
+
+    def _count(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+        """The request's prompt tokens by this server's count."""
+        if not self.chars_per_token:
+            return estimate_prompt_tokens(messages, tools)
+        text = "".join(m.content + "".join(c.name + json.dumps(c.arguments) for c in m.tool_calls) for m in messages)
+        return math.ceil(len(text + "".join(t.model_dump_json() for t in tools)) / self.chars_per_token)
+
+    def _too_long(self, wire: str, prompt: int, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The refusal of a request too long for ``window``, in the server's words; None when it fits."""
+        if self.window is None:
+            return None
+        reply = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        if self.refusal == "llama.cpp":
+            if prompt < self.window:
+                return None
+            message = "the request exceeds the available context size, try increasing it"
+            refused = _error_body(wire, "exceed_context_size_error", message)
+            refused["error"].update(n_prompt_tokens=prompt, n_ctx=self.window)
+            return refused
+        if prompt + reply <= self.window:
+            return None
+        message = (
+            f"This model's maximum context length is {self.window} tokens. However, you requested "
+            f"{prompt + reply} tokens ({prompt} in the messages, {reply} in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
+        return _error_body(wire, "BadRequestError", message)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -137,9 +137,9 @@ def test_the_probed_context_window_is_the_one_the_run_budgets_prompts_with(tmp_p
         done = CliRunner().invoke(app, args)
         assert done.exit_code == 0, done.output
         assert seen["config"].policy.llm.context_window == 32768  # LLMPolicy builds every prompt for this window
-        assert len(server.requests) == 1  # probed once
+        assert len(server.requests) == 2  # the model's name checked, the window probed once
         done = CliRunner().invoke(app, [*args, "--context-window", "4096"])
-        assert seen["config"].policy.llm.context_window == 4096 and len(server.requests) == 1  # set: not probed
+        assert seen["config"].policy.llm.context_window == 4096 and len(server.requests) == 3  # set: not probed
 
 
 @pytest.mark.parametrize(
@@ -259,8 +259,9 @@ def test_the_optimize_flags_build_the_policys_config(tmp_path, monkeypatch):
     seen = _captured(monkeypatch)
     app = command_app(optimize_cli.register)
     store = ["--store", f"sqlite:///{tmp_path / 'kiln.db'}", "--json"]
-    llm = ["--policy", "llm", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--context-window", "2048"]
-    done = CliRunner().invoke(app, ["optimize", TINY, *llm, "--record", str(tmp_path / "rec"), "--no-seed", *store])
+    with LoopbackServer([]) as server:  # it answers, and lists no models
+        llm = ["--policy", "llm", "--model", "m", "--base-url", server.base_url, "--context-window", "2048"]
+        done = CliRunner().invoke(app, ["optimize", TINY, *llm, "--record", str(tmp_path / "rec"), "--no-seed", *store])
     assert done.exit_code == 0, done.output
     policy = seen["config"].policy
     assert isinstance(policy, LLMPolicyConfig) and (policy.llm.model, policy.llm.context_window) == ("m", 2048)

@@ -113,3 +113,26 @@ def test_an_unreachable_endpoint_is_one_line_and_exit_2(tmp_path):
     assert done.returncode == 2, done.stderr
     line = error_line(done)
     assert line.startswith("kiln: error:") and "127.0.0.1" in line
+
+
+def test_a_model_name_the_server_does_not_list_is_one_line_and_exit_2_before_anything_is_evaluated(tmp_path):
+    served = {"GET /v1/models": {"object": "list", "data": [{"id": "qwen2.5-coder-7b", "object": "model"}]}}
+    with LoopbackServer([{"text": "never asked"}], served) as server:
+        done = optimize(tmp_path, server.base_url, "--json")
+        asked = [r.path for r in server.requests]
+    assert done.returncode == 2, done.stderr
+    line = error_line(done)
+    assert "no model named 'm'" in line and "qwen2.5-coder-7b" in line
+    assert asked == ["/v1/models"]  # no chat call, and no evaluation
+    assert json.loads(done.stdout) == {"status": "refused", "reason": line.removeprefix("kiln: error: ")}
+    assert not (tmp_path / "out" / "run.json").exists()
+
+
+def test_an_unreachable_endpoint_under_json_prints_the_refusal(tmp_path):
+    with LoopbackServer([]) as server:
+        url = server.base_url  # a port that was open a moment ago and is closed now
+    done = optimize(tmp_path, url, "--json")
+    assert done.returncode == 2, done.stderr
+    refusal = json.loads(done.stdout)
+    assert refusal["status"] == "refused" and "does not answer" in refusal["reason"] and url in refusal["reason"]
+    assert not (tmp_path / "out" / "run.json").exists()

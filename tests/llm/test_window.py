@@ -1,4 +1,4 @@
-"""The context window probe against a local server playing vLLM and Ollama."""
+"""The context window probe against a local server playing vLLM, SGLang, llama-server, LM Studio, TGI and Ollama."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_ollama_reports_the_context_length_on_its_native_api():
     with LoopbackServer([], routes) as server:
         window = probe_context_window(_llm(server))
         assert window == Window(40960, f"qwen2.context_length at {server.root_url}/api/show")
-        assert server.requests[1].body["model"] == "qwen"
+        assert next(r for r in server.requests if r.path == "/api/show").body["model"] == "qwen"
 
 
 def test_ollamas_num_ctx_wins_over_what_the_model_was_trained_for():
@@ -46,6 +46,43 @@ def test_ollamas_num_ctx_wins_over_what_the_model_was_trained_for():
     }
     with LoopbackServer([], routes) as server:
         assert probe_context_window(_llm(server)).tokens == 8192
+
+
+def test_sglang_reports_max_model_len_on_its_model_card():
+    card = {"id": "qwen", "object": "model", "owned_by": "sglang", "root": "Qwen/Qwen2.5-7B", "max_model_len": 32768}
+    with LoopbackServer([], {"GET /v1/models": {"object": "list", "data": [card]}}) as server:
+        assert probe_context_window(_llm(server)) == Window(32768, f"max_model_len at {server.base_url}/models")
+
+
+def test_llama_server_reports_one_slots_window_at_props():
+    props = {"n_ctx": 16384, "total_slots": 2, "default_generation_settings": {"n_ctx": 8192, "params": {}}}
+    with LoopbackServer([], {"GET /props": props}) as server:
+        window = probe_context_window(_llm(server))
+    assert window == Window(8192, f"default_generation_settings.n_ctx at {server.root_url}/props")
+    with LoopbackServer([], {"GET /props": {"n_ctx": 4096, "default_generation_settings": {}}}) as server:
+        assert probe_context_window(_llm(server)) == Window(4096, f"n_ctx at {server.root_url}/props")
+
+
+def test_lm_studio_reports_the_window_the_model_was_loaded_with():
+    models = {
+        "object": "list",
+        "data": [
+            {"id": "other", "state": "loaded", "max_context_length": 131072, "loaded_context_length": 2048},
+            {"id": "qwen", "state": "loaded", "max_context_length": 32768, "loaded_context_length": 8192},
+        ],
+    }
+    with LoopbackServer([], {"GET /api/v0/models": models}) as server:
+        window = probe_context_window(_llm(server))
+    assert window == Window(8192, f"loaded_context_length at {server.root_url}/api/v0/models")
+    unloaded = {"data": [{"id": "qwen", "state": "not-loaded", "max_context_length": 32768}]}
+    with LoopbackServer([], {"GET /api/v0/models": unloaded}) as server:
+        assert probe_context_window(_llm(server)).tokens == 32768
+
+
+def test_tgi_reports_max_total_tokens_at_info():
+    info = {"model_id": "Qwen/Qwen2.5-7B", "max_input_tokens": 8191, "max_total_tokens": 8192}
+    with LoopbackServer([], {"GET /info": info}) as server:
+        assert probe_context_window(_llm(server)) == Window(8192, f"max_total_tokens at {server.root_url}/info")
 
 
 def test_an_endpoint_that_does_not_say_or_is_not_there_is_none_quickly():

@@ -1,0 +1,111 @@
+"""Each request fitted to the model's window: the reply may have only what the window leaves after the prompt.
+
+Before a call the prompt's size is estimated (a token per four characters of the messages and
+tools) and scaled by what this client's server reported for its earlier calls (reported over
+estimated prompt tokens, summed), with some headroom; before any report a denser rate is
+assumed (code and chat templates run below four characters a token). The reply's cap
+(``max_tokens``) is then the smaller of what was asked and what the window leaves.
+
+A server that refuses a request for its length names its window (``overflow``): the client
+adopts it, says so once on stderr, and sends the request again once with the cap that leaves.
+When the prompt alone leaves too little for a reply it raises ``ContextExceeded`` with the
+window, for the caller to build a shorter prompt.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+from collections.abc import Callable
+
+from kernelkiln.llm.overflow import ContextExceeded
+
+UNCALIBRATED = 1.25  # reported / estimated prompt tokens assumed before the server has reported any
+HEADROOM = 1.05  # on a calibrated estimate: the next prompt's mix of code and prose is not the last one's
+MIN_REPLY_TOKENS = 256  # a smaller cap cannot hold a candidate: the prompt is too long for the window
+
+_SAID: set[tuple[str, int]] = set()  # (endpoint, window) lines already said by any client of this process
+_SAID_LOCK = threading.Lock()
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class WindowFit:
+    """One client's window, its calibration on reported usage, and the reply cap they leave (thread-safe)."""
+
+    def __init__(self, window: int, endpoint: str, say: Callable[[str], None] = _to_stderr) -> None:
+        self.window = window
+        self.endpoint = endpoint
+        self._say = say
+        self._estimated = 0
+        self._reported = 0
+        self._lock = threading.Lock()
+
+    @property
+    def ratio(self) -> float:
+        """Reported over estimated prompt tokens so far (``UNCALIBRATED`` before any report)."""
+        with self._lock:
+            return self._reported / self._estimated if self._estimated else UNCALIBRATED
+
+    def prompt_tokens(self, estimate: int) -> int:
+        """The prompt's expected size by the server's count, from the raw four-characters-a-token ``estimate``."""
+        with self._lock:
+            calibrated = self._estimated > 0
+        return math.ceil(estimate * self.ratio * (HEADROOM if calibrated else 1.0))
+
+    def max_tokens(self, estimate: int, asked: int) -> int:
+        """The reply cap for a prompt of raw size ``estimate``: ``asked``, or less where the window leaves less.
+
+        ContextExceeded when the window leaves less than a useful reply (``MIN_REPLY_TOKENS``).
+        """
+        return self._cap(self.prompt_tokens(estimate), asked)
+
+    def observe(self, estimate: int, reported: int) -> None:
+        """One call's prompt: ``estimate`` raw tokens, ``reported`` by the server (ignored unless both > 0)."""
+        if estimate > 0 and reported > 0:
+            with self._lock:
+                self._estimated += estimate
+                self._reported += reported
+
+    def refused(self, refusal: ContextExceeded, estimate: int, asked: int, sent: int) -> int:
+        """The cap to send the refused request again with, having adopted the window the server named.
+
+        ``sent`` is the cap the refused request had; the refusal itself is raised again when a
+        second try could not fit either (the prompt alone is too long, or nothing would change).
+        """
+        if refusal.prompt_tokens is not None:
+            self.observe(estimate, refusal.prompt_tokens)
+        with self._lock:
+            self.window = refusal.window
+        prompt = refusal.prompt_tokens if refusal.prompt_tokens is not None else self.prompt_tokens(estimate)
+        self._announce(refusal)
+        cap = self._cap(prompt, asked)
+        if cap >= sent:
+            raise refusal
+        return cap
+
+    def _cap(self, prompt: int, asked: int) -> int:
+        room = self.window - prompt
+        if room < min(asked, MIN_REPLY_TOKENS):
+            raise ContextExceeded(
+                f"llm endpoint {self.endpoint}: the prompt needs about {prompt} tokens, leaving {max(room, 0)} "
+                f"for the reply in the model's context window of {self.window} tokens",
+                self.window,
+                prompt,
+            )
+        return min(asked, room)
+
+    def _announce(self, refusal: ContextExceeded) -> None:
+        key = (self.endpoint, refusal.window)
+        with _SAID_LOCK:
+            if key in _SAID:
+                return
+            _SAID.add(key)
+        self._say(
+            f"kiln: {self.endpoint} refused a request as too long: its context window is {refusal.window} tokens; "
+            f"requests are fitted to it from now on (--context-window {refusal.window} sizes prompts for it "
+            "from the start)"
+        )

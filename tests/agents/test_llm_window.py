@@ -1,0 +1,45 @@
+"""The llm policy against a server whose window is smaller than configured and reported nowhere."""
+
+from __future__ import annotations
+
+from kernelkiln.agents.config import LLMPolicyConfig
+from kernelkiln.agents.llm import SUBMIT, LLMPolicy
+from kernelkiln.context.config import ContextConfig
+from kernelkiln.policy.turn import GaveUp, Proposal
+from kernelkiln.testing.llm import LoopbackServer
+from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
+
+CANDIDATE = SEED_CODE.replace("def forward", "# vectorized\n    def forward")
+KNOWLEDGE = "Platform notes: " + "keep loads contiguous and the inner loop free of branches. " * 400
+SUBMITTED = {"tool_calls": [{"name": SUBMIT, "arguments": {"code": CANDIDATE, "summary": "fits", "adoptions": []}}]}
+
+
+def policy(server: LoopbackServer) -> LLMPolicy:
+    llm = {"model": "m", "base_url": server.base_url, "max_retries": 0, "reply_protocol": "tools"}
+    return LLMPolicy(LLMPolicyConfig(llm={**llm, "max_output_tokens": 1024}), ContextConfig(), "a1")
+
+
+def turn():
+    return make_turn(parent_id="a-parent", knowledge=(retrieved("k-1", KNOWLEDGE, kind="knowledge"),))
+
+
+def test_a_refusal_naming_the_window_rebuilds_the_prompt_for_it_and_the_turn_goes_on(monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with LoopbackServer([SUBMITTED], window=4000, refusal="llama.cpp") as server:
+        llm = policy(server)
+        proposal = llm.propose(turn())
+    assert isinstance(proposal, Proposal) and proposal.summary == "fits"
+    first, second = (r.body["messages"][-1]["content"] for r in server.requests)
+    assert "keep loads contiguous" in first and "keep loads contiguous" not in second  # built for 4000 tokens
+    assert llm.window == 4000
+    assert "context window is 4000 tokens" in capsys.readouterr().err
+
+
+def test_a_window_too_small_for_the_task_itself_gives_the_turn_up_with_the_reason(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with LoopbackServer([SUBMITTED], window=600, refusal="llama.cpp") as server:
+        gave_up = policy(server).propose(turn())
+    assert isinstance(gave_up, GaveUp) and "window of 600: its server said so" in gave_up.reason
+    assert len(server.requests) == 1 and server.remaining == 1
