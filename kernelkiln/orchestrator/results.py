@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +78,15 @@ def write_outputs(
     by_task: dict[str, list[Attempt]],
     confirmed: dict[str, Confirmation | None] | None = None,
     no_candidate: dict[str, NoCandidate] | None = None,
+    *,
+    started_at: float | None = None,
+    ended_at: float | None = None,
 ) -> dict[str, Any]:
     """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object.
 
     ``confirmed``: each task's confirmation record (see ``orchestrator.confirm``), when it has one;
-    ``no_candidate``: the turns of each task that gave no candidate.
+    ``no_candidate``: the turns of each task that gave no candidate; ``started_at``/``ended_at``:
+    when the run began and last stopped (epoch seconds), for its wall time.
     """
     tasks = {}
     for task_id, attempts in by_task.items():
@@ -98,6 +103,9 @@ def write_outputs(
     result = {
         "run_id": run_id,
         "status": status,
+        "started_at": _iso(started_at),
+        "ended_at": _iso(ended_at),
+        "wall_s": round(ended_at - started_at, 1) if started_at is not None and ended_at is not None else None,
         "tasks": tasks,
         "prompt_tokens": sum(t["prompt_tokens"] for t in tasks.values()),
         "completion_tokens": sum(t["completion_tokens"] for t in tasks.values()),
@@ -105,3 +113,8 @@ def write_outputs(
     }
     write_atomic(out_dir / "run.json", json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _iso(ts: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 UTC (None stays None)."""
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")

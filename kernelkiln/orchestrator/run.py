@@ -262,8 +262,11 @@ class Optimizer:
         finished: list[str],
         confirmed: dict[str, Confirmation | None] | None = None,
         no_candidate: dict[str, NoCandidate] | None = None,
+        ended_at: float | None = None,
     ) -> Run:
         update: dict[str, Any] = {"status": status, "finished": list(finished)}
+        if ended_at is not None:
+            update["ended_at"] = ended_at
         if confirmed is not None:
             update["confirmed"] = dict(confirmed)
         if no_candidate is not None:
@@ -278,7 +281,14 @@ class Optimizer:
         if run.state.out is None:
             raise UserError(f"run {run.id} has no output folder on record")
         return write_outputs(
-            Path(run.state.out), run.id, run.state.status, by_task, run.state.confirmed, run.state.no_candidate
+            Path(run.state.out),
+            run.id,
+            run.state.status,
+            by_task,
+            run.state.confirmed,
+            run.state.no_candidate,
+            started_at=run.created_at,
+            ended_at=run.state.ended_at,
         )
 
 
@@ -320,7 +330,11 @@ class _Book:
                     )
                 no_candidate = run.state.no_candidate
             self.run = self.optimizer._save(
-                self.run, status=status, finished=self.run.state.finished, no_candidate=no_candidate
+                self.run,
+                status=status,
+                finished=self.run.state.finished,
+                no_candidate=no_candidate,
+                ended_at=time.time(),
             )
             return self.run
 

@@ -87,6 +87,7 @@ class RunState(Record):
     confirmed: dict[str, Confirmation | None] = Field(default_factory=dict)  # by task id
     no_candidate: dict[str, NoCandidate] = Field(default_factory=dict)  # by task id, when a turn gave none
     device: str | None = None  # on a cluster: the device kind every verdict came from (a resume keeps it)
+    ended_at: float | None = None  # when the run last stopped (done, stopped, interrupted or failed)
 
 
 class Run(Record):
