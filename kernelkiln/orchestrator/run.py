@@ -23,6 +23,7 @@ from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.orchestrator.replay_settings import check_replay
 from kernelkiln.orchestrator.results import write_outputs
 from kernelkiln.orchestrator.search import Search
 from kernelkiln.orchestrator.seeds import GENERATED, starting_code
@@ -81,6 +82,7 @@ class Optimizer:
     def start(self, specs: list[TaskSpec], config: OptimizeConfig, out_dir: Path | None = None) -> dict[str, Any]:
         """A new run over ``specs``; returns run.json's object."""
         get_platform(config.platform)  # one clear line, before tasks load, when this machine lacks it
+        check_replay(config, self.observer.note)  # a replay's prompts are its recording's, before anything runs
         tasks = order_tasks([load_task(Path(s.path), s.overrides) for s in specs])
         if config.seed_file and len(tasks) > 1:
             raise UserError(f"--seed FILE starts one task; this run has {len(tasks)}")
@@ -115,6 +117,7 @@ class Optimizer:
             raise UserError(f"run {run_id} is already finished; its results are in {run.state.out}")
         config = OptimizeConfig.stored(run.config)
         get_platform(config.platform)  # a resumed run may land on a machine without its device
+        check_replay(config, self.observer.note)
         if cluster is not None:  # the cluster's head may have moved since the run began
             config = config.model_copy(update={"cluster": config.cluster.model_copy(update={"address": cluster})})
         tasks = [load_task(Path(t.path), t.overrides) for t in run.state.tasks]
