@@ -28,6 +28,7 @@ from kernelkiln.llm.messages import (
     split_think,
 )
 from kernelkiln.llm.sdk_client import SDKClient
+from kernelkiln.llm.waiting import FIRST_NOTICE_S, WaitListener
 
 
 class OpenAIClient(SDKClient):
@@ -39,10 +40,13 @@ class OpenAIClient(SDKClient):
         *,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        waits: WaitListener | None = None,
+        notice_s: float = FIRST_NOTICE_S,
     ) -> None:
+        """``waits`` hears of long waits, after ``notice_s`` seconds (default: lines on stderr)."""
         import openai
 
-        super().__init__(config, openai, openai.OpenAI, sleep=sleep, rng=rng)
+        super().__init__(config, openai, openai.OpenAI, sleep=sleep, rng=rng, waits=waits, notice_s=notice_s)
         # OpenAI's own API wants max_completion_tokens (its reasoning models reject max_tokens);
         # the compatible servers all know max_tokens, not all know the newer name.
         official = urlsplit(self.endpoint).hostname == "api.openai.com"
@@ -60,7 +64,9 @@ class OpenAIClient(SDKClient):
             request["tools"] = [to_openai_tool(t) for t in tools]
             request["tool_choice"] = "auto"
         response, attempts, seconds = self._with_retries(
-            lambda: self._client.chat.completions.create(**request), tools_sent=bool(tools)
+            lambda: self._client.chat.completions.create(**request),
+            estimate_prompt_tokens(messages, tools),
+            tools_sent=bool(tools),
         )
         with reading_reply(self.endpoint):
             return self._completion(response, messages, tools, seconds, attempts)

@@ -9,11 +9,16 @@ from typing import Any
 
 from kernelkiln.llm.client import resolve_api_key
 from kernelkiln.llm.config import LLMConfig
-from kernelkiln.llm.retry import call_with_retries, classify_sdk_error
+from kernelkiln.llm.retry import Failure, call_with_retries, classify_sdk_error
+from kernelkiln.llm.waiting import FIRST_NOTICE_S, StderrWaits, WaitListener, watched
 
 
 class SDKClient:
-    """Base of ``OpenAIClient`` and ``AnthropicClient``: kernelkiln's retries, never the SDK's."""
+    """Base of ``OpenAIClient`` and ``AnthropicClient``: kernelkiln's retries, never the SDK's.
+
+    ``waits`` hears about long waits (a line after ``notice_s`` seconds, then each time the wait
+    doubles; default: stderr) and about tries abandoned on the timeout.
+    """
 
     def __init__(
         self,
@@ -23,11 +28,15 @@ class SDKClient:
         *,
         sleep: Callable[[float], None],
         rng: random.Random | None,
+        waits: WaitListener | None = None,
+        notice_s: float = FIRST_NOTICE_S,
     ) -> None:
         self.config = config
         self._sdk = sdk
         self._sleep = sleep
         self._rng = rng or random.Random()
+        self._waits: WaitListener = waits or StderrWaits()
+        self._notice_s = notice_s
         self._key = resolve_api_key(config)
         self._client = factory(base_url=config.base_url, api_key=self._key, timeout=config.timeout_s, max_retries=0)
         self.endpoint = str(self._client.base_url).rstrip("/")
@@ -35,19 +44,43 @@ class SDKClient:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.config.model!r}, endpoint={self.endpoint!r})"
 
-    def _with_retries(self, create: Callable[[], Any], tools_sent: bool = False) -> tuple[Any, int, float]:
+    def _with_retries(
+        self, create: Callable[[], Any], prompt_tokens: int, tools_sent: bool = False
+    ) -> tuple[Any, int, float]:
         """``create()``'s response, the tries it took, and the seconds they took (waits included).
 
-        ``tools_sent``: the request offered tools (a refusal naming them raises ToolsRejected).
+        ``prompt_tokens``: the request's prompt, estimated (what a try given up on the timeout
+        may have cost); ``tools_sent``: the request offered tools (a refusal naming them raises
+        ToolsRejected).
         """
+        tries = [0]
+
+        def once() -> Any:
+            tries[0] += 1
+            return create()
+
+        def classify(exc: BaseException) -> Failure | None:
+            failure = classify_sdk_error(exc, self._sdk, self.config.timeout_s, (self._key,))
+            if failure is not None and failure.timed_out:
+                self._waits.abandoned(prompt_tokens)
+            return failure
+
+        def waited(seconds: float) -> str:
+            return (
+                f"no reply from llm endpoint {self.endpoint} after {seconds:.0f} s (model {self.config.model}; "
+                f"try {tries[0]} of {self.config.max_retries + 1}, timeout {self.config.timeout_s:g} s)"
+            )
+
         started = time.monotonic()
-        response, attempts = call_with_retries(
-            create,
-            lambda exc: classify_sdk_error(exc, self._sdk, self.config.timeout_s, (self._key,)),
-            config=self.config,
-            endpoint=self.endpoint,
-            sleep=self._sleep,
-            rng=self._rng,
-            tools_sent=tools_sent,
-        )
+        with watched(self._waits, waited, self._notice_s):
+            response, attempts = call_with_retries(
+                once,
+                classify,
+                config=self.config,
+                endpoint=self.endpoint,
+                sleep=self._sleep,
+                rng=self._rng,
+                tools_sent=tools_sent,
+                say=self._waits.say,
+            )
         return response, attempts, time.monotonic() - started

@@ -143,9 +143,7 @@ class Report:
 
 
 # -- collecting ------------------------------------------------------------------------
-def collect(
-    targets: list[str], store: Store | None, store_error: str = "", *, allow_missing: bool = False
-) -> Report:
+def collect(targets: list[str], store: Store | None, store_error: str = "", *, allow_missing: bool = False) -> Report:
     """The report of ``targets`` (run ids or output DIRs); ``store`` None when it could not be opened.
 
     A DIR's run is read from ``store``, else from a bench repeat's own store next to it; a run in

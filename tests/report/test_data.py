@@ -103,7 +103,8 @@ def test_the_wall_time_runs_from_the_start_to_when_the_run_stopped_not_to_its_la
     try:
         with store.write() as conn:
             run = store.runs.get(conn, run_id)
-            store.runs.update(conn, run.model_copy(update={"state": run.state.model_copy(update={"ended_at": START + 401})}))
+            ended = run.state.model_copy(update={"ended_at": START + 401})
+            store.runs.update(conn, run.model_copy(update={"state": ended}))
     finally:
         store.close()
     run = report_of(url, run_id).runs[0]
