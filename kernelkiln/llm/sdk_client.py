@@ -53,10 +53,11 @@ class SDKClient:
         may have cost); ``tools_sent``: the request offered tools (a refusal naming them raises
         ToolsRejected).
         """
-        tries = [0]
+        tries = 0  # so far: the notices name the try in flight
 
         def once() -> Any:
-            tries[0] += 1
+            nonlocal tries
+            tries += 1
             return create()
 
         def classify(exc: BaseException) -> Failure | None:
@@ -68,7 +69,7 @@ class SDKClient:
         def waited(seconds: float) -> str:
             return (
                 f"no reply from llm endpoint {self.endpoint} after {seconds:.0f} s (model {self.config.model}; "
-                f"try {tries[0]} of {self.config.max_retries + 1}, timeout {self.config.timeout_s:g} s)"
+                f"try {tries} of {self.config.max_retries + 1}, timeout {self.config.timeout_s:g} s)"
             )
 
         started = time.monotonic()
