@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kernelkiln.agents.config import LLMPolicyConfig, PolicyConfig, ReplayConfig, TunerConfig
 from kernelkiln.agents.tuner import Tuner
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.llm.client import ChatClient
+from kernelkiln.llm.waiting import WaitListener
 from kernelkiln.policy.turn import Policy
 
 if TYPE_CHECKING:
@@ -21,7 +23,8 @@ class RunPolicies:
     ``client`` replaces the model endpoint (tests, benchmarks with a scripted model); a
     ``record`` directory wraps the model in a RecordingClient whose header keeps ``settings``
     (the run's configuration as JSON); the replay policy answers from its session (``client``
-    is not used) with the recorded run's model settings.
+    is not used) with the recorded run's model settings. ``waits(task_id, agent)`` is the
+    listener of that agent's model client for long waits (default: lines on stderr).
     """
 
     def __init__(
@@ -30,9 +33,11 @@ class RunPolicies:
         context: ContextConfig,
         client: ChatClient | None = None,
         settings: dict[str, Any] | None = None,
+        waits: Callable[[str, str], WaitListener] | None = None,
     ) -> None:
         self.policy, self.context, self.client = policy, context, client
         self.settings = settings or {}
+        self.waits = waits
         self._protocol: ReplyProtocol | None = None
         self._replayed: LLMPolicyConfig | None = None  # the replay as an llm config with the recording's model
 
@@ -66,20 +71,20 @@ class RunPolicies:
 
     def _llm_policy(self, config: LLMPolicyConfig, agent: str, task_id: str, client: ChatClient | None) -> Policy:
         from kernelkiln.agents.llm import LLMPolicy  # the SDKs load only when asked for
+        from kernelkiln.llm import make_client
 
+        if client is None:
+            client = make_client(config.llm, waits=self.waits(task_id, agent) if self.waits else None)
         if config.record:
             client = self._recording(config, config.record, agent, task_id, client)
         return LLMPolicy(config, self.context, agent, client=client, protocol=self.protocol)
 
     def _recording(
-        self, config: LLMPolicyConfig, record: str, agent: str, task_id: str, client: ChatClient | None
+        self, config: LLMPolicyConfig, record: str, agent: str, task_id: str, client: ChatClient
     ) -> ChatClient:
-        from kernelkiln.llm import make_client
         from kernelkiln.llm.record import RecordingClient
         from kernelkiln.llm.session import SessionHeader
 
         header = SessionHeader(llm=config.llm, config=self.settings)
         key = os.environ.get(config.llm.key_env, "")
-        return RecordingClient(
-            client or make_client(config.llm), record, task_id=task_id, agent=agent, header=header, secrets=[key]
-        )
+        return RecordingClient(client, record, task_id=task_id, agent=agent, header=header, secrets=[key])

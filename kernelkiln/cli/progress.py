@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from typing import Any
 
 from rich.console import Console
@@ -11,9 +13,12 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.text import Text
 
 from kernelkiln.orchestrator.observer import Observer
 
@@ -82,8 +87,22 @@ class _Lines(Observer):
         print(line, file=sys.stderr, flush=True)
 
 
+class ModelWaitColumn(ProgressColumn):
+    """A spinner and the seconds the task's longest-waiting agent has waited for its model, while one waits."""
+
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"  # rich's "dots" spinner, drawn at its 80 ms a frame
+
+    def render(self, task: Task) -> Text:
+        waits: dict[str, float] = task.fields.get("waits") or {}
+        if not waits:
+            return Text("")
+        agent, since = min(waits.items(), key=lambda item: item[1])
+        frame = self.FRAMES[int(time.monotonic() * 12.5) % len(self.FRAMES)]
+        return Text(f"{frame} {agent} waiting for the model {time.monotonic() - since:.0f} s", style="cyan")
+
+
 class _Bars(Observer):
-    """A rich progress bar per task on a terminal."""
+    """A rich progress bar per task on a terminal, with a spinner while an agent waits for its model."""
 
     def __init__(self, console: Console) -> None:
         self.progress = Progress(
@@ -92,9 +111,12 @@ class _Bars(Observer):
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.fields[note]}"),
+            ModelWaitColumn(),
             console=console,
         )
         self.ids: dict[str, Any] = {}
+        self.waits: dict[str, dict[str, float]] = {}  # by task: each waiting agent's request began
+        self.lock = threading.Lock()
 
     def seeded(self, task_id, origin) -> None:
         self.progress.console.print(f"{task_id}: starting from {origin}", style="dim")
@@ -114,6 +136,16 @@ class _Bars(Observer):
 
     def confirming(self, task_id, seconds) -> None:
         self.progress.update(self.ids[task_id], note=f"judging the best again ({seconds:g} s)")
+
+    def model_waiting(self, task_id, agent, since) -> None:
+        with self.lock:
+            waits = self.waits.setdefault(task_id, {})
+            if since is None:
+                waits.pop(agent, None)
+            else:
+                waits[agent] = since
+            if task_id in self.ids:
+                self.progress.update(self.ids[task_id], waits=dict(waits))
 
     def task_finished(self, task_id, incumbent) -> None:
         self.progress.update(self.ids[task_id], note="done")

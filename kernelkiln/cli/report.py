@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
 
 from kernelkiln.cli.options import STORE_OPTION
+from kernelkiln.cli.stores import shown
 from kernelkiln.errors import UserError
 from kernelkiln.report import ablation as ablation_page
 from kernelkiln.report import collect, render_html, render_markdown
@@ -17,7 +19,9 @@ from kernelkiln.store import open_store
 HELP = """Report on optimizer runs or an ablation: one HTML file that works offline (no scripts, no CDN) or Markdown.
 
 RUN|DIR is a run id (looked up in the store) or an output DIR of `kiln optimize` holding
-run.json. Several may be given (e.g. a bench's repeats): they share one page. The page has
+run.json. Several may be given (e.g. a bench's repeats): they share one page. The store
+each run was read from is named on stderr; a DIR whose run is not in the store is an
+error unless --allow-missing, which reports its run.json alone (no attempt history). The page has
 the suite table, speedup and speed-of-light bars, each task's trajectory and attempt graph,
 memory growth during the run and the resident rules.
 
@@ -47,9 +51,20 @@ OUT = typer.Option(
     None, "--out", metavar="FILE.html", help="Where the page goes (default: DIR/report.html, or kiln-report-RUN.html)."
 )
 MARKDOWN = typer.Option(False, "--markdown", help="Print Markdown to stdout instead of writing HTML.")
+ALLOW_MISSING = typer.Option(
+    False,
+    "--allow-missing",
+    help="Report a DIR whose run is not in the store from its run.json alone (no attempt history, graphs or memory).",
+)
 
 
-def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKDOWN, store: str = STORE_OPTION) -> None:
+def report(
+    targets: list[str] = TARGETS,
+    out: Path = OUT,
+    markdown: bool = MARKDOWN,
+    store: str = STORE_OPTION,
+    allow_missing: bool = ALLOW_MISSING,
+) -> None:
     from kernelkiln.model import report as model_report
 
     models = [model_report.read(Path(t)) for t in targets if Path(t).is_dir()]
@@ -76,10 +91,13 @@ def report(targets: list[str] = TARGETS, out: Path = OUT, markdown: bool = MARKD
             raise
         opened, store_error = None, str(exc)
     try:
-        data = collect(targets, opened, store_error)
+        data = collect(targets, opened, store_error, allow_missing=allow_missing)
     finally:
         if opened is not None:
             opened.close()
+    for run in data.runs:
+        where = f"store {shown(run.source)}" if run.source else f"{run.out}/run.json alone (not in the store)"
+        print(f"kiln: run {run.run_id}: read from {where}", file=sys.stderr)
     if markdown:
         print(render_markdown(data), end="")
         return

@@ -16,6 +16,7 @@ from kernelkiln.llm.client import reading_reply
 from kernelkiln.llm.config import LLMConfig
 from kernelkiln.llm.messages import Completion, Message, ToolCall, ToolSpec, parse_arguments
 from kernelkiln.llm.sdk_client import SDKClient, Sent
+from kernelkiln.llm.waiting import FIRST_NOTICE_S, WaitListener
 
 # Anthropic's stop reasons in the chat-completions vocabulary every Completion uses.
 FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
@@ -30,10 +31,13 @@ class AnthropicClient(SDKClient):
         *,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        waits: WaitListener | None = None,
+        notice_s: float = FIRST_NOTICE_S,
     ) -> None:
+        """``waits`` hears of long waits, after ``notice_s`` seconds (default: lines on stderr)."""
         import anthropic
 
-        super().__init__(config, anthropic, anthropic.Anthropic, sleep=sleep, rng=rng)
+        super().__init__(config, anthropic, anthropic.Anthropic, sleep=sleep, rng=rng, waits=waits, notice_s=notice_s)
 
     def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec] = (), max_tokens: int | None = None
@@ -48,10 +52,10 @@ class AnthropicClient(SDKClient):
         if tools:
             request["tools"] = [to_anthropic_tool(t) for t in tools]
 
-        def send(cap: int) -> Sent:
+        def send(cap: int, estimate: int) -> Sent:
             capped = {**request, "max_tokens": cap}
             response, attempts, seconds = self._with_retries(
-                lambda: self._client.messages.create(**capped), tools_sent=bool(tools)
+                lambda: self._client.messages.create(**capped), estimate, tools_sent=bool(tools)
             )
             with reading_reply(self.endpoint):
                 return self._completion(response, seconds, attempts), True

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Protocol, runtime_checkable
-from urllib.parse import urlsplit
 
 from kernelkiln.errors import UserError
 from kernelkiln.llm.config import LLMConfig
+from kernelkiln.llm.config import is_local as is_local  # re-exported: callers ask the client module
 from kernelkiln.llm.messages import Completion, Message, ToolSpec
 
 # vLLM, SGLang and Ollama accept any key unless started with one; the SDKs insist on a non-empty one.
@@ -56,19 +55,6 @@ class ChatClient(Protocol):
     ) -> Completion:
         """The model's next reply; raises LLMError when the endpoint fails for good."""
         ...
-
-
-def is_local(base_url: str | None) -> bool:
-    """Whether ``base_url`` points at this machine (localhost or a loopback address)."""
-    if not base_url:
-        return False
-    host = urlsplit(base_url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def resolve_api_key(config: LLMConfig, environ: Mapping[str, str] | None = None) -> str:

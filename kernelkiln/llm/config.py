@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import ipaddress
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# A CPU server on this machine reads a 4k-token prompt at ~25 tokens/s (160 s) and may write a
+# 4,096-token reply at ~10 tokens/s (410 s): one try needs up to ~10 minutes. A hosted API answers
+# in seconds, and a try that hangs for two minutes is better retried.
+LOCAL_TIMEOUT_S = 600.0
+REMOTE_TIMEOUT_S = 120.0
+
+
+def is_local(base_url: str | None) -> bool:
+    """Whether ``base_url`` points at this machine (localhost or a loopback address)."""
+    if not base_url:
+        return False
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class LLMConfig(BaseModel):
@@ -30,7 +50,13 @@ class LLMConfig(BaseModel):
         description="Name of the environment variable holding the API key; None means OPENAI_API_KEY or "
         "ANTHROPIC_API_KEY by provider. A local endpoint (localhost, 127.0.0.1, ::1) may run without one.",
     )
-    timeout_s: float = Field(default=120.0, gt=0, description="Seconds one HTTP try may take before it is retried.")
+    timeout_s: float = Field(
+        default=REMOTE_TIMEOUT_S,
+        gt=0,
+        description="Seconds one HTTP try may take before it is given up and retried. Unless set: "
+        f"{LOCAL_TIMEOUT_S:g} for an endpoint on this machine (a CPU server reading a 4k-token prompt at "
+        f"25 tokens/s and writing a long reply needs minutes), {REMOTE_TIMEOUT_S:g} for any other.",
+    )
     max_retries: int = Field(
         default=4, ge=0, description="Retries after the first try on connection errors, timeouts, 429 and 5xx."
     )
@@ -68,6 +94,14 @@ class LLMConfig(BaseModel):
     price_completion_per_mtok: float = Field(
         default=0.0, ge=0, description="USD per million completion (output) tokens, for cost accounting."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _timeout_by_endpoint(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("timeout_s") is None:
+            local = is_local(data.get("base_url"))
+            return {**data, "timeout_s": LOCAL_TIMEOUT_S if local else REMOTE_TIMEOUT_S}
+        return data
 
     @property
     def key_env(self) -> str:

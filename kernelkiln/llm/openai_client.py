@@ -28,6 +28,7 @@ from kernelkiln.llm.messages import (
     split_think,
 )
 from kernelkiln.llm.sdk_client import SDKClient, Sent
+from kernelkiln.llm.waiting import FIRST_NOTICE_S, WaitListener
 
 
 class OpenAIClient(SDKClient):
@@ -39,10 +40,13 @@ class OpenAIClient(SDKClient):
         *,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        waits: WaitListener | None = None,
+        notice_s: float = FIRST_NOTICE_S,
     ) -> None:
+        """``waits`` hears of long waits, after ``notice_s`` seconds (default: lines on stderr)."""
         import openai
 
-        super().__init__(config, openai, openai.OpenAI, sleep=sleep, rng=rng)
+        super().__init__(config, openai, openai.OpenAI, sleep=sleep, rng=rng, waits=waits, notice_s=notice_s)
         # OpenAI's own API wants max_completion_tokens (its reasoning models reject max_tokens);
         # the compatible servers all know max_tokens, not all know the newer name.
         official = urlsplit(self.endpoint).hostname == "api.openai.com"
@@ -59,10 +63,10 @@ class OpenAIClient(SDKClient):
             request["tools"] = [to_openai_tool(t) for t in tools]
             request["tool_choice"] = "auto"
 
-        def send(cap: int) -> Sent:
+        def send(cap: int, estimate: int) -> Sent:
             capped = {**request, self._limit_name: cap}
             response, attempts, seconds = self._with_retries(
-                lambda: self._client.chat.completions.create(**capped), tools_sent=bool(tools)
+                lambda: self._client.chat.completions.create(**capped), estimate, tools_sent=bool(tools)
             )
             with reading_reply(self.endpoint):
                 return self._completion(response, messages, tools, seconds, attempts), response.usage is not None

@@ -39,6 +39,7 @@ class Failure:
     retryable: bool
     retry_after_s: float | None = None  # what the server asked for, if anything
     status: int | None = field(default=None, compare=False)  # the HTTP status, when there was one
+    timed_out: bool = field(default=False, compare=False)  # the client stopped waiting (the server may go on)
 
     def rejects_tools(self) -> bool:
         """Whether this is an endpoint refusing the ``tools`` parameter (as servers without tool calling do)."""
@@ -99,7 +100,7 @@ def status_failure(
 def classify_sdk_error(exc: BaseException, sdk: Any, timeout_s: float, secrets: tuple[str, ...] = ()) -> Failure | None:
     """The Failure for an exception of the openai or anthropic SDK (both share these classes); None: not ours."""
     if isinstance(exc, sdk.APITimeoutError):
-        return Failure(f"timed out after {timeout_s:g} s", retryable=True)
+        return Failure(f"timed out after {timeout_s:g} s", retryable=True, timed_out=True)
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         detail = f"{type(cause).__name__}: {cause}" if cause else str(exc)
@@ -128,12 +129,14 @@ def call_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
     tools_sent: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[T, int]:
     """``call()``'s result and the tries it took; LLMError when it fails for good.
 
     ``classify`` maps an exception to a Failure, or to None for exceptions that are not
     the endpoint's fault (those propagate unchanged). ``tools_sent``: the request offered
-    tools, so a refusal naming them is a ``ToolsRejected``.
+    tools, so a refusal naming them is a ``ToolsRejected``. ``say`` hears one line before
+    each retry after a timeout (a silent retry would hide minutes of waiting).
     """
     rng = rng or random.Random()
     tries = config.max_retries + 1
@@ -158,5 +161,11 @@ def call_with_retries(
                 delay = min(failure.retry_after_s, config.max_backoff_s)
             else:
                 delay = backoff_s(attempt - 1, config, rng)
+            if failure.timed_out and say is not None:
+                say(
+                    f"llm endpoint {endpoint} did not answer within the {config.timeout_s:g} s timeout "
+                    f"(try {attempt} of {tries}): asking again in {delay:.0f} s; the server may still be working "
+                    "on the request given up (--set-config policy.llm.timeout_s=SECONDS waits longer)"
+                )
             sleep(delay)
     raise AssertionError("unreachable")  # the loop returns or raises on its last try

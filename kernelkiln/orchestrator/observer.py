@@ -27,6 +27,9 @@ class Observer:
     def task_finished(self, task_id: str, incumbent: Attempt | None) -> None:
         """Work on a task ended."""
 
+    def model_waiting(self, task_id: str, agent: str, since: float | None) -> None:
+        """``agent``'s request to its model is in flight since ``since`` (``time.monotonic()``); None: it ended."""
+
     def note(self, line: str) -> None:
         """A line about the run itself (the cluster it joined, a device that died)."""
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kernelkiln.atomic import write_atomic
-from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Verdict
+from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Unconfirmed, Verdict
 
 VERDICTS: tuple[Verdict, ...] = ("KEEP", "ACCEPT", "REVERT", "REJECT")
 
@@ -77,11 +78,18 @@ def write_outputs(
     by_task: dict[str, list[Attempt]],
     confirmed: dict[str, Confirmation | None] | None = None,
     no_candidate: dict[str, NoCandidate] | None = None,
+    *,
+    unconfirmed: dict[str, Unconfirmed] | None = None,
+    started_at: float | None = None,
+    ended_at: float | None = None,
 ) -> dict[str, Any]:
     """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object.
 
     ``confirmed``: each task's confirmation record (see ``orchestrator.confirm``), when it has one;
-    ``no_candidate``: the turns of each task that gave no candidate.
+    ``no_candidate``: the turns of each task that gave no candidate; ``unconfirmed``: each task's
+    model requests given up on a timeout (their prompt tokens estimated, beside the tokens the
+    server reported, never in them); ``started_at``/``ended_at``:
+    when the run began and last stopped (epoch seconds), for its wall time.
     """
     tasks = {}
     for task_id, attempts in by_task.items():
@@ -94,14 +102,30 @@ def write_outputs(
             path.resolve() if best is not None else None,
             (confirmed or {}).get(task_id),
             (no_candidate or {}).get(task_id),
-        )
+        ) | _unconfirmed((unconfirmed or {}).get(task_id))
     result = {
         "run_id": run_id,
         "status": status,
+        "started_at": _iso(started_at),
+        "ended_at": _iso(ended_at),
+        "wall_s": round(ended_at - started_at, 1) if started_at is not None and ended_at is not None else None,
         "tasks": tasks,
         "prompt_tokens": sum(t["prompt_tokens"] for t in tasks.values()),
         "completion_tokens": sum(t["completion_tokens"] for t in tasks.values()),
         "cost_usd": round(sum(t["cost_usd"] for t in tasks.values()), 6),
+        "unconfirmed_requests": sum(t["unconfirmed_requests"] for t in tasks.values()),
+        "unconfirmed_prompt_tokens": sum(t["unconfirmed_prompt_tokens"] for t in tasks.values()),
     }
     write_atomic(out_dir / "run.json", json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _unconfirmed(count: Unconfirmed | None) -> dict[str, int]:
+    """A task's requests given up on a timeout, and their prompts' estimated tokens (run.json's fields)."""
+    count = count or Unconfirmed()
+    return {"unconfirmed_requests": count.requests, "unconfirmed_prompt_tokens": count.prompt_tokens}
+
+
+def _iso(ts: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 UTC (None stays None)."""
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")

@@ -22,14 +22,25 @@ from kernelkiln.llm.client import ChatClient
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.agent import AgentState, TaskState, advance
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.model_waits import AgentWaits, UnconfirmedLedger
 from kernelkiln.orchestrator.observer import Observer
+from kernelkiln.orchestrator.replay_settings import check_replay
 from kernelkiln.orchestrator.results import write_outputs
 from kernelkiln.orchestrator.search import Search
 from kernelkiln.orchestrator.seeds import GENERATED, starting_code
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.policy.lens import assign_lenses
-from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Run, RunState, RunStatus, RunTask
+from kernelkiln.store.records import (
+    Attempt,
+    Confirmation,
+    NoCandidate,
+    Run,
+    RunState,
+    RunStatus,
+    RunTask,
+    Unconfirmed,
+)
 from kernelkiln.task import Task, load_task
 
 
@@ -81,6 +92,7 @@ class Optimizer:
     def start(self, specs: list[TaskSpec], config: OptimizeConfig, out_dir: Path | None = None) -> dict[str, Any]:
         """A new run over ``specs``; returns run.json's object."""
         get_platform(config.platform)  # one clear line, before tasks load, when this machine lacks it
+        check_replay(config, self.observer.note)  # a replay's prompts are its recording's, before anything runs
         tasks = order_tasks([load_task(Path(s.path), s.overrides) for s in specs])
         if config.seed_file and len(tasks) > 1:
             raise UserError(f"--seed FILE starts one task; this run has {len(tasks)}")
@@ -115,6 +127,7 @@ class Optimizer:
             raise UserError(f"run {run_id} is already finished; its results are in {run.state.out}")
         config = OptimizeConfig.stored(run.config)
         get_platform(config.platform)  # a resumed run may land on a machine without its device
+        check_replay(config, self.observer.note)
         if cluster is not None:  # the cluster's head may have moved since the run began
             config = config.model_copy(update={"cluster": config.cluster.model_copy(update={"address": cluster})})
         tasks = [load_task(Path(t.path), t.overrides) for t in run.state.tasks]
@@ -159,13 +172,21 @@ class Optimizer:
         control = RunControl(
             config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None, pool=pool
         )
-        book = _Book(self, run if pool.device_kind is None else self._save_state(run, device=pool.device_kind))
+        ledger = UnconfirmedLedger(run.state.unconfirmed)
+        book = _Book(self, run if pool.device_kind is None else self._save_state(run, device=pool.device_kind), ledger)
         stored = self._attempts(run.id)
         control.tokens = sum(a.tokens_in + a.tokens_out for a in stored) + sum(
             n.prompt_tokens + n.completion_tokens for n in run.state.no_candidate.values()
         )
-        # One per run: its llm agents share one reply protocol; a recording keeps the run's settings.
-        policies = RunPolicies(config.policy, config.context, self.client, config.model_dump(mode="json"))
+        # One per run: its llm agents share one reply protocol; a recording keeps the run's settings;
+        # each agent's model client tells of its long waits, and of requests it gave up on a timeout.
+        policies = RunPolicies(
+            config.policy,
+            config.context,
+            self.client,
+            config.model_dump(mode="json"),
+            waits=lambda task_id, agent: AgentWaits(self.observer, ledger, task_id, agent),
+        )
         todo = [t for t in tasks if task_id_of(t) not in run.state.finished]
 
         def start(task: Task) -> TaskRunner:
@@ -262,8 +283,14 @@ class Optimizer:
         finished: list[str],
         confirmed: dict[str, Confirmation | None] | None = None,
         no_candidate: dict[str, NoCandidate] | None = None,
+        ended_at: float | None = None,
+        unconfirmed: dict[str, Unconfirmed] | None = None,
     ) -> Run:
         update: dict[str, Any] = {"status": status, "finished": list(finished)}
+        if unconfirmed is not None:
+            update["unconfirmed"] = unconfirmed
+        if ended_at is not None:
+            update["ended_at"] = ended_at
         if confirmed is not None:
             update["confirmed"] = dict(confirmed)
         if no_candidate is not None:
@@ -278,15 +305,23 @@ class Optimizer:
         if run.state.out is None:
             raise UserError(f"run {run.id} has no output folder on record")
         return write_outputs(
-            Path(run.state.out), run.id, run.state.status, by_task, run.state.confirmed, run.state.no_candidate
+            Path(run.state.out),
+            run.id,
+            run.state.status,
+            by_task,
+            run.state.confirmed,
+            run.state.no_candidate,
+            unconfirmed=run.state.unconfirmed,
+            started_at=run.created_at,
+            ended_at=run.state.ended_at,
         )
 
 
 class _Book:
     """The run's record as its tasks finish, which on a cluster they may do at once."""
 
-    def __init__(self, optimizer: Optimizer, run: Run):
-        self.optimizer, self.run = optimizer, run
+    def __init__(self, optimizer: Optimizer, run: Run, ledger: UnconfirmedLedger):
+        self.optimizer, self.run, self.ledger = optimizer, run, ledger
         self.active: dict[str, TaskRunner] = {}  # tasks started and not finished
         self.lock = threading.Lock()
 
@@ -305,6 +340,7 @@ class _Book:
                 finished=[*state.finished, task_id],
                 confirmed={**state.confirmed, task_id: confirmation},
                 no_candidate=_no_candidate(self.run, runner, control),
+                unconfirmed=self.ledger.snapshot(),
             )
             self.active.pop(task_id, None)  # its work is saved
 
@@ -320,7 +356,12 @@ class _Book:
                     )
                 no_candidate = run.state.no_candidate
             self.run = self.optimizer._save(
-                self.run, status=status, finished=self.run.state.finished, no_candidate=no_candidate
+                self.run,
+                status=status,
+                finished=self.run.state.finished,
+                no_candidate=no_candidate,
+                ended_at=time.time(),
+                unconfirmed=self.ledger.snapshot(),
             )
             return self.run
 

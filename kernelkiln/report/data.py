@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,7 @@ class RunReport:
     status: str
     tasks: tuple[TaskReport, ...]
     created_at: float | None = None
-    finished_at: float | None = None
+    finished_at: float | None = None  # when the run last stopped (runs stored before it was kept: its last attempt)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -97,6 +98,12 @@ class RunReport:
     growth: tuple[tuple[float, int], ...] = ()
     experiences_before: int = 0
     budget: int | None = None  # evaluations per task the run allowed (unknown from run.json alone)
+    source: str = ""  # the store it was read from ("": its run.json alone)
+
+    @property
+    def wall_s(self) -> float | None:
+        """Seconds from the run's start to when it last stopped (None when either is unknown)."""
+        return self.finished_at - self.created_at if self.finished_at and self.created_at else None
 
     def short(self, task: TaskReport) -> bool:
         """Whether ``task`` ended with fewer evaluations than the budget (its policy ran out of candidates)."""
@@ -136,11 +143,12 @@ class Report:
 
 
 # -- collecting ------------------------------------------------------------------------
-def collect(targets: list[str], store: Store | None, store_error: str = "") -> Report:
+def collect(targets: list[str], store: Store | None, store_error: str = "", *, allow_missing: bool = False) -> Report:
     """The report of ``targets`` (run ids or output DIRs); ``store`` None when it could not be opened.
 
-    A DIR's run is read from ``store``, else from a bench repeat's own store next to it, else from its
-    run.json alone (the page then says what is unavailable).
+    A DIR's run is read from ``store``, else from a bench repeat's own store next to it; a run in
+    neither is a UserError unless ``allow_missing``, which reports it from its run.json alone (the
+    page then says what is unavailable).
     """
     runs: list[RunReport] = []
     rules: dict[str, tuple[RuleRow, ...]] = {}
@@ -157,7 +165,12 @@ def collect(targets: list[str], store: Store | None, store_error: str = "") -> R
         holder, owned = _holder(store, folder, run_id)
         try:
             if holder is None:
-                where = f"not in store {store.url}" if store is not None else store_error
+                where = f"not in store {store.url}" if store is not None else f"unread ({store_error})"
+                if not allow_missing:
+                    raise UserError(
+                        f"run {run_id} of {folder} is {where}: give the store it ran with (--store URL), "
+                        "or --allow-missing to report its run.json alone"
+                    )
                 run = from_run_json(
                     data,
                     str(folder),
@@ -205,6 +218,8 @@ def from_run_json(data: dict[str, Any], out: str | None, note: str = "") -> RunR
         run_id=str(data.get("run_id", "?")),
         status=str(data.get("status", "unknown")),
         tasks=tasks,
+        created_at=_timestamp(data.get("started_at")),
+        finished_at=_timestamp(data.get("ended_at")),
         prompt_tokens=int(data.get("prompt_tokens") or 0),
         completion_tokens=int(data.get("completion_tokens") or 0),
         cost_usd=float(data.get("cost_usd") or 0.0),
@@ -255,7 +270,7 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
         task_report(task_id, found, run.state.confirmed.get(task_id), run.state.no_candidate.get(task_id))
         for task_id, found in by_task.items()
     )
-    finished = max((a.created_at for a in attempts), default=None)
+    finished = run.state.ended_at or max((a.created_at for a in attempts), default=None)
     growth, before = memory_growth(run.created_at, attempts, experiences)
     return RunReport(
         run_id=run.id,
@@ -270,6 +285,7 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
         growth=growth,
         experiences_before=before,
         budget=run.config.get("budget"),
+        source=store.url,
     )
 
 
@@ -387,6 +403,14 @@ def attempt_sol(attempt: Attempt) -> float | None:
     """The attempt's speed-of-light fraction when it was recorded (geometric mean over workloads), else None."""
     found = [_number(m.sol_fraction) for m in attempt.measurements]
     return geomean(v for v in found if v is not None and v > 0)
+
+
+def _timestamp(value: Any) -> float | None:
+    """An ISO 8601 time of run.json as epoch seconds (None when absent or unreadable)."""
+    try:
+        return datetime.fromisoformat(value).timestamp() if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def _number(value: Any) -> float | None:

@@ -72,7 +72,7 @@ def _status(status: str) -> str:
 
 
 def _run_meta(run: RunReport) -> str:
-    duration = (run.finished_at - run.created_at) if run.finished_at and run.created_at else None
+    duration = run.wall_s
     cost = f" · cost ${run.cost_usd:.4f}" if run.cost_usd else ""
     out = f" · output <code>{esc(run.out)}</code>" if run.out else ""
     when = f" · started {esc(fmt_date(run.created_at))}" if run.created_at else ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelkiln.report.data import Report, RunReport
-from kernelkiln.report.format import fmt_date, fmt_pct, fmt_tokens, fmt_verdicts, fmt_x
+from kernelkiln.report.format import fmt_date, fmt_duration, fmt_pct, fmt_tokens, fmt_verdicts, fmt_x
 
 _SPECIAL = str.maketrans(
     {
@@ -35,7 +35,8 @@ def render(report: Report) -> str:
 
 def render_run(run: RunReport) -> str:
     """One run: a heading, the suite table, a line per task."""
-    lines = [f"### kiln run `{md(run.run_id)}`: {md(run.status)}, {fmt_date(run.created_at)}", ""]
+    took = f", took {fmt_duration(run.wall_s)}" if run.wall_s is not None else ""
+    lines = [f"### kiln run `{md(run.run_id)}`: {md(run.status)}, {fmt_date(run.created_at)}{took}", ""]
     if run.note:
         lines += [f"_{md(run.note)}_", ""]
     sol = run.has_sol

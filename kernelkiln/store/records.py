@@ -77,6 +77,21 @@ class NoCandidate(Record):
         )
 
 
+class Unconfirmed(Record):
+    """A task's model requests given up on at the client's timeout: no server reports what they cost.
+
+    The server may have read each prompt and written a reply nobody waited for; ``prompt_tokens``
+    is the prompts' size estimated from their characters, and the replies' tokens are unknown.
+    """
+
+    requests: int = 0
+    prompt_tokens: int = 0
+
+    def plus(self, prompt_tokens: int) -> Unconfirmed:
+        """This count with one more request given up."""
+        return Unconfirmed(requests=self.requests + 1, prompt_tokens=self.prompt_tokens + prompt_tokens)
+
+
 class RunState(Record):
     """Where a run stands (changes as it goes); the configuration it runs under is ``Run.config``."""
 
@@ -86,7 +101,9 @@ class RunState(Record):
     finished: list[str] = Field(default_factory=list)  # ids of the tasks done
     confirmed: dict[str, Confirmation | None] = Field(default_factory=dict)  # by task id
     no_candidate: dict[str, NoCandidate] = Field(default_factory=dict)  # by task id, when a turn gave none
+    unconfirmed: dict[str, Unconfirmed] = Field(default_factory=dict)  # by task id, when a request timed out
     device: str | None = None  # on a cluster: the device kind every verdict came from (a resume keeps it)
+    ended_at: float | None = None  # when the run last stopped (done, stopped, interrupted or failed)
 
 
 class Run(Record):

@@ -53,6 +53,24 @@ class RecordedSleep:
         self.delays.append(seconds)
 
 
+class RecordedWaits:
+    """A ``WaitListener`` that keeps what it hears: lines, each request's start and end (None), tries given up."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.spans: list[float | None] = []
+        self.abandoned_tokens: list[int] = []
+
+    def say(self, line: str) -> None:
+        self.lines.append(line)
+
+    def waiting(self, since: float | None) -> None:
+        self.spans.append(since)
+
+    def abandoned(self, prompt_tokens: int) -> None:
+        self.abandoned_tokens.append(prompt_tokens)
+
+
 class MaxJitter(random.Random):
     """An RNG whose ``uniform(a, b)`` is always ``b``, which makes jittered backoff predictable."""
 

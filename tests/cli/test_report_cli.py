@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from kernelkiln.memory.memory import Memory
@@ -29,6 +30,21 @@ def test_unknown_run_and_a_dir_without_run_json_exit_2_with_one_line(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no run.json" in done.stderr
 
 
+def test_a_dir_whose_run_is_not_in_the_store_exits_2_unless_allow_missing(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    task = {"best_speedup": 1.2, "seed_speedup": 1.0, "attempts": 1, "verdicts": {"KEEP": 1}}
+    (out / "run.json").write_text(json.dumps({"run_id": "r-gone", "status": "done", "tasks": {"t": task}}))
+    store = f"sqlite:///{tmp_path / 'kiln.db'}"
+    done = kiln("report", str(out), "--store", store, "--markdown")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "r-gone" in done.stderr and "kiln.db" in done.stderr and "--allow-missing" in done.stderr
+    done = kiln("report", str(out), "--store", store, "--markdown", "--allow-missing")
+    assert done.returncode == 0, done.stderr
+    assert "kiln: run r-gone: read from" in done.stderr and "run.json alone" in done.stderr
+    assert "unavailable" in done.stdout
+
+
 def test_a_real_run_reported_from_its_dir_and_as_markdown(tmp_path):
     url = f"sqlite:///{tmp_path / 'kiln.db'}"
     store = open_store(url)
@@ -40,8 +56,10 @@ def test_a_real_run_reported_from_its_dir_and_as_markdown(tmp_path):
         )
     finally:
         store.close()
+    assert result["started_at"] <= result["ended_at"] and result["wall_s"] is not None
     done = kiln("report", str(tmp_path / "out"), "--store", url)
     assert done.returncode == 0, done.stderr
+    assert done.stderr == f"kiln: run {result['run_id']}: read from store {url}\n"
     page_path = tmp_path / "out" / "report.html"
     assert done.stdout.strip() == str(page_path)
     page = page_path.read_text()

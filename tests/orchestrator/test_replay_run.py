@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -70,6 +71,30 @@ def test_a_replay_of_a_changed_task_stops_at_the_first_exchange(tmp_path):
     assert "diverged at exchange 1 of a1 on tiny_softmax: message 1 (user) differs: recorded '" in line
     with pytest.raises(UserError, match=r"recorded no task tiny_softmax\[dim=32\] \(it holds: tiny_softmax\)"):
         run_scripted(session_config(replay=session, budget=2), tmp_path / "other", overrides={"dim": 32})
+
+
+def test_a_replay_with_other_prompt_shaping_settings_is_refused_before_anything_runs(tmp_path):
+    session = tmp_path / "session"
+    run_scripted(session_config(session, budget=2), tmp_path / "record")
+    replay = session_config(replay=session, budget=2)
+    scratch = replay.model_copy(update={"policy": replay.policy.model_copy(update={"start_from_seed": False})})
+    cases = [
+        (scratch, "recorded with seed the task's seed, this run has none (--no-seed)"),
+        (session_config(replay=session, budget=2, agents=2), "recorded with agents (one lens each) 1, this run has 2"),
+        (
+            session_config(replay=session, budget=2, context={"max_experiences": 0}),
+            "recorded with context.max_experiences 5, this run has 0",
+        ),
+    ]
+    for config, message in cases:
+        with pytest.raises(UserError, match=re.escape(f"--replay {session} was {message}: its prompts would differ")):
+            run_scripted(config, tmp_path / "replay")
+    store = open_store(f"sqlite:///{tmp_path / 'replay' / 'kiln.db'}")
+    try:
+        with store.read() as conn:
+            assert store.attempts.count(conn) == 0  # refused before the seed was evaluated
+    finally:
+        store.close()
 
 
 def test_a_replay_whose_prompt_changed_stops_naming_the_message(tmp_path):

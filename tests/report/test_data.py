@@ -76,12 +76,49 @@ def test_a_dir_is_reported_from_the_store_when_its_run_is_stored(stored):
     assert run.history and run.tasks[0].points and run.out == str(out)
 
 
-def test_a_dir_whose_run_is_not_stored_renders_run_json_and_says_the_rest_is_unavailable(stored, tmp_path):
+def test_a_dir_whose_run_is_not_stored_is_an_error_naming_the_store_and_allow_missing(stored, tmp_path):
     _, _, out, _ = stored
     other = f"sqlite:///{tmp_path / 'other.db'}"
-    run = report_of(other, str(out)).runs[0]
-    assert not run.history and "unavailable" in run.note and run.run_id == "r-test"
+    with pytest.raises(UserError, match=r"run r-test of .* is not in store sqlite:///.*other\.db.*--allow-missing"):
+        report_of(other, str(out))
+
+
+def test_with_allow_missing_a_dir_whose_run_is_not_stored_renders_run_json_and_says_the_rest_is_unavailable(
+    stored, tmp_path
+):
+    _, _, out, _ = stored
+    store = open_store(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        run = collect([str(out)], store, allow_missing=True).runs[0]
+    finally:
+        store.close()
+    assert not run.history and "unavailable" in run.note and run.run_id == "r-test" and run.source == ""
     assert run.tasks[0].best_speedup == 0.9 and run.tasks[0].points == ()
+
+
+def test_the_wall_time_runs_from_the_start_to_when_the_run_stopped_not_to_its_last_attempt(stored):
+    url, run_id, out, _ = stored
+    assert report_of(url, run_id).runs[0].wall_s == 7  # stored before runs kept their end: the last attempt's
+    store = open_store(url)
+    try:
+        with store.write() as conn:
+            run = store.runs.get(conn, run_id)
+            ended = run.state.model_copy(update={"ended_at": START + 401})
+            store.runs.update(conn, run.model_copy(update={"state": ended}))
+    finally:
+        store.close()
+    run = report_of(url, run_id).runs[0]
+    assert run.wall_s == 401 and run.source == url
+    data = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(
+        json.dumps({**data, "started_at": "2025-01-31T14:00:00+00:00", "ended_at": "2025-01-31T14:06:41+00:00"})
+    )
+    store = open_store(f"sqlite:///{out.parent / 'elsewhere.db'}")
+    try:
+        alone = collect([str(out)], store, allow_missing=True).runs[0]
+    finally:
+        store.close()
+    assert alone.wall_s == 401
 
 
 def test_a_dir_without_run_json_and_an_unknown_run_are_user_errors(stored, tmp_path):
