@@ -55,16 +55,15 @@ Examples:
 Results: a table per task, DIR/<task>/best.py (a standalone candidate `kiln eval` accepts)
 and DIR/run.json (the same figures; --json prints it). Ctrl-C stops cleanly; the run
 resumes with --resume RUN_ID, losing only the evaluations that were in flight.
-
-A task whose policy gave no candidate says why on stderr, one line per task: with nothing
-evaluated, or (llm, replay) with only the seed evaluated, which is no candidate from the model.
+A task that got no candidate (llm, replay: none from the model; the seed is not
+the model's) has a line on stderr saying why, and its reason in run.json.
 
 \b
 Exit codes (2 and 3 say why on stderr, one line per problem):
-  0    a task got a candidate (from the model, for llm and replay)
+  0    a task got a candidate (llm, replay: from the model)
   2    bad input, or an endpoint down, refusing the key or lacking the model
-  3    no task got a candidate: each evaluated nothing, or (llm, replay) only its
-       seed, the model never giving a usable candidate
+  3    no task got a candidate: each evaluated nothing, or (llm, replay)
+       only its seed: the model never gave a usable candidate
   130  interrupted (Ctrl-C or SIGTERM); resume with --resume RUN_ID
 """
 
@@ -298,7 +297,7 @@ def _outcome(tasks: dict[str, dict[str, Any]]) -> None:
         if t["status"] != "evaluated":
             what = "nothing was evaluated" if t["status"] == "no candidate" else t["status"]
             print(f"kiln: {name}: {what}: {t['reason']}", file=sys.stderr)
-    if not any(t["status"] == "evaluated" for t in tasks.values()):
+    if tasks and not any(t["status"] == "evaluated" for t in tasks.values()):
         raise typer.Exit(NO_CANDIDATE)
 
 
