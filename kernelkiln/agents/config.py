@@ -31,6 +31,8 @@ class _Policy(BaseModel):
     isolation: ClassVar[Isolation] = "strict"
     # Whether the policy needs a seed candidate to start from (the run cannot go on without one).
     needs_seed: ClassVar[bool] = False
+    # Whether a model writes the candidates (evaluating the seed alone is then no candidate of the policy's).
+    model_written: ClassVar[bool] = False
 
     def from_scratch(self) -> bool:
         """Whether agents write their first candidate themselves instead of starting from a seed."""
@@ -39,6 +41,10 @@ class _Policy(BaseModel):
     def key_env(self) -> str | None:
         """The environment variable naming the model's API key (None: the policy calls no endpoint)."""
         return None
+
+    def turns_without_candidate(self) -> int:
+        """Turns in a row that give no candidate after which an agent stops working on the task."""
+        return 1
 
     def for_repeat(self, k: int) -> _Policy:
         """This config for a benchmark's repeat ``k`` (independent trajectories where the policy draws at random)."""
@@ -75,6 +81,8 @@ class TunerConfig(_Policy):
 class _ModelPolicy(_Policy):
     """What the llm and replay policies share: a model's turn, its limits, and where its exchanges are saved."""
 
+    model_written: ClassVar[bool] = True
+
     tool_calls: int = Field(
         4,
         ge=0,
@@ -86,6 +94,13 @@ class _ModelPolicy(_Policy):
         ge=0,
         description="Times an llm agent is asked again for a reply that lacks the candidate, "
         "the summary or an adoption record, before its turn is given up.",
+    )
+    max_turns_without_candidate: int = Field(
+        3,
+        ge=1,
+        description="Turns in a row an llm agent may give up (no usable candidate after its re-asks) "
+        "before it stops working on the task; a turn that gives a candidate starts the count again. "
+        "The task's reason in run.json says why it stopped.",
     )
     record: str | None = Field(
         None,
@@ -103,6 +118,9 @@ class _ModelPolicy(_Policy):
 
     def from_scratch(self) -> bool:
         return not self.start_from_seed
+
+    def turns_without_candidate(self) -> int:
+        return self.max_turns_without_candidate
 
 
 class LLMPolicyConfig(_ModelPolicy):

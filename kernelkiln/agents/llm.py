@@ -165,7 +165,8 @@ class LLMPolicy:
         parsed, problems = parse_text_reply(reply.text, chat.prompt.shown_experiences)
         if parsed is not None:
             return self._proposal(turn, parsed.code, parsed.summary, parsed.choices, chat.spent), []
-        chat.spent.text_problems.append(problems)
+        if chat.mode == "text":  # a reply of tools mode, read at the switch, was not made in text
+            chat.spent.text_problems.append(problems)
         said = [p.text for p in problems] + ([CUT_OFF] if reply.finish_reason == "length" else [])
         return None, said
 
@@ -300,7 +301,7 @@ class _Spent:
     calls: list[tuple[int, int]] = field(default_factory=list)
     text: str = ""  # the replies' prose, for the journal
     submit_problems: list[str] = field(default_factory=list)  # the last incomplete submit_candidate's
-    text_problems: list[list[Problem]] = field(default_factory=list)  # each unusable text reply's
+    text_problems: list[list[Problem]] = field(default_factory=list)  # each unusable reply's in text mode
 
     def add(self, reply: Completion, notes: str) -> None:
         self.prompt += reply.prompt_tokens
@@ -322,12 +323,15 @@ class _Spent:
         )
 
     def _lacked(self, mode: Mode) -> str:
-        n = len(self.calls)
-        times = "once" if n == 1 else f"{n} times"
-        if mode == "text":
+        if mode == "text":  # the replies since the switch to text (those before it were asked for tool calls)
+            texts = len(self.text_problems)
             parts = dict.fromkeys(p.part for problems in self.text_problems for p in problems)
             last = "; ".join(p.text for p in self.text_problems[-1]) if self.text_problems else ""
-            return f"the model answered {times} in text without a usable {' / '.join(parts) or 'reply'} (last: {last})"
+            return (
+                f"the model answered {_times(texts)} in text without a usable {' / '.join(parts) or 'reply'} "
+                f"(last: {last})"
+            )
+        n = len(self.calls)
         if self.submit_problems:
             replies = "1 reply" if n == 1 else f"{n} replies"
             return (
@@ -335,9 +339,13 @@ class _Spent:
                 f"(last: {'; '.join(self.submit_problems)})"
             )
         return (
-            f"the model answered {times} without calling submit_candidate; this endpoint may not "
+            f"the model answered {_times(n)} without calling submit_candidate; this endpoint may not "
             "support tool calls: try --reply-protocol text"
         )
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
 
 
 def _problems(submit: ToolCall, shown: tuple[str, ...]) -> list[str]:

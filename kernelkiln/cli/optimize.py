@@ -55,16 +55,19 @@ Examples:
 Results: a table per task, DIR/<task>/best.py (a standalone candidate `kiln eval` accepts)
 and DIR/run.json (the same figures; --json prints it). Ctrl-C stops cleanly; the run
 resumes with --resume RUN_ID, losing only the evaluations that were in flight.
+A task that got no candidate (llm, replay: none from the model; the seed is not
+the model's) has a line on stderr saying why, and its reason in run.json.
 
 \b
 Exit codes (2 and 3 say why on stderr, one line per problem):
-  0    every task evaluated candidates
+  0    a task got a candidate (llm, replay: from the model)
   2    bad input, or an endpoint down, refusing the key or lacking the model
-  3    a task evaluated nothing (e.g. the model never gave a usable candidate)
+  3    no task got a candidate: each evaluated nothing, or (llm, replay)
+       only its seed: the model never gave a usable candidate
   130  interrupted (Ctrl-C or SIGTERM); resume with --resume RUN_ID
 """
 
-NOTHING_EVALUATED = 3
+NO_CANDIDATE = 3
 
 
 def register(app: typer.Typer) -> None:
@@ -285,11 +288,17 @@ def optimize(
     finally:
         observer.close()
     _report(result, as_json)
-    empty = {name: t["reason"] for name, t in result["tasks"].items() if t["status"] == "no candidate"}
-    for name, why in empty.items():
-        print(f"kiln: {name}: nothing was evaluated: {why}", file=sys.stderr)
-    if empty:
-        raise typer.Exit(NOTHING_EVALUATED)
+    _outcome(result["tasks"])
+
+
+def _outcome(tasks: dict[str, dict[str, Any]]) -> None:
+    """One line on stderr per task whose policy gave no candidate; exit 3 when no task got one."""
+    for name, t in tasks.items():
+        if t["status"] != "evaluated":
+            what = "nothing was evaluated" if t["status"] == "no candidate" else t["status"]
+            print(f"kiln: {name}: {what}: {t['reason']}", file=sys.stderr)
+    if tasks and not any(t["status"] == "evaluated" for t in tasks.values()):
+        raise typer.Exit(NO_CANDIDATE)
 
 
 @contextmanager

@@ -66,7 +66,12 @@ class _Lines(Observer):
 
     def task_started(self, task_id, budget, done, agents) -> None:
         self.done[task_id], self.budget[task_id] = done, budget
-        print(f"{task_id}: {len(agents)} agent(s), {budget - done} evaluations to go", file=sys.stderr, flush=True)
+        left, n = budget - done, len(agents)
+        print(
+            f"{task_id}: {n} agent{'' if n == 1 else 's'}, {left} evaluation{'' if left == 1 else 's'} to go",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def after_verdict(self, result) -> None:
         attempt, incumbent, task_id = result.attempt, result.incumbent, result.attempt.task_id

@@ -34,6 +34,7 @@ class AgentState:
     history: list[Attempt] = field(default_factory=list)
     exhausted: bool = False
     repeats: int = 0  # proposals in a row of code this run already evaluated
+    fruitless: int = 0  # turns in a row that gave no candidate (GaveUp)
     verdict: Verdict | None = None  # the guard's full verdict on the latest attempt (this process only)
 
     def objective(self) -> Objective:
@@ -52,6 +53,7 @@ class TaskState:
     used: int = 0  # evaluations taken (reserved or done)
     evaluated: set[str] = field(default_factory=set)
     gave_up: list[GaveUp] = field(default_factory=list)  # turns whose model calls gave no candidate
+    stops: list[str] = field(default_factory=list)  # why agents stopped before the budget was spent
     lock: threading.Lock = field(default_factory=threading.Lock)
     in_flight: int = 0  # reservations whose turn has not ended
 

@@ -6,12 +6,13 @@ import json
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kernelkiln.atomic import write_atomic
 from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Unconfirmed, Verdict
 
 VERDICTS: tuple[Verdict, ...] = ("KEEP", "ACCEPT", "REVERT", "REJECT")
+TaskStatus = Literal["evaluated", "no candidate", "no candidate from the model"]
 
 
 def incumbent(attempts: list[Attempt]) -> Attempt | None:
@@ -32,24 +33,40 @@ def confirmation_of(best: Attempt | None, confirmation: Confirmation | None) -> 
     return confirmation
 
 
+def got_candidate(attempts: list[Attempt], model_written: bool) -> bool:
+    """Whether the task's policy gave a candidate: any evaluation; a model's, one besides the seed's."""
+    return any(a.case.move != "seed" for a in attempts) if model_written else bool(attempts)
+
+
+def task_status(attempts: list[Attempt], model_written: bool) -> TaskStatus:
+    """The task's outcome: evaluated; no candidate (nothing was evaluated); or no candidate from the model
+    (a model wrote the candidates and only the seed was evaluated)."""
+    if not attempts:
+        return "no candidate"
+    return "evaluated" if got_candidate(attempts, model_written) else "no candidate from the model"
+
+
 def task_summary(
     attempts: list[Attempt],
     best_path: Path | None,
     confirmation: Confirmation | None = None,
     no_candidate: NoCandidate | None = None,
+    model_written: bool = False,
 ) -> dict[str, Any]:
-    """One task's figures (the run.json entry).
+    """One task's figures (the run.json entry); ``model_written``: a model wrote the candidates.
 
     Tokens and cost count every model call, those of turns that gave no candidate too;
-    ``status`` is "no candidate" when nothing was evaluated, ``reason`` then says why.
+    ``status`` is "evaluated" unless the policy gave no candidate (``task_status``), ``reason`` then says why.
     """
     best, seed = incumbent(attempts), seed_attempt(attempts)
     counts = Counter(a.verdict for a in attempts)
     confirmation = confirmation_of(best, confirmation)
     spent = no_candidate or NoCandidate()
+    status = task_status(attempts, model_written)
+    unknown = "the task ended before the model gave a candidate" if attempts else "not started"
     return {
-        "status": "evaluated" if attempts else "no candidate",
-        "reason": "" if attempts else "; ".join(spent.reasons) or "no agent proposed a candidate",
+        "status": status,
+        "reason": "" if status == "evaluated" else spent.why() or unknown,
         "best_speedup": best.speedup if best else None,  # as the search measured it
         "confirmed_speedup": confirmation.speedup if confirmation else None,
         "confirmation": confirmation.model_dump(mode="json") if confirmation else None,
@@ -79,6 +96,7 @@ def write_outputs(
     confirmed: dict[str, Confirmation | None] | None = None,
     no_candidate: dict[str, NoCandidate] | None = None,
     *,
+    model_written: bool = False,
     unconfirmed: dict[str, Unconfirmed] | None = None,
     started_at: float | None = None,
     ended_at: float | None = None,
@@ -86,9 +104,9 @@ def write_outputs(
     """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object.
 
     ``confirmed``: each task's confirmation record (see ``orchestrator.confirm``), when it has one;
-    ``no_candidate``: the turns of each task that gave no candidate; ``unconfirmed``: each task's
-    model requests given up on a timeout (their prompt tokens estimated, beside the tokens the
-    server reported, never in them); ``started_at``/``ended_at``:
+    ``no_candidate``: the turns of each task that gave no candidate; ``model_written``: a model wrote
+    the candidates; ``unconfirmed``: each task's model requests given up on a timeout (their prompt
+    tokens estimated, beside the tokens the server reported, never in them); ``started_at``/``ended_at``:
     when the run began and last stopped (epoch seconds), for its wall time.
     """
     tasks = {}
@@ -102,6 +120,7 @@ def write_outputs(
             path.resolve() if best is not None else None,
             (confirmed or {}).get(task_id),
             (no_candidate or {}).get(task_id),
+            model_written,
         ) | _unconfirmed((unconfirmed or {}).get(task_id))
     result = {
         "run_id": run_id,

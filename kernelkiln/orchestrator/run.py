@@ -25,7 +25,7 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.model_waits import AgentWaits, UnconfirmedLedger
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.replay_settings import check_replay
-from kernelkiln.orchestrator.results import write_outputs
+from kernelkiln.orchestrator.results import got_candidate, write_outputs
 from kernelkiln.orchestrator.search import Search
 from kernelkiln.orchestrator.seeds import GENERATED, starting_code
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
@@ -311,6 +311,7 @@ class Optimizer:
             by_task,
             run.state.confirmed,
             run.state.no_candidate,
+            model_written=OptimizeConfig.stored(run.config).policy.model_written,
             unconfirmed=run.state.unconfirmed,
             started_at=run.created_at,
             ended_at=run.state.ended_at,
@@ -369,7 +370,8 @@ class _Book:
 def _no_candidate(run: Run, runner: TaskRunner | None, control: RunControl | None = None) -> dict[str, NoCandidate]:
     """The run's record of turns without a candidate, with those of ``runner``'s task added.
 
-    A task that ends with nothing evaluated always has an entry, saying why.
+    A task that ends (``control`` given) without a candidate of its policy always has an entry saying
+    why its agents stopped: a model's evaluated seed is no candidate of the model's.
     """
     recorded = dict(run.state.no_candidate)
     if runner is None:
@@ -378,11 +380,18 @@ def _no_candidate(run: Run, runner: TaskRunner | None, control: RunControl | Non
     now = runner.no_candidate()
     if now is not None:
         recorded[task_id] = recorded[task_id].plus(now) if task_id in recorded else now
-    if control is not None and runner.state.used == 0 and task_id not in recorded:
-        why = (
-            "the run's token or time budget ran out before any candidate"
-            if control.stop.is_set()
-            else "no agent proposed a candidate"
-        )
-        recorded[task_id] = NoCandidate(reasons=[why])
+    if control is None:
+        return recorded
+    model = control.config.policy.model_written
+    attempts = [a for agent in runner.agents for a in agent.history]
+    if got_candidate(attempts, model) or (task_id in recorded and recorded[task_id].stops):
+        return recorded
+    if control.stop.is_set():
+        why = f"the run's token or time budget ran out before {'the model gave a' if model else 'any'} candidate"
+    elif attempts and runner.state.used >= runner.state.budget:
+        budget = runner.state.budget
+        why = f"the task's budget of {budget} evaluation{'s' if budget != 1 else ''} went to the seed"
+    else:
+        why = "no agent proposed a candidate"
+    recorded[task_id] = (recorded.get(task_id) or NoCandidate()).plus(NoCandidate(stops=[why]))
     return recorded

@@ -31,7 +31,7 @@ from kernelkiln.platforms.host import default_threads
 from kernelkiln.policy.turn import GaveUp, Proposal, Turn, code_hash
 from kernelkiln.rwlock import ReadWriteLock
 from kernelkiln.stats import geomean
-from kernelkiln.store.records import Adoption, Attempt, Measurement, NoCandidate, TaskRecord, new_id
+from kernelkiln.store.records import Adoption, Attempt, Measurement, NoCandidate, TaskRecord, latest_last, new_id
 from kernelkiln.task import Task
 from kernelkiln.task import knobs as K
 
@@ -130,22 +130,38 @@ class TaskRunner:
 
     # -- a turn ------------------------------------------------------------------------
     def begin(self, agent: AgentState, turn: Turn, proposal: Proposal | GaveUp | None) -> Judging | None:
-        """What to judge of ``agent``'s proposal; None when it gave none (or known code) and the turn ends."""
-        if proposal is None or isinstance(proposal, GaveUp):
+        """What to judge of ``agent``'s proposal; None when it gave none (or known code) and the turn ends.
+
+        A turn without a candidate (GaveUp) lets the agent try again, up to the policy's
+        ``turns_without_candidate()`` in a row; then the agent stops, and the task's record says why.
+        """
+        if proposal is None:
             agent.exhausted = True
-            if proposal is not None:  # its model calls are counted all the same
-                self.control.spend(proposal.prompt_tokens, proposal.completion_tokens)
-                with self.state.lock:
-                    self.state.gave_up.append(proposal)
             return None
-        self.control.spend(proposal.prompt_tokens, proposal.completion_tokens)
+        self.control.spend(proposal.prompt_tokens, proposal.completion_tokens)  # counted, candidate or not
+        if isinstance(proposal, GaveUp):
+            agent.fruitless += 1
+            limit = self.config.policy.turns_without_candidate()
+            agent.exhausted = agent.fruitless >= limit
+            in_a_row = "1 turn" if limit == 1 else f"{limit} turns in a row"
+            self._gave_up(proposal, f"{agent.name} stopped after {in_a_row} without a candidate", agent.exhausted)
+            return None
         if not claim(self.state, proposal.code):
             # Another agent evaluates (or evaluated) the same code. A policy that keeps proposing
             # known code (a model that repeats itself) is stopped rather than asked forever.
             agent.repeats += 1
             agent.exhausted = agent.repeats >= _MAX_REPEATS
+            stop = f"{agent.name} stopped after {_MAX_REPEATS} proposals in a row of code already evaluated"
+            repeated = GaveUp(
+                reason="the model proposed code this run had already evaluated",
+                prompt_tokens=proposal.prompt_tokens,
+                completion_tokens=proposal.completion_tokens,
+                cost_usd=proposal.cost_usd,
+                calls=tuple(proposal.case.calls),
+            )
+            self._gave_up(repeated if proposal.case.calls else None, stop, agent.exhausted)
             return None
-        agent.repeats = 0
+        agent.repeats = agent.fruitless = 0
         attempt_id = new_id("a")
         adoptions = [
             Adoption(
@@ -163,6 +179,14 @@ class TaskRunner:
             self.task, self.config.guard, proposal.code, judged_against.code if judged_against else None
         )
         return Judging(agent, turn, proposal, attempt_id, adoptions, judged_against, item)
+
+    def _gave_up(self, turn: GaveUp | None, stop: str, stopped: bool) -> None:
+        """Record a turn that gave no candidate (None: it made no model call), and ``stop`` if the agent stopped."""
+        with self.state.lock:
+            if turn is not None:
+                self.state.gave_up.append(turn)
+            if stopped:
+                self.state.stops.append(stop)
 
     def judged(self, judging: Judging, verdict: Verdict) -> None:
         """Record the verdict: settle it against the incumbent, run the callbacks, move the agent."""
@@ -306,17 +330,18 @@ class TaskRunner:
         )
 
     def no_candidate(self) -> NoCandidate | None:
-        """The turns whose model calls gave no candidate, with their cost and the agents' reasons."""
+        """The turns whose model calls gave no candidate, with their cost and reasons, and why agents stopped."""
         with self.state.lock:
-            gave_up = list(self.state.gave_up)
-        if not gave_up:
+            gave_up, stops = list(self.state.gave_up), list(self.state.stops)
+        if not gave_up and not stops:
             return None
         return NoCandidate(
             turns=len(gave_up),
             prompt_tokens=sum(g.prompt_tokens for g in gave_up),
             completion_tokens=sum(g.completion_tokens for g in gave_up),
             cost_usd=sum(g.cost_usd for g in gave_up),
-            reasons=list(dict.fromkeys(g.reason for g in gave_up)),
+            reasons=latest_last([g.reason for g in gave_up]),
+            stops=list(dict.fromkeys(stops)),
         )
 
     # -- the end of the task -------------------------------------------------------------

@@ -93,8 +93,9 @@ class Proposal:
 class GaveUp:
     """A turn that ended without a candidate: why, and what its model calls cost (counted all the same).
 
-    The agent stops working on the task, as when ``propose`` returns None; ``reason`` is one
-    line for the user, e.g. "the model answered 3 times without calling submit_candidate".
+    The agent takes another turn; after ``max_turns_without_candidate`` of them in a row (a model
+    policy's setting) it stops working on the task. ``reason`` is one line for the user, e.g. "the model
+    answered 3 times without calling submit_candidate".
     """
 
     reason: str

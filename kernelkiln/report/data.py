@@ -12,6 +12,7 @@ from typing import Any
 from kernelkiln.errors import UserError
 from kernelkiln.memory.graph import ExperienceGraph
 from kernelkiln.memory.rules import priority
+from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.results import VERDICTS, incumbent, task_summary
 from kernelkiln.report.sources import bench_sol, read_run_json, sibling_store_url
 from kernelkiln.stats import geomean
@@ -61,6 +62,8 @@ class TaskReport:
     search_speedup: float | None = None  # the best as the search measured it
     confirmed: bool = False
     confirm_failure: str = ""  # why the best failed when judged again
+    status: str = "evaluated"  # or "no candidate", "no candidate from the model" (see orchestrator.results)
+    reason: str = ""  # why the policy gave no candidate
 
     @property
     def best_over_seed(self) -> float | None:
@@ -246,6 +249,8 @@ def _task_from_json(task_id: str, t: dict[str, Any]) -> TaskReport:
         best_summary=t.get("best_summary"),
         best_attempt=t.get("best_attempt"),
         sol_fraction=_number(t.get("sol_fraction")),
+        status=str(t.get("status") or "evaluated"),
+        reason=str(t.get("reason") or ""),
     )
 
 
@@ -266,8 +271,9 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
     by_task: dict[str, list[Attempt]] = {t.id: [] for t in run.state.tasks}
     for attempt in attempts:
         by_task.setdefault(attempt.task_id, []).append(attempt)
+    model = OptimizeConfig.stored(run.config).policy.model_written
     tasks = tuple(
-        task_report(task_id, found, run.state.confirmed.get(task_id), run.state.no_candidate.get(task_id))
+        task_report(task_id, found, run.state.confirmed.get(task_id), run.state.no_candidate.get(task_id), model)
         for task_id, found in by_task.items()
     )
     finished = run.state.ended_at or max((a.created_at for a in attempts), default=None)
@@ -300,9 +306,10 @@ def task_report(
     attempts: list[Attempt],
     confirmation: Confirmation | None = None,
     no_candidate: NoCandidate | None = None,
+    model_written: bool = False,
 ) -> TaskReport:
     """One task's figures (as run.json has them), its attempts as points and the path to its best."""
-    s = task_summary(attempts, None, confirmation, no_candidate)
+    s = task_summary(attempts, None, confirmation, no_candidate, model_written)
     points = tuple(
         Point(
             index=i,
@@ -337,6 +344,8 @@ def task_report(
         sol_fraction=attempt_sol(best) if best else None,
         points=points,
         best_path=path_to(attempts, best),
+        status=s["status"],
+        reason=s["reason"],
     )
 
 

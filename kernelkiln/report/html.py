@@ -237,6 +237,8 @@ def _task_section(run: RunReport, task: TaskReport) -> str:
         f'<p class="meta">{esc(best + seed)} · {task.attempts} attempts ({_badges(task.verdicts)})'
         f"{agents}{esc(change)}</p>"
     )
+    if task.status != "evaluated":
+        parts.append(f'<p class="note">{esc(task.status)}: {esc(task.reason)}</p>')
     if not task.points:
         why = "the run's attempts are not in the store" if not run.history else "no attempts"
         parts.append(f'<p class="muted">trajectory and attempt graph: not available ({why})</p>')

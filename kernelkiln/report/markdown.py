@@ -60,6 +60,10 @@ def render_run(run: RunReport) -> str:
         )
     lines.append("")
     for t in run.tasks:
+        if t.status != "evaluated":
+            seed = f" (the seed alone: {fmt_x(t.seed_speedup)} vs torch)" if t.attempts else ""
+            lines.append(f"- **{md(t.task_id)}**: {md(t.status)}: {md(t.reason)}{seed}")
+            continue
         if not t.attempts:
             lines.append(f"- **{md(t.task_id)}**: not started")
             continue

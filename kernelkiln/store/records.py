@@ -58,13 +58,14 @@ class Confirmation(Record):
 
 
 class NoCandidate(Record):
-    """A task's model calls that gave no candidate: what they cost, and why each agent gave up."""
+    """A task's model calls that gave no candidate: what they cost, why each turn gave up, why agents stopped."""
 
     turns: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)  # each distinct one once, the latest last
+    stops: list[str] = Field(default_factory=list)  # why agents (or the task) stopped before a candidate
 
     def plus(self, other: NoCandidate) -> NoCandidate:
         """Both counts together (a resumed task's earlier and later turns)."""
@@ -73,8 +74,22 @@ class NoCandidate(Record):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
-            reasons=list(dict.fromkeys(self.reasons + other.reasons)),
+            reasons=latest_last(self.reasons + other.reasons),
+            stops=list(dict.fromkeys(self.stops + other.stops)),
         )
+
+    def why(self) -> str:
+        """One line: why the agents stopped, and the latest turn's reason ("" when none is known)."""
+        if not self.reasons:
+            return "; ".join(self.stops)
+        if not self.stops:
+            return self.reasons[-1]
+        return f"{'; '.join(self.stops)}; the last turn: {self.reasons[-1]}"
+
+
+def latest_last(items: list[str]) -> list[str]:
+    """Each distinct item once, where it last occurred."""
+    return list(reversed(dict.fromkeys(reversed(items))))
 
 
 class Unconfirmed(Record):

@@ -149,6 +149,13 @@ def test_auto_switches_after_two_text_replies_in_a_row_and_reasks_in_text_for_fr
     ]
 
 
+def test_a_turn_given_up_after_the_switch_counts_only_the_replies_made_in_text():
+    llm, client = policy(["I would unroll.", "Unroll by 4.", "Still thinking."], reasks=1)
+    gave_up = llm.propose(turn())
+    assert isinstance(gave_up, GaveUp) and len(client.calls) == 3 and len(gave_up.calls) == 3
+    assert gave_up.reason.startswith("the model answered once in text without a usable python block")
+
+
 def test_the_reply_that_triggers_the_switch_is_taken_when_it_is_already_complete_text():
     llm, client = policy([text_reply(CANDIDATE, "first"), text_reply(CANDIDATE, "second")])
     assert llm.propose(turn()).summary == "second" and len(client.calls) == 2

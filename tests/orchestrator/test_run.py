@@ -218,7 +218,8 @@ def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
 
 def test_a_task_whose_model_never_submits_says_why_and_counts_every_call(memory, tmp_path):
     plain = TaskSpec(str(TASKS / "tiny_relu.py"), {})  # --no-seed: nothing to evaluate unless the model writes it
-    client = ScriptedClient([{"text": "I would vectorize it.", "prompt_tokens": 500, "completion_tokens": 20}] * 3)
+    # Three turns of three calls (the reply and two re-asks): three turns in a row without a candidate stop it.
+    client = ScriptedClient([{"text": "I would vectorize it.", "prompt_tokens": 500, "completion_tokens": 20}] * 9)
     cfg = config(
         policy={
             "kind": "llm",
@@ -229,16 +230,17 @@ def test_a_task_whose_model_never_submits_says_why_and_counts_every_call(memory,
     )
     result = Optimizer(memory, tmp_path, client=client).start([plain], cfg, tmp_path / "out")
     task = result["tasks"]["tiny_relu"]
-    assert (task["status"], task["attempts"], task["turns_without_candidate"]) == ("no candidate", 0, 1)
-    assert "submit_candidate" in task["reason"]
+    assert (task["status"], task["attempts"], task["turns_without_candidate"]) == ("no candidate", 0, 3)
+    assert task["reason"].startswith("a1 stopped after 3 turns in a row without a candidate; the last turn: ")
+    assert "submit_candidate" in task["reason"] and client.remaining == 0
     assert (
         (task["prompt_tokens"], task["completion_tokens"])
-        == (1500, 60)
+        == (4500, 180)
         == (result["prompt_tokens"], result["completion_tokens"])
     )
     with memory.store.read() as conn:
         stored = memory.store.runs.get(conn, result["run_id"]).state.no_candidate["tiny_relu"]
-    assert (stored.turns, stored.prompt_tokens) == (1, 1500)  # a resumed run or a report finds it
+    assert (stored.turns, stored.prompt_tokens) == (3, 4500)  # a resumed run or a report finds it
 
 
 def test_a_suite_runs_easy_tasks_first_by_level_then_by_work():
@@ -257,7 +259,9 @@ def test_an_agent_that_keeps_proposing_evaluated_code_is_stopped(memory, tmp_pat
     repeat = {
         "tool_calls": [
             {"name": "submit_candidate", "arguments": {"code": SEED, "summary": "the seed again", "adoptions": []}}
-        ]
+        ],
+        "prompt_tokens": 300,
+        "completion_tokens": 30,
     }
     client = ScriptedClient([repeat] * 3)
     cfg = config(
@@ -266,4 +270,9 @@ def test_an_agent_that_keeps_proposing_evaluated_code_is_stopped(memory, tmp_pat
         context={"max_experiences": 0},
     )
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
-    assert result["tasks"]["tiny_softmax"]["attempts"] == 1 and client.remaining == 0
+    task = result["tasks"]["tiny_softmax"]
+    assert task["attempts"] == 1 and client.remaining == 0
+    # Only the seed was evaluated: the model's repeats are turns without a candidate, their calls counted.
+    assert task["status"] == "no candidate from the model" and task["turns_without_candidate"] == 3
+    assert task["reason"].startswith("a1 stopped after 3 proposals in a row of code already evaluated")
+    assert (task["prompt_tokens"], task["completion_tokens"]) == (900, 90)

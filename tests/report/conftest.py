@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kernelkiln.store import open_store
-from kernelkiln.store.records import Experience, Rule, Run, RunState, RunTask
+from kernelkiln.store.records import Experience, NoCandidate, Rule, Run, RunState, RunTask
 from kernelkiln.testing.memory_fakes import attempt
 
 HOSTILE = "<script>alert(1)</script>"
@@ -90,3 +90,32 @@ def stored(tmp_path):
         )
     )
     return url, run.id, out, made
+
+
+@pytest.fixture
+def seed_only(tmp_path):
+    """``(store URL, run id)``: an llm run whose one task evaluated only its seed, and why the model gave nothing."""
+    url = f"sqlite:///{tmp_path / 'seed-only.db'}"
+    store = open_store(url)
+    why = NoCandidate(
+        turns=3,
+        reasons=["the model answered 3 times in text without a usable python block"],
+        stops=["a1 stopped after 3 turns in a row without a candidate"],
+    )
+    run = Run(
+        id="r-seed-only",
+        created_at=START,
+        config={"budget": 5, "policy": {"kind": "llm", "llm": {"model": "m"}}},
+        state=RunState(
+            status="done",
+            tasks=[RunTask(path="softmax.py", id="softmax")],
+            finished=["softmax"],
+            no_candidate={"softmax": why},
+        ),
+    )
+    seed = attempt("softmax", verdict="KEEP", speedup=0.5, run_id=run.id, created_at=START + 1, case={"move": "seed"})
+    with store.write() as conn:
+        store.runs.add(conn, run)
+        store.attempts.add(conn, seed)
+    store.close()
+    return url, run.id

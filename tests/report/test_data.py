@@ -161,3 +161,13 @@ def test_a_bench_repeat_is_read_from_its_own_store_with_the_sol_fractions_bench_
     assert run.history and run.tasks[0].points and run.has_sol
     assert [t.sol_fraction for t in run.tasks] == [0.3, None]
     assert [url.endswith("/out.db") for url in report.rules] == [True]
+
+
+def test_an_llm_task_that_evaluated_only_its_seed_is_no_candidate_from_the_model_with_the_reason(seed_only):
+    url, run_id = seed_only
+    (task,) = report_of(url, run_id).runs[0].tasks
+    assert (task.status, task.attempts, task.seed_speedup) == ("no candidate from the model", 1, 0.5)
+    assert task.reason == (
+        "a1 stopped after 3 turns in a row without a candidate; "
+        "the last turn: the model answered 3 times in text without a usable python block"
+    )

@@ -85,3 +85,13 @@ def test_a_task_that_ran_out_of_candidates_shows_its_attempts_of_the_budget(repo
     page = render_html(report)
     assert "2 of 5:" in page and "5 of 5" not in page  # row_sum stopped early, softmax used its budget
     assert "ran out of candidates before the budget" in page
+
+
+def test_a_task_the_model_gave_no_candidate_says_why(seed_only):
+    url, run_id = seed_only
+    store = open_store(url)
+    try:
+        page = render_html(collect([run_id], store))
+    finally:
+        store.close()
+    assert '<p class="note">no candidate from the model: a1 stopped after 3 turns in a row' in page

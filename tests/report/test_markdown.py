@@ -49,3 +49,12 @@ def test_a_task_that_never_started_says_so(stored):
 
     text = markdown(url, run_id, edit=unstarted)
     assert "- **matmul**: not started" in text and "| matmul | — |" in text
+
+
+def test_a_task_the_model_gave_no_candidate_says_why(seed_only):
+    text = markdown(*seed_only)
+    assert (
+        "- **softmax**: no candidate from the model: a1 stopped after 3 turns in a row without a candidate; "
+        "the last turn: the model answered 3 times in text without a usable python block "
+        "(the seed alone: 0.50x vs torch)"
+    ) in text
