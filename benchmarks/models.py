@@ -11,8 +11,8 @@ base`` keeps each config's own widths (GPT-2 small's 768 and 50257-token vocabul
 so the whole list runs in minutes (CI's size). The models run in the order given over one store,
 so a later model reads what earlier ones taught: each row says how many of its regions memory
 had an exact match for (``reused``), and, for the tasks an earlier model of the run also had (the
-same task file), the evaluations this model spent on them against those the earlier one spent
-(``shared evals``: ``shared_evaluations`` / ``first_evaluations``).
+same task file, as memory's exact key reads it), the evaluations this model spent on them against
+those the earlier one spent (``shared evals``: ``shared_evaluations`` / ``first_evaluations``).
 
 Reported per model: regions (distinct tasks), spliced, evaluations, the end-to-end check, eager,
 torch.compile and spliced milliseconds timed in one interleaved run at ``--threads``, and the
@@ -29,7 +29,6 @@ per compiled graph).
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import sys
 import tempfile
@@ -42,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from kernelkiln.memory.memory import Memory
+from kernelkiln.memory.signature import exact_code
 from kernelkiln.model import verify
 from kernelkiln.model.backend import backend
 from kernelkiln.model.load import load_model
@@ -95,17 +95,9 @@ def build(name: str, layers: int, scale: str) -> tuple[torch.nn.Module, Any]:
     raise SystemExit(f"models.py: unknown model {name!r} (gpt2, llama, bert, vit, resnet50)")
 
 
-def _task_code(path: Path) -> str:
-    """A task file's code without its module docstring: equal for the same region in any model."""
-    tree = ast.parse(path.read_text())
-    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Constant):
-        tree.body = tree.body[1:]
-    return ast.unparse(tree)
-
-
 def _evaluations(folder: Path, report: Any) -> dict[str, int]:
     """Evaluations per task, keyed by the task's code."""
-    return {_task_code(folder / r.task): r.evaluations for r in report.regions if r.evaluations}
+    return {exact_code((folder / r.task).read_text()): r.evaluations for r in report.regions if r.evaluations}
 
 
 def run(

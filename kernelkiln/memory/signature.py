@@ -7,7 +7,12 @@ size overrides joins the key then), the machine kind, the compiler and the guard
 The code is digested as its syntax tree without the module docstring: a generated seed's
 docstring names the task it was made for (``kiln model`` numbers a model's regions by their
 share, so the same layer is ``region_03`` in one model and ``region_05`` in a deeper one),
-and neither it nor comments or layout change a figure.
+and neither it nor comments or layout change a figure. Nor do the statistics of drawn values
+(``torch.randn(shape) * 0.0078125 + 0.0``, ``torch.rand(shape) < 0.5``, outside ``forward``):
+they are the data a task is checked on, not its computation. GPT-2 initialises its residual projections with a
+spread that shrinks with depth, so the same layer draws its weights at 2^-7 in a 2-layer model
+and 2^-8 in a 12-layer one; the key sees both as one. A reused best is judged again by the
+guard on the new task's own draws before it counts, so a statistic that did matter would show.
 Two tasks with equal keys have the same knob space with the same figures, so a stored best
 is reused as it is (MetaSchedule's database). A changed compiler, CPU or generator that
 changes the generated code is not a match.
@@ -57,8 +62,46 @@ def _sizes(task: Task) -> tuple[float, float]:
     return sum(elements) / n, sum(inner) / n
 
 
-def _code(code: str) -> str:
-    """``code`` as the exact key sees it: its syntax tree, unparsed, less the module docstring."""
+_DRAWS = ("randn", "rand")
+_DRAWN = ast.Name("drawn")  # what a drawn value's statistic reads as in the key
+
+
+def _is_draw(node: ast.expr) -> bool:
+    """``torch.randn(...)`` / ``torch.rand(...)``, possibly scaled by constants already elided."""
+    if isinstance(node, ast.BinOp):
+        return _is_draw(node.left)
+    func = node.func if isinstance(node, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr in _DRAWS and isinstance(func.value, ast.Name)
+
+
+def _statistic(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant | ast.Name) and not isinstance(getattr(node, "value", None), str)
+
+
+class _Undrawn(ast.NodeTransformer):
+    """Replaces the constants that scale, shift or threshold a random draw with one name, outside ``forward``
+    (where a draw is the computation's own, a dropout's mask)."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node if node.name == "forward" else self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Mult | ast.Add | ast.Sub) and _is_draw(node.left) and _statistic(node.right):
+            node.right = _DRAWN
+            node.op = ast.Add() if isinstance(node.op, ast.Sub) else node.op  # a shift's sign is a statistic too
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if _is_draw(node.left) and len(node.comparators) == 1 and _statistic(node.comparators[0]):
+            node.comparators = [_DRAWN]
+        return node
+
+
+def exact_code(code: str) -> str:
+    """``code`` as the exact key sees it: its syntax tree, unparsed, less the module docstring and with the
+    statistics of random draws elided."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -66,7 +109,7 @@ def _code(code: str) -> str:
     first = tree.body[0] if tree.body else None
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         tree.body = tree.body[1:]
-    return ast.unparse(tree)
+    return ast.unparse(_Undrawn().visit(tree))
 
 
 def signature(task: Task, task_id: str, seed_code: str, *, generated: bool, platform: str, machine: str) -> Signature:
@@ -76,7 +119,7 @@ def signature(task: Task, task_id: str, seed_code: str, *, generated: bool, plat
     except K.KnobError:
         knobs = ()
     reference = None if generated else [task.source, sorted(task.overrides.items())]
-    exact = _digest(_code(seed_code), reference, platform, machine, _compiler(platform))
+    exact = _digest(exact_code(seed_code), reference, platform, machine, _compiler(platform))
     elements, inner = _sizes(task)
     return Signature(
         exact=exact,

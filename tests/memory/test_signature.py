@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from kernelkiln.memory.signature import signature
+from kernelkiln.memory.signature import exact_code, signature
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.turns import tiny_task
 
@@ -48,3 +48,29 @@ def test_the_module_docstring_comments_and_layout_do_not_change_the_exact_key():
     assert renamed != SEED
     assert sign("tiny_softmax", seed=renamed).exact == sign("tiny_softmax").exact
     assert sign("tiny_softmax", seed=SEED.replace("REPEAT = 4", "REPEAT = 3")).exact != sign("tiny_softmax").exact
+
+
+def test_the_exact_code_ignores_the_statistics_of_drawn_values():
+    a = "class M:\n    def __init__(self):\n        self.w = torch.randn((8, 8)) * 0.0078125 + 0.0\n"
+    b = "class M:\n    def __init__(self):\n        self.w = torch.randn((8, 8)) * 0.00390625 - 0.5\n"
+    assert exact_code(a) == exact_code(b)
+    masks = (
+        "def get_inputs():\n    return [torch.rand((4,)) < 0.25]\n",
+        "def get_inputs():\n    return [torch.rand((4,)) < 0.75]\n",
+    )
+    assert exact_code(masks[0]) == exact_code(masks[1])
+
+
+def test_the_exact_code_keeps_what_changes_the_computation():
+    shape = (
+        "def get_inputs():\n    return [torch.randn((8, 8)) * 0.5]\n",
+        "def get_inputs():\n    return [torch.randn((8, 16)) * 0.5]\n",
+    )
+    assert exact_code(shape[0]) != exact_code(shape[1])
+    scale = "def f(x):\n    return x * 0.5 + 1.0\n", "def f(x):\n    return x * 0.25 + 1.0\n"
+    assert exact_code(scale[0]) != exact_code(scale[1])
+    dropout = (
+        "class M:\n    def forward(self, x):\n        return x * (torch.rand(x.shape) < 0.5)\n",
+        "class M:\n    def forward(self, x):\n        return x * (torch.rand(x.shape) < 0.9)\n",
+    )
+    assert exact_code(dropout[0]) != exact_code(dropout[1])
