@@ -37,6 +37,7 @@ from kernelkiln.llm import (
     ToolsRejected,
     make_client,
 )
+from kernelkiln.llm.fit import MIN_REPLY_TOKENS
 from kernelkiln.policy.turn import Choice, GaveUp, Proposal, Turn, code_hash
 from kernelkiln.store.records import SUMMARY_CHARS, Attempt, Case
 
@@ -199,22 +200,32 @@ class LLMPolicy:
     # -- conversation -----------------------------------------------------------------------------
     def _open(self, turn: Turn, mode: Mode, spent: _Spent) -> _Chat:
         """A fresh conversation for ``turn`` in ``mode``: the system and user prompt, and the tools on offer."""
-        llm = self.config.llm
         if mode == "text":
             tools: tuple[ToolSpec, ...] = ()
         else:
             tools = tool_specs() if turn.diagnose is not None else tuple(t for t in tool_specs() if t.name == SUBMIT)
         tools_tokens = self.estimator.estimate("x" * sum(len(t.model_dump_json()) for t in tools)) if tools else 0
         prompt = self.builder.build(
-            turn, window=self.window, generation=llm.max_output_tokens, tools_tokens=tools_tokens, protocol=mode
+            turn, window=self.window, generation=self._reserved(), tools_tokens=tools_tokens, protocol=mode
         )
         messages = [Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)]
         return _Chat(mode, prompt, tools, messages, spent)
 
-    def _beyond_window(self, chat: _Chat) -> GaveUp | None:
-        """GaveUp when the conversation and the reserved reply would not fit the model's window, else None.
+    def _reserved(self) -> int:
+        """Tokens the prompt leaves for the reply: ``max_output_tokens``, or half the window where that is less.
 
-        The builder fits the first prompt; the hot layer (the task, its reference, the working
+        A small window (a local server's 4,096) would otherwise hold the whole of a 4,096-token
+        reply back and leave the prompt nothing; the client caps each request's reply at what
+        the window leaves after the prompt (``llm.fit``).
+        """
+        return min(self.config.llm.max_output_tokens, self.window // 2)
+
+    def _beyond_window(self, chat: _Chat) -> GaveUp | None:
+        """GaveUp when the conversation leaves too little of the model's window for a reply, else None.
+
+        The reply may have what the window leaves after the conversation, down to
+        ``MIN_REPLY_TOKENS`` (or ``max_output_tokens`` where that is less). The builder fits the
+        first prompt; the hot layer (the task, its reference, the working
         code) is never cut, and re-asks and tool rounds make the conversation grow. Passive
         context (the context ablation's other arm) accumulates past any window by design: it is
         not held to it, and a real endpoint refuses what does not fit.
@@ -224,7 +235,8 @@ class LLMPolicy:
             return None
         text = "".join(m.content + "".join(c.name + str(c.arguments) for c in m.tool_calls) for m in chat.messages)
         needed = self.estimator.estimate(text + "".join(t.model_dump_json() for t in chat.tools))
-        if needed + llm.max_output_tokens <= self.window:
+        least = min(llm.max_output_tokens, MIN_REPLY_TOKENS)
+        if self.window - needed >= least:
             return None
         what = (
             "the prompt (the task, its reference and the working code are never cut)"
@@ -239,8 +251,8 @@ class LLMPolicy:
         return chat.spent.gave_up(
             chat.mode,
             reason=(
-                f"{what} needs about {needed} tokens plus {llm.max_output_tokens} for the reply, more than the "
-                f"model's window of {self.window}: {advice}"
+                f"{what} needs about {needed} tokens of the model's window of {self.window}, leaving "
+                f"{max(0, self.window - needed)} for the reply where at least {least} are needed: {advice}"
             ),
         )
 

@@ -15,6 +15,7 @@ from kernelkiln.agents.config import LLMPolicyConfig
 from kernelkiln.agents.llm import DIAGNOSTICS, SUBMIT, LLMPolicy
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.guard import diagnose
+from kernelkiln.llm.fit import MIN_REPLY_TOKENS
 from kernelkiln.policy.turn import GaveUp, code_hash
 from kernelkiln.store.records import SUMMARY_CHARS
 from kernelkiln.testing.llm import LoopbackServer, ScriptedClient
@@ -403,8 +404,9 @@ def test_a_conversation_that_outgrows_the_window_stops_before_it_is_sent():
     )
     prompt = first._open(later_turn(), "tools", llm_module._Spent())
     sent = first.estimator.estimate("".join(m.content for m in prompt.messages))
-    # Each useless reply is long prose: a few re-asks push the conversation past the window.
-    chatter = {"text": "x" * (4 * (window - generation - sent) // 2), "prompt_tokens": 10, "completion_tokens": 10}
+    # Each useless reply is long prose: a few re-asks push the conversation past what leaves a reply room.
+    least = min(generation, MIN_REPLY_TOKENS)
+    chatter = {"text": "x" * (4 * (window - least - sent) // 2), "prompt_tokens": 10, "completion_tokens": 10}
     llm, client = policy(
         [chatter] * 10,
         reasks=8,
@@ -421,4 +423,4 @@ def test_a_conversation_that_outgrows_the_window_stops_before_it_is_sent():
     assert 1 <= len(client.calls) < 9  # stopped for the window, not for the re-asks
     for messages, tools in client.calls:
         text = "".join(m.content for m in messages) + "".join(t.model_dump_json() for t in tools)
-        assert llm.estimator.estimate(text) + generation <= window
+        assert llm.estimator.estimate(text) + least <= window

@@ -41,5 +41,22 @@ def test_a_window_too_small_for_the_task_itself_gives_the_turn_up_with_the_reaso
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with LoopbackServer([SUBMITTED], window=600, refusal="llama.cpp") as server:
         gave_up = policy(server).propose(turn())
-    assert isinstance(gave_up, GaveUp) and "window of 600: its server said so" in gave_up.reason
+    assert isinstance(gave_up, GaveUp) and "window of 600" in gave_up.reason
+    assert "its server said so" in gave_up.reason
     assert len(server.requests) == 1 and server.remaining == 1
+
+
+def test_a_window_smaller_than_the_prompt_plus_the_reply_cap_is_used_and_the_reply_gets_what_it_leaves(
+    monkeypatch,
+):
+    # A local server's 4,096 with the default 4,096-token reply cap: the prompt is built for half
+    # the window, and the request's max_tokens is what the window leaves after it.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with LoopbackServer([SUBMITTED]) as server:
+        llm = {"model": "m", "base_url": server.base_url, "max_retries": 0, "reply_protocol": "tools"}
+        config = LLMPolicyConfig(llm={**llm, "context_window": 4096, "max_output_tokens": 4096})
+        proposal = LLMPolicy(config, ContextConfig(), "a1").propose(turn())
+    assert isinstance(proposal, Proposal) and proposal.summary == "fits"
+    (request,) = server.requests
+    assert 256 <= request.body["max_tokens"] < 4096
