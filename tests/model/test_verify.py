@@ -109,7 +109,7 @@ def test_rounds_a_run_queue_wait_disturbed_are_dropped_and_run_again(monkeypatch
     # A sleeping arm uses no CPU, so its time rests on the wall clock less the wait: a wait of 50 ms in a
     # batch of a few ms takes out nearly all of it, beyond what an estimate may carry.
     monkeypatch.setattr(verify.accounting, "own_wait_ns", _waits(50_000_000))
-    arms = {"a": lambda: time.sleep(0.001), "b": lambda: time.sleep(0.001)}
+    arms = {"a": lambda: time.sleep(0.005), "b": lambda: time.sleep(0.005)}
     timing = time_arms(arms, rounds=3, batch_s=0.002)
     assert timing.disturbed == 3  # every round disturbed: dropped up to ``rounds`` times, then kept
     assert timing.rounds == 3 == len(timing.per_round)
