@@ -1,10 +1,9 @@
-"""What a report shows, collected from the store (or a run.json alone) into plain dataclasses."""
+"""What a report shows, collected from the store (or a run.json alone) into ``records``."""
 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,135 +13,11 @@ from kernelkiln.memory.graph import ExperienceGraph
 from kernelkiln.memory.rules import priority
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.results import VERDICTS, incumbent, task_summary
+from kernelkiln.report.records import Point, Report, RuleRow, RunReport, TaskReport
 from kernelkiln.report.sources import bench_sol, read_run_json, sibling_store_url
 from kernelkiln.stats import geomean
 from kernelkiln.store.records import Attempt, Confirmation, Experience, NoCandidate, Run
 from kernelkiln.store.store import Store, open_store
-
-
-@dataclass(frozen=True)
-class Point:
-    """One judged attempt of a task, in the order the guard judged them (``index`` from 1)."""
-
-    index: int
-    id: str
-    agent: str
-    lens: str | None
-    verdict: str
-    speedup: float | None
-    objective: str
-    parent_id: str | None
-    summary: str
-    sol_fraction: float | None = None
-    vs_best: float | None = None  # the guard's speedup over the incumbent of the moment, which decided the verdict
-
-    @property
-    def drafting(self) -> bool:
-        """Whether the agent was drafting (changing strategy after a plateau) when it proposed this."""
-        return self.objective == "draft"
-
-
-@dataclass(frozen=True)
-class TaskReport:
-    """One task of a run: run.json's figures and, when the store has them, its attempts."""
-
-    task_id: str
-    best_speedup: float | None  # confirmed (judged again when the task ended) when it was, else the search's
-    seed_speedup: float | None
-    attempts: int
-    verdicts: dict[str, int]
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    best_summary: str | None = None
-    best_attempt: str | None = None
-    sol_fraction: float | None = None
-    points: tuple[Point, ...] = ()
-    best_path: tuple[str, ...] = ()
-    search_speedup: float | None = None  # the best as the search measured it
-    confirmed: bool = False
-    confirm_failure: str = ""  # why the best failed when judged again
-    status: str = "evaluated"  # or "no candidate", "no candidate from the model" (see orchestrator.results)
-    reason: str = ""  # why the policy gave no candidate
-
-    @property
-    def best_over_seed(self) -> float | None:
-        """How many times faster the best is than the seed candidate."""
-        if self.best_speedup is None or not self.seed_speedup:
-            return None
-        return self.best_speedup / self.seed_speedup
-
-    @property
-    def tokens(self) -> int:
-        """Prompt and completion tokens together."""
-        return self.prompt_tokens + self.completion_tokens
-
-    @property
-    def agents(self) -> tuple[str, ...]:
-        """The agents that made attempts, by name (so a1 keeps its colour across tasks)."""
-        return tuple(sorted({p.agent for p in self.points}))
-
-
-@dataclass(frozen=True)
-class RunReport:
-    """One run: its header, its tasks and how memory grew while it ran."""
-
-    run_id: str
-    status: str
-    tasks: tuple[TaskReport, ...]
-    created_at: float | None = None
-    finished_at: float | None = None  # when the run last stopped (runs stored before it was kept: its last attempt)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    out: str | None = None
-    history: bool = True
-    note: str = ""
-    growth: tuple[tuple[float, int], ...] = ()
-    experiences_before: int = 0
-    budget: int | None = None  # evaluations per task the run allowed (unknown from run.json alone)
-    source: str = ""  # the store it was read from ("": its run.json alone)
-
-    @property
-    def wall_s(self) -> float | None:
-        """Seconds from the run's start to when it last stopped (None when either is unknown)."""
-        return self.finished_at - self.created_at if self.finished_at and self.created_at else None
-
-    def short(self, task: TaskReport) -> bool:
-        """Whether ``task`` ended with fewer evaluations than the budget (its policy ran out of candidates)."""
-        return self.budget is not None and 0 < task.attempts < self.budget and self.status == "done"
-
-    @property
-    def confirmed(self) -> bool:
-        """Whether any task's best was judged again when its task ended."""
-        return any(t.confirmed or t.confirm_failure for t in self.tasks)
-
-    @property
-    def has_sol(self) -> bool:
-        """Whether any task carries a speed-of-light fraction."""
-        return any(t.sol_fraction is not None for t in self.tasks)
-
-
-@dataclass(frozen=True)
-class RuleRow:
-    """A resident rule with its value Q, frequency f, tokens ℓ and priority π = Q·f/ℓ."""
-
-    id: str
-    text: str
-    q: float
-    frequency: float
-    tokens: int
-    priority: float
-
-
-@dataclass(frozen=True)
-class Report:
-    """Everything one page shows."""
-
-    runs: tuple[RunReport, ...]
-    rules: dict[str, tuple[RuleRow, ...]]  # store URL → its resident rules (empty without a store)
-    store_url: str | None
-    generated_at: float = field(default_factory=time.time)
 
 
 # -- collecting ------------------------------------------------------------------------

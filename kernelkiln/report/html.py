@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kernelkiln import __version__
 from kernelkiln.orchestrator.results import VERDICTS
-from kernelkiln.report.data import Report, RunReport, TaskReport
 from kernelkiln.report.format import fmt_date, fmt_duration, fmt_pct, fmt_tokens, fmt_x
+from kernelkiln.report.records import Report, RunReport, TaskReport
 from kernelkiln.report.svg import VERDICT_COLOURS, esc, growth, hbars, marker, svg, trajectory
 from kernelkiln.report.tree import attempt_graph
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kernelkiln.report.data import Report, RunReport
 from kernelkiln.report.format import fmt_date, fmt_duration, fmt_pct, fmt_tokens, fmt_verdicts, fmt_x
+from kernelkiln.report.records import Report, RunReport
 
 _SPECIAL = str.maketrans(
     {

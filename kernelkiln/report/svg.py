@@ -12,8 +12,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from kernelkiln.report.data import Point
 from kernelkiln.report.format import fmt_x
+from kernelkiln.report.records import Point
 
 VERDICT_COLOURS = {"KEEP": "#2e7d32", "ACCEPT": "#1565c0", "REVERT": "#ef6c00", "REJECT": "#c62828"}
 AGENT_COLOURS = ("#455a64", "#00acc1", "#8d6e63", "#f06292", "#5c6bc0", "#c0ca33", "#000000", "#ffb300")

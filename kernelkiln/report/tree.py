@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kernelkiln.report.data import Point
 from kernelkiln.report.format import fmt_x
+from kernelkiln.report.records import Point
 from kernelkiln.report.svg import XScale, esc, marker, svg, text, tip
 
 BEST_COLOUR = "#f9a825"

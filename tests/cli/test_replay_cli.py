@@ -42,19 +42,7 @@ def test_record_then_replay_offline_then_a_changed_prompt_is_one_line_and_exit_2
     assert not any(KEY in p.read_text() for p in session.rglob("*") if p.is_file())
 
     monkeypatch.delenv("OPENAI_API_KEY")
-    done = kiln(
-        "optimize",
-        str(TINY),
-        "--policy",
-        "replay",
-        "--replay",
-        str(session),
-        "--store",
-        f"sqlite:///{tmp_path / 'b.db'}",
-        "--out",
-        str(tmp_path / "b"),
-        *QUICK,
-    )
+    done = replay(session, "--store", f"sqlite:///{tmp_path / 'b.db'}", "--out", str(tmp_path / "b"), *QUICK)
     assert done.returncode == 0, done.stderr
     replayed = json.loads(done.stdout)["tasks"]["tiny_softmax"]
     assert replayed["attempts"] == 3
@@ -68,39 +56,21 @@ def test_record_then_replay_offline_then_a_changed_prompt_is_one_line_and_exit_2
     line = json.loads(first)
     line["request"]["messages"][0]["content"] += "\nWrite in verse."
     stream.write_text(json.dumps(line) + "\n" + rest)
-    done = kiln(
-        "optimize",
-        str(TINY),
-        "--policy",
-        "replay",
-        "--replay",
-        str(session),
-        "--store",
-        f"sqlite:///{tmp_path / 'c.db'}",
-        "--out",
-        str(tmp_path / "c"),
-        *QUICK,
-    )
+    done = replay(session, "--store", f"sqlite:///{tmp_path / 'c.db'}", "--out", str(tmp_path / "c"), *QUICK)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert "diverged at exchange 1 of a1 on tiny_softmax: message 0 (system) differs" in lines[-1], done.stderr
     assert "Traceback" not in done.stderr and sum(line.startswith("kiln: error") for line in lines) == 1
 
     # A recording made from the task's seed is not replayed from scratch (other prompts): one line, at once.
-    done = kiln(
-        "optimize",
-        str(TINY),
-        "--policy",
-        "replay",
-        "--replay",
-        str(session),
-        "--no-seed",
-        "--store",
-        f"sqlite:///{tmp_path / 'd.db'}",
-        *QUICK,
-    )
+    done = replay(session, "--no-seed", "--store", f"sqlite:///{tmp_path / 'd.db'}", *QUICK)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "recorded with seed the task's seed, this run has none (--no-seed)" in done.stderr
+
+
+def replay(session, *args):
+    """``kiln optimize TINY --policy replay --replay SESSION *args``."""
+    return kiln("optimize", str(TINY), "--policy", "replay", "--replay", str(session), *args)
 
 
 def test_replay_without_a_session_is_one_line_and_exit_2(tmp_path):

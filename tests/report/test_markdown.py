@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kernelkiln.report import collect, render_markdown
-from kernelkiln.report.data import TaskReport
+from kernelkiln.report.records import TaskReport
 from kernelkiln.store import open_store
 
 

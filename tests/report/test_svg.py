@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelkiln.report.data import Point
+from kernelkiln.report.records import Point
 from kernelkiln.report.svg import growth, hbars, log_floor, nice_ticks, trajectory
 from kernelkiln.report.tree import attempt_graph, lanes
 
