@@ -17,7 +17,10 @@ pytestmark = pytest.mark.skipif(not accounting.available(), reason="this kernel 
 
 @pytest.fixture
 def spinner():
-    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    # Past its start-up, where reading its modules can put it to sleep on the disk for a moment.
+    code = "import sys; print('spinning', flush=True)\nwhile True: pass"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"spinning\n"
     yield proc.pid
     proc.kill()
     proc.wait()
