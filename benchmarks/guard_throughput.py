@@ -10,7 +10,11 @@ untimed figures are the same phases with evaluate(timed=False): gate, worker, bu
 checks without the timing stage, whose length follows the machine's noise (it stops once
 the speedup is precise), so a fixed cost per candidate (the sandbox's) shows in them best.
 Start-up (fork-server with torch, the reference worker) is paid once per session and is
-reported apart. The default small candidate is a C row softmax on a 2-workload task.
+reported apart. The default small candidate is a C row softmax on a 2-workload task; a torch
+extension in KernelBench's form (``load_inline``) is measured with
+
+    python benchmarks/guard_throughput.py --task kernelkiln/testing/tasks/tiny_relu.py \
+        --candidate kernelkiln/testing/candidates/relu_load_inline.py --candidates 3
 """
 
 from __future__ import annotations
@@ -34,11 +38,11 @@ from kernelkiln.testing.tasks import TASKS
 
 
 def variants(source: str, count: int) -> list[str]:
-    """Copies of a candidate whose native sources differ (a comment), so each one compiles."""
-    marker = 'SOURCE = r"""'
+    """Copies of a candidate whose native sources differ (a comment before their first #include), so each compiles."""
+    marker = "\n#include "
     if marker not in source:
-        raise SystemExit('the candidate must keep its native source in SOURCE = r"""..."""')
-    return [source.replace(marker, f"{marker}\n/* variant {i} {time.time_ns()} */", 1) for i in range(count)]
+        raise SystemExit("the candidate's native source must have an #include at the start of a line")
+    return [source.replace(marker, f"\n/* variant {i} {time.time_ns()} */{marker}", 1) for i in range(count)]
 
 
 def main() -> None:

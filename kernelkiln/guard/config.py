@@ -51,7 +51,12 @@ class GuardConfig(BaseModel):
         ),
     )
     build_timeout_s: float = Field(
-        120.0, gt=0, description="Wall-clock limit for loading the candidate and compiling its native code."
+        120.0,
+        gt=0,
+        description=(
+            "Wall-clock limit for loading the candidate (its module's own code), and separately for each compile"
+            " of its native code or torch extensions (at most 16 per load)."
+        ),
     )
     call_timeout_s: float = Field(
         60.0,

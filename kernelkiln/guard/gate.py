@@ -7,12 +7,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kernelkiln.guard.gate_inline import LOAD_INLINE, calls_load_inline, cuda_sources, dotted, foreign_toolchain
 from kernelkiln.guard.gate_rules import (
     ALLOWED_FROM,
     ALLOWED_IMPORTS,
     BANNED_ATTRS,
     BANNED_NAMES,
     BANNED_TORCH_ATTRS,
+    CPP_EXTENSION,
+    CPP_EXTENSION_API,
     DEVICE_TORCH_ATTRS,
     NATIVE_API,
     TRITON_INTERNALS,
@@ -85,7 +88,8 @@ def _defined(node: ast.AST) -> list[str]:
 
 
 def _native_libraries(tree: ast.AST) -> frozenset[str]:
-    """Names every binding of which is a call to kernelkiln's ``native.load``: the candidate's own libraries."""
+    """Names every binding of which is a call to kernelkiln's ``native.load`` or torch's ``load_inline``: the
+    candidate's own libraries."""
     bindings = _bindings(tree)
 
     def only(name: str, path: str) -> bool:
@@ -93,6 +97,10 @@ def _native_libraries(tree: ast.AST) -> frozenset[str]:
 
     def loads(value: _Binding) -> bool:
         func = value.func if isinstance(value, ast.Call) else None
+        if func is not None and dotted(func) == LOAD_INLINE:
+            return True
+        if isinstance(func, ast.Name) and only(func.id, LOAD_INLINE):
+            return True
         if isinstance(func, ast.Name):
             return only(func.id, "kernelkiln.native.load")
         if not isinstance(func, ast.Attribute) or func.attr != "load":
@@ -161,6 +169,9 @@ class _Gate(ast.NodeVisitor):
             elif mod == "kernelkiln.native" and not node.level:
                 if alias.name not in NATIVE_API:
                     self.flag(node, f"kernelkiln.native.{alias.name} is not available to candidates (use native.load)")
+            elif mod == CPP_EXTENSION and not node.level:
+                if alias.name not in CPP_EXTENSION_API:
+                    self.flag(node, f"{full} is not available to candidates (load_inline is: it builds in the sandbox)")
             elif (
                 node.level
                 or alias.name == "*"
@@ -190,6 +201,11 @@ class _Gate(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr, root = node.attr, self._root(node.value)
         module = self.modules.get(root or "", "")
+        path = dotted(node)
+        if module == "torch" and path is not None and path.startswith(f"{root}.utils.cpp_extension."):
+            if path.split(".", 1)[1] != LOAD_INLINE.split(".", 1)[1]:
+                self.flag(node, f"torch{path[len(root or '') :]} is not available to candidates (load_inline is)")
+            return  # nothing below load_inline's own path to judge
         if attr.startswith("__") and attr != "__init__":
             self.flag(node, f"access to {attr!r} is not allowed")
         elif attr.startswith("_") and module:
@@ -244,6 +260,22 @@ class _Gate(ast.NodeVisitor):
         if not isinstance(value, ast.Name):
             return None  # an attribute of a value (a tensor a call returned), not of the module
         return triton_refusal(".".join([module, *reversed(parts)]))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if calls_load_inline(node, self.modules) and cuda_sources(node):
+            if self.platform == "cpu":
+                self.flag(
+                    node,
+                    "load_inline with cuda_sources is a CUDA candidate: it needs a CUDA GPU (on the cpu "
+                    "platform load_inline builds C++ sources)",
+                )
+            else:
+                self.flag(
+                    node,
+                    "load_inline's cuda_sources are not built by kernelkiln yet: write the CUDA kernel "
+                    "with native.load(SOURCE, {...}, lang='cuda') or Triton",
+                )
+        self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult) and "matmul" in self.forbidden:
@@ -303,6 +335,9 @@ def check(source: str, forbidden_ops: Iterable[str] = (), platform: str = "cpu")
         tree = ast.parse(source, filename="candidate.py")
     except SyntaxError as exc:
         return [GateIssue(exc.lineno or 0, f"syntax error: {exc.msg}")]
+    foreign = foreign_toolchain(tree)
+    if foreign is not None:  # one line saying what it needs says more than every import it makes
+        return [GateIssue(*foreign)]
     gate = _Gate(frozenset(forbidden_ops), tree, platform)
     gate.visit(tree)
     if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):

@@ -141,6 +141,22 @@ BANNED_TORCH_ATTRS = frozenset(
 # Device APIs refused where no device runs candidates: on the cpu platform they can only fail or mislead.
 DEVICE_TORCH_ATTRS = frozenset({"cuda", "accelerator", "Stream", "Event"})
 NATIVE_API = frozenset({"load"})
+# torch's C++ extension builder: load_inline only (kernelkiln builds its sources in the sandbox);
+# load, BuildExtension and the rest name files or run setuptools.
+CPP_EXTENSION = "torch.utils.cpp_extension"
+CPP_EXTENSION_API = frozenset({"load_inline"})
+# KernelBench's other candidate forms: the toolchain each needs, by a module it imports
+# ("module") or a marker in its source strings ("text"). kernelkiln builds none of them; the
+# gate says so in one line.
+FOREIGN_TOOLCHAINS = (
+    ("module", "cutlass", "a CuTe DSL candidate: it needs CUDA and NVIDIA's CUTLASS Python DSL (nvidia-cutlass-dsl)"),
+    ("module", "tilelang", "a TileLang candidate: it needs CUDA and TileLang"),
+    ("module", "cuda.tile", "a cuTile candidate: it needs CUDA and cuda-tile"),
+    ("module", "tlx", "a Triton TLX candidate: it needs a GPU and Triton's TLX extensions"),
+    ("text", "kittens.cuh", "a ThunderKittens candidate: it needs CUDA and the ThunderKittens headers"),
+    ("text", "hipcc", "a HIP candidate: it needs ROCm's hipcc and an AMD GPU"),
+    ("text", "hip/hip_runtime.h", "a HIP candidate: it needs ROCm's hipcc and an AMD GPU"),
+)
 
 
 def triton_refusal(path: str) -> str | None:

@@ -24,6 +24,14 @@ import platformdirs
 from .cache import lookup, prepare_cache_dir, publish
 from .cuda import host_compiler, nvcc_argv
 from .diagnostics import parse_diagnostics, render_log
+from .extension import (
+    EXTENSION_LIMITS,
+    EXTENSION_TIMEOUT_S,
+    extension_argv,
+    extension_identity,
+    extension_paths,
+    extension_problem,
+)
 from .flags import FlagError, check_flags, default_flags, split_link_flags
 from .records import BuildRequest, BuildResult, Diagnostic
 from .runner import CUDA_LIMITS, DEFAULT_LIMITS, compiler_confinement, compiler_env, resolve_group, run_confined
@@ -61,6 +69,8 @@ def default_cache_dir() -> Path:
 
 def compile_argv(request: BuildRequest, compiler: Compiler) -> list[str]:
     """The full compiler command line for ``request`` (flags are not checked here)."""
+    if request.module:
+        return extension_argv(request, compiler, _OUTPUT)
     if request.lang == "cuda":
         return nvcc_argv(request, compiler, _OUTPUT)
     compile_flags, link_flags = split_link_flags(request.flags)
@@ -88,6 +98,8 @@ def cache_key(request: BuildRequest) -> str:
     if request.lang == "cuda":
         # The argv above names the GPU architecture; nvcc compiles host code with g++.
         fields["host"] = host_compiler(toolchain[0])
+    if request.module:
+        fields["extension"] = extension_identity()
     payload = json.dumps(fields, sort_keys=True, ensure_ascii=True, default=repr)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -117,7 +129,7 @@ def build(
     """
     started = time.perf_counter()
     if timeout is None:
-        timeout = TIMEOUTS.get(request.lang, 60.0)
+        timeout = EXTENSION_TIMEOUT_S if request.module else TIMEOUTS.get(request.lang, 60.0)
     key = cache_key(request)
 
     held: dict[str, bool] = {}  # the compiler's isolation, once it ran
@@ -159,7 +171,10 @@ def build(
     try:
         try:
             _prepare_workdir(workdir, request, user, gid)
-            base = CUDA_LIMITS if request.lang == "cuda" else DEFAULT_LIMITS
+            base = EXTENSION_LIMITS if request.module else CUDA_LIMITS if request.lang == "cuda" else DEFAULT_LIMITS
+            confinement = compiler_confinement(compiler.path, workdir, network=network, filesystem=filesystem)
+            if request.module:  # torch's headers and libraries, wherever torch is installed
+                confinement.read = sorted({*confinement.read, *extension_paths()})
             outcome = run_confined(
                 compile_argv(request, compiler),
                 cwd=workdir,
@@ -169,7 +184,7 @@ def build(
                 timeout=timeout,
                 limits=limits,
                 base_limits=base,
-                confinement=compiler_confinement(compiler.path, workdir, network=network, filesystem=filesystem),
+                confinement=confinement,
                 required=required,
             )
         except OSError as error:
@@ -221,6 +236,12 @@ def _prepare_workdir(workdir: str, request: BuildRequest, user: int | None, gid:
 def _request_problem(request: BuildRequest) -> str | None:
     if request.lang not in LANGS:
         return f"unsupported lang {request.lang!r} (expected 'c', 'c++' or 'cuda')"
+    if request.module and not (request.module.isidentifier() and request.module.isascii()):
+        return f"extension name {request.module!r} is not a Python identifier"
+    if request.module and request.lang != "c++":
+        return "only C++ torch extensions are built (a CUDA one is not yet: use native.load with lang='cuda')"
+    if request.module and (missing := extension_problem()) is not None:
+        return f"cannot build a torch extension: {missing}"
     if not isinstance(request.source, str):
         return "source must be a string"
     try:

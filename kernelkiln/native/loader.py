@@ -104,20 +104,18 @@ def load(source: str, functions: Mapping[str, str], *, lang: str = "c", flags: S
             raise SignatureError(f"function name {name!r} is not a C identifier")
         signatures[name] = parse_signature(text)
     request = BuildRequest(source=source, lang=lang, flags=tuple(flags))
-    result = _build(request)
-    if not result.ok or result.path is None:
-        raise BuildError(result, request.filename)
+    result = build_request(request)
     try:
-        handle = _open(result.path)
+        handle = _open(str(result.path))  # build_request made sure there is one
     except OSError as error:
-        raise BuildError(_load_failure(result, f"cannot load library: {error}"), request.filename) from None
+        raise BuildError(load_failure(result, f"cannot load library: {error}"), request.filename) from None
     bound = {}
     for name, signature in signatures.items():
         try:
             pointer = handle[name]
         except AttributeError:
             hint = ' (declare it extern "C")' if lang in ("c++", "cuda") else ""
-            raise BuildError(_load_failure(result, f"symbol {name!r} not exported{hint}"), request.filename) from None
+            raise BuildError(load_failure(result, f"symbol {name!r} not exported{hint}"), request.filename) from None
         bound[name] = NativeFunction(name, signature, pointer, DEVICES.get(lang, "cpu"))
     return NativeLibrary(bound, result, request)
 
@@ -180,6 +178,14 @@ class NativeLibrary:
         return f"<NativeLibrary {self.path} functions={sorted(self._functions)}>"
 
 
+def build_request(request: BuildRequest) -> BuildResult:
+    """Build ``request`` through the builder in place; raises ``BuildError`` unless a library came out."""
+    result = _build(request)
+    if not result.ok or result.path is None:
+        raise BuildError(result, request.filename)
+    return result
+
+
 def _build(request: BuildRequest) -> BuildResult:
     with _lock:
         builder, known = _builder, _built.get(request)
@@ -201,7 +207,7 @@ def _open(path: str) -> ctypes.CDLL:
         return handle
 
 
-def _load_failure(result: BuildResult, message: str) -> BuildResult:
+def load_failure(result: BuildResult, message: str) -> BuildResult:
     return BuildResult(
         ok=False,
         key=result.key,

@@ -48,11 +48,16 @@ class Diagnostic:
 
 @dataclass(frozen=True)
 class BuildRequest:
-    """What to compile: source text, ``lang`` ("c", "c++" or "cuda") and extra flags."""
+    """What to compile: source text, ``lang`` ("c", "c++" or "cuda") and extra flags.
+
+    ``module`` names a Python extension module: the source is then a torch C++ extension
+    (``load_inline``'s form), built against torch's headers and imported, not bound with ctypes.
+    """
 
     source: str
     lang: str = "c"
     flags: tuple[str, ...] = ()
+    module: str = ""
 
     def __post_init__(self) -> None:
         # Accept any sequence (a list from JSON) but store a hashable tuple.
@@ -62,10 +67,12 @@ class BuildRequest:
     @property
     def filename(self) -> str:
         """The name the source is compiled under; diagnostics are reported against it."""
+        if self.module:
+            return "main.cpp"  # as torch's load_inline names it
         return _FILENAMES.get(self.lang, "kernel.c")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "lang": self.lang, "flags": list(self.flags)}
+        return {"source": self.source, "lang": self.lang, "flags": list(self.flags), "module": self.module}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BuildRequest:
@@ -73,6 +80,7 @@ class BuildRequest:
             source=str(data["source"]),
             lang=str(data.get("lang", "c")),
             flags=tuple(str(f) for f in data.get("flags", ())),
+            module=str(data.get("module", "")),
         )
 
 

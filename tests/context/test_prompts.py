@@ -25,6 +25,13 @@ def test_system_prompt_explains_the_candidate_and_the_submit_tool(platform):
     assert ('lang="cuda"' in text and "@triton.jit" in text) == (platform == "cuda")
 
 
+def test_the_cpu_prompt_accepts_kernelbenchs_load_inline_form_and_says_which_compiles_faster():
+    text = render("system", platform="cpu", summary_chars=SUMMARY_CHARS)
+    assert "from torch.utils.cpp_extension import load_inline" in text
+    assert "Prefer `native.load`" in text and "half a minute" in text
+    assert "load_inline" not in render("system", platform="cuda", summary_chars=SUMMARY_CHARS)
+
+
 def test_reask_lists_each_problem_and_the_ids_owed():
     text = render(
         "reask.md.j2",

@@ -14,6 +14,7 @@ import pytest
 from kernelkiln import native
 from kernelkiln.guard import GuardSession
 from kernelkiln.guard.worker import processes, sandbox
+from kernelkiln.native.extension import extension_problem
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
@@ -141,6 +142,8 @@ def test_hostile_candidate_is_rejected_with_a_specific_reason(
         .replace("@CACHE_DIR@", str(cache))
     )
     stage, reason, task = _expectation(case)
+    if case.name.startswith("inline_") and (missing := extension_problem()) is not None:
+        pytest.skip(f"torch extensions are not built here: {missing}")
 
     verdict = sessions(task).evaluate(source)
 
@@ -158,6 +161,12 @@ def test_hostile_candidate_is_rejected_with_a_specific_reason(
 
 def test_an_honest_native_kernel_named_like_the_reference_op_is_judged_not_refused(sessions):
     verdict = sessions("tiny_relu").evaluate((CANDIDATES / "relu_c.py").read_text(), timed=False)
+    assert verdict.verdict == "ACCEPT" and verdict.correct, verdict.reason
+
+
+@pytest.mark.skipif(extension_problem() is not None, reason=f"no torch extensions here: {extension_problem()}")
+def test_a_kernelbench_load_inline_candidate_is_built_in_the_sandbox_and_judged_as_written(sessions):
+    verdict = sessions("tiny_relu").evaluate((CANDIDATES / "relu_load_inline.py").read_text(), timed=False)
     assert verdict.verdict == "ACCEPT" and verdict.correct, verdict.reason
 
 

@@ -108,8 +108,14 @@ class Worker:
         timeout: float,
         serve: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """Send ``message`` (None: just read) and wait for the reply, serving compile requests."""
+        """Send ``message`` (None: just read) and wait for the reply, serving compile requests.
+
+        ``timeout`` is the worker's own time: time the parent spends serving its compiles (each
+        under its own limit) does not count against it, up to ``timeout`` of it in all, so a
+        request never takes more than twice ``timeout``.
+        """
         deadline = time.monotonic() + timeout
+        credit = timeout  # compile time still to be given back
         try:
             if message is not None:
                 protocol.send(self.conn, message)
@@ -118,7 +124,11 @@ class Worker:
                     raise WorkerFailure(f"timed out after {timeout:g}s")
                 reply = protocol.recv(self.conn)
                 if reply.get("op") == "compile" and serve is not None:
+                    # A compile has its own limit; the worker's clock stops while the parent serves it.
+                    started = time.monotonic()
                     protocol.send(self.conn, serve(reply))
+                    given = min(credit, time.monotonic() - started)
+                    deadline, credit = deadline + given, credit - given
                     continue
                 if reply.get("op") is not None:
                     raise protocol.ProtocolError(f"unexpected request {reply.get('op')!r}")
