@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import shutil
 
@@ -12,6 +13,7 @@ from kernelkiln.native import BuildError, BuildRequest, InlineError, cache_key, 
 from kernelkiln.native import extension as extension_module
 from kernelkiln.native.extension import extension_problem
 from kernelkiln.native.inline import inline_source
+from kernelkiln.testing.candidates import CANDIDATES
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason="no C++ compiler"),
@@ -101,10 +103,18 @@ def test_a_compile_error_is_a_build_error_with_the_compilers_words(tmp_path, mon
 
 
 def test_a_kernelbench_style_extension_builds_against_torch_and_runs_on_tensors():
-    # The default cache: torch's headers take half a minute to compile once, nothing after.
-    source = """
-torch::Tensor scaled(torch::Tensor x, double by) { return x * by; }
-"""
-    module = load_inline("scaler", "torch::Tensor scaled(torch::Tensor x, double by);\n" + source, functions=["scaled"])
-    x = torch.arange(4.0)
-    assert torch.equal(module.scaled(x, 2.0), x * 2)
+    # The bundled KernelBench-form candidate's own call, so the guard's tests reuse this build:
+    # torch's headers take half a minute to compile once, nothing after (the default cache).
+    tree = ast.parse((CANDIDATES / "relu_load_inline.py").read_text())
+    text = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+            if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}  # fmt: skip
+    module = load_inline(
+        name="relu",
+        cpp_sources=[text["relu_cpp_source"], text["relu_source"]],
+        functions=["relu_cpu"],
+        verbose=True,
+        extra_cflags=["-O3"],
+        extra_ldflags=[""],
+    )
+    x = torch.randn(3, 5)
+    assert torch.equal(module.relu_cpu(x), torch.relu(x))
