@@ -51,6 +51,32 @@ def test_a_compile_error_is_a_build_reject_with_the_candidate_line():
     assert errors[0]["line"] == 10  # the line within the C source itself
 
 
+BROKEN_INLINE = '''
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+DECLARATIONS = "int twice(int v);"
+SOURCE = """
+int twice(int v) {
+    return v * 2
+}
+"""
+ext = load_inline(name="ext", cpp_sources=[DECLARATIONS, SOURCE], no_implicit_headers=True)
+
+
+class ModelNew(nn.Module):
+    pass
+'''
+
+
+def test_a_load_inline_compile_error_names_the_candidate_line_of_its_source_string():
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
+        verdict = guard.evaluate(BROKEN_INLINE)
+    assert (verdict.verdict, verdict.stage) == ("REJECT", "build")
+    errors = [d for d in verdict.diagnostics if d["severity"] == "error"]
+    assert errors and errors[0]["candidate_line"] == 1 + BROKEN_INLINE.splitlines().index("    return v * 2")
+
+
 def test_models_with_positional_init_args_get_the_same_seeded_parameters():
     with GuardSession(load_task(TASKS / "tiny_linear.py"), fast_config()) as guard:
         verdict = guard.evaluate((CANDIDATES / "linear_c.py").read_text())

@@ -19,10 +19,20 @@ MAX_COMPILES = 16  # per load of a candidate
 
 
 def _locate(diagnostic: dict[str, Any], native_source: str, candidate: str | None) -> dict[str, Any]:
-    """Add the candidate.py line of a native diagnostic when the native source is a literal in it."""
-    at = candidate.find(native_source) if candidate and native_source and diagnostic.get("line") else -1
-    if at >= 0 and candidate:
-        diagnostic["candidate_line"] = candidate.count("\n", 0, at) + diagnostic["line"]
+    """Add the candidate.py line of a native diagnostic: where the native source is a literal in it, or else
+    (a ``load_inline`` main.cpp, put together from several strings) where its line appears once in it."""
+    line = diagnostic.get("line")
+    if not candidate or not native_source or not line:
+        return diagnostic
+    at = candidate.find(native_source)
+    if at >= 0:
+        diagnostic["candidate_line"] = candidate.count("\n", 0, at) + line
+        return diagnostic
+    lines = native_source.splitlines()
+    text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    matches = [i for i, own in enumerate(candidate.splitlines(), 1) if text and own.strip() == text]
+    if len(matches) == 1:
+        diagnostic["candidate_line"] = matches[0]
     return diagnostic
 
 
