@@ -1,6 +1,6 @@
 """How many of a suite's tasks get a generated seed the guard judges correct (`kiln seed --check`).
 
-    python benchmarks/seed_coverage.py [SUITE] [--json]
+    python benchmarks/seed_coverage.py [SUITE] [--timed SECONDS] [--json]
 
 For every task of SUITE (default: kb-cpu): generate the candidate from the reference's
 operations and judge it with the guard (gate, build, check on every workload, robustness
@@ -12,12 +12,18 @@ correct:       tasks whose generated seed the guard judged correct
 wrong:         tasks whose seed was generated but judged wrong (each is a lowering bug)
 unsupported:   tasks refused, with the reason
 kinds:         loop-nest kinds per task (row, column, scan, window, gemm) and the loop nests' count
+
+With --timed S each correct seed is also timed against torch eager by the guard (reference and
+seed interleaved in one session, at most S seconds of timing per task): per task its speedup,
+and over the suite the geometric mean and the seeds below 1.0x and 0.95x of eager.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -32,6 +38,7 @@ from kernelkiln.task import load_suite, load_task
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suite", nargs="?", default="kb-cpu")
+    parser.add_argument("--timed", type=float, default=0.0, metavar="S", help="also time each correct seed (S s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     results: dict[str, dict] = {}
@@ -45,16 +52,20 @@ def main() -> None:
             print(f"{task.name}: unsupported: {exc}", file=sys.stderr)
             continue
         with GuardSession(task, GuardConfig(isolation="best-effort")) as session:
-            verdict = session.evaluate(generated.source, timed=False)
+            timed = args.timed > 0
+            verdict = session.evaluate(generated.source, timed=timed, time_budget_s=args.timed if timed else None)
         status = "correct" if verdict.correct else "wrong"
+        speedup = verdict.speedup if verdict.correct and verdict.timed else None
         results[task.name] = {
             "status": status,
             "kinds": list(generated.kinds),
             "kernels": generated.fused,
             **({} if verdict.correct else {"reason": verdict.reason}),
+            **({"speedup": round(speedup, 3)} if speedup else {}),
         }
         print(
             f"{task.name}: {status} ({generated.fused} loop nest(s): {', '.join(generated.kinds)})"
+            + (f", {speedup:.2f}x over eager" if speedup else "")
             + ("" if verdict.correct else f": {verdict.reason}"),
             file=sys.stderr,
         )
@@ -68,6 +79,11 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
         "per_task": results,
     }
+    speedups = {name: r["speedup"] for name, r in results.items() if r.get("speedup")}
+    if speedups:
+        out["geomean_speedup_eager"] = round(math.exp(statistics.fmean(map(math.log, speedups.values()))), 3)
+        out["below_1"] = sorted(name for name, x in speedups.items() if x < 1.0)
+        out["below_0.95"] = sorted(name for name, x in speedups.items() if x < 0.95)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -75,6 +91,12 @@ def main() -> None:
             f"{args.suite}: {counts['correct']}/{lowerable} generated seeds correct "
             f"({out['coverage']:.0%}); {counts['unsupported']} tasks not lowerable yet"
         )
+        if speedups:
+            print(
+                f"seeds over eager: geometric mean {out['geomean_speedup_eager']:.2f}x over {len(speedups)} tasks; "
+                f"below 1.0x: {', '.join(out['below_1']) or 'none'}; "
+                f"below 0.95x: {', '.join(out['below_0.95']) or 'none'}"
+            )
 
 
 if __name__ == "__main__":

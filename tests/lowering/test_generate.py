@@ -352,3 +352,18 @@ def test_rejoining_keeps_the_value_of_every_index():
     assert rejoin(expr) == "(i)*100 + ((j)*38 + k) - 1"
     for i, j, k in [(0, 0, 0), (3, 5, 37), (7, 37, 12)]:  # noqa: B007 - eval reads them
         assert eval(rejoin(expr).replace("/", "//")) == eval(expr.replace("/", "//"))
+
+
+@pytest.mark.parametrize("tile", [64, 256, 4096])
+@pytest.mark.parametrize(
+    "forward", ["torch.sum(x, dim=1)", "torch.mean(x, dim=1)", "torch.prod(x, dim=1)", "torch.max(x, dim=1).values"]
+)
+def test_a_column_reduction_over_whole_chunks_keeps_them_in_registers_and_matches_at_every_tile(
+    tmp_path, forward, tile
+):
+    # 192 columns: three whole 64-float chunks, in one block of 256 or 4096 (a partial block) or three of 64.
+    task = write_task(tmp_path, "task", forward, {"B": 3, "C": 11, "L": 192}, R3)
+    source = generate(task).source
+    assert "cb += 64" in source, "the chunked path is generated"
+    assert source.count("\nTILE = 256\n") == 1
+    assert mismatch(task, source.replace("\nTILE = 256\n", f"\nTILE = {tile}\n")) is None
