@@ -14,8 +14,11 @@ unsupported:   tasks refused, with the reason
 kinds:         loop-nest kinds per task (row, column, scan, window, gemm) and the loop nests' count
 
 With --timed S each correct seed is also timed against torch eager by the guard (reference and
-seed interleaved in one session, at most S seconds of timing per task): per task its speedup,
-and over the suite the geometric mean and the seeds below 1.0x and 0.95x of eager.
+seed interleaved in one session, at most S seconds of timing per task): per task its speedup
+and where seed and eager stand against the roofline (`kiln machine`'s peaks; FLOPs and bytes from
+the task's KILN or derived from its reference, kernelkiln.task.roofline): the bounding term, the
+rate reached on it and its fraction of the peak; over the suite the geometric mean speedup, the
+seeds below 1.0x and 0.95x of eager, and the median fraction of memory- and compute-bound tasks.
 """
 
 from __future__ import annotations
@@ -32,7 +35,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelkiln.guard import GuardConfig, GuardSession
 from kernelkiln.lowering import Unsupported, generate
+from kernelkiln.platforms.sol import achieved
+from kernelkiln.stats import geomean
 from kernelkiln.task import load_suite, load_task
+
+
+def roofline(task, verdict, peaks) -> dict:
+    """Seed and eager against the roofline, geometric means over the workloads (empty when unknown)."""
+    by_name = {w.name: w for w in task.workloads}
+    seed, eager = [], []
+    for r in verdict.workloads:
+        w = by_name[r.name]
+        seed.append(achieved(w.flops, w.bytes, r.t_cand_s, peaks))
+        eager.append(achieved(w.flops, w.bytes, r.t_ref_s, peaks))
+    if not seed or None in seed + eager or len({a.bound for a in seed}) > 1:
+        return {}
+    return {
+        "bound": seed[0].bound,
+        "rate": round(geomean([a.rate for a in seed]), 2),
+        "unit": seed[0].unit,
+        "sol_seed": round(geomean([a.fraction for a in seed]), 3),
+        "sol_eager": round(geomean([a.fraction for a in eager]), 3),
+    }
 
 
 def main() -> None:
@@ -54,6 +78,7 @@ def main() -> None:
         with GuardSession(task, GuardConfig(isolation="best-effort")) as session:
             timed = args.timed > 0
             verdict = session.evaluate(generated.source, timed=timed, time_budget_s=args.timed if timed else None)
+            peaks = session.peaks
         status = "correct" if verdict.correct else "wrong"
         speedup = verdict.speedup if verdict.correct and verdict.timed else None
         results[task.name] = {
@@ -61,11 +86,18 @@ def main() -> None:
             "kinds": list(generated.kinds),
             "kernels": generated.fused,
             **({} if verdict.correct else {"reason": verdict.reason}),
-            **({"speedup": round(speedup, 3)} if speedup else {}),
+            **({"speedup": round(speedup, 3), **roofline(task, verdict, peaks)} if speedup else {}),
         }
+        roof = results[task.name]
         print(
             f"{task.name}: {status} ({generated.fused} loop nest(s): {', '.join(generated.kinds)})"
             + (f", {speedup:.2f}x over eager" if speedup else "")
+            + (
+                f", {roof['bound']}-bound: {roof['rate']:.1f} {roof['unit']}, {roof['sol_seed']:.0%} of peak "
+                f"(eager {roof['sol_eager']:.0%})"
+                if "bound" in roof
+                else ""
+            )
             + ("" if verdict.correct else f": {verdict.reason}"),
             file=sys.stderr,
         )
@@ -84,6 +116,14 @@ def main() -> None:
         out["geomean_speedup_eager"] = round(math.exp(statistics.fmean(map(math.log, speedups.values()))), 3)
         out["below_1"] = sorted(name for name, x in speedups.items() if x < 1.0)
         out["below_0.95"] = sorted(name for name, x in speedups.items() if x < 0.95)
+        for bound in ("memory", "compute"):
+            rows = [r for r in results.values() if r.get("bound") == bound]
+            if rows:
+                out[f"median_sol_{bound}"] = {
+                    "tasks": len(rows),
+                    "seed": round(statistics.median(r["sol_seed"] for r in rows), 3),
+                    "eager": round(statistics.median(r["sol_eager"] for r in rows), 3),
+                }
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -97,6 +137,13 @@ def main() -> None:
                 f"below 1.0x: {', '.join(out['below_1']) or 'none'}; "
                 f"below 0.95x: {', '.join(out['below_0.95']) or 'none'}"
             )
+        for bound in ("memory", "compute"):
+            if f"median_sol_{bound}" in out:
+                m = out[f"median_sol_{bound}"]
+                print(
+                    f"{bound}-bound tasks ({m['tasks']}): median {m['seed']:.0%} of the peak at the seed, "
+                    f"{m['eager']:.0%} for eager"
+                )
 
 
 if __name__ == "__main__":

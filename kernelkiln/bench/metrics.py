@@ -3,8 +3,9 @@
 Per task: correct (some candidate passed the guard), the best speedup over torch eager
 (geometric mean over workloads, measured side by side in one evaluation), the first
 correct candidate's speedup (for the self-speedup first correct -> best), and the best
-candidate's speed-of-light fraction. Geometric means run over the correct tasks only;
-``correct_rate`` says how many those are.
+candidate's speed-of-light fraction with the term that bounds it (memory: bytes over the
+triad bandwidth; compute: FLOPs over the FMA peak) and the rate it reached there. Geometric
+means run over the correct tasks only; ``correct_rate`` says how many those are.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from kernelkiln.platforms.sol import Achieved
 from kernelkiln.stats import geomean
 
 FAST_P = ("0", "1", "1.5", "2")
@@ -30,6 +32,7 @@ class TaskFigures:
     evaluations: int
     tokens: int
     search_speedup: float | None = None  # the best as the search measured it
+    reached: Achieved | None = None  # the best's rate on the term that bounds it
 
     @property
     def speedup_compile(self) -> float | None:
@@ -50,6 +53,16 @@ def fast_p(tasks: list[TaskFigures], p: float) -> float:
     return sum(1 for t in tasks if t.correct and (t.best_speedup or 0.0) > p) / len(tasks) if tasks else 0.0
 
 
+def median_sol(tasks: list[TaskFigures]) -> dict[str, dict[str, float | int]]:
+    """The median speed-of-light fraction over the tasks bound by memory and by compute, with their counts."""
+    out: dict[str, dict[str, float | int]] = {}
+    for bound in ("memory", "compute"):
+        found = [t.sol_fraction for t in tasks if t.reached and t.reached.bound == bound and t.sol_fraction]
+        if found:
+            out[bound] = {"median": statistics.median(found), "tasks": len(found)}
+    return out
+
+
 def summarize(tasks: list[TaskFigures]) -> dict:
     """The suite's figures: the keys `kiln bench --json` promises, plus per-task rows."""
     correct = [t for t in tasks if t.correct and t.best_speedup]
@@ -61,6 +74,7 @@ def summarize(tasks: list[TaskFigures]) -> dict:
         "geomean_speedup_compile": geomean([t.speedup_compile for t in correct if t.speedup_compile]),
         "median_self_speedup": statistics.median(selfs) if selfs else None,
         "sol_fraction": {t.name: t.sol_fraction for t in tasks},
+        "median_sol_fraction": median_sol(tasks),
         "evaluations": sum(t.evaluations for t in tasks),
         "tokens": sum(t.tokens for t in tasks),
         "tasks": {
@@ -73,6 +87,9 @@ def summarize(tasks: list[TaskFigures]) -> dict:
                 "speedup_compile": t.speedup_compile,
                 "compile_ratio": t.compile_ratio,
                 "sol_fraction": t.sol_fraction,
+                "bound": t.reached.bound if t.reached else None,
+                "achieved": t.reached.rate if t.reached else None,
+                "achieved_unit": t.reached.unit if t.reached else None,
                 "evaluations": t.evaluations,
                 "tokens": t.tokens,
             }

@@ -9,6 +9,7 @@ per task before the runs, so it never competes with the guard for the machine.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -25,27 +26,43 @@ from kernelkiln.orchestrator.seeds import NoSeed, starting_code
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.platforms.host import default_threads
-from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
+from kernelkiln.platforms.sol import Achieved, achieved, sol_bound_s, sol_fraction
 from kernelkiln.stats import geomean
 from kernelkiln.store import open_store
-from kernelkiln.store.records import Attempt
-from kernelkiln.task import Task, load_task
+from kernelkiln.store.records import Attempt, Measurement
+from kernelkiln.task import Task, Workload, load_task
+
+
+def _measured(task: Task, best: Attempt) -> list[tuple[Workload | None, float | None, Measurement]]:
+    """Each of the best's measurements with its workload and the candidate's time in seconds."""
+    by_name = {w.name: w for w in task.workloads}
+    return [(by_name.get(m.workload), m.t_cand_ms / 1e3 if m.t_cand_ms else None, m) for m in best.measurements]
 
 
 def best_sol(task: Task, best: Attempt | None, peaks) -> float | None:
     """The best candidate's speed-of-light fraction, a geometric mean over workloads (None when unknown)."""
     if best is None:
         return None
-    by_name = {w.name: w for w in task.workloads}
     fractions = []
-    for m in best.measurements:
-        w = by_name.get(m.workload)
+    for w, seconds, m in _measured(task, best):
         bound = sol_bound_s(w.flops, w.bytes, peaks) if w is not None else None
-        fraction = m.sol_fraction or sol_fraction(bound, m.t_cand_ms / 1e3 if m.t_cand_ms else None)
+        fraction = m.sol_fraction or sol_fraction(bound, seconds)
         if fraction is None:
             return None
         fractions.append(fraction)
     return geomean(fractions)
+
+
+def best_rate(task: Task, best: Attempt | None, peaks) -> Achieved | None:
+    """What the best candidate reached on its bounding term (GB/s or GFLOP/s, a geometric mean over
+    workloads); None when unknown or when the workloads are bound by different terms."""
+    if best is None:
+        return None
+    measured = _measured(task, best)
+    reached = [a for w, seconds, _ in measured if w and (a := achieved(w.flops, w.bytes, seconds, peaks))]
+    if not reached or len(reached) < len(measured) or len({a.bound for a in reached}) > 1:
+        return None
+    return Achieved(reached[0].bound, math.exp(statistics.fmean(math.log(a.rate) for a in reached)), reached[0].peak)
 
 
 def task_figures(
@@ -62,6 +79,7 @@ def task_figures(
         first_correct_speedup=first.speedup if first else None,
         compile_ratio=ratio,
         sol_fraction=best_sol(task, best, peaks),
+        reached=best_rate(task, best, peaks),
         evaluations=len(attempts),
         tokens=sum(a.tokens_in + a.tokens_out for a in attempts),
     )

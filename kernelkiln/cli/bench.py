@@ -87,10 +87,12 @@ def _table(result: dict, console: Console) -> None:
     table = Table(
         title="kiln bench (speedups: geometric mean over workloads; means over repeats)", title_justify="left"
     )
-    for col in ("task", "correct", "vs eager", "vs compile", "self-speedup", "SOL fraction", "evaluations"):
+    columns = ("task", "correct", "vs eager", "vs compile", "self-speedup", "SOL fraction", "reached", "evaluations")
+    for col in columns:
         table.add_column(col, justify="left" if col == "task" else "right")
     for name, t in result["tasks"].items():
         sol = "-" if t["sol_fraction"] is None else f"{t['sol_fraction']:.2g}"
+        reached = "-" if t.get("achieved") is None else f"{t['achieved']:.3g} {t['achieved_unit']} ({t['bound']})"
         table.add_row(
             name,
             f"{t['correct']:.0%}" if isinstance(t["correct"], float) else str(t["correct"]),
@@ -98,6 +100,7 @@ def _table(result: dict, console: Console) -> None:
             fmt_x(t["speedup_compile"]),
             fmt_x(t["self_speedup"]),
             sol,
+            reached,
             f"{t['evaluations']:.0f}",
         )
     console.print(table)
@@ -107,6 +110,13 @@ def _table(result: dict, console: Console) -> None:
         f"{fmt_x(result['geomean_speedup_eager'])}, vs torch.compile {fmt_x(result['geomean_speedup_compile'])}; "
         f"median self-speedup {fmt_x(result['median_self_speedup'])}"
     )
+    medians = result.get("median_sol_fraction") or {}
+    if medians:
+        console.print(
+            "median SOL fraction: "
+            + "; ".join(f"{b}-bound {m['median']:.2g} over {m['tasks']:.0f} task(s)" for b, m in medians.items())
+            + " (memory: bytes the reference must move over the triad bandwidth; compute: FLOPs over the FMA peak)"
+        )
     for task, why in result.get("compile_notes", {}).items():
         console.print(f"torch.compile on {task}: {why}", style="dim")
     for run in result["repeats"]:

@@ -25,6 +25,7 @@ from kernelkiln.lowering.loops import HEADER
 from kernelkiln.lowering.rowcache import ROWCACHE_HEADER
 from kernelkiln.lowering.schedule import Kernel, Plan, plan
 from kernelkiln.lowering.trace import Traced, trace
+from kernelkiln.lowering.vmath import VMATH_HEADER, uses_vmath
 from kernelkiln.platforms.host import default_threads, simd_floats
 from kernelkiln.task.model import Task, Workload
 
@@ -133,6 +134,9 @@ def generate(task: Task, threads: int | None = None) -> Generated:
     knobs = [k for k in ("ACC", "UNROLL", "VEC", "TILE") if re.search(_USES[k], body)]
     if rowcache:  # only where a row group's passes share a value: elsewhere it would change nothing
         knobs.append("ROWCACHE")
+    vmath = uses_vmath(body)
+    if vmath:
+        knobs.append("VMATH")
     if "gemm" in kinds:
         knobs += GEMM_KNOBS
     if "convolution" in ops:
@@ -140,6 +144,11 @@ def generate(task: Task, threads: int | None = None) -> Generated:
     unique_kinds = tuple(dict.fromkeys(kinds))
     summary = ", ".join(dict.fromkeys(ops)) or "no operations"
     cap = threads or default_threads()
-    header = HEADER + (GEMM_HEADER if "gemm" in kinds else "") + (ROWCACHE_HEADER if rowcache else "")
+    header = (
+        HEADER
+        + (GEMM_HEADER if "gemm" in kinds else "")
+        + (ROWCACHE_HEADER if rowcache else "")
+        + (VMATH_HEADER if vmath else "")
+    )
     source = render(task, header + "\n" + "\n".join(functions), entries, knobs, cap, summary, simd_floats())
     return Generated(source, unique_kinds, tuple(["THREADS", *knobs, "FLAGS"]), tuple(dict.fromkeys(ops)), fused or 0)

@@ -31,12 +31,23 @@ VOCABULARY = {
     "VEC": [0, 4, 8, 16],
     "TILE": [64, 256, 1024, 4096],
     "ROWCACHE": [0, 1],
+    "VMATH": [0, 1],
     **_GEMM_OPTIONS,
     "CONV": ["gemm", "direct"],
 }
 # VEC's default: the CPU's (platforms.host.simd_floats). ROWCACHE's: faster on 7 of the 12 kb-cpu tasks that
 # declare it (softmax's kind by 10-20%; GroupNorm and residual LayerNorm, keeping only x - mean, slower by 15-20%).
-DEFAULTS = {"ACC": 1, "UNROLL": 1, "VEC": 0, "TILE": 256, "ROWCACHE": 1, **_GEMM_DEFAULTS, "CONV": "gemm"}
+# VMATH's: 1 at 16 float lanes, else 0 (render; lowering.vmath).
+DEFAULTS = {
+    "ACC": 1,
+    "UNROLL": 1,
+    "VEC": 0,
+    "TILE": 256,
+    "ROWCACHE": 1,
+    "VMATH": 1,
+    **_GEMM_DEFAULTS,
+    "CONV": "gemm",
+}
 _DTYPES = {
     "float": "torch.float32",
     "double": "torch.float64",
@@ -165,6 +176,8 @@ def render(
     values = {"THREADS": threads, **{k: DEFAULTS[k] for k in knobs}, "FLAGS": FLAG_SETS[0]}
     if "VEC" in values:
         values["VEC"] = vector
+    if "VMATH" in values:  # lowering.vmath: it pays at 16 lanes; at 8, libmvec's AVX2 functions were faster
+        values["VMATH"] = int(vector >= 16)
     options = {"THREADS": thread_options(threads), **{k: VOCABULARY[k] for k in knobs}, "FLAGS": FLAG_SETS}
     assignments = "\n".join(f"{name} = {value!r}" for name, value in values.items())
     declared = ",\n".join(f"    {name!r}: {opts!r}" for name, opts in options.items())

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernelkiln.lowering.graph import FLOATS, Unsupported
+from kernelkiln.lowering.vmath import VMATH_FUNCTIONS
 
 # One-argument math: the C function (float variants take an 'f' suffix).
 _MATH = {
@@ -58,7 +59,8 @@ def literal(value: float | int | bool, ctype: str) -> str:
 
 
 def _fn(name: str, ctype: str) -> str:
-    return f"{name}f" if ctype == "float" else name
+    """The C function ``name`` for ``ctype``: float takes the 'f' variant, or VMATH's inline one where it has it."""
+    return VMATH_FUNCTIONS.get(name, f"{name}f") if ctype == "float" else name
 
 
 def render(op: str, args: list[str], ctype: str, params: tuple[Any, ...]) -> str:

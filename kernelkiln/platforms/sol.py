@@ -10,11 +10,47 @@ peaks) is suspect.
 from __future__ import annotations
 
 import math
-from typing import TypeGuard
+from dataclasses import dataclass
+from typing import Literal, TypeGuard
 
 from kernelkiln.platforms.base import Peaks
 
-__all__ = ["sol_bound_s", "sol_fraction"]
+__all__ = ["Achieved", "achieved", "sol_bound_s", "sol_fraction"]
+
+
+@dataclass(frozen=True)
+class Achieved:
+    """What a measured time reached against the roofline term that bounds it.
+
+    ``bound`` is the larger term ("memory": bytes over bandwidth, "compute": FLOPs over the
+    FMA peak); ``rate`` is that term's quantity over the time (GB/s or GFLOP/s) and ``peak``
+    the machine's, so ``rate / peak`` is the speed-of-light fraction.
+    """
+
+    bound: Literal["memory", "compute"]
+    rate: float
+    peak: float
+
+    @property
+    def unit(self) -> str:
+        return "GB/s" if self.bound == "memory" else "GFLOP/s"
+
+    @property
+    def fraction(self) -> float:
+        return self.rate / self.peak
+
+
+def achieved(flops: float | None, bytes: float | None, seconds: float | None, peaks: Peaks) -> Achieved | None:
+    """The rate ``seconds`` reached on the bounding term; None when no term or no time is known."""
+    if not _known(seconds):
+        return None
+    terms = []
+    if _known(bytes) and _known(peaks.bandwidth_gbs):
+        terms.append(Achieved("memory", bytes / seconds / 1e9, peaks.bandwidth_gbs))
+    if _known(flops) and _known(peaks.gflops_fp32):
+        terms.append(Achieved("compute", flops / seconds / 1e9, peaks.gflops_fp32))
+    # the bounding term takes the longest alone, so it is the one whose fraction of its peak is largest
+    return max(terms, key=lambda a: a.fraction) if terms else None
 
 
 def sol_bound_s(flops: float | None, bytes: float | None, peaks: Peaks) -> float | None:

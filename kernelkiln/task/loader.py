@@ -12,6 +12,7 @@ from typing import Any
 from kernelkiln.errors import UserError
 from kernelkiln.task.model import Task, Tolerance, Workload
 from kernelkiln.task.reference_calls import inferred_family
+from kernelkiln.task.roofline import with_derived_figures
 from kernelkiln.task.sizes import execute, key, size_vars
 
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
@@ -149,12 +150,13 @@ def read_task_source(path: Path) -> str:
 
 
 def load_task(
-    path: str | Path, overrides: dict[str, Any] | None = None, infer_family: bool = True, seeds: bool = True
+    path: str | Path, overrides: dict[str, Any] | None = None, analyze: bool = True, seeds: bool = True
 ) -> Task:
     """Load a task file; ``overrides`` (from ``--set``) replace module-level size variables.
 
-    Without ``KILN["op_family"]``, the family is inferred from the reference's calls
-    (kernelkiln.task.reference_calls) unless ``infer_family`` is False (a guard worker).
+    Unless ``analyze`` is False (a guard worker, which needs neither), a forward of the reference
+    on the meta device fills what KILN leaves out: the op family from its calls
+    (kernelkiln.task.reference_calls) and each workload's FLOPs and bytes (kernelkiln.task.roofline).
     ``seeds=False`` skips KILN["seed"] (the guard, which judges candidates, needs no seed; an
     evaluation actor gets the task file alone).
     """
@@ -216,8 +218,10 @@ def load_task(
     )
     task.workloads = _workloads(meta, task, tree, str(path))
     _probe(task)
-    if task.op_family is None and infer_family:
-        task.op_family = inferred_family(task)
+    if analyze:
+        task.workloads = with_derived_figures(task, task.workloads)
+        if task.op_family is None:
+            task.op_family = inferred_family(task)
     return task
 
 

@@ -150,7 +150,7 @@ def _failure(path: Path, overrides: dict[str, Any]) -> str | None:
     with warnings.catch_warnings():  # the task's own warnings come again when it is loaded for the command
         warnings.simplefilter("ignore")
         try:
-            task = load_task(path, overrides, infer_family=False)
+            task = load_task(path, overrides, analyze=False)
         except UserError as exc:
             return str(exc)
         for workload in task.workloads:

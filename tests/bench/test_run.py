@@ -48,3 +48,19 @@ def test_the_compile_ratio_of_an_identity_compiler_is_about_one_and_a_failing_on
 
     ratio, why = compile_ratio(task, threads=1, compiler=broken)
     assert ratio is None and why == "torch.compile failed: RuntimeError: no backend here"
+
+
+def test_the_best_s_reached_rate_is_on_its_workloads_bounding_term(tmp_path):
+    from kernelkiln.bench.run import best_rate
+    from kernelkiln.platforms.base import Peaks
+    from kernelkiln.store.records import Attempt, Measurement
+    from kernelkiln.testing.lowering import write_task
+
+    task = write_task(tmp_path, "relu", "torch.relu(x)", {"B": 250, "N": 1000}, "[torch.randn(B, N)]")
+    peaks = Peaks(bandwidth_gbs=20.0, gflops_fp32=100.0)
+    best = Attempt(task_id="t", verdict="KEEP", measurements=[Measurement(workload="w0", t_cand_ms=0.2)])
+    reached = best_rate(task, best, peaks)  # 2 MB read and written in 0.2 ms: 10 GB/s
+    assert reached is not None and reached.bound == "memory"
+    assert reached.rate == pytest.approx(10.0) and reached.fraction == pytest.approx(0.5)
+    untimed = Attempt(task_id="t", verdict="KEEP", measurements=[Measurement(workload="w0")])
+    assert best_rate(task, untimed, peaks) is None and best_rate(task, None, peaks) is None

@@ -113,8 +113,8 @@ def test_both_rowcache_values_give_the_reference_s_outputs(tmp_path, spec):
 def test_with_rowcache_softmax_computes_exp_once_per_element(tmp_path):
     source = generate(write_task(tmp_path, "softmax", "torch.softmax(x, dim=1)", PARALLEL, R2)).source
     kept, computed = _function(source, 1), _function(source, 0)
-    assert len(re.findall(r"\bexpf\(", computed)) == 2  # the sum pass and the write each compute it
-    assert len(re.findall(r"\bexpf\(", kept)) == 1  # the sum pass keeps it; the write reads it back
+    assert len(re.findall(r"\bkiln_expf\(", computed)) == 2  # the sum pass and the write each compute it
+    assert len(re.findall(r"\bkiln_expf\(", kept)) == 1  # the sum pass keeps it; the write reads it back
     assert "#pragma omp for" in kept and "#pragma omp parallel for" in computed
 
 
@@ -126,3 +126,15 @@ def test_layer_norm_s_variance_pass_and_write_share_the_deviation_they_trace_sep
     source = generate(task).source
     assert len(re.findall(r"- r0\)", _function(source, 0))) == 2
     assert len(re.findall(r"- r0\)", _function(source, 1))) == 1
+
+
+def test_a_kept_value_lives_in_an_output_row_of_its_type_else_in_a_scratch_row(tmp_path):
+    softmax = _function(generate(write_task(tmp_path, "softmax", "torch.softmax(x, dim=1)", PARALLEL, R2)).source, 1)
+    # exp(x - max) is stored in the output row by the sum pass, read and scaled there by the write
+    assert "kiln_scratch(" not in softmax
+    assert len(re.findall(r"out0\[[^]]*\] = ", softmax)) == 2
+    # a boolean output cannot hold a float: the value stays in a scratch row of the thread
+    task = write_task(tmp_path, "mask", "torch.softmax(x, dim=1) > 0.001", PARALLEL, R2)
+    source = generate(task).source
+    assert "kiln_scratch(" in _function(source, 1)
+    assert mismatch(task, source, seeds=(1,)) is None

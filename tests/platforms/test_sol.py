@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernelkiln.platforms.base import Peaks
-from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
+from kernelkiln.platforms.sol import achieved, sol_bound_s, sol_fraction
 
 PEAKS = Peaks(bandwidth_gbs=100.0, gflops_fp32=1000.0, source="test")
 
@@ -48,3 +48,22 @@ def test_the_fraction_is_none_without_a_bound_or_a_usable_time():
     assert sol_fraction(0.04, None) is None
     assert sol_fraction(0.04, 0.0) is None
     assert sol_fraction(0.04, float("nan")) is None
+
+
+def test_the_reached_rate_is_on_the_term_that_bounds_the_workload():
+    peaks = Peaks(bandwidth_gbs=20.0, gflops_fp32=100.0)
+    # 1 GB moved and 1 GFLOP: memory takes 50 ms, compute 10 ms, so memory bounds it
+    memory = achieved(1e9, 1e9, 0.1, peaks)
+    assert memory is not None and (memory.bound, memory.unit) == ("memory", "GB/s")
+    assert memory.rate == pytest.approx(10.0) and memory.fraction == pytest.approx(0.5)
+    assert memory.fraction == pytest.approx(sol_fraction(sol_bound_s(1e9, 1e9, peaks), 0.1))
+    compute = achieved(1e10, 1e8, 0.2, peaks)  # compute 100 ms, memory 5 ms
+    assert compute is not None and (compute.bound, compute.unit) == ("compute", "GFLOP/s")
+    assert compute.rate == pytest.approx(50.0) and compute.fraction == pytest.approx(0.5)
+
+
+def test_no_rate_without_a_time_or_any_known_term():
+    peaks = Peaks(bandwidth_gbs=20.0, gflops_fp32=100.0)
+    assert achieved(1e9, 1e9, None, peaks) is None
+    assert achieved(None, None, 0.1, peaks) is None
+    assert achieved(1e9, 1e9, 0.1, Peaks()) is None

@@ -86,7 +86,7 @@ def test_a_forward_that_fails_leaves_the_family_unknown_and_the_load_succeeds(tm
 
 
 def test_a_guard_worker_does_not_infer():
-    assert load_task(TASKS / "plain_row_sum.py", infer_family=False).op_family is None
+    assert load_task(TASKS / "plain_row_sum.py", analyze=False).op_family is None
 
 
 def test_explicit_kiln_family_wins_over_the_calls(tmp_path):
@@ -97,6 +97,6 @@ def test_explicit_kiln_family_wins_over_the_calls(tmp_path):
 def test_lens_eligibility_follows_the_inferred_family():
     """The GEMM-style tiling lens is offered to an inferred matmul, never to an unknown task."""
     inferred = load_task(TASKS / "plain_matmul.py").op_family
-    unknown = load_task(TASKS / "plain_matmul.py", infer_family=False).op_family
+    unknown = load_task(TASKS / "plain_matmul.py", analyze=False).op_family
     assert "tiling" in {lens.name for lens in eligible_lenses(inferred)}
     assert "tiling" not in {lens.name for lens in eligible_lenses(unknown)}
