@@ -35,27 +35,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelkiln.guard import GuardConfig, GuardSession
 from kernelkiln.lowering import Unsupported, generate
-from kernelkiln.platforms.sol import achieved
-from kernelkiln.stats import geomean
+from kernelkiln.platforms.sol import achieved, over_workloads
 from kernelkiln.task import load_suite, load_task
 
 
 def roofline(task, verdict, peaks) -> dict:
     """Seed and eager against the roofline, geometric means over the workloads (empty when unknown)."""
     by_name = {w.name: w for w in task.workloads}
-    seed, eager = [], []
-    for r in verdict.workloads:
-        w = by_name[r.name]
-        seed.append(achieved(w.flops, w.bytes, r.t_cand_s, peaks))
-        eager.append(achieved(w.flops, w.bytes, r.t_ref_s, peaks))
-    if not seed or None in seed + eager or len({a.bound for a in seed}) > 1:
+    workloads = [(by_name[r.name], r) for r in verdict.workloads]
+    seed = over_workloads([achieved(w.flops, w.bytes, r.t_cand_s, peaks) for w, r in workloads])
+    eager = over_workloads([achieved(w.flops, w.bytes, r.t_ref_s, peaks) for w, r in workloads])
+    if seed is None or eager is None:
         return {}
     return {
-        "bound": seed[0].bound,
-        "rate": round(geomean([a.rate for a in seed]), 2),
-        "unit": seed[0].unit,
-        "sol_seed": round(geomean([a.fraction for a in seed]), 3),
-        "sol_eager": round(geomean([a.fraction for a in eager]), 3),
+        "bound": seed.bound,
+        "rate": round(seed.rate, 2),
+        "unit": seed.unit,
+        "sol_seed": round(seed.fraction, 3),
+        "sol_eager": round(eager.fraction, 3),
     }
 
 

@@ -9,7 +9,6 @@ per task before the runs, so it never competes with the guard for the machine.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from kernelkiln.orchestrator.seeds import NoSeed, starting_code
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.platforms.host import default_threads
-from kernelkiln.platforms.sol import Achieved, achieved, sol_bound_s, sol_fraction
+from kernelkiln.platforms.sol import Achieved, achieved, over_workloads, sol_bound_s, sol_fraction
 from kernelkiln.stats import geomean
 from kernelkiln.store import open_store
 from kernelkiln.store.records import Attempt, Measurement
@@ -58,11 +57,9 @@ def best_rate(task: Task, best: Attempt | None, peaks) -> Achieved | None:
     workloads); None when unknown or when the workloads are bound by different terms."""
     if best is None:
         return None
-    measured = _measured(task, best)
-    reached = [a for w, seconds, _ in measured if w and (a := achieved(w.flops, w.bytes, seconds, peaks))]
-    if not reached or len(reached) < len(measured) or len({a.bound for a in reached}) > 1:
-        return None
-    return Achieved(reached[0].bound, math.exp(statistics.fmean(math.log(a.rate) for a in reached)), reached[0].peak)
+    return over_workloads(
+        [achieved(w.flops, w.bytes, seconds, peaks) if w else None for w, seconds, _ in _measured(task, best)]
+    )
 
 
 def task_figures(

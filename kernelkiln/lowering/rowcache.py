@@ -195,7 +195,7 @@ def row_cache(k: Kernel, buffers: dict[int, str], row: dict[int, str]) -> RowCac
         return None
     scratch = linear(tuple(f"i{d}" for d in live), tuple(shape[d] for d in live))
     outputs = {id(out): len(k.reductions) + n for n, out in enumerate(k.writes)}  # output -> the pass writing it
-    free = [out for out in k.writes if id(out) in buffers]
+    free = list(k.writes)
     for n, (sig, (step, ctype)) in enumerate(kept.items()):
         home = next((o for o in free if o.ctype == ctype and last_read[sig] <= outputs[id(o)]), None)
         if home is None:

@@ -22,7 +22,7 @@ import re
 
 # the calls pointwise.render writes for float math that VMATH replaces
 VMATH_FUNCTIONS = {"exp": "kiln_expf", "expm1": "kiln_expm1f", "tanh": "kiln_tanhf", "erf": "kiln_erff"}
-_USED = re.compile(r"\bkiln_(expf|expm1f|tanhf|erff)\(")
+_USED = re.compile(r"\b(" + "|".join(VMATH_FUNCTIONS.values()) + r")\(")
 
 
 def uses_vmath(c_source: str) -> bool:

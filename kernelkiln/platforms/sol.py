@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Literal, TypeGuard
 
 from kernelkiln.platforms.base import Peaks
+from kernelkiln.stats import geomean
 
-__all__ = ["Achieved", "achieved", "sol_bound_s", "sol_fraction"]
+__all__ = ["Achieved", "achieved", "over_workloads", "sol_bound_s", "sol_fraction"]
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,18 @@ def achieved(flops: float | None, bytes: float | None, seconds: float | None, pe
     """The rate ``seconds`` reached on the bounding term; None when no term or no time is known."""
     if not _known(seconds):
         return None
-    terms = []
-    if _known(bytes) and _known(peaks.bandwidth_gbs):
-        terms.append(Achieved("memory", bytes / seconds / 1e9, peaks.bandwidth_gbs))
-    if _known(flops) and _known(peaks.gflops_fp32):
-        terms.append(Achieved("compute", flops / seconds / 1e9, peaks.gflops_fp32))
+    terms = [Achieved(bound, amount / seconds / 1e9, peak) for bound, amount, peak in _terms(flops, bytes, peaks)]
     # the bounding term takes the longest alone, so it is the one whose fraction of its peak is largest
     return max(terms, key=lambda a: a.fraction) if terms else None
+
+
+def over_workloads(reached: list[Achieved | None]) -> Achieved | None:
+    """One figure for several workloads: their geometric-mean rate, when each has one and all share a bound."""
+    found = [a for a in reached if a is not None]
+    if not found or len(found) < len(reached) or len({a.bound for a in found}) > 1:
+        return None
+    rate = geomean([a.rate for a in found])
+    return Achieved(found[0].bound, rate, found[0].peak) if rate else None
 
 
 def sol_bound_s(flops: float | None, bytes: float | None, peaks: Peaks) -> float | None:
@@ -59,12 +65,8 @@ def sol_bound_s(flops: float | None, bytes: float | None, peaks: Peaks) -> float
     A term counts only when both its amount and its peak are known and positive; with
     one term known that term is the bound; with neither, None.
     """
-    terms = []
-    if _known(flops) and _known(peaks.gflops_fp32):
-        terms.append(flops / (peaks.gflops_fp32 * 1e9))
-    if _known(bytes) and _known(peaks.bandwidth_gbs):
-        terms.append(bytes / (peaks.bandwidth_gbs * 1e9))
-    return max(terms) if terms else None
+    times = [amount / (peak * 1e9) for _, amount, peak in _terms(flops, bytes, peaks)]
+    return max(times) if times else None
 
 
 def sol_fraction(bound_s: float | None, measured_s: float | None) -> float | None:
@@ -72,6 +74,18 @@ def sol_fraction(bound_s: float | None, measured_s: float | None) -> float | Non
     if not _known(bound_s) or not _known(measured_s):
         return None
     return bound_s / measured_s
+
+
+def _terms(
+    flops: float | None, bytes: float | None, peaks: Peaks
+) -> list[tuple[Literal["memory", "compute"], float, float]]:
+    """The roofline's terms whose amount and peak are both known: (bound, amount, peak in G/s)."""
+    terms: list[tuple[Literal["memory", "compute"], float, float]] = []
+    if _known(bytes) and _known(peaks.bandwidth_gbs):
+        terms.append(("memory", bytes, peaks.bandwidth_gbs))
+    if _known(flops) and _known(peaks.gflops_fp32):
+        terms.append(("compute", flops, peaks.gflops_fp32))
+    return terms
 
 
 def _known(value: float | None) -> TypeGuard[float]:

@@ -154,6 +154,18 @@ class Task:
             model: torch.nn.Module = (cls or module.Model)(*args)
         return model.eval()
 
+    @contextlib.contextmanager
+    def built(self, workload: Workload, device: str) -> Iterator[tuple[torch.nn.Module, list[Any]]]:
+        """The reference and its inputs at ``workload`` (seed 0) made on ``device``, to run under no_grad there.
+
+        On the meta device this costs no data and no compute: what the load-time analyses run
+        (kernelkiln.task.reference_calls, kernelkiln.task.roofline).
+        """
+        import torch
+
+        with self.bound(workload), torch.device(device), torch.no_grad():
+            yield self.make_model(workload, seed=0), self.make_inputs(workload, seed=0)
+
     def reference_failure(self, workload: Workload, exc: BaseException) -> UserError:
         """The one-line error for a reference that cannot be built or run at ``workload``'s sizes."""
         return UserError(

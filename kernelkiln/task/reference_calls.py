@@ -35,11 +35,7 @@ def _smallest(task: Task) -> Workload:
 
 
 def _calls_on(task: Task, workload: Workload, device: str) -> list[str]:
-    import torch
-
-    with task.bound(workload), torch.device(device), torch.no_grad():
-        model = task.make_model(workload, seed=0)
-        inputs = task.make_inputs(workload, seed=0)
+    with task.built(workload, device) as (model, inputs):
         return list(record_calls(model, inputs).elements())
 
 

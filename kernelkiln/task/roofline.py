@@ -27,15 +27,12 @@ if TYPE_CHECKING:
 
 def derived_figures(task: Task, workload: Workload) -> tuple[float | None, float | None]:
     """(FLOPs, bytes) of ``workload``'s reference from a meta-device forward; None for a figure it cannot give."""
-    import torch
     from torch.utils._pytree import tree_leaves
     from torch.utils.flop_counter import FlopCounterMode
 
     try:
-        with warnings.catch_warnings(), task.bound(workload), torch.device("meta"), torch.no_grad():
+        with warnings.catch_warnings(), task.built(workload, "meta") as (model, inputs):
             warnings.simplefilter("ignore")
-            model = task.make_model(workload, seed=0)
-            inputs = task.make_inputs(workload, seed=0)
             counter = FlopCounterMode(display=False)
             with counter:
                 outputs = tree_leaves(model(*inputs))
@@ -51,15 +48,13 @@ def derived_figures(task: Task, workload: Workload) -> tuple[float | None, float
 
 def with_derived_figures(task: Task, workloads: list[Workload]) -> list[Workload]:
     """``workloads`` with FLOPs and bytes derived where neither was given (both or none: a KILN figure stands)."""
-    return [
-        w if w.flops is not None or w.bytes is not None else replace(w, **_named(derived_figures(task, w)))
-        for w in workloads
-    ]
-
-
-def _named(figures: tuple[float | None, float | None]) -> dict[str, Any]:
-    flops, nbytes = figures
-    return {"flops": flops, "bytes": nbytes}
+    out = []
+    for w in workloads:
+        if w.flops is None and w.bytes is None:
+            flops, nbytes = derived_figures(task, w)
+            w = replace(w, flops=flops, bytes=nbytes)
+        out.append(w)
+    return out
 
 
 def _unique(values: list[Any]) -> list[Any]:
