@@ -270,19 +270,36 @@ def _pack(
     along_p = _contiguous(node, idx) == idx[-1 if width == "MR" else -2]
     w("#pragma omp for schedule(static)")
     w.open(f"for (int64_t {sliver} = 0; {sliver} < {count}; ++{sliver})")
-    loops = ["for (int r = 0; r < " + width + "; ++r)", "for (int64_t p = 0; p < kc; ++p)"]
-    for loop in loops if along_p else loops[::-1]:
-        w.open(loop)
-    w(f"const int64_t {position};")
-    w("float v = 0.0f;")
-    w.open(f"if ({inside})")
+    rows, ps = f"for (int r = 0; r < {width}; ++r)", "for (int64_t p = 0; p < kc; ++p)"
     body = Body(buffers, names=names)
-    value = body.value(node, idx)
-    w.body(body)
-    w(f"v = (float){value};")
-    w.close()
-    w(f"{target} = v;")
-    for _ in loops:
+    if along_p:
+        # the edge test depends on r alone: taken once per r, it leaves p's loop without a branch, which
+        # GCC vectorizes whatever the value costs (with exp inlined, the guarded loop stayed scalar)
+        w.open(rows)
+        w(f"const int64_t {position};")
+        w.open(f"if ({inside})")
+        w.open(ps)
+        value = body.value(node, idx)
+        w.body(body)
+        w(f"{target} = (float){value};")
+        w.close()
+        w.close()
+        w.open("else")
+        w(f"{ps} {target} = 0.0f;")
+        w.close()
+        w.close()
+    else:
+        w.open(ps)
+        w.open(rows)
+        w(f"const int64_t {position};")
+        w("float v = 0.0f;")
+        w.open(f"if ({inside})")
+        value = body.value(node, idx)
+        w.body(body)
+        w(f"v = (float){value};")
+        w.close()
+        w(f"{target} = v;")
+        w.close()
         w.close()
     w.close()
 
