@@ -295,3 +295,21 @@ def test_two_workloads_of_the_same_shapes_share_one_gemm_function(tmp_path):
     generated = generate(task)  # the GEMM's scratch buffers are named per function: not a difference
     assert generated.source.count("void kiln_w") == 1
     assert mismatch(task, generated.source) is None
+
+
+def test_a_softmax_packed_as_an_operand_takes_the_edge_test_outside_the_loop_along_k(tmp_path):
+    # softmax(x) @ w: the softmax is computed as A is packed; rows past the edge are tested once per row,
+    # so the loop along k has no branch and vectorizes with the inlined exp
+    task = write_task(
+        tmp_path,
+        "task",
+        "torch.softmax(x, dim=-1) @ w",
+        {"M": 50, "K": 70, "N": 40},
+        "[torch.randn(M, K), torch.randn(K, N)]",
+        signature="x, w",
+    )
+    source = generate(task).source
+    lines = [line.strip() for line in source.splitlines()]
+    edge = [k for k, line in enumerate(lines) if line == "if (i < ie) {"]
+    assert edge and all(lines[k + 1] == "for (int64_t p = 0; p < kc; ++p) {" for k in edge)
+    assert mismatch(task, source) is None
