@@ -159,7 +159,7 @@ def register(app: typer.Typer) -> None:
             None, "--incumbent", help="Judge against this candidate instead of the reference."
         ),
         overrides: list[str] = set_option(),
-        shrink: float = shrink_option(),
+        shrink: str | None = shrink_option(),
         threads: int = typer.Option(
             None,
             "--threads",

@@ -154,7 +154,7 @@ def optimize(
         help="sqlite:///PATH or postgresql://… (default: $KILN_STORE, else the user data dir).",
     ),
     overrides: list[str] = set_option("NAME=VALUE"),
-    shrink: float = shrink_option(),
+    shrink: str | None = shrink_option(),
     seed_file: Path = typer.Option(
         None,
         "--seed",

@@ -29,8 +29,9 @@ SET_CONFIG_OPTION = typer.Option(
 SET_HELP = "Override a module-level size variable: --set dim=4096, --set input_shape='(4096,)' (repeatable)."
 SHRINK_HELP = (
     "Divide every size variable by about K so a GPU-sized task runs on a CPU: --shrink 8 turns "
-    "batch_size=128 into 16 and keeps kernel sizes, strides, group and head counts; the reference is "
-    "run once at the sizes chosen, which are printed; --set values win."
+    "batch_size=128 into 16 and keeps kernel sizes, strides, group and head counts; --shrink 20ms "
+    "chooses the factor instead (1 to 4096) so the reference's forward takes about 20 ms. The sizes "
+    "chosen are printed; --set values win."
 )
 
 
@@ -40,8 +41,8 @@ def set_option(metavar: str | None = None) -> Any:
 
 
 def shrink_option() -> Any:
-    """``--shrink K``: every size variable divided by about K."""
-    return typer.Option(None, "--shrink", metavar="K", help=SHRINK_HELP)
+    """``--shrink K`` or ``--shrink 20ms``: every size variable divided by about K, or to a time."""
+    return typer.Option(None, "--shrink", metavar="K|TIME", help=SHRINK_HELP)
 
 
 # The run's options, as `kiln optimize`, `bench` and `ablate` declare them.

@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Argument(..., help="A KernelBench-format task file, or a bundled task name (`kiln tasks`)."),
         out: Path = typer.Option(None, "--out", metavar="FILE", help="Write the candidate here (default: stdout)."),
         overrides: list[str] = set_option(),
-        shrink: float = shrink_option(),
+        shrink: str | None = shrink_option(),
         threads: int = typer.Option(
             None,
             "--threads",

@@ -100,7 +100,7 @@ def generate(task: Task, threads: int | None = None) -> Generated:
     for k, workload in enumerate(task.workloads):
         traced, p, emitter, temps, code, kernels, cached = _function(task, workload, f"kiln_w{k}")
         params = tuple(t.removeprefix("param:") for t in traced.tensors if t.startswith("param:"))
-        inputs = tuple(s for s, t in zip(traced.input_shapes, traced.tensors, strict=True) if t.startswith("input:"))
+        inputs = traced.key
         param_shapes = tuple(
             s for s, t in zip(traced.input_shapes, traced.tensors, strict=True) if t.startswith("param:")
         )

@@ -1,4 +1,4 @@
-"""Handlers for ATen's products: mm, bmm, addmm, baddbmm, and 2-d (and 1-d) convolution.
+"""Handlers for ATen's products: mm, bmm, addmm, baddbmm, and 1-, 2- and 3-d convolution, transposed or not.
 
 A float32 product big enough to pay for packing is a ``Matmul`` (the GEMM kernel);
 any other (small, skinny in M or N, float64, integer) is a sum over K of elementwise
@@ -11,6 +11,7 @@ product with the patches as an im2col matrix, packed where it is read (implicit 
 
 from __future__ import annotations
 
+import math
 from contextvars import ContextVar
 from typing import Any
 
@@ -76,40 +77,80 @@ def _addmm(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
 def _convolution(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     x, w = node(args[0]), node(args[1])
     bias = args[2]
-    stride, padding, dilation, transposed, _, groups = args[3:9]
+    stride, padding, dilation, output_padding = (tuple(int(v) for v in a) for a in (*args[3:6], args[7]))
+    transposed, groups = bool(args[6]), int(args[8])
+    if len(x.shape) not in (3, 4, 5):
+        raise Unsupported(f"{len(x.shape) - 2}-d convolution (the lowering has 1-, 2- and 3-d)")
     if transposed:
-        raise Unsupported("transposed convolution (aten.convolution with transposed=True)")
+        w, stride, padding, upsample, sizes = _as_forward(x, w, stride, padding, dilation, output_padding, groups)
+    else:
+        upsample = (1,) * len(stride)
+        sizes = tuple(
+            (e + 2 * p - d * (k - 1) - 1) // s + 1
+            for e, p, d, k, s in zip(x.shape[2:], padding, dilation, w.shape[2:], stride, strict=True)
+        )
     if len(x.shape) == 3:  # 1-d: a 2-d convolution of height 1
         x = V.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]))
         w = V.reshape(w, (w.shape[0], w.shape[1], 1, w.shape[2]))
-        stride, padding, dilation = (1, *stride), (0, *padding), (1, *dilation)
-        out = _conv2d(x, w, tuple(stride), tuple(padding), tuple(dilation), groups)
+        stride, padding, dilation, upsample = (1, *stride), (0, *padding), (1, *dilation), (1, *upsample)
+        out = _conv(x, w, stride, padding, dilation, upsample, groups, (1, *sizes))
         out = V.reshape(out, (out.shape[0], out.shape[1], out.shape[3]))
-    elif len(x.shape) == 4:
-        out = _conv2d(x, w, tuple(stride), tuple(padding), tuple(dilation), groups)
     else:
-        raise Unsupported(f"{len(x.shape) - 2}-d convolution (the lowering has 1-d and 2-d)")
+        out = _conv(x, w, stride, padding, dilation, upsample, groups, sizes)
     if bias is not None:
         b = node(bias)
         out = pointwise("add", [out, V.reshape(b, (b.shape[0],) + (1,) * (len(out.shape) - 2))], out.ctype)
     return out
 
 
-def _conv2d(
-    x: Node, w: Node, stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int], groups: int
+def _as_forward(
+    x: Node, w: Node, stride: tuple, padding: tuple, dilation: tuple, output_padding: tuple, groups: int
+) -> tuple[Node, tuple, tuple, tuple, tuple]:
+    """A transposed convolution as the forward one it is: over its input spread ``stride`` apart (zeros
+    between, ``Patches.upsample``), stride 1, padding ``dilation * (k - 1) - padding`` before (and
+    ``output_padding`` more after, which the output size carries), the weight's channels swapped per group
+    and its taps flipped."""
+    cin, og, *kernel = w.shape
+    r, cg = len(kernel), cin // groups
+    grouped = V.reshape(w, (groups, cg, og, *kernel))
+    swapped = V.permute(grouped, [0, 2, 1, *range(3, 3 + r)])
+    w = V.reshape(V.flip(swapped, list(range(3, 3 + r))), (groups * og, cg, *kernel))
+    low = tuple(d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding, strict=True))
+    sizes = [
+        (e - 1) * s - 2 * p + d * (k - 1) + op + 1
+        for e, s, p, d, k, op in zip(x.shape[2:], stride, padding, dilation, kernel, output_padding, strict=True)
+    ]
+    if any(size < 1 for size in sizes):
+        raise Unsupported(f"a transposed convolution with output size {sizes}")
+    return w, (1,) * r, low, stride, tuple(sizes)
+
+
+def _conv(
+    x: Node,
+    w: Node,
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+    upsample: tuple[int, ...],
+    groups: int,
+    out: tuple[int, ...],
 ) -> Node:
-    n, c, h, wd = x.shape
-    co, cg, kh, kw = w.shape
-    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    n, c = x.shape[:2]
+    co, cg, *kernel = w.shape
+    r = len(kernel)
     og = co // groups
-    patches = Patches((n, c, kh, kw, oh, ow), x.ctype, base=x, stride=stride, padding=padding, dilation=dilation)
+    patches = Patches(
+        (n, c, *kernel, *out), x.ctype, base=x, stride=stride, padding=padding, dilation=dilation, upsample=upsample
+    )
     if conv_mode.get() == "direct":
-        taps = V.permute(V.reshape(patches, (n, groups, 1, cg, kh, kw, oh, ow)), [0, 1, 2, 6, 7, 3, 4, 5])
-        big = (n, groups, og, oh, ow, cg, kh, kw)
-        weights = V.reshape(w, (1, groups, og, 1, 1, cg, kh, kw))
+        # (n, g, 1, cg, *k, *o) -> (n, g, 1, *o, cg, *k)
+        grouped = V.reshape(patches, (n, groups, 1, cg, *kernel, *out))
+        taps = V.permute(grouped, [0, 1, 2, *range(4 + r, 4 + 2 * r), 3, *range(4, 4 + r)])
+        big = (n, groups, og, *out, cg, *kernel)
+        weights = V.reshape(w, (1, groups, og, *(1,) * r, cg, *kernel))
         terms = pointwise("mul", [V.broadcast(weights, big), V.broadcast(taps, big)], promote(x.ctype, w.ctype))
-        return V.reshape(reduce("sum", terms, [5, 6, 7], False), (n, co, oh, ow))
-    b = V.reshape(patches, (n, groups, cg * kh * kw, oh * ow))
-    a = V.broadcast(V.reshape(w, (1, groups, og, cg * kh * kw)), (n, groups, og, cg * kh * kw))
-    return V.reshape(matmul(a, b), (n, co, oh, ow))
+        summed = reduce("sum", terms, list(range(3 + r, 4 + 2 * r)), False)
+        return V.reshape(summed, (n, co, *out))
+    b = V.reshape(patches, (n, groups, cg * math.prod(kernel), math.prod(out)))
+    a = V.broadcast(V.reshape(w, (1, groups, og, cg * math.prod(kernel))), (n, groups, og, cg * math.prod(kernel)))
+    return V.reshape(matmul(a, b), (n, co, *out))

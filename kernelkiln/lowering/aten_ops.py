@@ -6,7 +6,7 @@ from typing import Any, cast
 
 from kernelkiln.lowering import views as V
 from kernelkiln.lowering.aten import Handler, Lowered, ctype_of, handles, node, pointwise, reduce
-from kernelkiln.lowering.graph import Concat, Constant, Gather, Node, Unsupported
+from kernelkiln.lowering.graph import Concat, Constant, Gather, Iota, Node, Unsupported
 
 _UNARY = (
     "exp",
@@ -306,6 +306,17 @@ def _factory(value_arg: int | None, value: float = 0) -> Handler:
         return Constant(shape, ctype, value=fill)
 
     return handler
+
+
+@handles("arange")
+def _arange(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
+    """arange(end), arange(start, end), arange(start, end, step): traced at the workload, so all numbers."""
+    shape, ctype = _out(meta)
+    start = args[0] if len(args) >= 2 else kwargs.get("start", 0)
+    step = args[2] if len(args) >= 3 else kwargs.get("step", 1)
+    if not all(isinstance(v, (int, float)) for v in (start, step)):
+        raise Unsupported("aten.arange with tensor-valued bounds")
+    return Iota(shape, ctype, start=start, step=step)
 
 
 for _name, (_arg, _value) in {

@@ -5,7 +5,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 
-from kernelkiln.lowering.graph import Concat, Constant, Gather, Index, Node, Patches, Pointwise, View, linear, promote
+from kernelkiln.lowering.graph import (
+    Concat,
+    Constant,
+    Gather,
+    Index,
+    Iota,
+    Node,
+    Patches,
+    Pointwise,
+    View,
+    linear,
+    promote,
+)
 from kernelkiln.lowering.pointwise import BOOLEAN, literal, render
 
 
@@ -92,6 +104,10 @@ class Body:
             return self._concat(node, idx)
         if isinstance(node, Patches):
             return self._patches(node, idx)
+        if isinstance(node, Iota):
+            term = f"({idx[0]})" if node.step == 1 else f"({idx[0]}) * {literal(node.step, node.ctype)}"
+            value = term if node.start == 0 else f"{literal(node.start, node.ctype)} + {term}"
+            return self.temp(node.ctype, f"({node.ctype})({value})")
         raise NotFusable(node)  # a stored kind without a buffer: computed by its own kernel first
 
     def _pointwise(self, node: Pointwise, idx: Index) -> str:
@@ -128,18 +144,23 @@ class Body:
         return name
 
     def _patches(self, node: Patches, idx: Index) -> str:
-        """The input element under kernel tap (kh, kw) at output (oh, ow); 0 in the padding."""
-        n, c, kh, kw, oh, ow = idx
-        (sh, sw), (ph, pw), (dh, dw) = node.stride, node.padding, node.dilation
-        height, width = node.base.shape[2:]
-        y = self.temp("int64_t", f"({oh}) * {sh} - {ph} + ({kh}) * {dh}")
-        x = self.temp("int64_t", f"({ow}) * {sw} - {pw} + ({kw}) * {dw}")
-        at = (n, c, y, x)
-        if ph == pw == 0:  # every tap lies inside the input
+        """The input element under kernel tap k at output o (each of r dims); 0 outside the input."""
+        r = node.rank
+        taps, outs = idx[2 : 2 + r], idx[2 + r :]
+        spread = [
+            self.temp("int64_t", f"({o}) * {s} - ({p}) + ({k}) * {d}")
+            for o, k, s, p, d in zip(outs, taps, node.stride, node.padding, node.dilation, strict=True)
+        ]
+        at = (idx[0], idx[1], *(y if u == 1 else f"{y} / {u}" for y, u in zip(spread, node.upsample, strict=True)))
+        if node.always_inside():
             return self.value(node.base, at)
+        tests = [
+            f"{y} >= 0 && {y} < {(e - 1) * u + 1}" + (f" && {y} % {u} == 0" if u > 1 else "")
+            for y, u, e in zip(spread, node.upsample, node.base.shape[2:], strict=True)
+        ]
         name = f"v{next(self.names)}"
         self.lines.append(f"{self.indent}{node.ctype} {name} = 0;")
-        self.lines.append(f"{self.indent}if ({y} >= 0 && {y} < {height} && {x} >= 0 && {x} < {width}) {{")
+        self.lines.append(f"{self.indent}if ({' && '.join(tests)}) {{")
         branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
         branch.memo = dict(self.memo)
         value = branch.value(node.base, at)

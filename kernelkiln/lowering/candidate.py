@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Any
 
 from kernelkiln.lowering.gemm import gemm_vocabulary
 from kernelkiln.lowering.graph import Unsupported
@@ -66,7 +67,7 @@ class Entry:
 
     name: str
     signature: str
-    input_shapes: tuple[tuple[int, ...], ...]  # forward's inputs: the dispatch key
+    input_shapes: tuple[Any, ...]  # forward's inputs (a tensor's shape, a number's value): the dispatch key
     params: tuple[str, ...]  # parameter and buffer names, in the function's order
     param_shapes: tuple[tuple[int, ...], ...]  # as traced: ModelNew refuses a Model built otherwise
     outputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, C type)
@@ -81,7 +82,7 @@ def thread_options(cap: int) -> list[int]:
 
 def reference_code(task: Task) -> tuple[list[str], str]:
     """The task file's imports the candidate's own ``IMPORTS`` lack, and its Model (and helpers) for their
-    ``__init__``: every other method, forward included, is left out.
+    ``__init__`` and the methods it calls: every other method, forward included, is left out.
 
     The candidate must not call the reference's ops (the gate refuses that); it needs
     the classes only to create the same parameters the same way. Each import appears once
@@ -108,10 +109,9 @@ def reference_code(task: Task) -> tuple[list[str], str]:
                 imports.append(segment if segment is not None else ast.unparse(fresh))
             continue
         if isinstance(node, ast.ClassDef):
+            needed = _construction_methods(node)
             body = [
-                n
-                for n in node.body
-                if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) or n.name == "__init__"
+                n for n in node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) or n.name in needed
             ]
             node = ast.ClassDef(  # type: ignore[call-arg]  # type_params: Python 3.12's field, kept where present
                 node.name,
@@ -138,6 +138,28 @@ def reference_code(task: Task) -> tuple[list[str], str]:
     for (_, before), (code, compound) in pairwise(keep):
         out += ("\n\n\n" if before or compound else "\n") + code
     return imports, out
+
+
+def _construction_methods(node: ast.ClassDef) -> set[str]:
+    """``__init__`` and the methods it calls through ``self`` (or the class), transitively: ResNet's
+    ``_make_layer``, EfficientNet's ``_make_mbconv_block``. ``forward`` is never one of them."""
+    methods = {n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    needed: set[str] = set()
+    todo = ["__init__"] if "__init__" in methods else []
+    while todo:
+        name = todo.pop()
+        needed.add(name)
+        for n in ast.walk(methods[name]):
+            if (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in ("self", "cls", node.name)
+                and n.attr in methods
+                and n.attr not in needed
+                and n.attr != "forward"
+            ):
+                todo.append(n.attr)
+    return needed
 
 
 def _fresh_imports(node: ast.Import | ast.ImportFrom, imported: set[str]) -> ast.stmt | None:
@@ -245,11 +267,12 @@ class ModelNew(nn.Module):
         self.ready[key] = (FUNCTIONS[name], fixed, outputs, scratch, single)
 
     def forward(self, *inputs):
-        key = tuple(tuple(x.shape) for x in inputs)
+        key = tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else x for x in inputs)
         if key not in self.ready:
             self.prepare(key)
         function, fixed, outputs, scratch, single = self.ready[key]
         outs = [torch.empty(*shape, dtype=dtype) if shape else torch.empty((), dtype=dtype) for shape, dtype in outputs]
-        function(*fixed, *[x.contiguous() for x in inputs], *outs, *scratch, min(THREADS, torch.get_num_threads()))
+        tensors = [x.contiguous() for x in inputs if isinstance(x, torch.Tensor)]
+        function(*fixed, *tensors, *outs, *scratch, min(THREADS, torch.get_num_threads()))
         return outs[0] if single else tuple(outs)
 '''

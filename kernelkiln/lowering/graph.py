@@ -68,6 +68,14 @@ class Constant(Node):
 
 
 @dataclass(eq=False)
+class Iota(Node):
+    """``start + i * step`` at position i of its one dim (``torch.arange``): a mask's row and column numbers."""
+
+    start: float | int = 0
+    step: float | int = 1
+
+
+@dataclass(eq=False)
 class Pointwise(Node):
     """``op`` applied element by element; ``args`` broadcast to ``shape`` (numpy rules)."""
 
@@ -169,15 +177,38 @@ class Matmul(Node):
 
 @dataclass(eq=False)
 class Patches(Node):
-    """What a 2-d convolution reads: ``base`` (N, C, H, W) as (N, C, KH, KW, OH, OW), zero in the padding."""
+    """What a convolution reads: ``base`` (N, C, *S) as (N, C, *K, *O) over r = 2 or 3 spatial dims, zero
+    outside it.
+
+    Tap k at output o reads the input at ``y = o * stride - padding + k * dilation`` (padding may be
+    negative: a crop). ``upsample`` u > 1 reads ``base`` as if u - 1 zeros lay between its elements
+    (a transposed convolution's input): y is a position of that spread input, read at ``y / u`` where u divides it.
+    """
 
     base: Node = field(kw_only=True)
-    stride: tuple[int, int] = (1, 1)
-    padding: tuple[int, int] = (0, 0)
-    dilation: tuple[int, int] = (1, 1)
+    stride: tuple[int, ...] = (1, 1)
+    padding: tuple[int, ...] = (0, 0)
+    dilation: tuple[int, ...] = (1, 1)
+    upsample: tuple[int, ...] = (1, 1)
 
     def inputs(self) -> tuple[Node, ...]:
         return (self.base,)
+
+    @property
+    def rank(self) -> int:
+        return len(self.stride)
+
+    def always_inside(self) -> bool:
+        """Whether every tap of every output position reads an element of ``base`` (no test needed)."""
+        r = self.rank
+        extents = self.base.shape[2:]
+        kernel, out = self.shape[2 : 2 + r], self.shape[2 + r :]
+        return all(
+            u == 1 and p <= 0 and (o - 1) * s - p + (k - 1) * d <= e - 1
+            for u, p, s, d, k, o, e in zip(
+                self.upsample, self.padding, self.stride, self.dilation, kernel, out, extents, strict=True
+            )
+        )
 
 
 STORED = (Input, Reduce, Scan, Window, Matmul)

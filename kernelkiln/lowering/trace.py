@@ -8,6 +8,7 @@ can pass the module's own tensors.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ import torch
 
 from kernelkiln.lowering import aten_composite, aten_matmul, aten_ops  # noqa: F401  (they register the handlers)
 from kernelkiln.lowering.aten import HANDLERS, Unusable, ctype_of, node
-from kernelkiln.lowering.graph import Graph, Input, Node, Unsupported
+from kernelkiln.lowering.graph import Constant, Graph, Input, Node, Unsupported
 from kernelkiln.task.model import Task, Workload
 
 _PLUMBING = frozenset({"getitem", "output", "placeholder"})
@@ -26,11 +27,12 @@ class Traced:
     """One workload's graph and what the candidate passes for each of its inputs."""
 
     graph: Graph
-    tensors: list[str]  # per graph input: "param:NAME" (a parameter or buffer) or "input:K" (forward's k-th)
+    tensors: list[str]  # per graph input: "param:NAME" (a parameter or buffer) or "input:K" (forward's k-th tensor)
     input_shapes: list[tuple[int, ...]]
     input_dtypes: list[str]
     output_shapes: list[tuple[int, ...]]
     single: bool  # forward returns one tensor, not a tuple
+    key: tuple[Any, ...] = ()  # forward's arguments as the candidate dispatches on them: a shape or a scalar's value
 
 
 def op_name(target: Any) -> str:
@@ -51,17 +53,23 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
     model = task.make_model(workload, seed)
     inputs = task.make_inputs(workload, seed)
     for x in inputs:
-        if not isinstance(x, torch.Tensor):
-            raise Unsupported(f"forward takes a {type(x).__name__}, not only tensors")
+        if not isinstance(x, (torch.Tensor, bool, int, float)):
+            raise Unsupported(f"forward takes a {type(x).__name__}, not only tensors and numbers")
+    # a number among forward's arguments is traced as the constant it is (the candidate dispatches on its value)
+    arguments = [k for k, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+    key = tuple(tuple(int(s) for s in x.shape) if isinstance(x, torch.Tensor) else x for x in inputs)
     named: dict[str, torch.Tensor] = dict(model.named_parameters())
     named.update(model.named_buffers())
     names = list(named)
 
     def run(*flat: torch.Tensor) -> Any:
         state = dict(zip(names, flat[: len(names)], strict=True))
-        return functional_call(model, state, tuple(flat[len(names) :]))
+        args = list(inputs)
+        for k, t in zip(arguments, flat[len(names) :], strict=True):
+            args[k] = t
+        return functional_call(model, state, tuple(args))
 
-    flat = [t.detach() for t in named.values()] + [x.detach() for x in inputs]
+    flat = [t.detach() for t in named.values()] + [inputs[k].detach() for k in arguments]
     try:
         with torch.no_grad():
             gm = make_fx(
@@ -72,16 +80,17 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
         raise
     except Exception as exc:
         raise Unsupported(f"tracing the reference failed: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
-    tensors = [f"param:{n}" for n in names] + [f"input:{k}" for k in range(len(inputs))]
-    return _translate(gm, tensors, flat)
+    tensors = [f"param:{n}" for n in names] + [f"input:{k}" for k in range(len(arguments))]
+    return dataclasses.replace(_translate(gm, tensors, flat), key=key)
 
 
 def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    if any(n.op == "get_attr" for n in gm.graph.nodes):
+    constants = {n: getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"}
+    if any(t.numel() != 1 for t in constants.values()):
         raise Unsupported(
-            "the reference uses a constant tensor that is neither a parameter nor a buffer "
-            "(an attribute, or a mask made while tracing such as is_causal=True): register it "
+            "the reference uses a constant tensor of more than one element that is neither a parameter nor a "
+            "buffer (an attribute, or a mask made while tracing such as is_causal=True): register it "
             "with register_buffer"
         )
     missing = sorted(
@@ -89,7 +98,8 @@ def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
     )
     if missing:
         raise Unsupported("no lowering yet for " + ", ".join(f"aten.{m}" for m in missing))
-    env: dict[Any, Any] = {}
+    # a one-element tensor made inside forward (torch.tensor(self.value)) is the number it holds
+    env: dict[Any, Any] = {n: Constant(tuple(t.shape), ctype_of(t.dtype), value=t.item()) for n, t in constants.items()}
     inputs: list[Input] = []
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for k, (ph, t) in enumerate(zip(placeholders, flat, strict=True)):

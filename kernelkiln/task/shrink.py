@@ -74,15 +74,19 @@ class Shrunk:
     overrides: dict[str, Any]
     changes: tuple[Change, ...]
     spatial_k: float | None = None  # set when the sizes not batch/channel-like had to be shrunk less than K
+    fitted: tuple[float, float] | None = None  # a time target's choice: (the factor, the reference's seconds)
 
-    def line(self, k: float, task: str | None = None) -> str:
+    def line(self, k: float | str, task: str | None = None) -> str:
         """``--shrink 8: batch_size 128→16, dim 16384→2048`` (without the ``kiln:`` prefix)."""
         done = ", ".join(f"{c.name} {c.before}→{c.after}" for c in self.changes) or "no size variable to shrink"
         less = ""
         if self.spatial_k is not None:
             rest = "kept" if self.spatial_k == 1 else f"divided by only {self.spatial_k:.3g}"
             less = f" (spatial and other sizes {rest}: at {k:g} the reference fails)"
-        return f"--shrink {k:g}: {task + ': ' if task else ''}{done}{less}"
+        if self.fitted is not None:
+            less = f" (sizes / {self.fitted[0]:.3g}: the reference's forward takes {self.fitted[1] * 1e3:.3g} ms)"
+        shown = k if isinstance(k, str) else f"{k:g}"
+        return f"--shrink {shown}: {task + ': ' if task else ''}{done}{less}"
 
 
 def _has(name: str, words: tuple[str, ...]) -> bool:
@@ -165,15 +169,88 @@ def _failure(path: Path, overrides: dict[str, Any]) -> str | None:
     return None
 
 
-def shrink(path: str | Path, k: float, explicit: dict[str, Any] | None = None) -> Shrunk:
-    """The overrides that divide ``path``'s sizes by about ``k``; ``explicit`` (--set) values win and are kept.
+def parse_shrink(text: str) -> float | str:
+    """``--shrink``'s value: a factor (``8``) or a time target (``20ms``, ``0.5s``: kept as given)."""
+    value = text.strip().lower()
+    match = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)", value)
+    if match:
+        seconds = float(match[1]) * (1e-3 if match[2] == "ms" else 1.0)
+        if seconds <= 0:
+            raise UserError(f"--shrink {text}: a time target must be more than 0")
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise UserError(
+            f"--shrink takes a factor (--shrink 8) or a time for the reference's forward (--shrink 20ms), not {text!r}"
+        ) from None
 
-    Raises a one-line UserError when even the most cautious choice does not run the reference.
+
+def target_seconds(value: str) -> float:
+    """``20ms`` as 0.02."""
+    return float(value[:-2]) * 1e-3 if value.endswith("ms") else float(value[:-1])
+
+
+def _timed(path: Path, overrides: dict[str, Any]) -> float | None:
+    """The reference's forward time at ``overrides``, the slowest workload's best of two runs (None: it fails)."""
+    import time
+
+    import torch
+
+    if _failure(path, overrides) is not None:  # builds and runs each workload once: the warm-up
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        task = load_task(path, overrides, analyze=False)
+        slowest = 0.0
+        for workload in task.workloads:
+            model, inputs = task.make_model(workload, seed=0), task.make_inputs(workload, seed=0)
+            best = math.inf
+            for _ in range(2):
+                started = time.perf_counter()
+                with torch.no_grad():
+                    model(*inputs)
+                best = min(best, time.perf_counter() - started)
+            slowest = max(slowest, best)
+    return slowest
+
+
+def fit(path: str | Path, target: str, explicit: dict[str, Any] | None = None) -> Shrunk:
+    """The overrides that bring the reference's forward to about ``target`` (``20ms``) or under: every size
+    divided by the smallest factor (1 to 4096, steps of √2) at which it runs that fast.
+
+    Factors are tried from the largest down, so no probe runs the full-size reference unless the sizes
+    are already small; a factor at which the reference fails (a group count no longer dividing) is skipped.
     """
     path = Path(path)
+    seconds = target_seconds(target)
+    base, shrinkable, explicit = _sizes(path, explicit)
+    best: tuple[float, dict[str, Any], float] | None = None
+    tried: list[dict[str, Any]] = []
+    for step in range(24, -1, -1):
+        k = 2 ** (step / 2)
+        plan = _plan(base, shrinkable, k, k)
+        if plan in tried:
+            continue
+        tried.append(plan)
+        took = _timed(path, {**plan, **explicit})
+        if took is None:
+            continue
+        if took > seconds and best is not None:
+            break
+        best = (k, plan, took)
+        if took > seconds:  # even the smallest sizes are slower than the target: they are what there is
+            break
+    if best is None:
+        raise UserError(f"{path}: --shrink {target}: the reference fails at every size tried; choose sizes with --set")
+    k, plan, took = best
+    changes = tuple(Change(n, base[n], v) for n, v in plan.items())
+    return Shrunk({**plan, **explicit}, changes, fitted=(k, took))
+
+
+def _sizes(path: Path, explicit: dict[str, Any] | None) -> tuple[dict[str, Any], set[str], dict[str, Any]]:
+    """The task's size variables (after ``explicit``), those --shrink may change, and ``explicit``."""
     explicit = dict(explicit or {})
-    if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
-        raise UserError(f"--shrink takes a positive number (e.g. --shrink 8 divides sizes by about 8), not {k!r}")
     source = read_task_source(path)
     module = exec_module(path, source, f"kiln_task_{path.stem}")  # a syntax error is one line here
     tree = ast.parse(source)
@@ -187,7 +264,18 @@ def shrink(path: str | Path, k: float, explicit: dict[str, Any] | None = None) -
     if explicit:
         module = execute(path, tree, module.__name__, explicit, f"{path}: --set")
     base = {n: module.__dict__.get(n) for n in known}
-    shrinkable = (roots(tree) & set(known)) - set(explicit)
+    return base, (roots(tree) & set(known)) - set(explicit), explicit
+
+
+def shrink(path: str | Path, k: float, explicit: dict[str, Any] | None = None) -> Shrunk:
+    """The overrides that divide ``path``'s sizes by about ``k``; ``explicit`` (--set) values win and are kept.
+
+    Raises a one-line UserError when even the most cautious choice does not run the reference.
+    """
+    path = Path(path)
+    if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+        raise UserError(f"--shrink takes a positive number (e.g. --shrink 8 divides sizes by about 8), not {k!r}")
+    base, shrinkable, explicit = _sizes(path, explicit)
     first: str | None = None
     spatial_k = k
     while True:

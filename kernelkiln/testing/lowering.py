@@ -77,6 +77,10 @@ def _outputs(value: Any) -> list[torch.Tensor]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
+def _copies(inputs: list[Any]) -> list[Any]:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
 def mismatch(
     task: Task,
     source: str,
@@ -96,8 +100,8 @@ def mismatch(
         for seed in seeds:
             inputs = task.make_inputs(w, seed)
             with torch.no_grad():
-                want = _outputs(reference(*[x.clone() for x in inputs]))
-                got = _outputs(candidate(*[x.clone() for x in inputs]))
+                want = _outputs(reference(*_copies(inputs)))
+                got = _outputs(candidate(*_copies(inputs)))
             if len(want) != len(got):
                 return f"{w.name}: {len(got)} outputs, the reference gives {len(want)}"
             for k, (a, b) in enumerate(zip(want, got, strict=True)):

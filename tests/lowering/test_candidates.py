@@ -123,6 +123,20 @@ def _top_level(source: str) -> tuple[list[str], list[str]]:
     return imports, assigned
 
 
+def test_a_number_among_forward_s_arguments_is_baked_in_and_dispatched_on(tmp_path):
+    # KernelBench's 5_Matrix_scalar_multiplication: forward(A, s) with s = 3.14 from get_inputs.
+    task = write_task(tmp_path, "task", "A * s + 1", S2, "[torch.randn(B, N), 3.14]", signature="A, s")
+    source = generate(task).source
+    assert mismatch(task, source) is None
+    model = task.make_model(task.workloads[0], 0, run_candidate(source)["ModelNew"])
+    with pytest.raises(ValueError, match="generated for input shapes"):
+        model(torch.randn(37, 203), 2.0)  # another value is another computation: refused, never wrong
+    config = fast_config()
+    with GuardSession(task, config) as guard:  # the guard passes the number again when it reruns the candidate
+        verdict = guard.evaluate(generate(task, threads=config.threads).source, timed=False)
+    assert verdict.correct, verdict.reason
+
+
 def test_the_candidate_imports_each_name_once_and_assigns_each_set_size_once(tmp_path):
     # The task file imports torch, torch.nn and torch.nn.functional, as the candidate's own header does.
     task = write_task(tmp_path, "task", "F.relu(x) * N", S2, R2, overrides={"B": 16})
@@ -154,6 +168,35 @@ def test_a_size_derived_from_a_set_size_follows_it_in_the_candidate(tmp_path):
     _, assigned = _top_level(source)
     assert assigned.count("N") == assigned.count("SHAPE") == 1
     assert run_candidate(source)["SHAPE"] == (1, 64)
+    assert mismatch(task, source) is None
+
+
+def test_methods_the_reference_s_init_calls_are_copied_and_forward_s_helpers_are_not(tmp_path):
+    # ResNet's _make_layer, EfficientNet's _make_mbconv_block: __init__ builds its layers through them.
+    path = tmp_path / "task.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = self._make_layer(N)\n\n"
+        "    def _make_layer(self, n):\n"
+        "        return nn.Sequential(self._block(n), nn.ReLU())\n\n"
+        "    def _block(self, n):\n"
+        "        return nn.Linear(n, n)\n\n"
+        "    def _act(self, x):\n"
+        "        return torch.tanh(x)\n\n"
+        "    def forward(self, x):\n"
+        "        return self._act(self.body(x))\n\n"
+        "B = 8\nN = 32\n\n"
+        "def get_inputs():\n    return [torch.randn(B, N)]\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    task = load_task(path)
+    source = generate(task).source
+    model = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    assert {n.name for n in model.body if isinstance(n, ast.FunctionDef)} == {"__init__", "_make_layer", "_block"}
+    assert gate.check(source, _forbidden(task), "cpu") == []  # tanh stays in forward's helper, not copied
     assert mismatch(task, source) is None
 
 

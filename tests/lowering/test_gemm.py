@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelkiln.lowering import Unsupported, generate
 from kernelkiln.lowering import gemm as G
+from kernelkiln.lowering import generate
 from kernelkiln.lowering import views as V
 from kernelkiln.lowering.graph import Input
 from kernelkiln.native import BuildError
@@ -199,17 +199,37 @@ def test_any_and_all_give_the_reference_s_booleans(tmp_path, forward):
     assert mismatch(task, generate(task).source) is None
 
 
-def test_a_transposed_convolution_is_refused_naming_it(tmp_path):
-    task = write_task(
-        tmp_path,
-        "task",
-        "self.c(x)",
-        {"B": 2},
-        "[torch.randn(B, 4, 9, 9)]",
-        init_body="self.c = nn.ConvTranspose2d(4, 6, 3)",
-    )
-    with pytest.raises(Unsupported, match="transposed convolution"):
-        generate(task)
+# A transposed convolution reads its input spread `stride` apart (Patches.upsample), its weight swapped per
+# group and flipped; a 3-d one reads patches over three dims. Each case is checked in both CONV forms.
+SPREAD = {
+    "transposed_2d_output_padding": (
+        "nn.ConvTranspose2d(16, 24, 3, stride=2, padding=1, output_padding=1)",
+        "(2, 16, 11, 13)",
+    ),
+    "transposed_2d_groups_dilation": (
+        "nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), padding=(1, 0), dilation=(1, 2), groups=2)",
+        "(2, 4, 5, 6)",
+    ),
+    "transposed_2d_padding_past_the_kernel": ("nn.ConvTranspose2d(8, 16, 3, padding=3, dilation=2)", "(2, 8, 9, 10)"),
+    "transposed_1d": ("nn.ConvTranspose1d(4, 6, 5, stride=3, padding=2)", "(2, 4, 11)"),
+    "conv3d": ("nn.Conv3d(8, 16, 3, padding=(1, 0, 1), dilation=(1, 2, 1))", "(2, 8, 6, 12, 9)"),
+    "conv3d_stride": ("nn.Conv3d(3, 5, 3, stride=2, padding=1)", "(2, 3, 6, 7, 8)"),
+    "transposed_3d": (
+        "nn.ConvTranspose3d(16, 8, (3, 5, 3), stride=(2, 1, 2), padding=(0, 2, 1), groups=2, bias=False)",
+        "(2, 16, 4, 5, 6)",
+    ),
+}
+
+
+@pytest.mark.parametrize("form", ["gemm", "direct"])
+@pytest.mark.parametrize("layer", SPREAD.values(), ids=SPREAD.keys())
+def test_transposed_and_3d_convolutions_match_the_reference_in_both_conv_forms(tmp_path, layer, form):
+    module, shape = layer
+    task = write_task(tmp_path, "task", "self.c(x)", {}, f"[torch.randn{shape}]", init_body=f"self.c = {module}")
+    source = generate(task).source
+    chosen = source.replace("CONV = 'gemm'", f"CONV = {form!r}")
+    assert "CONV = 'gemm'" in source and (form == "gemm" or chosen != source)
+    assert mismatch(task, chosen) is None
 
 
 def test_packing_reads_each_operand_along_its_contiguous_dim():

@@ -230,8 +230,27 @@ LOSSES = [
 ]
 
 
+# Tensors made inside forward: arange (and the masks tril and triu build from it), a one-element constant.
+SQUARE = "[torch.randn(N, N), torch.randn(N, N)]"
+MADE_IN_FORWARD = [
+    case("lower_triangular_product", "gemm", "torch.tril(torch.matmul(A, B))", {"N": 67}, SQUARE, signature="A, B"),
+    case("upper_triangular_product", "gemm", "torch.triu(A @ B, diagonal=1)", {"N": 67}, SQUARE, signature="A, B"),
+    case("arange_with_start_and_step", "row", "x + torch.arange(3, 3 + 2 * N, 2)", S2, R2),
+    case("a_tensor_made_of_a_number", "row", "x * torch.tensor(2.5) + torch.arange(N) * 0.5", S2, R2),
+    case(
+        "causal_attention",
+        "gemm",
+        "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+        {"b": 2, "h": 3, "s": 37, "d": 24},
+        "[torch.randn(b, h, s, d), torch.randn(b, h, s, d), torch.randn(b, h, s, d)]",
+        signature="q, k, v",
+    ),
+]
+
+
 @pytest.mark.parametrize(
-    ("kind", "spec"), [CHAIN, *ACTIVATIONS, *REDUCTIONS, *SOFTMAX, *NORMS, *POOLING, *SCANS, *PARALLEL]
+    ("kind", "spec"),
+    [CHAIN, *ACTIVATIONS, *REDUCTIONS, *SOFTMAX, *NORMS, *POOLING, *SCANS, *PARALLEL, *MADE_IN_FORWARD],
 )
 def test_the_generated_candidate_matches_the_reference_on_fresh_inputs(tmp_path, kind, spec):
     task = write_task(tmp_path, "task", **spec)

@@ -9,7 +9,8 @@ import torch
 
 from kernelkiln.errors import UserError
 from kernelkiln.task import load_task
-from kernelkiln.task.shrink import shrink
+from kernelkiln.task import shrink as shrink_module
+from kernelkiln.task.shrink import fit, parse_shrink, shrink
 
 CONV = """
 import torch
@@ -152,3 +153,57 @@ def test_a_reference_that_runs_at_no_shrunk_size_is_one_line(tmp_path):
 def test_shrink_takes_a_positive_number(tmp_path, k):
     with pytest.raises(UserError, match="positive number"):
         shrink(write(tmp_path, CONV), k)
+
+
+# -- --shrink TIME: the factor chosen by the reference's forward time ------------------------
+def _model_time(per_element_s: float):
+    """A stand-in for timing the reference: seconds proportional to the input's size; it fails (None)
+    where GroupNorm's 12 groups no longer divide the channels."""
+
+    def timed(path, overrides):
+        task = load_task(path, overrides, analyze=False)
+        sizes = task.workloads[0].sizes
+        if sizes["out_channels"] % 12:
+            return None
+        return sizes["batch_size"] * sizes["in_channels"] * sizes["height"] * sizes["width"] * per_element_s
+
+    return timed
+
+
+def test_a_time_target_picks_the_smallest_factor_whose_forward_is_that_fast(tmp_path, monkeypatch):
+    monkeypatch.setattr(shrink_module, "_timed", _model_time(1e-9))  # full size: 128*48*64*64 elements, 25 ms
+    chosen = fit(write(tmp_path, CONV), "5ms")
+    factor, took = chosen.fitted
+    assert took <= 5e-3 and 1 < factor < 8
+    # the next factor down (x 1/sqrt(2)) would have been slower than the target
+    assert _model_time(1e-9)(write(tmp_path, CONV), shrink(write(tmp_path, CONV), factor / 2**0.5).overrides) > 5e-3
+    assert chosen.line("5ms").startswith("--shrink 5ms: ") and "the reference's forward takes" in chosen.line("5ms")
+
+
+def test_a_time_target_already_met_at_full_size_changes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(shrink_module, "_timed", _model_time(1e-12))
+    chosen = fit(write(tmp_path, CONV), "1s")
+    assert chosen.overrides == {} and chosen.fitted[0] == 1
+
+
+def test_a_time_target_skips_factors_at_which_the_reference_fails(tmp_path, monkeypatch):
+    monkeypatch.setattr(shrink_module, "_timed", _model_time(1e-9))
+    o = fit(write(tmp_path, CONV), "5ms").overrides
+    assert o["out_channels"] % 12 == 0
+
+
+def test_a_time_target_runs_the_real_reference(tmp_path):
+    chosen = fit(write(tmp_path, CONV), "2s")  # generous: any machine runs the shrunk sizes this fast
+    assert chosen.fitted is not None and runs(write(tmp_path, CONV), chosen.overrides)
+
+
+@pytest.mark.parametrize(("text", "value"), [("8", 8.0), ("2.5", 2.5), ("20ms", "20ms"), ("0.5s", "0.5s")])
+def test_shrink_takes_a_factor_or_a_time(text, value):
+    assert parse_shrink(text) == value
+
+
+@pytest.mark.parametrize("text", ["fast", "20 min", "0ms"])
+def test_a_shrink_that_is_neither_a_factor_nor_a_time_is_one_line(text):
+    with pytest.raises(UserError) as err:
+        parse_shrink(text)
+    assert "\n" not in str(err.value)

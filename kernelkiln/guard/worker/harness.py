@@ -160,7 +160,8 @@ class Harness:
             inputs_after = [b.clone() if isinstance(b, torch.Tensor) else None for b in buffers]
             again: list[Any] = []
             if not widen:  # agreeing with itself is checked on the task's inputs; a robustness trial costs one run
-                copies = [b.clone() if isinstance(b, torch.Tensor) else b for b in inputs_after]
+                # a number among the inputs is passed again as it was (inputs_after holds only tensors)
+                copies = [a.clone() if a is not None else b for a, b in zip(inputs_after, buffers, strict=True)]
                 with torch.no_grad():
                     again = [o if type(o) is torch.Tensor else None for o in _as_outputs(model(*copies))]
             trials.append(
