@@ -30,8 +30,8 @@ SET_HELP = "Override a module-level size variable: --set dim=4096, --set input_s
 SHRINK_HELP = (
     "Divide every size variable by about K so a GPU-sized task runs on a CPU: --shrink 8 turns "
     "batch_size=128 into 16 and keeps kernel sizes, strides, group and head counts; --shrink 20ms "
-    "chooses the factor instead (1 to 4096) so the reference's forward takes about 20 ms. The sizes "
-    "chosen are printed; --set values win."
+    "chooses the factor instead (1 to 4096) so the reference's forward takes at most about 20 ms on "
+    "one thread. The sizes chosen are printed; --set values win."
 )
 
 

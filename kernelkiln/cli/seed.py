@@ -42,13 +42,15 @@ def register(app: typer.Typer) -> None:
 
         kernelkiln traces the reference at each workload's real inputs, fuses its elementwise ops, reductions,
         softmax, normalizations, pooling, scans and losses into as few loop nests as the data allows, runs
-        products and 1-/2-d convolutions as a packed GEMM with the elementwise ops after them fused on each
-        tile, and writes one C function per workload shape. `kiln optimize` starts from this candidate when the
-        task has no seed of its own. A reference with operations kernelkiln cannot lower yet (a sort, a
-        transposed or 3-d convolution) is refused naming them (exit 2).
+        products and 1-, 2- and 3-d convolutions (transposed too) as a packed GEMM with the elementwise ops after
+        them fused on each tile, and writes one C function per workload shape. `kiln optimize` starts from this
+        candidate when the task has no seed of its own. A reference with operations kernelkiln cannot lower yet
+        (a sort, an LSTM) is refused naming them (exit 2).
 
         Examples: `kiln seed kernelkiln/suites/kb_cpu/level1/29_Softmax.py --out softmax.py --check`;
-        `kiln seed level2/19_ConvTranspose2d_GELU_GroupNorm.py --shrink 8`; then `kiln eval TASK softmax.py`.
+        `kiln seed level2/19_ConvTranspose2d_GELU_GroupNorm.py --shrink 8`; `kiln seed level3/9_ResNet18.py
+        --shrink 20ms` (sizes chosen so the reference's forward takes about 20 ms); then `kiln eval TASK
+        softmax.py`.
         """
         from kernelkiln.lowering import Unsupported, generate  # imports torch
         from kernelkiln.task import load_task

@@ -275,6 +275,34 @@ def _cat(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return Concat(shape, ctype, parts=tuple(cast), dim=dim)
 
 
+@handles("unfold")
+def _unfold(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
+    return V.unfold(node(args[0]), int(args[1]), int(args[2]), int(args[3]))
+
+
+@handles("constant_pad_nd")
+def _constant_pad(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
+    """F.pad's constant mode: per padded dim (the last first, as pad lists them) a crop where the padding is
+    negative and the value concatenated either side where it is positive (a test where it is read)."""
+    x, pad = node(args[0]), list(args[1])
+    value = args[2] if len(args) > 2 else kwargs.get("value", 0)
+    if not isinstance(value, (int, float)):
+        raise Unsupported("constant_pad_nd with a tensor-valued fill")
+    for k in range(len(pad) // 2):
+        dim, (low, high) = len(x.shape) - 1 - k, pad[2 * k : 2 * k + 2]
+        x = V.slice_(x, dim, max(0, -low), x.shape[dim] - max(0, -high))
+        parts = []
+        for size in (low, None, high):
+            if size is None:
+                parts.append(x)
+            elif size > 0:
+                parts.append(Constant((*x.shape[:dim], size, *x.shape[dim + 1 :]), x.ctype, value=value))
+        if len(parts) > 1:
+            shape = (*x.shape[:dim], sum(p.shape[dim] for p in parts), *x.shape[dim + 1 :])
+            x = Concat(shape, x.ctype, parts=tuple(parts), dim=dim)
+    return x
+
+
 @handles("split", "split_with_sizes", "chunk", "unbind", "tensor_split")
 def _split(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Lowered:
     x = node(args[0])

@@ -26,7 +26,7 @@ FLAG_SETS = [
     ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math"],
 ]
 _GEMM_OPTIONS, _GEMM_DEFAULTS = gemm_vocabulary()  # register tiles follow the CPU's vector registers
-VOCABULARY = {
+VOCABULARY: dict[str, list[Any]] = {
     "ACC": [1, 2, 4, 8],
     "UNROLL": [1, 2, 4, 8],
     "VEC": [0, 4, 8, 16],
@@ -34,7 +34,7 @@ VOCABULARY = {
     "ROWCACHE": [0, 1],
     "VMATH": [0, 1],
     **_GEMM_OPTIONS,
-    "CONV": ["gemm", "direct"],
+    "CONV": ["gemm", "direct", "blocked"],  # blocked: only where the kernel has that form (lowering.conv_blocked)
 }
 # VEC's default: the CPU's (platforms.host.simd_floats). ROWCACHE's: faster on 7 of the 12 kb-cpu tasks that
 # declare it (softmax's kind by 10-20%; GroupNorm and residual LayerNorm, keeping only x - mean, slower by 15-20%).
@@ -111,7 +111,9 @@ def reference_code(task: Task) -> tuple[list[str], str]:
         if isinstance(node, ast.ClassDef):
             needed = _construction_methods(node)
             body = [
-                n for n in node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) or n.name in needed
+                _NoLambdaAttributes().visit(n) if isinstance(n, ast.FunctionDef) else n
+                for n in node.body
+                if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) or n.name in needed
             ]
             node = ast.ClassDef(  # type: ignore[call-arg]  # type_params: Python 3.12's field, kept where present
                 node.name,
@@ -138,6 +140,15 @@ def reference_code(task: Task) -> tuple[list[str], str]:
     for (_, before), (code, compound) in pairwise(keep):
         out += ("\n\n\n" if before or compound else "\n") + code
     return imports, out
+
+
+class _NoLambdaAttributes(ast.NodeTransformer):
+    """``self.mlpf = lambda x: m.c_proj(m.act(m.c_fc(x)))`` (minGPT's block) left out of a copied ``__init__``:
+    it holds no parameter, and its body calls the reference's modules, which the gate refuses in a candidate."""
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt | None:
+        attributes = all(isinstance(t, ast.Attribute) for t in node.targets)
+        return None if attributes and isinstance(node.value, ast.Lambda) else node
 
 
 def _construction_methods(node: ast.ClassDef) -> set[str]:
@@ -190,17 +201,32 @@ def _pure(node: ast.stmt) -> bool:
 
 
 def render(
-    task: Task, c_source: str, entries: list[Entry], knobs: list[str], threads: int, summary: str, vector: int
+    task: Task,
+    c_source: str,
+    entries: list[Entry],
+    knobs: list[str],
+    threads: int,
+    summary: str,
+    vector: int,
+    starts: dict[str, Any] | None = None,
 ) -> str:
-    """The candidate's Python source; ``vector`` is VEC's starting value (the CPU's float lanes)."""
+    """The candidate's Python source; ``vector`` is VEC's starting value (the CPU's float lanes), ``starts``
+    knob values this kernel starts from instead of the defaults."""
     if '"""' in c_source:
         raise Unsupported("generated C contains a triple quote")
     values = {"THREADS": threads, **{k: DEFAULTS[k] for k in knobs}, "FLAGS": FLAG_SETS[0]}
+    values.update({k: v for k, v in (starts or {}).items() if k in values})
     if "VEC" in values:
         values["VEC"] = vector
     if "VMATH" in values:  # lowering.vmath: it pays at 16 lanes; at 8, libmvec's AVX2 functions were faster
         values["VMATH"] = int(vector >= 16)
-    options = {"THREADS": thread_options(threads), **{k: VOCABULARY[k] for k in knobs}, "FLAGS": FLAG_SETS}
+    options: dict[str, list[Any]] = {
+        "THREADS": thread_options(threads),
+        **{k: list(VOCABULARY[k]) for k in knobs},
+        "FLAGS": list(FLAG_SETS),
+    }
+    if "CONV" in options and "CONV_blocked" not in c_source:  # an option no code reads: the same binary again
+        options["CONV"] = [form for form in options["CONV"] if form != "blocked"]
     assignments = "\n".join(f"{name} = {value!r}" for name, value in values.items())
     declared = ",\n".join(f"    {name!r}: {opts!r}" for name, opts in options.items())
     # a word-valued knob is a macro of its own (CONV="direct": -DCONV_direct), a number a value

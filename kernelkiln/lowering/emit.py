@@ -50,6 +50,8 @@ class FunctionEmitter:
         self.names = itertools.count(1)
         self.cache: RowCache | None = None  # the row group being emitted keeps shared values (ROWCACHE=1)
         self.rowcache = False  # some row group has a ROWCACHE=1 form
+        self.gemms = 0  # gemm loop nests, and of them the convolutions with a CONV=blocked form: (channels, width)
+        self.blocked: list[tuple[int, int]] = []
 
     def signature_types(self, temps: list[tuple[int, Node]]) -> list[str]:
         """The C function's argument types for ``temps`` (this plan's scratch buffers, maybe with another's)."""
@@ -72,9 +74,11 @@ class FunctionEmitter:
             self.w(f"/* {kernel.kind} over {list(kernel.shape)} */")
             self.w.open("")
             if kernel.kind == "gemm":
-                emit_gemm(
-                    self.w, self.plan.buffers, cast(Matmul, kernel.node), kernel.writes, self.names, f"{self.name}_g{n}"
-                )
+                mm = cast(Matmul, kernel.node)
+                patches = emit_gemm(self.w, self.plan.buffers, mm, kernel.writes, self.names, f"{self.name}_g{n}")
+                self.gemms += 1
+                if patches is not None:
+                    self.blocked.append((mm.shape[-2], patches.shape[-1]))
             else:
                 getattr(self, f"_{kernel.kind}")(kernel)
             self.w.close()

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 
 from kernelkiln.lowering.body import Body
+from kernelkiln.lowering.conv_blocked import alloc_blocked, blocked_patches, close_blocked, emit_blocked
 from kernelkiln.lowering.graph import Matmul, Node, Patches, Pointwise, View, contiguous_strides, linear
 from kernelkiln.lowering.loops import Writer, decompose
 from kernelkiln.platforms.host import cpu_flags
@@ -123,22 +124,72 @@ def gemm_vocabulary() -> tuple[dict[str, list[int]], dict[str, int]]:
 
 def emit_gemm(
     w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node], names: Iterator[int], tag: str
-) -> None:
-    """The loop nest computing ``mm`` into its buffer and ``writes`` (its epilogue) tile by tile."""
+) -> Patches | None:
+    """The loop nest computing ``mm`` into its buffer and ``writes`` (its epilogue) tile by tile; a stride-1
+    convolution's also as a register-blocked direct one, under ``CONV_blocked`` (``conv_blocked``): then its
+    patches are returned."""
+    patches = blocked_patches(mm, buffers)
+    if patches is not None:
+        w("#ifdef CONV_blocked")
+        alloc_blocked(w, mm, patches, tag)
+        lead = _open_batches(w, buffers, mm)
+        emit_blocked(w, buffers, names, mm, patches, lead)
+        emit_epilogue(w, buffers, names, mm, writes, lead)
+        close_blocked(w)
+        w.close()  # bt
+        w.close()  # parallel
+        w("#else")
+    _emit_packed(w, buffers, mm, writes, names, tag)
+    if patches is not None:
+        w("#endif")
+    return patches
+
+
+def _open_batches(w: Writer, buffers: dict[int, str], mm: Matmul) -> tuple[str, ...]:
+    """The parallel region and the loop over the product's batch, C's block of it at ``cb``; the batch
+    index as ``mm.b`` is read (a dim of size 1 at 0)."""
     *batch, m, n = mm.shape
+    w("#pragma omp parallel num_threads(nt)")
+    w.open("")
+    w.open(f"for (int64_t bt = 0; bt < {math.prod(batch)}; ++bt)")
+    decompose(w, mm.shape, list(range(len(batch))), "bt")
+    w(f"float* restrict cb = {buffers[id(mm)]} + bt * {m * n};")
+    return tuple("0" if s == 1 else f"i{d}" for d, s in enumerate(batch))
+
+
+def emit_epilogue(
+    w: Writer, buffers: dict[int, str], names: Iterator[int], mm: Matmul, writes: list[Node], lead: tuple[str, ...]
+) -> None:
+    """The writes that read the product at their own position, over the tile just finished: rows
+    ``[ti, ti + mr)``, columns ``[tj, tj + nr)`` of C."""
+    if not writes:
+        return
+    w.open("for (int64_t i = ti; i < ti + mr; ++i)")
+    w("KILN_LOOP")
+    w.open("for (int64_t j = tj; j < tj + nr; ++j)")
+    body = Body(buffers, names=names)
+    idx = (*lead, "i", "j")
+    at = {shape: _reshaped(body, idx, mm.shape, shape) for shape in dict.fromkeys(out.shape for out in writes)}
+    values = [body.value_of(out, at[out.shape]) for out in writes]
+    w.body(body)
+    for out, v in zip(writes, values, strict=True):  # a reshape keeps the linear order: C's position
+        w(f"{buffers[id(out)]}[{linear(idx, mm.shape)}] = {v};")
+    w.close()
+    w.close()
+
+
+def _emit_packed(
+    w: Writer, buffers: dict[int, str], mm: Matmul, writes: list[Node], names: Iterator[int], tag: str
+) -> None:
+    """BLIS's packed loop nest (the module docstring)."""
+    n = mm.shape[-1]
     k = mm.a.shape[-1]
-    nb = math.prod(batch)
-    c = buffers[id(mm)]
+    m = mm.shape[-2]
     w(f"static float* {tag}_bs; static size_t {tag}_bh; static float* {tag}_as; static size_t {tag}_ah;")
     w(f"float* bp = kiln_grow(&{tag}_bs, &{tag}_bh, (size_t)KC * KILN_NCP);")
     w(f"float* ap = kiln_grow(&{tag}_as, &{tag}_ah, (size_t)KC * KILN_MCP);")
     w("if (!bp || !ap) abort();")
-    w("#pragma omp parallel num_threads(nt)")
-    w.open("")
-    w.open(f"for (int64_t bt = 0; bt < {nb}; ++bt)")
-    decompose(w, mm.shape, list(range(len(batch))), "bt")
-    lead = tuple("0" if s == 1 else f"i{d}" for d, s in enumerate(batch))
-    w(f"float* restrict cb = {c} + bt * {m * n};")
+    lead = _open_batches(w, buffers, mm)
     w.open(f"for (int64_t jc = 0; jc < {n}; jc += NC)")
     w(f"const int64_t nc = KILN_MIN((int64_t)NC, {n} - jc), ns = (nc + NR - 1) / NR;")
     w.open(f"for (int64_t pc = 0; pc < {k}; pc += KC)")
@@ -173,11 +224,13 @@ def emit_gemm(
         "i < ie",
         "ap[(is * kc + p) * MR + r]",
     )
-    # the threads share out B's slivers; one stays in L1 across the block's A slivers
-    w("#pragma omp for schedule(static)")
+    # the threads share out the block's tiles in (sliver of B, sliver of A) order: with many of B's slivers
+    # a thread takes whole ones (each stays in L1 across the block's A slivers); with few (a skinny product,
+    # N <= NR: one sliver) they split the rows, which sharing out B's slivers alone left to one thread
+    w("#pragma omp for collapse(2) schedule(static)")
     w.open("for (int64_t js = 0; js < ns; ++js)")
-    w("const int64_t tj = jc + js * NR, nr = KILN_MIN((int64_t)NR, jc + nc - tj);")
     w.open("for (int64_t ti = ib; ti < ie; ti += MR)")
+    w("const int64_t tj = jc + js * NR, nr = KILN_MIN((int64_t)NR, jc + nc - tj);")
     w("const int64_t mr = KILN_MIN((int64_t)MR, ie - ti);")
     w.open("if (mr == MR && nr == NR)")
     w(f"kiln_micro(kc, ap + (ti - ib) * kc, bp + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0);")
@@ -194,18 +247,7 @@ def emit_gemm(
     w.close()
     if writes:
         w.open(f"if (pc + kc == {k})")
-        w.open("for (int64_t i = ti; i < ti + mr; ++i)")
-        w("KILN_LOOP")
-        w.open("for (int64_t j = tj; j < tj + nr; ++j)")
-        body = Body(buffers, names=names)
-        idx = (*lead, "i", "j")
-        at = {shape: _reshaped(body, idx, mm.shape, shape) for shape in dict.fromkeys(out.shape for out in writes)}
-        values = [body.value_of(out, at[out.shape]) for out in writes]
-        w.body(body)
-        for out, v in zip(writes, values, strict=True):  # a reshape keeps the linear order: C's position
-            w(f"{buffers[id(out)]}[{linear(idx, mm.shape)}] = {v};")
-        w.close()
-        w.close()
+        emit_epilogue(w, buffers, names, mm, writes, lead)
         w.close()
     w.close()  # ti
     w.close()  # js

@@ -141,6 +141,19 @@ def slice_(base: Node, dim: int, start: int | None, end: int | None, step: int =
     return View(shape, base.ctype, base=base, where=where)
 
 
+def unfold(base: Node, dim: int, size: int, step: int) -> Node:
+    """``Tensor.unfold``: ``dim``'s windows of ``size`` every ``step``, the window's element as a new last dim."""
+    dim %= len(base.shape)
+    count = (base.shape[dim] - size) // step + 1
+    shape = (*base.shape[:dim], count, *base.shape[dim + 1 :], size)
+
+    def where(idx: Index) -> Index:
+        start = idx[dim] if step == 1 else f"({idx[dim]})*{step}"
+        return (*idx[:dim], f"{start} + ({idx[-1]})", *idx[dim + 1 : -1])
+
+    return View(shape, base.ctype, base=base, where=where)
+
+
 def select(base: Node, dim: int, index: int) -> Node:
     dim %= len(base.shape)
     index %= base.shape[dim]

@@ -78,12 +78,14 @@ def _holder(store: Store | None, folder: Path, run_id: str) -> tuple[Store | Non
     return None, False
 
 
-def _with_sol(run: RunReport, fractions: dict[str, float]) -> RunReport:
-    """SOL fractions recorded elsewhere (bench.json) for tasks that carry none."""
+def _with_sol(run: RunReport, fractions: dict[str, tuple[float, str]]) -> RunReport:
+    """SOL fractions (and the bound and rate reached) recorded elsewhere (bench.json) for tasks that carry none."""
     if not fractions:
         return run
     tasks = tuple(
-        t if t.sol_fraction is not None or t.task_id not in fractions else replace(t, sol_fraction=fractions[t.task_id])
+        t
+        if t.sol_fraction is not None or t.task_id not in fractions
+        else replace(t, sol_fraction=fractions[t.task_id][0], reached=fractions[t.task_id][1])
         for t in run.tasks
     )
     return replace(run, tasks=tasks)

@@ -187,7 +187,7 @@ def _run_section(run: RunReport, heading: bool) -> str:
     )
     parts.append("<h4>Speed of light (fraction of the machine's roofline bound reached by the best)</h4>")
     if run.has_sol:
-        sol = [(t.task_id, [t.sol_fraction]) for t in run.tasks]
+        sol = [(f"{t.task_id} ({t.reached})" if t.reached else t.task_id, [t.sol_fraction]) for t in run.tasks]
         parts.append(
             hbars(
                 sol,

@@ -56,7 +56,7 @@ def render_run(run: RunReport) -> str:
         lines.append(
             f"| {md(t.task_id)} | {best} |{search} {fmt_x(t.seed_speedup)} | "
             f"{fmt_x(t.best_over_seed)} | {t.attempts} | {counts} | {fmt_tokens(t.tokens)} |"
-            + (f" {fmt_pct(t.sol_fraction)} |" if sol else "")
+            + (f" {fmt_pct(t.sol_fraction)}{f' ({md(t.reached)})' if t.reached else ''} |" if sol else "")
         )
     lines.append("")
     for t in run.tasks:

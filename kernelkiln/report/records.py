@@ -43,6 +43,7 @@ class TaskReport:
     best_summary: str | None = None
     best_attempt: str | None = None
     sol_fraction: float | None = None
+    reached: str = ""  # the bound and the rate reached on it (``memory-bound, 12.3 GB/s``), from bench.json
     points: tuple[Point, ...] = ()
     best_path: tuple[str, ...] = ()
     search_speedup: float | None = None  # the best as the search measured it

@@ -55,17 +55,29 @@ def sibling_store_url(folder: Path) -> str | None:
     return f"sqlite:///{db}" if db.is_file() else None
 
 
-def bench_sol(folder: Path, run_id: str) -> dict[str, float]:
-    """The SOL fractions `kiln bench` recorded for this run's tasks in ``DIR/../bench.json`` (empty if none)."""
+def bench_sol(folder: Path, run_id: str) -> dict[str, tuple[float, str]]:
+    """Per task, the SOL fraction `kiln bench` recorded for this run in ``DIR/../bench.json`` and where it
+    stands in words (``memory-bound, 12.3 GB/s``; empty when not recorded). Empty if none."""
     try:
         bench = json.loads((folder.parent / "bench.json").read_text())
     except (OSError, ValueError):
         return {}
     for repeat in bench.get("repeats", []) if isinstance(bench, dict) else []:
         if isinstance(repeat, dict) and repeat.get("run_id") == run_id and isinstance(repeat.get("sol_fraction"), dict):
+            tasks = repeat["tasks"] if isinstance(repeat.get("tasks"), dict) else {}
             return {
-                k: float(v)
+                k: (float(v), _reached(tasks.get(k)))
                 for k, v in repeat["sol_fraction"].items()
                 if isinstance(v, int | float) and not isinstance(v, bool)
             }
     return {}
+
+
+def _reached(task: Any) -> str:
+    """``memory-bound, 12.3 GB/s`` from a bench.json task entry's bound, achieved rate and its unit."""
+    if not isinstance(task, dict):
+        return ""
+    bound, rate, unit = task.get("bound"), task.get("achieved"), task.get("achieved_unit")
+    if not isinstance(bound, str) or not isinstance(rate, int | float) or not isinstance(unit, str):
+        return ""
+    return f"{bound}-bound, {rate:.3g} {unit}"

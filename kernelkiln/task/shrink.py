@@ -11,9 +11,11 @@ shrunk less, down to not at all.
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,27 +194,42 @@ def target_seconds(value: str) -> float:
 
 
 def _timed(path: Path, overrides: dict[str, Any]) -> float | None:
-    """The reference's forward time at ``overrides``, the slowest workload's best of two runs (None: it fails)."""
+    """The reference's forward time on one thread at ``overrides``, the slowest workload's best of four runs
+    (None: it fails).
+
+    The first calls of a fresh module can take milliseconds more than the rest (oneDNN primitives created
+    on first use): timed alone, they made a tiny Conv3d look slower than 20 ms."""
     import time
 
     import torch
 
     if _failure(path, overrides) is not None:  # builds and runs each workload once: the warm-up
         return None
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _one_thread(torch):
         warnings.simplefilter("ignore")
         task = load_task(path, overrides, analyze=False)
         slowest = 0.0
         for workload in task.workloads:
             model, inputs = task.make_model(workload, seed=0), task.make_inputs(workload, seed=0)
             best = math.inf
-            for _ in range(2):
+            for _ in range(4):
                 started = time.perf_counter()
                 with torch.no_grad():
                     model(*inputs)
                 best = min(best, time.perf_counter() - started)
             slowest = max(slowest, best)
     return slowest
+
+
+@contextlib.contextmanager
+def _one_thread(torch: Any) -> Iterator[None]:
+    """Timed on one thread: on a busy machine the time of a multi-threaded forward is mostly waiting."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def fit(path: str | Path, target: str, explicit: dict[str, Any] | None = None) -> Shrunk:

@@ -171,7 +171,7 @@ def test_a_size_derived_from_a_set_size_follows_it_in_the_candidate(tmp_path):
     assert mismatch(task, source) is None
 
 
-def test_methods_the_reference_s_init_calls_are_copied_and_forward_s_helpers_are_not(tmp_path):
+def test_methods_the_reference_s_init_calls_are_copied_and_forward_s_helpers_and_lambdas_are_not(tmp_path):
     # ResNet's _make_layer, EfficientNet's _make_mbconv_block: __init__ builds its layers through them.
     path = tmp_path / "task.py"
     path.write_text(
@@ -179,7 +179,8 @@ def test_methods_the_reference_s_init_calls_are_copied_and_forward_s_helpers_are
         "class Model(nn.Module):\n"
         "    def __init__(self):\n"
         "        super().__init__()\n"
-        "        self.body = self._make_layer(N)\n\n"
+        "        self.body = self._make_layer(N)\n"
+        "        self.mlpf = lambda x: torch.tanh(self.body(x))  # minGPT's block: left out, it holds nothing\n\n"
         "    def _make_layer(self, n):\n"
         "        return nn.Sequential(self._block(n), nn.ReLU())\n\n"
         "    def _block(self, n):\n"
@@ -196,6 +197,7 @@ def test_methods_the_reference_s_init_calls_are_copied_and_forward_s_helpers_are
     source = generate(task).source
     model = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "Model")
     assert {n.name for n in model.body if isinstance(n, ast.FunctionDef)} == {"__init__", "_make_layer", "_block"}
+    assert not any(isinstance(n, ast.Lambda) for n in ast.walk(model))
     assert gate.check(source, _forbidden(task), "cpu") == []  # tanh stays in forward's helper, not copied
     assert mismatch(task, source) is None
 

@@ -6,6 +6,8 @@ smallest KC and N past the smallest NC, so the accumulating and multi-block path
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -199,6 +201,11 @@ def test_any_and_all_give_the_reference_s_booleans(tmp_path, forward):
     assert mismatch(task, generate(task).source) is None
 
 
+def with_conv(source: str, form: str) -> str:
+    """The candidate with its CONV knob set to ``form``."""
+    return re.sub(r"^CONV = .*$", f"CONV = {form!r}", source, count=1, flags=re.M)
+
+
 # A transposed convolution reads its input spread `stride` apart (Patches.upsample), its weight swapped per
 # group and flipped; a 3-d one reads patches over three dims. Each case is checked in both CONV forms.
 SPREAD = {
@@ -227,9 +234,48 @@ def test_transposed_and_3d_convolutions_match_the_reference_in_both_conv_forms(t
     module, shape = layer
     task = write_task(tmp_path, "task", "self.c(x)", {}, f"[torch.randn{shape}]", init_body=f"self.c = {module}")
     source = generate(task).source
-    chosen = source.replace("CONV = 'gemm'", f"CONV = {form!r}")
-    assert "CONV = 'gemm'" in source and (form == "gemm" or chosen != source)
+    chosen = with_conv(source, form)
+    assert re.search(r"^CONV = ", source, re.M) and f"CONV = {form!r}" in chosen
     assert mismatch(task, chosen) is None
+
+
+# CONV=blocked: a stride-1 convolution's register-blocked direct form (lowering.conv_blocked); the tails of
+# both the output channels (13, 12 rows against MR) and the output row (NR columns) are covered.
+BLOCKED = {
+    "few_channels": ("nn.Conv2d(8, 16, 3)", "(2, 8, 20, 21)"),
+    "three_inputs_padded": ("nn.Conv2d(3, 32, 3, padding=1)", "(2, 3, 17, 40)"),
+    "dilated_rectangular_no_bias": (
+        "nn.Conv2d(5, 12, (3, 5), padding=(2, 1), dilation=(2, 1), bias=False)",
+        "(3, 5, 19, 33)",
+    ),
+    "pointwise_odd_channels": ("nn.Conv2d(8, 13, 1)", "(2, 8, 9, 70)"),
+    "conv1d": ("nn.Conv1d(7, 16, 5, padding=2)", "(3, 7, 101)"),
+}
+
+
+@pytest.mark.parametrize("layer", BLOCKED.values(), ids=BLOCKED.keys())
+def test_a_stride_1_convolution_s_blocked_form_matches_the_reference_with_its_epilogue(tmp_path, layer):
+    module, shape = layer
+    task = write_task(
+        tmp_path, "task", "torch.relu(self.c(x)) + 1", {}, f"[torch.randn{shape}]", init_body=f"self.c = {module}"
+    )
+    source = generate(task).source
+    assert "'CONV': ['gemm', 'direct', 'blocked']" in source
+    assert "CONV = 'blocked'" in source  # every product a blocked convolution: the seed starts there
+    assert mismatch(task, source) is None
+
+
+def test_a_convolution_the_blocked_form_cannot_compute_does_not_offer_it(tmp_path):
+    task = write_task(
+        tmp_path,
+        "task",
+        "self.c(x)",
+        {},
+        "[torch.randn(2, 4, 17, 17)]",
+        init_body="self.c = nn.Conv2d(4, 8, 3, stride=2)",
+    )
+    source = generate(task).source
+    assert "'CONV': ['gemm', 'direct']" in source and "CONV_blocked" not in source
 
 
 def test_packing_reads_each_operand_along_its_contiguous_dim():

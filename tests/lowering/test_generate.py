@@ -247,10 +247,20 @@ MADE_IN_FORWARD = [
     ),
 ]
 
+# F.pad's constant mode: a crop where the padding is negative, the value either side where it is positive
+PADS = [
+    case("pad_last_dim", "row", "F.pad(x, (2, 3)) * 2", S2, R2),
+    case("pad_and_crop_two_dims_with_a_value", "row", "F.pad(x, (1, -2, -3, 4), value=1.5) + 1", S2, R2),
+    case("pad_then_reduce", "row", "F.pad(x, (0, 0, 2, 0)).sum(dim=1)", S2, R2),
+    # Tensor.unfold (ViT's patches): a view, each window's element as a new last dim
+    case("unfold_patches", "row", "x.unfold(2, 3, 3).unfold(3, 4, 4).sum(dim=-1) * 2", S4, R4),
+    case("unfold_overlapping_windows", "row", "x.unfold(1, 5, 3) + 1", S2, R2),
+]
+
 
 @pytest.mark.parametrize(
     ("kind", "spec"),
-    [CHAIN, *ACTIVATIONS, *REDUCTIONS, *SOFTMAX, *NORMS, *POOLING, *SCANS, *PARALLEL, *MADE_IN_FORWARD],
+    [CHAIN, *ACTIVATIONS, *REDUCTIONS, *SOFTMAX, *NORMS, *POOLING, *SCANS, *PARALLEL, *MADE_IN_FORWARD, *PADS],
 )
 def test_the_generated_candidate_matches_the_reference_on_fresh_inputs(tmp_path, kind, spec):
     task = write_task(tmp_path, "task", **spec)

@@ -154,12 +154,23 @@ def test_a_bench_repeat_is_read_from_its_own_store_with_the_sol_fractions_bench_
         if (tmp_path / f"kiln.db{suffix}").exists():
             (tmp_path / f"kiln.db{suffix}").rename(tmp_path / f"out.db{suffix}")
     (tmp_path / "bench.json").write_text(
-        json.dumps({"repeats": [{"run_id": "r-test", "sol_fraction": {"softmax": 0.3, "row_sum": None}}]})
+        json.dumps(
+            {
+                "repeats": [
+                    {
+                        "run_id": "r-test",
+                        "sol_fraction": {"softmax": 0.3, "row_sum": None},
+                        "tasks": {"softmax": {"bound": "memory", "achieved": 12.34, "achieved_unit": "GB/s"}},
+                    }
+                ]
+            }
+        )
     )
     report = report_of(f"sqlite:///{tmp_path / 'default.db'}", str(out))
     run = report.runs[0]
     assert run.history and run.tasks[0].points and run.has_sol
     assert [t.sol_fraction for t in run.tasks] == [0.3, None]
+    assert [t.reached for t in run.tasks] == ["memory-bound, 12.3 GB/s", ""]
     assert [url.endswith("/out.db") for url in report.rules] == [True]
 
 

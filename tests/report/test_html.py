@@ -50,9 +50,10 @@ def test_a_hostile_summary_appears_escaped(report):
 def test_sol_bars_appear_only_with_recorded_fractions(report):
     assert NO_SOL in render_html(report)
     run = report.runs[0]
-    tasks = (replace(run.tasks[0], sol_fraction=0.42), *run.tasks[1:])
+    tasks = (replace(run.tasks[0], sol_fraction=0.42, reached="memory-bound, 12.3 GB/s"), *run.tasks[1:])
     page = render_html(replace(report, runs=(replace(run, tasks=tasks),)))
     assert NO_SOL not in page and "42%" in page and "speed of light" in page
+    assert f"{run.tasks[0].task_id} (memory-bound, 12.3 GB/s)" in page  # the bound and the rate reached on it
 
 
 def test_drafting_and_the_best_path_are_marked(report):

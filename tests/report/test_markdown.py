@@ -58,3 +58,15 @@ def test_a_task_the_model_gave_no_candidate_says_why(seed_only):
         "the last turn: the model answered 3 times in text without a usable python block "
         "(the seed alone: 0.50x vs torch)"
     ) in text
+
+
+def test_a_sol_cell_names_the_bound_and_the_rate_reached(stored):
+    url, run_id, _, _ = stored
+
+    def with_sol(report):
+        run = report.runs[0]
+        tasks = (replace(run.tasks[0], sol_fraction=0.42, reached="memory-bound, 12.3 GB/s"), *run.tasks[1:])
+        return replace(report, runs=(replace(run, tasks=tasks),))
+
+    text = markdown(url, run_id, edit=with_sol)
+    assert "| 42% (memory-bound, 12.3 GB/s) |" in text
