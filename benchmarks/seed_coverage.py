@@ -1,6 +1,6 @@
 """How many of a suite's tasks get a generated seed the guard judges correct (`kiln seed --check`).
 
-    python benchmarks/seed_coverage.py [SUITE] [--timed SECONDS] [--json]
+    python benchmarks/seed_coverage.py [SUITE] [--timed SECONDS] [--threads T] [--json]
 
 For every task of SUITE (default: kb-cpu): generate the candidate from the reference's
 operations and judge it with the guard (gate, build, check on every workload, robustness
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelkiln.guard import GuardConfig, GuardSession
 from kernelkiln.lowering import Unsupported, generate
+from kernelkiln.platforms.host import default_threads
 from kernelkiln.platforms.sol import achieved, over_workloads
 from kernelkiln.task import load_suite, load_task
 
@@ -61,18 +62,22 @@ def main() -> None:
     parser.add_argument("suite", nargs="?", default="kb-cpu")
     parser.add_argument("--timed", type=float, default=0.0, metavar="S", help="also time each correct seed (S s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--threads", type=int, default=None, metavar="T", help="threads for seed and eager (default: the guard's)"
+    )
     args = parser.parse_args()
     results: dict[str, dict] = {}
     started = time.perf_counter()
     for path in load_suite(args.suite).task_paths():
         task = load_task(path)
         try:
-            generated = generate(task)
+            generated = generate(task, threads=args.threads)
         except Unsupported as exc:
             results[task.name] = {"status": "unsupported", "reason": str(exc)}
             print(f"{task.name}: unsupported: {exc}", file=sys.stderr)
             continue
-        with GuardSession(task, GuardConfig(isolation="best-effort")) as session:
+        config = GuardConfig(isolation="best-effort", **({"threads": args.threads} if args.threads else {}))
+        with GuardSession(task, config) as session:
             timed = args.timed > 0
             verdict = session.evaluate(generated.source, timed=timed, time_budget_s=args.timed if timed else None)
             peaks = session.peaks
@@ -102,6 +107,7 @@ def main() -> None:
     lowerable = counts["correct"] + counts["wrong"]
     out = {
         "suite": args.suite,
+        "threads": args.threads or default_threads(),
         "tasks": len(results),
         **counts,
         "coverage": counts["correct"] / lowerable if lowerable else None,

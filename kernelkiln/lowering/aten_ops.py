@@ -275,6 +275,33 @@ def _cat(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return Concat(shape, ctype, parts=tuple(cast), dim=dim)
 
 
+@handles("index_select")
+def _index_select(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
+    return _taken(node(args[0]), args[1], node(args[2]))
+
+
+@handles("index")
+def _index(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
+    """``x[..., idx, ...]`` with one index tensor (the others None): a gather along its dim."""
+    x, indices = node(args[0]), list(args[1])
+    used = [d for d, i in enumerate(indices) if i is not None]
+    if len(used) != 1:
+        raise Unsupported("advanced indexing with more than one index tensor (aten.index)")
+    return _taken(x, used[0], node(indices[used[0]]))
+
+
+def _taken(x: Node, dim: int, index: Node) -> Node:
+    """``x`` with ``dim`` replaced by ``index``'s dims, each element the one ``index`` names (no negative
+    index: they are read as they are)."""
+    dim %= len(x.shape)
+    if index.ctype not in ("int64_t", "int32_t"):
+        raise Unsupported(f"an index tensor of C type {index.ctype}")
+    flat = (*x.shape[:dim], index.numel, *x.shape[dim + 1 :])
+    spread = V.broadcast(V.reshape(index, (*(1,) * dim, index.numel, *(1,) * (len(x.shape) - dim - 1))), flat)
+    taken = Gather(flat, x.ctype, base=x, index=spread, dim=dim)
+    return V.reshape(taken, (*x.shape[:dim], *index.shape, *x.shape[dim + 1 :]))
+
+
 @handles("unfold")
 def _unfold(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     return V.unfold(node(args[0]), int(args[1]), int(args[2]), int(args[3]))

@@ -8,7 +8,10 @@ can pass the module's own tensors.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +74,8 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
 
     flat = [t.detach() for t in named.values()] + [inputs[k].detach() for k in arguments]
     try:
-        with torch.no_grad():
+        # without oneDNN an LSTM records its cells' products and activations, not aten.mkldnn_rnn_layer
+        with torch.no_grad(), warnings.catch_warnings(), _without_mkldnn(torch):
             gm = make_fx(
                 functionalize(run, remove="mutations_and_views"),
                 decomposition_table=core_aten_decompositions(),  # type: ignore[arg-type]  # a Mapping at run time
@@ -82,6 +86,13 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
         raise Unsupported(f"tracing the reference failed: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
     tensors = [f"param:{n}" for n in names] + [f"input:{k}" for k in range(len(arguments))]
     return dataclasses.replace(_translate(gm, tensors, flat), key=key)
+
+
+@contextlib.contextmanager
+def _without_mkldnn(torch: Any) -> Iterator[None]:
+    warnings.simplefilter("ignore")  # setting the flags warns about TF32 on Intel GPUs
+    with torch.backends.mkldnn.flags(enabled=False):
+        yield
 
 
 def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:

@@ -255,12 +255,62 @@ PADS = [
     # Tensor.unfold (ViT's patches): a view, each window's element as a new last dim
     case("unfold_patches", "row", "x.unfold(2, 3, 3).unfold(3, 4, 4).sum(dim=-1) * 2", S4, R4),
     case("unfold_overlapping_windows", "row", "x.unfold(1, 5, 3) + 1", S2, R2),
+    # indexing by a tensor: index_select, and x[idx] with one index tensor (Swin's relative position bias)
+    case(
+        "index_select",
+        "row",
+        "x.index_select(1, self.idx) * 2",
+        S2,
+        R2,
+        init_body="self.register_buffer('idx', torch.tensor([3, 0, 5, 5, 1]))",
+    ),
+    case(
+        "index_by_a_2d_tensor",
+        "row",
+        "x[:, self.idx] + 1",
+        S2,
+        R2,
+        init_body="self.register_buffer('idx', torch.randint(0, 203, (2, 3)))",
+    ),
+]
+
+# Recurrent layers traced without oneDNN: each step's products and gates (no aten.mkldnn_rnn_layer)
+RECURRENT = [
+    case(
+        "lstm_two_layers",
+        "row",
+        "self.rnn(x)[0]",
+        {},
+        "[torch.randn(3, 7, 8)]",
+        init_body="self.rnn = nn.LSTM(8, 16, 2, batch_first=True)",
+    ),
+    case(
+        "lstm_bidirectional_cell_state",
+        "row",
+        "self.rnn(x)[1][1]",
+        {},
+        "[torch.randn(7, 3, 8)]",
+        init_body="self.rnn = nn.LSTM(8, 12, 1, bidirectional=True)",
+    ),
+    case("gru", "row", "self.rnn(x)[0]", {}, "[torch.randn(5, 3, 8)]", init_body="self.rnn = nn.GRU(8, 16)"),
 ]
 
 
 @pytest.mark.parametrize(
     ("kind", "spec"),
-    [CHAIN, *ACTIVATIONS, *REDUCTIONS, *SOFTMAX, *NORMS, *POOLING, *SCANS, *PARALLEL, *MADE_IN_FORWARD, *PADS],
+    [
+        CHAIN,
+        *ACTIVATIONS,
+        *REDUCTIONS,
+        *SOFTMAX,
+        *NORMS,
+        *POOLING,
+        *SCANS,
+        *PARALLEL,
+        *MADE_IN_FORWARD,
+        *PADS,
+        *RECURRENT,
+    ],
 )
 def test_the_generated_candidate_matches_the_reference_on_fresh_inputs(tmp_path, kind, spec):
     task = write_task(tmp_path, "task", **spec)
