@@ -5,10 +5,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from kernelkiln.guard.gate_inline import LOAD_INLINE, calls_load_inline, cuda_sources, dotted, foreign_toolchain
 from kernelkiln.guard.gate_rules import (
+    ABC_MODULE,
+    ABC_NAMES,
     ALLOWED_FROM,
     ALLOWED_IMPORTS,
     BANNED_ATTRS,
@@ -22,6 +24,30 @@ from kernelkiln.guard.gate_rules import (
     TRITON_MODULES,
     triton_refusal,
 )
+
+
+def _root_chain(node: ast.Attribute) -> list[ast.AST]:
+    """The attributes read straight off the root name under ``node`` (outermost first), then that name: for
+    ``collections.abc.sys.modules["os"].environ`` the nodes of ``collections.abc.sys.modules``."""
+    chain: list[ast.AST] = []
+    current: ast.AST = node
+    while isinstance(current, (ast.Attribute, ast.Subscript, ast.Call)):
+        if isinstance(current, ast.Attribute):
+            chain.append(current)
+            current = current.value
+        else:  # what came before a subscript or a call is not read off the name
+            chain = []
+            current = current.func if isinstance(current, ast.Call) else current.value
+    return [*chain, current]
+
+
+def _abc_class(path: str, module: str) -> bool:
+    """Whether ``path`` (``collections.abc.Iterable``, ``cabc.Iterable.register``) names a base class of
+    collections.abc, or something of one, from its alias bound to ``module``."""
+    parts = path.split(".")
+    if module == "collections":
+        return len(parts) >= 3 and parts[1] == "abc" and parts[2] in ABC_NAMES
+    return len(parts) >= 2 and parts[1] in ABC_NAMES
 
 
 def _kernels(tree: ast.AST) -> set[str]:
@@ -141,6 +167,7 @@ class _Gate(ast.NodeVisitor):
         )
         self.issues: list[GateIssue] = []
         self.modules: dict[str, str] = {}  # local alias -> module path
+        self.judged: set[int] = set()  # a collections.abc chain's nodes, judged with its outermost attribute
 
     def flag(self, node: ast.AST, message: str) -> None:
         self.issues.append(GateIssue(getattr(node, "lineno", 0), message))
@@ -152,7 +179,7 @@ class _Gate(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if alias.name not in ALLOWED_IMPORTS and alias.name not in TRITON_MODULES:
+            if alias.name not in ALLOWED_IMPORTS and alias.name not in TRITON_MODULES and alias.name != ABC_MODULE:
                 self.flag(node, f"import of {alias.name!r} is not allowed")
             self.modules[alias.asname or alias.name.split(".")[0]] = (
                 alias.name if alias.asname else alias.name.split(".")[0]
@@ -172,6 +199,9 @@ class _Gate(ast.NodeVisitor):
             elif mod == CPP_EXTENSION and not node.level:
                 if alias.name not in CPP_EXTENSION_API:
                     self.flag(node, f"{full} is not available to candidates (load_inline is: it builds in the sandbox)")
+            elif mod == ABC_MODULE and not node.level:
+                if alias.name not in ABC_NAMES:
+                    self.flag(node, f"import of {full!r} is not allowed (collections.abc's base classes are)")
             elif (
                 node.level
                 or alias.name == "*"
@@ -181,6 +211,8 @@ class _Gate(ast.NodeVisitor):
             self.modules[alias.asname or alias.name] = full
 
     def visit_Name(self, node: ast.Name) -> None:
+        if self.modules.get(node.id) in ("collections", ABC_MODULE) and id(node) not in self.judged:  # as a value
+            self.flag(node, f"{node.id} as a value is not allowed (collections.abc's base classes are)")
         if node.id in BANNED_NAMES:
             self.flag(node, f"use of {node.id!r} is not allowed")
         elif node.id.startswith("__") and node.id != "__name__":
@@ -206,6 +238,15 @@ class _Gate(ast.NodeVisitor):
             if path.split(".", 1)[1] != LOAD_INLINE.split(".", 1)[1]:
                 self.flag(node, f"torch{path[len(root or '') :]} is not available to candidates (load_inline is)")
             return  # nothing below load_inline's own path to judge
+        if module in ("collections", ABC_MODULE):
+            if id(node) not in self.judged:  # a chain is judged from its outermost attribute, once
+                chain = _root_chain(node)
+                self.judged.update(id(n) for n in chain)
+                prefix = ".".join([cast(ast.Name, chain[-1]).id, *(cast(ast.Attribute, n).attr for n in chain[-2::-1])])
+                if not _abc_class(prefix, module):
+                    self.flag(node, f"{prefix} is not allowed (collections.abc's base classes are)")
+            self.generic_visit(node)
+            return
         if attr.startswith("__") and attr != "__init__":
             self.flag(node, f"access to {attr!r} is not allowed")
         elif attr.startswith("_") and module:

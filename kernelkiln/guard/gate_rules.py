@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections.abc
+
 ALLOWED_IMPORTS = frozenset(
     {
         "torch",
@@ -16,7 +18,11 @@ ALLOWED_IMPORTS = frozenset(
         "kernelkiln.native",
     }
 )
-ALLOWED_FROM = {"kernelkiln": {"native"}, "torch": {"nn", "Tensor"}}
+# collections.abc: its abstract base classes only (Swin's to_2tuple checks for an Iterable); the module
+# itself also holds what it imported (collections.abc.sys), so no other name of it is reachable
+ABC_MODULE = "collections.abc"
+ABC_NAMES = frozenset(collections.abc.__all__)
+ALLOWED_FROM = {"kernelkiln": {"native"}, "torch": {"nn", "Tensor"}, ABC_MODULE: ABC_NAMES}
 # Triton: kernels and their language only. The rest of triton (runtime, compiler, testing,
 # tools, backends, autotune, knobs) compiles, caches, benchmarks or spawns processes.
 TRITON_MODULES = frozenset(

@@ -13,6 +13,7 @@ plus a kernel kind in ``schedule`` and an emitter.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 from kernelkiln.lowering.aten_matmul import conv_mode
@@ -27,6 +28,7 @@ from kernelkiln.lowering.rowcache import ROWCACHE_HEADER
 from kernelkiln.lowering.schedule import Kernel, Plan, plan
 from kernelkiln.lowering.trace import Traced, trace
 from kernelkiln.lowering.vmath import VMATH_HEADER, uses_vmath
+from kernelkiln.native.build import MAX_SOURCE_BYTES
 from kernelkiln.platforms.host import default_threads, simd_floats
 from kernelkiln.task.model import Task, Workload
 
@@ -94,8 +96,27 @@ _USES = {
 }
 
 
+# An elementwise recurrence (an LSTM's cell state over its steps) is one expression as deep as the sequence is
+# long, and the emitter recurses through it: deep enough for 512 steps, refused in one line beyond.
+_DEPTH = 30_000
+
+
 def generate(task: Task, threads: int | None = None) -> Generated:
     """The candidate for ``task`` (CPU, C with OpenMP); raises ``Unsupported`` with one line."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _DEPTH))
+    try:
+        return _generate(task, threads)
+    except RecursionError:
+        raise Unsupported(
+            "an elementwise chain too deep to emit as one expression (a recurrence over many steps): "
+            "shorten the sequence with --set"
+        ) from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _generate(task: Task, threads: int | None) -> Generated:
     entries, functions, kinds, ops, fused, rowcache = [], [], [], [], None, False
     gemms, blocked = 0, list[tuple[int, int]]()  # gemm loop nests; the convolutions among them with CONV=blocked
     seen: dict[tuple[tuple[int, ...], ...], str] = {}
@@ -158,5 +179,12 @@ def generate(task: Task, threads: int | None = None) -> Generated:
     starts: dict[str, object] = {"CONV": "blocked"} if blocked else {}
     if blocked and len(blocked) == gemms:
         starts["MR"], starts["NR"] = blocked_tiles(blocked, gemm_vocabulary()[0], simd_floats())
-    source = render(task, header + "\n" + "\n".join(functions), entries, knobs, cap, summary, simd_floats(), starts)
+    c_source = header + "\n" + "\n".join(functions)
+    size = len(c_source.encode())
+    if size > MAX_SOURCE_BYTES:  # refused now, not by the build after the guard has started
+        raise Unsupported(
+            f"the generated C is {size / 2**20:.1f} MB, over the {MAX_SOURCE_BYTES >> 20} MB a candidate's source may "
+            "be (every layer and every step of a recurrence is written out): choose smaller sizes with --set"
+        )
+    source = render(task, c_source, entries, knobs, cap, summary, simd_floats(), starts)
     return Generated(source, unique_kinds, tuple(["THREADS", *knobs, "FLAGS"]), tuple(dict.fromkeys(ops)), fused or 0)

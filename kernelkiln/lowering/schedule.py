@@ -135,10 +135,14 @@ def plan(graph: Graph, solo: set[int], temp_prefix: str = "tmp") -> Plan:
         targets.append(target)
     order = topological(targets)
     temps: list[Node] = []
+    depth: dict[int, int] = {}  # elementwise nodes inlined under each, down to stored ones
     for n in order:
-        if isinstance(n, (Reduce, Scan, Window, Matmul)) and id(n) not in buffers:
+        inlined = 0 if id(n) in buffers else 1 + max((depth[id(a)] for a in n.inputs()), default=0)
+        if id(n) not in buffers and (isinstance(n, (Reduce, Scan, Window, Matmul)) or _too_deep(n, inlined)):
             buffers[id(n)] = f"{temp_prefix}{len(temps)}"
             temps.append(n)
+            inlined = 0
+        depth[id(n)] = inlined
     stored = set(buffers)
     kernels: list[Kernel] = []
     current: Kernel | None = None
@@ -180,6 +184,16 @@ def plan(graph: Graph, solo: set[int], temp_prefix: str = "tmp") -> Plan:
         if id(n) in solo:
             current = None
     return Plan(kernels, buffers, temps, targets)
+
+
+# An elementwise expression this deep is stored, not inlined where it is read: an LSTM's cell state over its
+# steps is one chain as long as the sequence, and every step's product reads it (inlined, the code grows
+# with the square of the length: 237 MB of C for 6 layers of 128 steps).
+MAX_INLINE_DEPTH = 48
+
+
+def _too_deep(n: Node, inlined: int) -> bool:
+    return isinstance(n, Pointwise) and inlined > MAX_INLINE_DEPTH
 
 
 def _joins(group: Kernel, n: Node, reads: set[int], solo: set[int]) -> bool:

@@ -38,6 +38,8 @@ def test_an_ordinary_candidate_passes():
     "snippet, message",
     [
         ("import os", "import of 'os'"),
+        ("import collections", "import of 'collections'"),  # collections.abc is allowed, not its parent
+        ("import numpy as np", "import of 'numpy'"),
         ("import torch.utils.cpp_extension", "import of 'torch.utils.cpp_extension'"),
         ("from kernelkiln.native import set_builder", "not available to candidates"),
         ("from kernelkiln import native\nnative.set_builder(None)", "not available to candidates"),
@@ -55,6 +57,33 @@ def test_an_ordinary_candidate_passes():
 def test_dangerous_constructs_are_refused(snippet, message):
     found = messages(snippet + "\nclass ModelNew:\n    pass\n")
     assert any(message in m for m in found), found
+
+
+def test_abstract_base_classes_may_be_imported_as_swin_does():
+    uses = "isinstance(x, collections.abc.Iterable) or isinstance(x, Iterable) or isinstance(x, cabc.Sized)"
+    src = (
+        "import collections.abc\nimport collections.abc as cabc\nfrom collections.abc import Iterable\n"
+        f"def f(x):\n    return {uses}\nclass ModelNew:\n    pass\n"
+    )
+    assert messages(src) == []
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "import collections.abc\nx = collections.OrderedDict",
+        "import collections.abc\nx = collections.abc.sys",  # what the module imported: sys, and from it os
+        "import collections.abc\nm = collections.abc\nx = m.sys",
+        "import collections.abc\nm = collections\nx = m.abc.sys",
+        "import collections.abc as cabc\nx = cabc.sys",
+        "import collections.abc as cabc\nx = getattr(cabc, 'sys')",
+        "from collections.abc import sys",
+        "from collections.abc import *",
+        "import collections.abc\nx = collections.abc.Iterable.register(eval('1'))",  # what follows is judged too
+    ],
+)
+def test_nothing_but_the_base_classes_of_collections_abc_is_reachable(snippet):
+    assert messages(snippet + "\nclass ModelNew:\n    pass\n")
 
 
 def test_reference_ops_are_refused_in_any_spelling():

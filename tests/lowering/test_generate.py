@@ -446,3 +446,23 @@ def test_a_column_reduction_over_whole_chunks_keeps_them_in_registers_and_matche
     assert "cb += 64" in source, "the chunked path is generated"
     assert source.count("\nTILE = 256\n") == 1
     assert mismatch(task, source.replace("\nTILE = 256\n", f"\nTILE = {tile}\n")) is None
+
+
+def _recurrence(tmp_path, steps: int):
+    """h_t = tanh(h_{t-1} @ W + c_{t-1}), c_t = 0.5 c_{t-1} + h_t: the cell state an elementwise chain."""
+    body = f"h, c = x, x\nfor _ in range({steps}):\n    h = torch.tanh(h @ self.w + c)\n    c = c * 0.5 + h\nreturn c"
+    return write_task(
+        tmp_path,
+        f"rnn{steps}",
+        body,
+        {},
+        "[torch.randn(16, 32) * 0.1]",
+        init_body="self.w = nn.Parameter(torch.randn(32, 32) * 0.1)",
+    )
+
+
+def test_a_deep_elementwise_recurrence_is_stored_so_the_code_grows_linearly_with_its_length(tmp_path):
+    short, long = _recurrence(tmp_path, 40), _recurrence(tmp_path, 80)
+    a, b = generate(short), generate(long)
+    assert mismatch(long, b.source) is None
+    assert len(b.source) < 2.5 * len(a.source)  # inlined in every step's product it grew with the square
