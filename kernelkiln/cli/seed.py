@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
         products and 1-, 2- and 3-d convolutions (transposed too) as a packed GEMM with the elementwise ops after
         them fused on each tile, and writes one C function per workload shape. `kiln optimize` starts from this
         candidate when the task has no seed of its own. A reference with operations kernelkiln cannot lower yet
-        (a sort, an LSTM) is refused naming them (exit 2).
+        (a sort, a random tensor made in forward) is refused naming them (exit 2).
 
         Examples: `kiln seed kernelkiln/suites/kb_cpu/level1/29_Softmax.py --out softmax.py --check`;
         `kiln seed level2/19_ConvTranspose2d_GELU_GroupNorm.py --shrink 8`; `kiln seed level3/9_ResNet18.py
