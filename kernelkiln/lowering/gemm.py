@@ -94,6 +94,28 @@ static inline void kiln_micro(int64_t kc, const float* restrict a, const float* 
         }
 }
 
+/* kiln_micro with A read in place: row i of the tile at ar[i] (a skinny product's A is used once: not packed) */
+static inline void kiln_micro_rows(int64_t kc, const float* const* ar, const float* restrict b, float* restrict c,
+                                   int64_t ldc, int add) {
+    kiln_vf acc[MR][KILN_NV];
+    KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)
+        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = (kiln_vf){0};
+    for (int64_t p = 0; p < kc; ++p) {
+        kiln_vf bv[KILN_NV];
+        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)
+            bv[j] = *(const kiln_vf*)(b + p * NR + j * KILN_VW);
+        KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i) {
+            const kiln_vf av = KILN_BCAST(ar[i] + p);
+            KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = KILN_FMA(av, bv[j], acc[i][j]);
+        }
+    }
+    KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)
+        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) {
+            kiln_vfu* dst = (kiln_vfu*)(c + i * ldc + j * KILN_VW);
+            *dst = add ? *dst + acc[i][j] : acc[i][j];
+        }
+}
+
 /* A grow-only scratch buffer, 64-byte aligned, kept across calls (no page faults per call). */
 static float* kiln_grow(float** slot, size_t* have, size_t need) {
     if (need > *have) {
@@ -211,6 +233,9 @@ def _emit_packed(
     )
     w.open(f"for (int64_t ib = 0; ib < {m}; ib += KILN_MCP)")  # blocks of MC rows rounded up to MR
     w(f"const int64_t ie = KILN_MIN(ib + KILN_MCP, (int64_t){m});")
+    rows = _stored_rows(mm, buffers)
+    if rows is not None:  # N <= NR: each element of A feeds one tile, so packing it costs more than it saves
+        w(f"#if {n} > NR")
     _pack(
         w,
         buffers,
@@ -224,6 +249,8 @@ def _emit_packed(
         "i < ie",
         "ap[(is * kc + p) * MR + r]",
     )
+    if rows is not None:
+        w("#endif")
     # the threads share out the block's tiles in (sliver of B, sliver of A) order: with many of B's slivers
     # a thread takes whole ones (each stays in L1 across the block's A slivers); with few (a skinny product,
     # N <= NR: one sliver) they split the rows, which sharing out B's slivers alone left to one thread
@@ -232,12 +259,24 @@ def _emit_packed(
     w.open("for (int64_t ti = ib; ti < ie; ti += MR)")
     w("const int64_t tj = jc + js * NR, nr = KILN_MIN((int64_t)NR, jc + nc - tj);")
     w("const int64_t mr = KILN_MIN((int64_t)MR, ie - ti);")
+    if rows is not None:  # the tile's rows of A where they lie (a row past the last reads the last: discarded)
+        w(f"#if {n} <= NR")
+        w("const float* ar[MR];")
+        last = f"(int64_t){m - 1}"
+        w(f"for (int r = 0; r < MR; ++r) ar[r] = {rows} + bt * {m * k} + KILN_MIN(ti + r, {last}) * {k} + pc;")
+        w("#define KILN_A_TILE ar")
+        w("#define KILN_MICRO kiln_micro_rows")
+        w("#else")
+    w("#define KILN_A_TILE (ap + (ti - ib) * kc)")
+    w("#define KILN_MICRO kiln_micro")
+    if rows is not None:
+        w("#endif")
     w.open("if (mr == MR && nr == NR)")
-    w(f"kiln_micro(kc, ap + (ti - ib) * kc, bp + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0);")
+    w(f"KILN_MICRO(kc, KILN_A_TILE, bp + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0);")
     w.close("} else {")
     w.depth += 1
     w("float tile[MR * NR] __attribute__((aligned(64)));")
-    w("kiln_micro(kc, ap + (ti - ib) * kc, bp + js * kc * NR, tile, NR, 0);")
+    w("KILN_MICRO(kc, KILN_A_TILE, bp + js * kc * NR, tile, NR, 0);")
     w.open("for (int64_t i = 0; i < mr; ++i)")
     w.open("for (int64_t j = 0; j < nr; ++j)")
     w(f"float* dst = cb + (ti + i) * {n} + tj + j;")
@@ -249,6 +288,8 @@ def _emit_packed(
         w.open(f"if (pc + kc == {k})")
         emit_epilogue(w, buffers, names, mm, writes, lead)
         w.close()
+    w("#undef KILN_A_TILE")
+    w("#undef KILN_MICRO")
     w.close()  # ti
     w.close()  # js
     w.close()  # ib
@@ -256,6 +297,16 @@ def _emit_packed(
     w.close()  # jc
     w.close()  # bt
     w.close()  # parallel
+
+
+def _stored_rows(mm: Matmul, buffers: dict[int, str]) -> str | None:
+    """The buffer holding A as (batch, M, K) row-major, the product's own batch (through reshapes), or None."""
+    a: Node = mm.a
+    while id(a) not in buffers and isinstance(a, View) and a.kind == "reshape":
+        a = a.base
+    if id(a) not in buffers or a.numel != mm.a.numel or a.ctype != "float":
+        return None
+    return buffers[id(a)]
 
 
 def _reshaped(body: Body, idx: tuple[str, ...], product: tuple[int, ...], shape: tuple[int, ...]) -> tuple[str, ...]:

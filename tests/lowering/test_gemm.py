@@ -152,6 +152,21 @@ def test_a_product_matches_the_reference_on_fresh_inputs(tmp_path, kinds, spec):
     assert mismatch(task, generated.source) is None
 
 
+def test_a_skinny_product_reads_a_in_place_and_its_last_partial_tile_stays_inside_a(tmp_path):
+    # N = 8 <= NR on every CPU: A (1001 rows: the last tile partial) is read where it lies, never packed
+    task = write_task(
+        tmp_path,
+        "task",
+        "torch.relu(torch.matmul(A, B)) + 1",
+        {"M": 1001, "K": 300, "N": 8},
+        "[torch.randn(M, K), torch.randn(K, N)]",
+        signature="A, B",
+    )
+    source = generate(task).source
+    assert "#define KILN_MICRO kiln_micro_rows" in source
+    assert mismatch(task, source) is None
+
+
 def test_a_linear_layer_s_bias_and_gelu_run_as_the_gemm_s_epilogue(tmp_path):
     task = write_task(
         tmp_path,
