@@ -17,13 +17,13 @@ CPU's features (``gemm_vocabulary``), detected, never assumed.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
 
 from kernelkiln.lowering.body import Body
-from kernelkiln.lowering.conv_blocked import alloc_blocked, blocked_patches, close_blocked, emit_blocked
-from kernelkiln.lowering.graph import Matmul, Node, Patches, Pointwise, View, contiguous_strides, linear
+from kernelkiln.lowering.conv_blocked import alloc_blocked, blocked_patches, close_blocked, emit_blocked, stored
+from kernelkiln.lowering.graph import Matmul, Node, Patches, contiguous_strides, linear
 from kernelkiln.lowering.loops import Writer, decompose
+from kernelkiln.lowering.packing import pack
 from kernelkiln.platforms.host import cpu_flags
 
 GEMM_HEADER = r"""#include <immintrin.h>
@@ -72,49 +72,35 @@ GEMM_HEADER = r"""#include <immintrin.h>
 typedef float kiln_vf __attribute__((vector_size(KILN_VW * 4)));
 typedef float kiln_vfu __attribute__((vector_size(KILN_VW * 4), aligned(4)));
 
-/* C[MR x NR] (row stride ldc) = (add ? C : 0) + A sliver (kc x MR) . B sliver (kc x NR) */
-static inline void kiln_micro(int64_t kc, const float* restrict a, const float* restrict b, float* restrict c,
-                              int64_t ldc, int add) {
-    kiln_vf acc[MR][KILN_NV];
-    KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)
-        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = (kiln_vf){0};
-    for (int64_t p = 0; p < kc; ++p) {
-        kiln_vf bv[KILN_NV];
-        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)
-            bv[j] = *(const kiln_vf*)(b + p * NR + j * KILN_VW);
-        KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i) {
-            const kiln_vf av = KILN_BCAST(a + p * MR + i);
-            KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = KILN_FMA(av, bv[j], acc[i][j]);
-        }
+/* C[MR x NR] (row stride ldc) = (add ? C : 0) + A sliver (kc x MR) . B sliver (kc x NR); A_AT(i, p) is the
+   address of A's element at the tile's row i, step p: packed (kiln_micro) or where A lies (kiln_micro_rows,
+   a skinny product's A, used once: not packed; its tile's rows at a[i]) */
+#define KILN_MICRO_DEF(name, a_type, A_AT)                                                                  \
+    static inline void name(int64_t kc, a_type a, const float* restrict b, float* restrict c, int64_t ldc,   \
+                            int add) {                                                                       \
+        kiln_vf acc[MR][KILN_NV];                                                                            \
+        KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)                                              \
+            KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = (kiln_vf){0};            \
+        for (int64_t p = 0; p < kc; ++p) {                                                                   \
+            kiln_vf bv[KILN_NV];                                                                             \
+            KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)                                      \
+                bv[j] = *(const kiln_vf*)(b + p * NR + j * KILN_VW);                                         \
+            KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i) {                                        \
+                const kiln_vf av = KILN_BCAST(A_AT(i, p));                                                   \
+                KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)                                  \
+                    acc[i][j] = KILN_FMA(av, bv[j], acc[i][j]);                                              \
+            }                                                                                                \
+        }                                                                                                    \
+        KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)                                              \
+            KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) {                                    \
+                kiln_vfu* dst = (kiln_vfu*)(c + i * ldc + j * KILN_VW);                                      \
+                *dst = add ? *dst + acc[i][j] : acc[i][j];                                                   \
+            }                                                                                                \
     }
-    KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)
-        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) {
-            kiln_vfu* dst = (kiln_vfu*)(c + i * ldc + j * KILN_VW);
-            *dst = add ? *dst + acc[i][j] : acc[i][j];
-        }
-}
-
-/* kiln_micro with A read in place: row i of the tile at ar[i] (a skinny product's A is used once: not packed) */
-static inline void kiln_micro_rows(int64_t kc, const float* const* ar, const float* restrict b, float* restrict c,
-                                   int64_t ldc, int add) {
-    kiln_vf acc[MR][KILN_NV];
-    KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)
-        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = (kiln_vf){0};
-    for (int64_t p = 0; p < kc; ++p) {
-        kiln_vf bv[KILN_NV];
-        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)
-            bv[j] = *(const kiln_vf*)(b + p * NR + j * KILN_VW);
-        KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i) {
-            const kiln_vf av = KILN_BCAST(ar[i] + p);
-            KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = KILN_FMA(av, bv[j], acc[i][j]);
-        }
-    }
-    KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)
-        KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) {
-            kiln_vfu* dst = (kiln_vfu*)(c + i * ldc + j * KILN_VW);
-            *dst = add ? *dst + acc[i][j] : acc[i][j];
-        }
-}
+#define KILN_PACKED_AT(i, p) (a + (p) * MR + (i))
+#define KILN_ROWS_AT(i, p) (a[i] + (p))
+KILN_MICRO_DEF(kiln_micro, const float* restrict, KILN_PACKED_AT)
+KILN_MICRO_DEF(kiln_micro_rows, const float* const*, KILN_ROWS_AT)
 
 /* A grow-only scratch buffer, 64-byte aligned, kept across calls (no page faults per call). */
 static float* kiln_grow(float** slot, size_t* have, size_t need) {
@@ -218,7 +204,7 @@ def _emit_packed(
     w(f"const int64_t kc = KILN_MIN((int64_t)KC, {k} - pc);")
     # B's block in NR-wide slivers bp[js][p][r], then per block of MC rows A's MR-tall slivers ap[is][p][r],
     # packed just before the block is used (it stays in L2); each read along its contiguous dim.
-    _pack(
+    pack(
         w,
         buffers,
         names,
@@ -236,7 +222,7 @@ def _emit_packed(
     rows = _stored_rows(mm, buffers)
     if rows is not None:  # N <= NR: each element of A feeds one tile, so packing it costs more than it saves
         w(f"#if {n} > NR")
-    _pack(
+    pack(
         w,
         buffers,
         names,
@@ -301,12 +287,7 @@ def _emit_packed(
 
 def _stored_rows(mm: Matmul, buffers: dict[int, str]) -> str | None:
     """The buffer holding A as (batch, M, K) row-major, the product's own batch (through reshapes), or None."""
-    a: Node = mm.a
-    while id(a) not in buffers and isinstance(a, View) and a.kind == "reshape":
-        a = a.base
-    if id(a) not in buffers or a.numel != mm.a.numel or a.ctype != "float":
-        return None
-    return buffers[id(a)]
+    return stored(mm.a, buffers) if mm.a.ctype == "float" else None
 
 
 def _reshaped(body: Body, idx: tuple[str, ...], product: tuple[int, ...], shape: tuple[int, ...]) -> tuple[str, ...]:
@@ -340,168 +321,3 @@ def _unflatten(body: Body, flat: str, shape: tuple[int, ...]) -> tuple[str, ...]
         else f"({position})%{size}"
         for d, (size, stride) in enumerate(zip(shape, strides, strict=True))
     )
-
-
-def _pack(
-    w: Writer,
-    buffers: dict[int, str],
-    names: Iterator[int],
-    node: Node,
-    idx: tuple[str, ...],
-    sliver: str,
-    count: str,
-    width: str,
-    position: str,
-    inside: str,
-    target: str,
-) -> None:
-    """Pack ``node`` at ``idx`` into slivers ``width`` wide; 0 past the edge (``inside`` false)."""
-    patches = _patches_at(node, idx) if width == "NR" else None
-    if patches is not None:
-        _pack_patches(w, buffers, names, *patches)
-        return
-    along_p = _contiguous(node, idx) == idx[-1 if width == "MR" else -2]
-    w("#pragma omp for schedule(static)")
-    w.open(f"for (int64_t {sliver} = 0; {sliver} < {count}; ++{sliver})")
-    rows, ps = f"for (int r = 0; r < {width}; ++r)", "for (int64_t p = 0; p < kc; ++p)"
-    body = Body(buffers, names=names)
-    if along_p:
-        # the edge test depends on r alone: taken once per r, it leaves p's loop without a branch, which
-        # GCC vectorizes whatever the value costs (with exp inlined, the guarded loop stayed scalar)
-        w.open(rows)
-        w(f"const int64_t {position};")
-        w.open(f"if ({inside})")
-        w.open(ps)
-        value = body.value(node, idx)
-        w.body(body)
-        w(f"{target} = (float){value};")
-        w.close()
-        w.close()
-        w.open("else")
-        w(f"{ps} {target} = 0.0f;")
-        w.close()
-        w.close()
-    else:
-        w.open(ps)
-        w.open(rows)
-        w(f"const int64_t {position};")
-        w("float v = 0.0f;")
-        w.open(f"if ({inside})")
-        value = body.value(node, idx)
-        w.body(body)
-        w(f"v = (float){value};")
-        w.close()
-        w(f"{target} = v;")
-        w.close()
-        w.close()
-    w.close()
-
-
-def _patches_at(node: Node, idx: tuple[str, ...]) -> tuple[Patches, tuple[str, ...]] | None:
-    """The ``Patches`` that B's ``node`` reads at ``idx`` through views, and its index there, when the tap
-    (c, kh, kw) follows from the packed row ``p`` alone and the output position (oh, ow) from the column ``j``."""
-    at = tuple(idx)
-    while isinstance(node, View):
-        at, node = tuple(node.where(at)), node.base
-    if not isinstance(node, Patches) or node.rank != 2 or node.upsample != (1, 1):
-        return None  # read element by element through Body (its bounds and divisibility tests)
-    uses_p = [re.search(r"\bp\b", e) is not None for e in at]
-    uses_j = [re.search(r"\bj\b", e) is not None for e in at]
-    if uses_p[0] or uses_j[0] or any(uses_j[1:4]) or any(uses_p[4:]):
-        return None
-    return node, at
-
-
-def _pack_patches(
-    w: Writer, buffers: dict[int, str], names: Iterator[int], patches: Patches, at: tuple[str, ...]
-) -> None:
-    """B's slivers of a convolution's patches (implicit im2col), without dividing an index per element.
-
-    Each thread tabulates the KC block's taps (channel, row and column offset) once; each sliver's columns
-    get their output row and column once, and split into runs that lie in one output row. A run whose tap
-    falls inside a stored input copies a row segment of it (stride apart); elsewhere (padding, an input
-    computed where it is read, the columns past the last, whose rows are 0) each element is tested
-    against the input's bounds.
-    """
-    n, c, kh, kw, oh, ow = at
-    (sh, sw), (ph, pw), (dh, dw) = patches.stride, patches.padding, patches.dilation
-    height, width = patches.base.shape[2:]
-    w("int64_t tc[KC], ty[KC], tx[KC];")
-    w.open("for (int64_t p = 0; p < kc; ++p)")
-    w(f"tc[p] = {c}; ty[p] = ({kh}) * {dh}; tx[p] = ({kw}) * {dw};")
-    w.close()
-    w("#pragma omp for schedule(static)")
-    w.open("for (int64_t js = 0; js < ns; ++js)")
-    w("int64_t jy[NR], jx[NR];")
-    w.open("for (int r = 0; r < NR; ++r)")
-    w("const int64_t j = jc + js * NR + r;")
-    w(f"jy[r] = j < jc + nc ? ({oh}) * {sh} - {ph} : INT64_MIN / 4;")
-    w(f"jx[r] = ({ow}) * {sw} - {pw};")
-    w.close()
-    # runs of consecutive columns in one output row: in the input, one row's elements sw apart
-    w("int rs[NR + 1], runs = 0;")
-    w("rs[0] = 0;")
-    w.open("for (int r = 1; r < NR; ++r)")
-    w("if (jy[r] != jy[r - 1]) rs[++runs] = r;")
-    w.close()
-    w("rs[++runs] = NR;")
-    w.open("for (int64_t p = 0; p < kc; ++p)")
-    w("float* restrict row = bp + (js * kc + p) * NR;")
-    w.open("for (int q = 0; q < runs; ++q)")
-    w("const int r0 = rs[q], r1 = rs[q + 1];")
-    base = buffers.get(id(patches.base))
-    if base is not None:  # a stored NCHW array: the run is a row of it
-        w("const int64_t y0 = jy[r0] + ty[p], x0 = jx[r0] + tx[p], x1 = jx[r1 - 1] + tx[p];")
-        w.open(f"if (y0 >= 0 && y0 < {height} && x0 >= 0 && x1 < {width})")
-        w(f"const float* restrict src = {base} + {linear((n, 'tc[p]', 'y0', 'x0'), patches.base.shape)};")
-        w(f"for (int r = r0; r < r1; ++r) row[r] = src[(r - r0) * {sw}];")
-        w("continue;")
-        w.close()
-    w.open("for (int r = r0; r < r1; ++r)")
-    w("const int64_t yy = jy[r] + ty[p], xx = jx[r] + tx[p];")
-    w("float v = 0.0f;")
-    w.open(f"if (yy >= 0 && yy < {height} && xx >= 0 && xx < {width})")
-    body = Body(buffers, names=names)
-    value = body.value(patches.base, (n, "tc[p]", "yy", "xx"))
-    w.body(body)
-    w(f"v = (float){value};")
-    w.close()
-    w("row[r] = v;")
-    w.close()
-    w.close()
-    w.close()
-    w.close()
-
-
-def _contiguous(node: Node, idx: tuple[str, ...]) -> str | None:
-    """Which of ``idx``'s last two entries steps through the data read with the smaller stride (None: unknown).
-
-    The operand's index map (views, reshapes, broadcasts) is followed down to the array
-    read, and its offset evaluated at unit steps of either entry.
-    """
-    at: tuple[str, ...] = (*tuple(idx[:-2]), "ROW", "COL")
-    while True:
-        if isinstance(node, View):
-            at, node = tuple(node.where(at)), node.base
-        elif isinstance(node, Pointwise) and node.args:
-            node = max(node.args, key=lambda a: a.numel)  # the operand that is not a broadcast constant
-        elif isinstance(node, Patches):  # the output column walks the input's rows
-            return idx[-1] if "COL" in at[-1] and "ROW" not in at[-1] else None
-        else:
-            break
-    if len(at) != len(node.shape):
-        return None
-    offset = linear(at, node.shape)
-    try:
-        steps = [_offset(offset, 1, 0) - _offset(offset, 0, 0), _offset(offset, 0, 1) - _offset(offset, 0, 0)]
-    except (SyntaxError, ZeroDivisionError, NameError, TypeError):
-        return None
-    if abs(steps[0]) == abs(steps[1]):
-        return None
-    return idx[-2] if abs(steps[0]) < abs(steps[1]) else idx[-1]
-
-
-def _offset(expr: str, row: int, col: int) -> int:
-    # the index maps' C integer arithmetic on non-negative values is Python's (// for /); other loop variables at 0
-    text = re.sub(r"\b(?!ROW\b|COL\b)[A-Za-z_]\w*", "0", expr.replace("/", "//"))
-    return int(eval(text, {"__builtins__": {}}, {"ROW": row, "COL": col}))

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from kernelkiln.lowering import aten_composite, aten_matmul, aten_ops  # noqa: F401  (they register the handlers)
+from kernelkiln.lowering import aten_composite, aten_index, aten_matmul, aten_ops  # noqa: F401  (they register the handlers)
 from kernelkiln.lowering.aten import HANDLERS, Unusable, ctype_of, node
 from kernelkiln.lowering.graph import Constant, Graph, Input, Node, Unsupported
 from kernelkiln.task.model import Task, Workload

@@ -13,6 +13,7 @@ import torch
 
 from kernelkiln.lowering import gemm as G
 from kernelkiln.lowering import generate
+from kernelkiln.lowering import packing as P
 from kernelkiln.lowering import views as V
 from kernelkiln.lowering.graph import Input
 from kernelkiln.native import BuildError
@@ -295,11 +296,11 @@ def test_a_convolution_the_blocked_form_cannot_compute_does_not_offer_it(tmp_pat
 
 def test_packing_reads_each_operand_along_its_contiguous_dim():
     x = Input((8, 16), "float")
-    assert G._contiguous(x, ("i", "p")) == "p"  # A (M, K) row-major: along K
-    assert G._contiguous(V.transpose(x, 0, 1), ("p", "j")) == "p"  # B = x.T: along K too
-    assert G._contiguous(Input((16, 8), "float"), ("p", "j")) == "j"  # B (K, N) row-major: along N
+    assert P._contiguous(x, ("i", "p")) == "p"  # A (M, K) row-major: along K
+    assert P._contiguous(V.transpose(x, 0, 1), ("p", "j")) == "p"  # B = x.T: along K too
+    assert P._contiguous(Input((16, 8), "float"), ("p", "j")) == "j"  # B (K, N) row-major: along N
     x3 = Input((4, 8, 16), "float")
-    assert G._contiguous(V.reshape(V.transpose(x3, 1, 2), (4, 16, 8)), ("b", "p", "j")) == "p"
+    assert P._contiguous(V.reshape(V.transpose(x3, 1, 2), (4, 16, 8)), ("b", "p", "j")) == "p"
 
 
 def test_a_convolution_s_patches_are_packed_from_tap_and_position_tables_and_other_operands_are_not():
@@ -307,11 +308,11 @@ def test_a_convolution_s_patches_are_packed_from_tap_and_position_tables_and_oth
 
     x = Input((2, 3, 9, 9), "float")
     patches = Patches((2, 3, 3, 3, 7, 7), "float", base=x, stride=(1, 1), padding=(0, 0), dilation=(1, 1))
-    found = G._patches_at(V.reshape(patches, (2, 27, 49)), ("b", "pc + p", "j"))
+    found = P._patches_at(V.reshape(patches, (2, 27, 49)), ("b", "pc + p", "j"))
     assert found is not None and found[0] is patches
     # the column must not reach the tap (nor the row the position): a transposed im2col is packed per element
-    assert G._patches_at(V.transpose(V.reshape(patches, (2, 27, 49)), 1, 2), ("b", "pc + p", "j")) is None
-    assert G._patches_at(Input((27, 49), "float"), ("pc + p", "j")) is None
+    assert P._patches_at(V.transpose(V.reshape(patches, (2, 27, 49)), 1, 2), ("b", "pc + p", "j")) is None
+    assert P._patches_at(Input((27, 49), "float"), ("pc + p", "j")) is None
 
 
 def test_register_tiles_follow_the_cpu_s_vector_registers(monkeypatch):

@@ -1,0 +1,176 @@
+"""Packing a GEMM's operands into slivers: B's NR wide, A's MR tall, each read through the graph where it is
+stored, along its contiguous dim; a convolution's patches from tap and position tables (implicit im2col)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from kernelkiln.lowering.body import Body
+from kernelkiln.lowering.graph import Node, Patches, Pointwise, View, linear
+from kernelkiln.lowering.loops import Writer
+
+
+def pack(
+    w: Writer,
+    buffers: dict[int, str],
+    names: Iterator[int],
+    node: Node,
+    idx: tuple[str, ...],
+    sliver: str,
+    count: str,
+    width: str,
+    position: str,
+    inside: str,
+    target: str,
+) -> None:
+    """Pack ``node`` at ``idx`` into slivers ``width`` wide; 0 past the edge (``inside`` false)."""
+    patches = _patches_at(node, idx) if width == "NR" else None
+    if patches is not None:
+        _pack_patches(w, buffers, names, *patches)
+        return
+    along_p = _contiguous(node, idx) == idx[-1 if width == "MR" else -2]
+    w("#pragma omp for schedule(static)")
+    w.open(f"for (int64_t {sliver} = 0; {sliver} < {count}; ++{sliver})")
+    rows, ps = f"for (int r = 0; r < {width}; ++r)", "for (int64_t p = 0; p < kc; ++p)"
+    body = Body(buffers, names=names)
+    if along_p:
+        # the edge test depends on r alone: taken once per r, it leaves p's loop without a branch, which
+        # GCC vectorizes whatever the value costs (with exp inlined, the guarded loop stayed scalar)
+        w.open(rows)
+        w(f"const int64_t {position};")
+        w.open(f"if ({inside})")
+        w.open(ps)
+        value = body.value(node, idx)
+        w.body(body)
+        w(f"{target} = (float){value};")
+        w.close()
+        w.close()
+        w.open("else")
+        w(f"{ps} {target} = 0.0f;")
+        w.close()
+        w.close()
+    else:
+        w.open(ps)
+        w.open(rows)
+        w(f"const int64_t {position};")
+        w("float v = 0.0f;")
+        w.open(f"if ({inside})")
+        value = body.value(node, idx)
+        w.body(body)
+        w(f"v = (float){value};")
+        w.close()
+        w(f"{target} = v;")
+        w.close()
+        w.close()
+    w.close()
+
+
+def _patches_at(node: Node, idx: tuple[str, ...]) -> tuple[Patches, tuple[str, ...]] | None:
+    """The ``Patches`` that B's ``node`` reads at ``idx`` through views, and its index there, when the tap
+    (c, kh, kw) follows from the packed row ``p`` alone and the output position (oh, ow) from the column ``j``."""
+    at = tuple(idx)
+    while isinstance(node, View):
+        at, node = tuple(node.where(at)), node.base
+    if not isinstance(node, Patches) or node.rank != 2 or node.upsample != (1, 1):
+        return None  # read element by element through Body (its bounds and divisibility tests)
+    uses_p = [re.search(r"\bp\b", e) is not None for e in at]
+    uses_j = [re.search(r"\bj\b", e) is not None for e in at]
+    if uses_p[0] or uses_j[0] or any(uses_j[1:4]) or any(uses_p[4:]):
+        return None
+    return node, at
+
+
+def _pack_patches(
+    w: Writer, buffers: dict[int, str], names: Iterator[int], patches: Patches, at: tuple[str, ...]
+) -> None:
+    """B's slivers of a convolution's patches (implicit im2col), without dividing an index per element.
+
+    Each thread tabulates the KC block's taps (channel, row and column offset) once; each sliver's columns
+    get their output row and column once, and split into runs that lie in one output row. A run whose tap
+    falls inside a stored input copies a row segment of it (stride apart); elsewhere (padding, an input
+    computed where it is read, the columns past the last, whose rows are 0) each element is tested
+    against the input's bounds.
+    """
+    n, c, kh, kw, oh, ow = at
+    (sh, sw), (ph, pw), (dh, dw) = patches.stride, patches.padding, patches.dilation
+    height, width = patches.base.shape[2:]
+    w("int64_t tc[KC], ty[KC], tx[KC];")
+    w.open("for (int64_t p = 0; p < kc; ++p)")
+    w(f"tc[p] = {c}; ty[p] = ({kh}) * {dh}; tx[p] = ({kw}) * {dw};")
+    w.close()
+    w("#pragma omp for schedule(static)")
+    w.open("for (int64_t js = 0; js < ns; ++js)")
+    w("int64_t jy[NR], jx[NR];")
+    w.open("for (int r = 0; r < NR; ++r)")
+    w("const int64_t j = jc + js * NR + r;")
+    w(f"jy[r] = j < jc + nc ? ({oh}) * {sh} - {ph} : INT64_MIN / 4;")
+    w(f"jx[r] = ({ow}) * {sw} - {pw};")
+    w.close()
+    # runs of consecutive columns in one output row: in the input, one row's elements sw apart
+    w("int rs[NR + 1], runs = 0;")
+    w("rs[0] = 0;")
+    w.open("for (int r = 1; r < NR; ++r)")
+    w("if (jy[r] != jy[r - 1]) rs[++runs] = r;")
+    w.close()
+    w("rs[++runs] = NR;")
+    w.open("for (int64_t p = 0; p < kc; ++p)")
+    w("float* restrict row = bp + (js * kc + p) * NR;")
+    w.open("for (int q = 0; q < runs; ++q)")
+    w("const int r0 = rs[q], r1 = rs[q + 1];")
+    base = buffers.get(id(patches.base))
+    if base is not None:  # a stored NCHW array: the run is a row of it
+        w("const int64_t y0 = jy[r0] + ty[p], x0 = jx[r0] + tx[p], x1 = jx[r1 - 1] + tx[p];")
+        w.open(f"if (y0 >= 0 && y0 < {height} && x0 >= 0 && x1 < {width})")
+        w(f"const float* restrict src = {base} + {linear((n, 'tc[p]', 'y0', 'x0'), patches.base.shape)};")
+        w(f"for (int r = r0; r < r1; ++r) row[r] = src[(r - r0) * {sw}];")
+        w("continue;")
+        w.close()
+    w.open("for (int r = r0; r < r1; ++r)")
+    w("const int64_t yy = jy[r] + ty[p], xx = jx[r] + tx[p];")
+    w("float v = 0.0f;")
+    w.open(f"if (yy >= 0 && yy < {height} && xx >= 0 && xx < {width})")
+    body = Body(buffers, names=names)
+    value = body.value(patches.base, (n, "tc[p]", "yy", "xx"))
+    w.body(body)
+    w(f"v = (float){value};")
+    w.close()
+    w("row[r] = v;")
+    w.close()
+    w.close()
+    w.close()
+    w.close()
+
+
+def _contiguous(node: Node, idx: tuple[str, ...]) -> str | None:
+    """Which of ``idx``'s last two entries steps through the data read with the smaller stride (None: unknown).
+
+    The operand's index map (views, reshapes, broadcasts) is followed down to the array
+    read, and its offset evaluated at unit steps of either entry.
+    """
+    at: tuple[str, ...] = (*tuple(idx[:-2]), "ROW", "COL")
+    while True:
+        if isinstance(node, View):
+            at, node = tuple(node.where(at)), node.base
+        elif isinstance(node, Pointwise) and node.args:
+            node = max(node.args, key=lambda a: a.numel)  # the operand that is not a broadcast constant
+        elif isinstance(node, Patches):  # the output column walks the input's rows
+            return idx[-1] if "COL" in at[-1] and "ROW" not in at[-1] else None
+        else:
+            break
+    if len(at) != len(node.shape):
+        return None
+    offset = linear(at, node.shape)
+    try:
+        steps = [_offset(offset, 1, 0) - _offset(offset, 0, 0), _offset(offset, 0, 1) - _offset(offset, 0, 0)]
+    except (SyntaxError, ZeroDivisionError, NameError, TypeError):
+        return None
+    if abs(steps[0]) == abs(steps[1]):
+        return None
+    return idx[-2] if abs(steps[0]) < abs(steps[1]) else idx[-1]
+
+
+def _offset(expr: str, row: int, col: int) -> int:
+    # the index maps' C integer arithmetic on non-negative values is Python's (// for /); other loop variables at 0
+    text = re.sub(r"\b(?!ROW\b|COL\b)[A-Za-z_]\w*", "0", expr.replace("/", "//"))
+    return int(eval(text, {"__builtins__": {}}, {"ROW": row, "COL": col}))
