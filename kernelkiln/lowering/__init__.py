@@ -82,7 +82,8 @@ def _function(
         kernels = p.kernels + dp.kernels
     else:
         kernels = p.kernels
-    code = f"void {name}({', '.join([*params, 'int nt'])}) {{\n{body}\n}}\n"
+    # stamp: changes when a parameter a prepacked operand reads is written (packing.emit_prepack)
+    code = f"void {name}({', '.join([*params, 'int64_t stamp', 'int nt'])}) {{\n{body}\n}}\n"
     return traced, p, emitter, temps, code, kernels, rowcache
 
 
@@ -152,6 +153,7 @@ def _generate(task: Task, threads: int | None) -> Generated:
                 outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
                 temps=tuple((j, t.numel, t.ctype) for j, t in temps),
                 single=traced.single,
+                prepacked="PREPACK" in code,
             )
         )
     body = "\n".join(functions)
@@ -165,6 +167,8 @@ def _generate(task: Task, threads: int | None) -> Generated:
         knobs += GEMM_KNOBS
     if "convolution" in ops:
         knobs.append("CONV")
+    if "PREPACK" in body:  # a product whose B is parameters only
+        knobs.append("PREPACK")
     unique_kinds = tuple(dict.fromkeys(kinds))
     summary = ", ".join(dict.fromkeys(ops)) or "no operations"
     cap = threads or default_threads()

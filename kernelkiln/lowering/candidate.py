@@ -35,6 +35,7 @@ VOCABULARY: dict[str, list[Any]] = {
     "VMATH": [0, 1],
     **_GEMM_OPTIONS,
     "CONV": ["gemm", "direct", "blocked"],  # blocked: only where the kernel has that form (lowering.conv_blocked)
+    "PREPACK": [0, 1],  # a product's B of parameters packed once (lowering.packing.emit_prepack), or per call
 }
 # VEC's default: the CPU's (platforms.host.simd_floats). ROWCACHE's: faster on 7 of the 12 kb-cpu tasks that
 # declare it (softmax's kind by 10-20%; GroupNorm and residual LayerNorm, keeping only x - mean, slower by 15-20%).
@@ -48,6 +49,7 @@ DEFAULTS = {
     "VMATH": 1,
     **_GEMM_DEFAULTS,
     "CONV": "gemm",
+    "PREPACK": 1,
 }
 _DTYPES = {
     "float": "torch.float32",
@@ -73,6 +75,7 @@ class Entry:
     outputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, C type)
     temps: tuple[tuple[int, int, str], ...]  # (position, numel, C type)
     single: bool
+    prepacked: bool = False  # it packs a product's constant operand once: its stamp follows the parameters
 
 
 def thread_options(cap: int) -> list[int]:
@@ -235,7 +238,8 @@ def render(
     table = ",\n".join(
         f"    {e.input_shapes!r}: ({e.name!r}, {e.params!r}, {e.param_shapes!r}, "
         f"({', '.join(f'({s!r}, {_DTYPES[t]})' for s, t in e.outputs)},), "
-        f"({', '.join(f'({n}, {_DTYPES[t]})' for _, n, t in e.temps)}{',' if e.temps else ''}), {e.single!r})"
+        f"({', '.join(f'({n}, {_DTYPES[t]})' for _, n, t in e.temps)}{',' if e.temps else ''}), {e.single!r}, "
+        f"{e.prepacked!r})"
         for e in entries
     )
     imports, reference = reference_code(task)
@@ -266,13 +270,16 @@ lib = native.load(SOURCE, {{
 }}, flags=[*FLAGS, "-fopenmp"{defines}])
 
 FUNCTIONS = {{{", ".join(f"{e.name!r}: lib.{e.name}" for e in entries)}}}
-# input shapes -> (function, parameters, their shapes, outputs (shape, dtype), scratch (elements, dtype), one output)
+# input shapes -> (function, parameters, their shapes, outputs (shape, dtype), scratch (elements, dtype), one output,
+# whether it packs parameters once: then its stamp changes with their version counters and per instance)
 WORKLOADS = {{
 {table},
 }}
 
 
 class ModelNew(nn.Module):
+    instances = 0  # numbers each prepared workload: a packing made for another instance's weights is never read
+
     def __init__(self, *args, **kwargs):
         super().__init__()
         self.reference = Model(*args, **kwargs)  # the same parameters: built first, from the same seed
@@ -281,7 +288,7 @@ class ModelNew(nn.Module):
     def prepare(self, key):
         if key not in WORKLOADS:
             raise ValueError(f"this candidate was generated for input shapes {{list(WORKLOADS)}}, not {{key}}")
-        name, params, shapes, outputs, temps, single = WORKLOADS[key]
+        name, params, shapes, outputs, temps, single, prepacked = WORKLOADS[key]
         state = dict(self.reference.named_parameters())
         state.update(self.reference.named_buffers())
         fixed = [state[p].detach().contiguous() for p in params]
@@ -290,15 +297,19 @@ class ModelNew(nn.Module):
                 raise ValueError(f"parameter {{p}} has shape {{tuple(t.shape)}}; the kernel was generated "
                                  f"for {{shape}}")
         scratch = [torch.empty(n, dtype=dtype) for n, dtype in temps]
-        self.ready[key] = (FUNCTIONS[name], fixed, outputs, scratch, single)
+        ModelNew.instances += 1
+        token = ModelNew.instances << 40 if prepacked else 0
+        watched = [state[p] for p in params] if prepacked else []
+        self.ready[key] = (FUNCTIONS[name], fixed, outputs, scratch, single, token, watched)
 
     def forward(self, *inputs):
         key = tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else x for x in inputs)
         if key not in self.ready:
             self.prepare(key)
-        function, fixed, outputs, scratch, single = self.ready[key]
+        function, fixed, outputs, scratch, single, token, watched = self.ready[key]
+        stamp = token + sum(t._version for t in watched)  # an in-place write to a parameter bumps its version
         outs = [torch.empty(*shape, dtype=dtype) if shape else torch.empty((), dtype=dtype) for shape, dtype in outputs]
         tensors = [x.contiguous() for x in inputs if isinstance(x, torch.Tensor)]
-        function(*fixed, *tensors, *outs, *scratch, min(THREADS, torch.get_num_threads()))
+        function(*fixed, *tensors, *outs, *scratch, stamp, min(THREADS, torch.get_num_threads()))
         return outs[0] if single else tuple(outs)
 '''

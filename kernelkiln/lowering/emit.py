@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from typing import cast
 
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.gemm import emit_gemm
 from kernelkiln.lowering.graph import FLOATS, Graph, Matmul, Node, Reduce, linear
 from kernelkiln.lowering.loops import (
+    FLAT,
     INIT,
     OMP,
     PARALLEL_MIN,
@@ -26,6 +28,7 @@ from kernelkiln.lowering.loops import (
     flat_position,
     open_loops,
     parallel,
+    split_index,
     var,
 )
 from kernelkiln.lowering.others import column, scan, window
@@ -57,7 +60,7 @@ class FunctionEmitter:
         """The C function's argument types for ``temps`` (this plan's scratch buffers, maybe with another's)."""
         types = [f"const {i.ctype}*" for i in self.graph.inputs]
         types += [f"{o.ctype}*" for o in self.plan.outputs] + [f"{t.ctype}*" for _, t in temps]
-        return [*types, "int"]
+        return [*types, "int64_t", "int"]
 
     def params(self) -> list[str]:
         """The C parameters: inputs, outputs and scratch buffers."""
@@ -302,10 +305,24 @@ class FunctionEmitter:
             self._write(out, (), [], scalars, {})
 
     def _pointwise(self, k: Kernel, outer: list[int], last: int) -> None:
-        """Writes only: threads take blocks of TILE elements of the innermost dim."""
+        """Writes only: threads take blocks of TILE elements of the innermost loop, which walks the trailing
+        dims as one where every read and write finds its element from that walk's position alone (a BatchNorm
+        over 32x32 images: 1024-element rows with the channel's values fixed, not 32-element ones)."""
+        w, shape = self.w, k.shape
+        start = len(w.lines)
+        for first in [d for d in outer if shape[d] != 1] + [last]:  # the longest run first
+            run = [d for d in range(first, last + 1) if shape[d] != 1] or [last]
+            self._pointwise_loop(k, [d for d in outer if d < first], run)
+            if len(run) == 1 or not re.search(rf"\b{FLAT}\)*[/%]", "\n".join(w.lines[start:])):
+                return
+            del w.lines[start:]  # an index divides the walk's position: a shorter run
+
+    def _pointwise_loop(self, k: Kernel, outer: list[int], run: list[int]) -> None:
         w, shape = self.w, k.shape
         rows = math.prod(shape[d] for d in outer)
-        n = shape[last]
+        n = math.prod(shape[d] for d in run)
+        walk = f"i{run[0]}" if len(run) == 1 else FLAT
+        at = split_index(shape, run, walk)
         w(f"const int64_t nb = ({n} + TILE - 1) / TILE;")
         pragma = parallel(math.prod(shape))
         if pragma:
@@ -315,9 +332,9 @@ class FunctionEmitter:
         decompose(w, shape, outer, "o")
         for out in k.writes:
             w("KILN_LOOP")
-            w.open(f"for (int64_t i{last} = b; i{last} < e; ++i{last})")
+            w.open(f"for (int64_t {walk} = b; {walk} < e; ++{walk})")
             body = self._body()
-            idx = tuple(var(shape, d) if d != last else f"i{last}" for d in range(len(shape)))
+            idx = tuple(at.get(d, var(shape, d)) for d in range(len(shape)))
             v = body.value_of(out, idx)
             w.body(body)
             w(f"{self.plan.buffers[id(out)]}[{linear(idx, shape)}] = {v};")

@@ -23,7 +23,7 @@ from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.conv_blocked import alloc_blocked, blocked_patches, close_blocked, emit_blocked, stored
 from kernelkiln.lowering.graph import Matmul, Node, Patches, contiguous_strides, linear
 from kernelkiln.lowering.loops import Writer, decompose
-from kernelkiln.lowering.packing import pack
+from kernelkiln.lowering.packing import PREPACKED_AT, emit_prepack, pack, prepackable
 from kernelkiln.platforms.host import cpu_flags
 
 GEMM_HEADER = r"""#include <immintrin.h>
@@ -43,6 +43,9 @@ GEMM_HEADER = r"""#include <immintrin.h>
 #endif
 #ifndef NC
 #define NC 4096
+#endif
+#ifndef PREPACK
+#define PREPACK 1
 #endif
 #if defined(__AVX512F__) && NR % 16 == 0
 #define KILN_VW 16
@@ -193,6 +196,11 @@ def _emit_packed(
     n = mm.shape[-1]
     k = mm.a.shape[-1]
     m = mm.shape[-2]
+    once = prepackable(mm)  # B packed once, not per call: under PREPACK (packing.emit_prepack)
+    if once:
+        w("#if PREPACK")
+        emit_prepack(w, buffers, names, mm, tag)
+        w("#endif")
     w(f"static float* {tag}_bs; static size_t {tag}_bh; static float* {tag}_as; static size_t {tag}_ah;")
     w(f"float* bp = kiln_grow(&{tag}_bs, &{tag}_bh, (size_t)KC * KILN_NCP);")
     w(f"float* ap = kiln_grow(&{tag}_as, &{tag}_ah, (size_t)KC * KILN_MCP);")
@@ -204,6 +212,10 @@ def _emit_packed(
     w(f"const int64_t kc = KILN_MIN((int64_t)KC, {k} - pc);")
     # B's block in NR-wide slivers bp[js][p][r], then per block of MC rows A's MR-tall slivers ap[is][p][r],
     # packed just before the block is used (it stays in L2); each read along its contiguous dim.
+    if once:
+        w("#if PREPACK")
+        w(f"const float* bq = {tag}_bf + {PREPACKED_AT.format(k=k)};")
+        w("#else")
     pack(
         w,
         buffers,
@@ -217,6 +229,9 @@ def _emit_packed(
         "j < jc + nc",
         "bp[(js * kc + p) * NR + r]",
     )
+    w("const float* bq = bp;")
+    if once:
+        w("#endif")
     w.open(f"for (int64_t ib = 0; ib < {m}; ib += KILN_MCP)")  # blocks of MC rows rounded up to MR
     w(f"const int64_t ie = KILN_MIN(ib + KILN_MCP, (int64_t){m});")
     rows = _stored_rows(mm, buffers)
@@ -258,11 +273,11 @@ def _emit_packed(
     if rows is not None:
         w("#endif")
     w.open("if (mr == MR && nr == NR)")
-    w(f"KILN_MICRO(kc, KILN_A_TILE, bp + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0);")
+    w(f"KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0);")
     w.close("} else {")
     w.depth += 1
     w("float tile[MR * NR] __attribute__((aligned(64)));")
-    w("KILN_MICRO(kc, KILN_A_TILE, bp + js * kc * NR, tile, NR, 0);")
+    w("KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, tile, NR, 0);")
     w.open("for (int64_t i = 0; i < mr; ++i)")
     w.open("for (int64_t j = 0; j < nr; ++j)")
     w(f"float* dst = cb + (ti + i) * {n} + tj + j;")

@@ -90,6 +90,23 @@ def decompose(w: Writer, shape: tuple[int, ...], dims: list[int], flat: str) -> 
         inner *= shape[k]
 
 
+FLAT = "iq"  # the position along a run of trailing dims walked as one (``split_index``)
+
+
+def split_index(shape: tuple[int, ...], run: list[int], flat: str) -> dict[int, str]:
+    """Each dim of ``run`` (trailing dims, outer to inner) as the C expression of its index at position ``flat``
+    along them, written so that ``linear`` of a tensor laid out as ``shape`` rejoins them into ``(flat)``."""
+    at: dict[int, str] = {}
+    rest = flat
+    for j, d in enumerate(run):
+        below = math.prod(shape[e] for e in run[j + 1 :])
+        if below == 1:
+            at[d] = rest
+        else:
+            at[d], rest = f"({rest})/{below}", f"({rest})%{below}"
+    return at
+
+
 def open_loops(w: Writer, shape: tuple[int, ...], dims: list[int], innermost: str | None = None) -> int:
     """Open a loop per dim of ``dims`` with size > 1; ``innermost`` pragma(s) on the last. Returns loops opened."""
     live = [k for k in dims if shape[k] != 1]

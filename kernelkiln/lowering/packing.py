@@ -3,11 +3,12 @@ stored, along its contiguous dim; a convolution's patches from tap and position 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 
 from kernelkiln.lowering.body import Body
-from kernelkiln.lowering.graph import Node, Patches, Pointwise, View, linear
+from kernelkiln.lowering.graph import Matmul, Node, Patches, Pointwise, View, constant, linear
 from kernelkiln.lowering.loops import Writer
 
 
@@ -174,3 +175,40 @@ def _offset(expr: str, row: int, col: int) -> int:
     # the index maps' C integer arithmetic on non-negative values is Python's (// for /); other loop variables at 0
     text = re.sub(r"\b(?!ROW\b|COL\b)[A-Za-z_]\w*", "0", expr.replace("/", "//"))
     return int(eval(text, {"__builtins__": {}}, {"ROW": row, "COL": col}))
+
+
+# B's slivers of block (jc, pc) in a buffer holding the whole of a prepacked B: the column blocks before
+# jc (each KILN_NCP wide, K deep), then the KC-deep blocks of this one before pc (ns slivers NR wide each)
+PREPACKED_AT = "(jc / NC) * KILN_NCP * {k} + pc * ns * NR"
+
+
+def prepackable(mm: Matmul) -> bool:
+    """Whether ``mm``'s B is the same on every call unless a parameter changes (it reads parameters and
+    constants only) and on every batch index (the product has none): packed once, under ``PREPACK``."""
+    return math.prod(mm.shape[:-2]) == 1 and constant(mm.b)
+
+
+def emit_prepack(w: Writer, buffers: dict[int, str], names: Iterator[int], mm: Matmul, tag: str) -> None:
+    """``{tag}_bf``: the whole of B in the slivers the loop nest reads (``PREPACKED_AT``), packed again only
+    when the call's ``stamp`` differs from the last packing's: the candidate changes it when a parameter is
+    written in place (its version counter) and per model instance, so no stale or foreign weights are read."""
+    n, k = mm.shape[-1], mm.a.shape[-1]
+    lead = ("0",) * (len(mm.shape) - 2)
+    w(f"static float* {tag}_bf; static size_t {tag}_bfh; static int64_t {tag}_stamp = -1;")
+    w.open(f"if ({tag}_stamp != stamp)")
+    w(f"float* bf = kiln_grow(&{tag}_bf, &{tag}_bfh, (size_t)(({n} + NC - 1) / NC) * KILN_NCP * {k});")
+    w("if (!bf) abort();")
+    w("#pragma omp parallel num_threads(nt)")
+    w.open("")
+    w.open(f"for (int64_t jc = 0; jc < {n}; jc += NC)")
+    w(f"const int64_t nc = KILN_MIN((int64_t)NC, {n} - jc), ns = (nc + NR - 1) / NR;")
+    w.open(f"for (int64_t pc = 0; pc < {k}; pc += KC)")
+    w(f"const int64_t kc = KILN_MIN((int64_t)KC, {k} - pc);")
+    w(f"float* restrict bp = bf + {PREPACKED_AT.format(k=k)};")
+    pack(w, buffers, names, mm.b, (*lead, "pc + p", "j"), "js", "ns", "NR", "j = jc + js * NR + r", "j < jc + nc",
+         "bp[(js * kc + p) * NR + r]")
+    w.close()
+    w.close()
+    w.close()
+    w(f"{tag}_stamp = stamp;")
+    w.close()

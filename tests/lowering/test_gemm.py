@@ -18,7 +18,7 @@ from kernelkiln.lowering import views as V
 from kernelkiln.lowering.graph import Input
 from kernelkiln.native import BuildError
 from kernelkiln.task import knobs as K
-from kernelkiln.testing.lowering import mismatch, write_task
+from kernelkiln.testing.lowering import mismatch, run_candidate, write_task
 
 PAIR = "[torch.randn(M, K), torch.randn(K, N)]"
 S = {"M": 67, "K": 129, "N": 45}
@@ -395,3 +395,50 @@ def test_a_softmax_packed_as_an_operand_takes_the_edge_test_outside_the_loop_alo
     edge = [k for k, line in enumerate(lines) if line == "if (i < ie) {"]
     assert edge and all(lines[k + 1] == "for (int64_t p = 0; p < kc; ++p) {" for k in edge)
     assert mismatch(task, source) is None
+
+
+# a Linear's weight as B: 600 columns over two blocks of NC = 512 (the last partial), K = 300 over three of KC = 128
+LINEAR = {
+    "forward": "F.relu(self.fc(x))",
+    "sizes": {"B": 37},
+    "inputs": "[torch.randn(B, 300)]",
+    "init_body": "self.fc = nn.Linear(300, 600)",
+}
+
+
+def _agrees(candidate, reference, inputs) -> bool:
+    with torch.no_grad():
+        return torch.allclose(candidate(*inputs), reference(*inputs), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("prepack", [0, 1])
+def test_a_weight_packed_once_is_packed_again_after_an_in_place_write_to_it(tmp_path, prepack):
+    task = write_task(tmp_path, "task", **LINEAR)
+    source = generate(task).source
+    assert "#if PREPACK" in source and "PREPACK" in {k.name for k in K.read_knobs(source)}
+    namespace = run_candidate(K.apply(source, {"NC": 512, "KC": 128, "PREPACK": prepack}))
+    w = task.workloads[0]
+    reference, candidate = task.make_model(w, 0), task.make_model(w, 0, namespace["ModelNew"])
+    x = task.make_inputs(w, 1)
+    assert _agrees(candidate, reference, x)
+    with torch.no_grad():  # what an optimizer step or load_state_dict does: the version counter moves
+        for model in (reference, candidate.reference):
+            model.fc.weight.mul_(-0.5)
+    assert _agrees(candidate, reference, x)
+
+
+def test_two_instances_with_different_weights_never_read_each_other_s_packed_weight(tmp_path):
+    task = write_task(tmp_path, "task", **LINEAR)
+    cls = run_candidate(generate(task).source)["ModelNew"]
+    w = task.workloads[0]
+    pairs = [(task.make_model(w, seed, cls), task.make_model(w, seed)) for seed in (0, 5)]
+    x = task.make_inputs(w, 1)
+    for _ in range(2):  # alternating: each call finds the other instance's packing in the function's buffer
+        for candidate, reference in pairs:
+            assert _agrees(candidate, reference, x)
+
+
+def test_a_product_of_forward_s_inputs_is_packed_on_every_call(tmp_path):
+    task = write_task(tmp_path, "task", "torch.matmul(A, B)", {"M": 67, "K": 129, "N": 45}, PAIR, signature="A, B")
+    source = generate(task).source
+    assert "PREPACK" not in {k.name for k in K.read_knobs(source)} and "#if PREPACK" not in source

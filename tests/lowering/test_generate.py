@@ -466,3 +466,25 @@ def test_a_deep_elementwise_recurrence_is_stored_so_the_code_grows_linearly_with
     a, b = generate(short), generate(long)
     assert mismatch(long, b.source) is None
     assert len(b.source) < 2.5 * len(a.source)  # inlined in every step's product it grew with the square
+
+
+@pytest.mark.parametrize(
+    ("forward", "walked"),
+    [
+        ("self.bn(x)", "(i1)*49 + (iq)"),  # the channel fixed per row, each image's 7x7 walked as one
+        ("torch.relu(x) * 2", "out0[(iq)]"),  # everything one walk
+        ("x + x[:, :, :1, :]", "(i2)*7 + (i3)"),  # a read broadcast over rows divides the walk: rows of 7
+    ],
+)
+def test_an_elementwise_kernel_walks_as_many_trailing_dims_as_one_as_its_reads_allow(tmp_path, forward, walked):
+    task = write_task(
+        tmp_path,
+        "task",
+        forward,
+        {"B": 3},
+        "[torch.randn(B, 16, 7, 7)]",
+        init_body="self.bn = nn.BatchNorm2d(16)",
+    )
+    source = generate(task).source
+    assert walked in source
+    assert mismatch(task, source) is None
