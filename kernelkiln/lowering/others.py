@@ -13,6 +13,7 @@ from kernelkiln.lowering.schedule import Kernel
 from kernelkiln.platforms.host import simd_floats
 
 _CHUNK_BYTES = 256  # a column chunk's accumulators: 8 AVX (4 AVX-512) registers
+_SCAN_ROWS = 8  # rows a scan advances together
 _WHOLE_ROW_VECTORS = 16  # a kept row this many vectors wide or less is one chunk: the reads stream
 
 
@@ -143,19 +144,31 @@ def scan(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     idx = tuple(var(shape, e) if e != d else f"i{d}" for e in range(len(shape)))
     live_tail = [e for e in tail if shape[e] != 1]
     if not live_tail:
+        # each row's running value is a chain of dependent adds (or multiplies): _SCAN_ROWS rows advance
+        # together, their chains independent, so the core overlaps them instead of waiting out each add
         rows = math.prod(shape[e] for e in outer + tail)
+        g = _SCAN_ROWS
         pragma = parallel(math.prod(shape))
         if pragma:
             w(pragma)
-        w.open(f"for (int64_t o = 0; o < {rows}; ++o)")
-        decompose(w, shape, outer, "o")
+        w.open(f"for (int64_t og = 0; og < {-(-rows // g)}; ++og)")
+        w.open(f"if (og * {g} + {g} <= {rows})")
+        w(f"{acc_type} acc[{g}];")
+        w(f"for (int g = 0; g < {g}; ++g) acc[g] = {init};")
+        w.open(f"for (int64_t i{d} = 0; i{d} < {shape[d]}; ++i{d})")
+        w(f"KILN_PRAGMA(GCC unroll {g})")
+        w.open(f"for (int g = 0; g < {g}; ++g)")
+        _scan_step(w, buffers, s, outer, idx, f"og * {g} + g", "acc[g]", acc_type, step)
+        w.close()
+        w.close()
+        w.close("} else {")
+        w.depth += 1
+        w.open(f"for (int64_t o = og * {g}; o < {rows}; ++o)")
         w(f"{acc_type} acc = {init};")
         w.open(f"for (int64_t i{d} = 0; i{d} < {shape[d]}; ++i{d})")
-        body = Body(buffers)
-        v = body.value(s.arg, idx)
-        w.body(body)
-        w(f"acc = acc {step} ({acc_type}){v};")
-        w(f"{buffers[id(s)]}[{linear(idx, shape)}] = ({s.ctype})acc;")
+        _scan_step(w, buffers, s, outer, idx, "o", "acc", acc_type, step)
+        w.close()
+        w.close()
         w.close()
         w.close()
         return
@@ -176,6 +189,28 @@ def scan(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     for _ in range(opened + 1):
         w.close()
     w("free(acc);")
+    w.close()
+
+
+def _scan_step(
+    w: Writer,
+    buffers: dict[int, str],
+    s: Scan,
+    outer: list[int],
+    idx: tuple[str, ...],
+    row: str,
+    acc: str,
+    acc_type: str,
+    step: str,
+) -> None:
+    """One element of row ``row``'s scan: read it, advance ``acc``, write the running value."""
+    w.open("")
+    decompose(w, s.shape, outer, f"({row})")
+    body = Body(buffers)
+    v = body.value(s.arg, idx)
+    w.body(body)
+    w(f"{acc} = {acc} {step} ({acc_type}){v};")
+    w(f"{buffers[id(s)]}[{linear(idx, s.shape)}] = ({s.ctype}){acc};")
     w.close()
 
 

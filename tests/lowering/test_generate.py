@@ -496,3 +496,12 @@ def test_an_elementwise_kernel_walks_as_many_trailing_dims_as_one_as_its_reads_a
     source = generate(task).source
     assert walked in source
     assert mismatch(task, source) is None
+
+
+@pytest.mark.parametrize("forward", ["torch.cumsum(x, dim=2)", "torch.cumprod(x, dim=2)", "torch.cumsum(x.flip(2), 2)"])
+def test_a_scan_advances_eight_rows_together_and_finishes_the_rest_one_by_one(tmp_path, forward):
+    # 3 x 5 = 15 rows over two outer dims: one group of 8 rows, then 7 alone
+    task = write_task(tmp_path, "task", forward, {"B": 3, "C": 5, "L": 301}, R3)
+    source = generate(task).source
+    assert "double acc[8];" in source
+    assert mismatch(task, source) is None
