@@ -65,7 +65,8 @@ def column(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     # 256-byte chunk (a 1 KB one was 0.72x on 64x8x4096, a 512-byte one no faster on either)
     whole = shape[first] <= _WHOLE_ROW_VECTORS * lanes and shape[first] % lanes == 0
     chunk = shape[first] if whole else _CHUNK_BYTES // size
-    chunked = not arg and width == 1 and shape[first] % chunk == 0
+    reduced_count = math.prod(shape[d] for d in dims)
+    chunked = width == 1 and shape[first] % chunk == 0 and (not arg or (whole and reduced_count < 2**31))
     if chunked:
         w(f"#if TILE >= {chunk}" if whole else f"#if TILE % {chunk} == 0")
         _chunked_column(w, buffers, r, vt, chunk, first, sorted(dims))
@@ -107,12 +108,17 @@ def _chunked_column(
     """The block's columns in chunks whose accumulators stay in vector registers over all the reduced rows.
 
     A block-wide accumulator in memory costs a load and a store per element read; a chunk of a
-    constant 256 bytes (8 AVX registers) is unrolled whole and kept in registers.
+    constant 256 bytes (8 AVX registers), or the whole kept row when it is narrow, is unrolled whole
+    and kept in registers. argmax and argmin keep each column's position beside its value.
     """
     shape = r.arg.shape
+    arg = r.op in ("argmax", "argmin")
     w.open(f"for (int64_t cb = b; cb < e; cb += {chunk})")
     w(f"{vt} acc[{chunk}];")
     w(f"for (int c = 0; c < {chunk}; ++c) acc[c] = {INIT[r.op]};")
+    if arg:
+        w(f"int32_t pos[{chunk}];")  # half the registers of int64_t positions (column: extents under 2^31)
+        w(f"for (int c = 0; c < {chunk}; ++c) pos[c] = 0;")
     opened = open_loops(w, shape, reduced)
     w("KILN_SIMD")
     w.open(f"for (int c = 0; c < {chunk}; ++c)")
@@ -120,14 +126,22 @@ def _chunked_column(
     body = Body(buffers)
     v = body.value(r.arg, tuple(var(shape, d) for d in range(len(shape))))
     w.body(body)
-    w(f"acc[c] = {combine(r.op, 'acc[c]', f'({vt}){v}')};")
+    if arg:
+        position = flat_position(shape, [d for d in reduced if shape[d] != 1])
+        better = ">" if r.op == "argmax" else "<"
+        w(f"const {vt} x = ({vt}){v};")
+        w(f"const int take = x {better} acc[c];")
+        w("acc[c] = take ? x : acc[c];")
+        w(f"pos[c] = take ? (int32_t)({position}) : pos[c];")
+    else:
+        w(f"acc[c] = {combine(r.op, 'acc[c]', f'({vt}){v}')};")
     for _ in range(opened + 1):
         w.close()
     w.open(f"for (int c = 0; c < {chunk}; ++c)")
     w(f"const int64_t i{first} = cb + c;")
     idx = tuple("0" if d in reduced else var(shape, d) if d != first else f"i{first}" for d in range(len(shape)))
-    scale = "" if r.scale == 1.0 else f" * {literal(r.scale, r.ctype)}"
-    w(f"{buffers[id(r)]}[{linear(idx, r.shape)}] = acc[c]{scale};")
+    scale = "" if r.scale == 1.0 or arg else f" * {literal(r.scale, r.ctype)}"
+    w(f"{buffers[id(r)]}[{linear(idx, r.shape)}] = {'(int64_t)pos' if arg else 'acc'}[c]{scale};")
     w.close()
     w.close()
 

@@ -505,3 +505,12 @@ def test_a_scan_advances_eight_rows_together_and_finishes_the_rest_one_by_one(tm
     source = generate(task).source
     assert "double acc[8];" in source
     assert mismatch(task, source) is None
+
+
+@pytest.mark.parametrize("forward", ["torch.argmax(x, dim=1)", "torch.argmin(x, dim=1)"])
+@pytest.mark.parametrize("inputs", [R3, "[torch.randint(0, 3, (B, C, L)).float()]"])  # the second: many ties
+def test_an_arg_reduction_over_a_narrow_kept_row_keeps_values_and_positions_in_registers(tmp_path, forward, inputs):
+    task = write_task(tmp_path, "task", forward, {"B": 3, "C": 37, "L": 48}, inputs)
+    source = generate(task).source
+    assert "int32_t pos[48];" in source
+    assert mismatch(task, source) is None
