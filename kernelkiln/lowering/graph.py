@@ -244,9 +244,7 @@ def topological(outputs: list[Node]) -> list[Node]:
 def constant(node: Node) -> bool:
     """Whether ``node`` reads only parameters, buffers and constants (no forward input): the same on
     every call while the parameters are."""
-    return all(
-        not isinstance(n, Input) or n.name.startswith("param:") for n in topological([node]) if not n.inputs()
-    )
+    return all(not isinstance(n, Input) or n.name.startswith("param:") for n in topological([node]) if not n.inputs())
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

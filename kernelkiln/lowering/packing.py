@@ -205,8 +205,19 @@ def emit_prepack(w: Writer, buffers: dict[int, str], names: Iterator[int], mm: M
     w.open(f"for (int64_t pc = 0; pc < {k}; pc += KC)")
     w(f"const int64_t kc = KILN_MIN((int64_t)KC, {k} - pc);")
     w(f"float* restrict bp = bf + {PREPACKED_AT.format(k=k)};")
-    pack(w, buffers, names, mm.b, (*lead, "pc + p", "j"), "js", "ns", "NR", "j = jc + js * NR + r", "j < jc + nc",
-         "bp[(js * kc + p) * NR + r]")
+    pack(
+        w,
+        buffers,
+        names,
+        mm.b,
+        (*lead, "pc + p", "j"),
+        "js",
+        "ns",
+        "NR",
+        "j = jc + js * NR + r",
+        "j < jc + nc",
+        "bp[(js * kc + p) * NR + r]",
+    )
     w.close()
     w.close()
     w.close()
