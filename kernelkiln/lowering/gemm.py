@@ -23,7 +23,7 @@ from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.conv_blocked import alloc_blocked, blocked_patches, close_blocked, emit_blocked, stored
 from kernelkiln.lowering.graph import Matmul, Node, Patches, contiguous_strides, linear
 from kernelkiln.lowering.loops import Writer, decompose
-from kernelkiln.lowering.packing import PREPACKED_AT, emit_prepack, pack, prepackable
+from kernelkiln.lowering.packing import PREPACKED_AT, emit_prepack, open_b_blocks, pack, pack_b, prepackable
 from kernelkiln.platforms.host import cpu_flags
 
 GEMM_HEADER = r"""#include <immintrin.h>
@@ -206,29 +206,14 @@ def _emit_packed(
     w(f"float* ap = kiln_grow(&{tag}_as, &{tag}_ah, (size_t)KC * KILN_MCP);")
     w("if (!bp || !ap) abort();")
     lead = _open_batches(w, buffers, mm)
-    w.open(f"for (int64_t jc = 0; jc < {n}; jc += NC)")
-    w(f"const int64_t nc = KILN_MIN((int64_t)NC, {n} - jc), ns = (nc + NR - 1) / NR;")
-    w.open(f"for (int64_t pc = 0; pc < {k}; pc += KC)")
-    w(f"const int64_t kc = KILN_MIN((int64_t)KC, {k} - pc);")
+    open_b_blocks(w, n, k)
     # B's block in NR-wide slivers bp[js][p][r], then per block of MC rows A's MR-tall slivers ap[is][p][r],
     # packed just before the block is used (it stays in L2); each read along its contiguous dim.
     if once:
         w("#if PREPACK")
         w(f"const float* bq = {tag}_bf + {PREPACKED_AT.format(k=k)};")
         w("#else")
-    pack(
-        w,
-        buffers,
-        names,
-        mm.b,
-        (*lead, "pc + p", "j"),
-        "js",
-        "ns",
-        "NR",
-        "j = jc + js * NR + r",
-        "j < jc + nc",
-        "bp[(js * kc + p) * NR + r]",
-    )
+    pack_b(w, buffers, names, mm, lead)
     w("const float* bq = bp;")
     if once:
         w("#endif")

@@ -200,11 +200,26 @@ def emit_prepack(w: Writer, buffers: dict[int, str], names: Iterator[int], mm: M
     w("if (!bf) abort();")
     w("#pragma omp parallel num_threads(nt)")
     w.open("")
+    open_b_blocks(w, n, k)
+    w(f"float* restrict bp = bf + {PREPACKED_AT.format(k=k)};")
+    pack_b(w, buffers, names, mm, lead)
+    w.close()
+    w.close()
+    w.close()
+    w(f"{tag}_stamp = stamp;")
+    w.close()
+
+
+def open_b_blocks(w: Writer, n: int | str, k: int | str) -> None:
+    """Open the (jc, pc) loops over B's NC-wide, KC-deep blocks, defining ``nc``, ``ns`` and ``kc``."""
     w.open(f"for (int64_t jc = 0; jc < {n}; jc += NC)")
     w(f"const int64_t nc = KILN_MIN((int64_t)NC, {n} - jc), ns = (nc + NR - 1) / NR;")
     w.open(f"for (int64_t pc = 0; pc < {k}; pc += KC)")
     w(f"const int64_t kc = KILN_MIN((int64_t)KC, {k} - pc);")
-    w(f"float* restrict bp = bf + {PREPACKED_AT.format(k=k)};")
+
+
+def pack_b(w: Writer, buffers: dict[int, str], names: Iterator[int], mm: Matmul, lead: tuple[str, ...]) -> None:
+    """Pack block (jc, pc) of ``mm``'s B into ``bp`` as NR-wide slivers ``bp[js][p][r]``."""
     pack(
         w,
         buffers,
@@ -218,8 +233,3 @@ def emit_prepack(w: Writer, buffers: dict[int, str], names: Iterator[int], mm: M
         "j < jc + nc",
         "bp[(js * kc + p) * NR + r]",
     )
-    w.close()
-    w.close()
-    w.close()
-    w(f"{tag}_stamp = stamp;")
-    w.close()
