@@ -24,6 +24,7 @@ RANK = {
     "atomic": 0,
     "speedup": 0,
     "rwlock": 0,
+    "torch_threads": 0,
     "threadsafe_ast": -1,  # below the package root, which installs it before anything parses
     "isolation": 1,
     "task": 1,

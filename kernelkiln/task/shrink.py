@@ -11,11 +11,9 @@ shrunk less, down to not at all.
 from __future__ import annotations
 
 import ast
-import contextlib
 import math
 import re
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 from kernelkiln.errors import UserError
 from kernelkiln.task.loader import exec_module, load_task, read_task_source
 from kernelkiln.task.sizes import execute, roots, size_vars
+from kernelkiln.torch_threads import one_torch_thread
 
 _SMALL = 8  # ints up to this are kept: axes (dim = 1), small counts, tiny batches
 # Words a name's parts start with (``num_groups`` -> num, groups); matched per part, so ``head_dim`` is a size.
@@ -205,7 +204,7 @@ def _timed(path: Path, overrides: dict[str, Any]) -> float | None:
 
     if _failure(path, overrides) is not None:  # builds and runs each workload once: the warm-up
         return None
-    with warnings.catch_warnings(), _one_thread(torch):
+    with warnings.catch_warnings(), one_torch_thread():
         warnings.simplefilter("ignore")
         task = load_task(path, overrides, analyze=False)
         slowest = 0.0
@@ -219,17 +218,6 @@ def _timed(path: Path, overrides: dict[str, Any]) -> float | None:
                 best = min(best, time.perf_counter() - started)
             slowest = max(slowest, best)
     return slowest
-
-
-@contextlib.contextmanager
-def _one_thread(torch: Any) -> Iterator[None]:
-    """Timed on one thread: on a busy machine the time of a multi-threaded forward is mostly waiting."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def fit(path: str | Path, target: str, explicit: dict[str, Any] | None = None) -> Shrunk:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import secrets
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +21,7 @@ from kernelkiln.guard.correctness.oracle import (
 )
 from kernelkiln.guard.verdict import CheckSetup
 from kernelkiln.task import Task
+from kernelkiln.torch_threads import one_torch_thread
 
 _WIDE = "robustness trial, wider inputs"
 
@@ -182,7 +181,7 @@ def compare(task: Task, ref: torch.Tensor, out: Any, label: str, exact: Exact | 
         if torch.equal(out, ref):
             return None
         return f"{label}: {int((out != ref).sum())} of {ref.numel()} elements differ"
-    with single_threaded():
+    with one_torch_thread():
         return _judged(task, ref, exact, exact.value if exact is not None else precise(ref), out, label)
 
 
@@ -244,7 +243,7 @@ def _judge_trial(
 def judge_trials(task: Task, expected: list[Expected], trials: list[dict[str, Any]], workload: str) -> str | None:
     """Why a workload's check trials fail, or None. ``expected`` is the parent's own, trial by trial."""
     previous: tuple[list[Any], Expected] | None = None
-    with single_threaded():
+    with one_torch_thread():
         for k, (exp, trial) in enumerate(zip(expected, trials, strict=False)):
             where = f"workload {workload}, trial {k + 1}" + (f" ({_WIDE})" if exp.wide else "")
             problem = _judge_trial(task, exp, trial, where, previous)
@@ -252,21 +251,6 @@ def judge_trials(task: Task, expected: list[Expected], trials: list[dict[str, An
                 return f"correct on the task's input distribution only: {problem}" if exp.wide else problem
             previous = (trial.get("outputs") or [], exp)
     return None
-
-
-@contextlib.contextmanager
-def single_threaded() -> Iterator[None]:
-    """Run the parent's own torch work on one thread.
-
-    Idle OpenMP threads spin for a while after a parallel region; in the parent they would
-    steal a core from the worker being timed next.
-    """
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
 
 
 def reference_outputs(
@@ -280,7 +264,7 @@ def reference_outputs(
     workload = task.workloads[workload_index]
     oracle = oracle_for(model)
     # Bound while the reference runs too: a KernelBench forward may read module-level sizes.
-    with task.bound(workload), torch.no_grad(), single_threaded():
+    with task.bound(workload), torch.no_grad(), one_torch_thread():
         inputs = task.make_inputs(workload, seed, wide)
         outs = [
             o.detach().clone()
@@ -291,7 +275,7 @@ def reference_outputs(
             return expected
 
         def perturbed() -> list[Any] | None:
-            with task.bound(workload), torch.no_grad(), single_threaded():
+            with task.bound(workload), torch.no_grad(), one_torch_thread():
                 return oracle.perturbed(inputs)
 
         exact = exact_outputs(outs, oracle.outputs(model, inputs, outs), perturbed)
