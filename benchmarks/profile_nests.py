@@ -42,6 +42,7 @@ from kernelkiln.task import load_task
 from kernelkiln.task.model import Task, Workload
 
 _FUNCTION = re.compile(r"^void (kiln_w\d+)\(.*\) \{$")
+_BRANCH = re.compile(r"^#\s*(if|ifdef|ifndef|elif|else|endif)\b")
 _NEST = re.compile(r"^    /\* (\w+ over \[[^\]]*\]) \*/$")
 _PRELUDE = r"""#include <omp.h>
 static double kiln_prof_acc[{slots}]; static double kiln_prof_t;
@@ -90,19 +91,23 @@ def instrument(candidate: str) -> tuple[str, list[Nest]]:
     nests: list[Nest] = []
     out: list[str] = []
     function: str | None = None
+    timing: int | None = None  # the nest whose time runs now, in the text's flow; a lap ends it
     for line in source.split("\n"):
         start = _FUNCTION.match(line)
         nest = _NEST.match(line) if function else None
-        if function and line == "}":
-            if any(n.function == function for n in nests):
-                out.append(f"    KILN_LAP({len(nests) - 1});")
-            function = None
-        elif function and nest:
-            if nests and nests[-1].function == function:
-                out.append(f"    KILN_LAP({len(nests) - 1});")
-            nests.append(Nest(function, nest.group(1)))
+        ends = function is not None and (line == "}" or _BRANCH.match(line) is not None)
+        if (nest or ends) and timing is not None:
+            # a column-0 #if/#else/#endif ends the nest before it: the nests of a knob's other form sit in
+            # another branch, and the next nest of the branch taken measures from the last lap run
+            out.append(f"    KILN_LAP({timing});")
+            timing = None
+        if nest:
+            timing = len(nests)
+            nests.append(Nest(str(function), nest.group(1)))
         elif function and re.search(r"\breturn\b", line):
             raise UserError(f"{function} returns early: its nests cannot be timed by laps")
+        if function and line == "}":
+            function = None
         out.append(line)
         if start:
             function = start.group(1)
@@ -200,7 +205,10 @@ def _print(task: Task, results: list[WorkloadProfile], threads: int) -> None:
             f"candidate {r.candidate_ms:.3f} ms ({r.eager_ms / r.candidate_ms:.2f}x), nests {r.nests_ms:.3f} ms{sol}"
         )
         for n in r.nests:
-            print(f"  {n.ms:9.3f} ms {n.share:6.1%}  {n.label}")
+            if n.ms > 0:
+                print(f"  {n.ms:9.3f} ms {n.share:6.1%}  {n.label}")
+            else:  # compiled out: another setting of a knob (CONV=direct) takes this form
+                print(f"  {'-':>9}            {n.label} (another knob setting's form)")
 
 
 def main() -> None:
