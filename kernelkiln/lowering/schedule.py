@@ -21,6 +21,7 @@ from kernelkiln.lowering.graph import (
     Input,
     Matmul,
     Node,
+    Patches,
     Pointwise,
     Reduce,
     Scan,
@@ -76,8 +77,8 @@ def _reads(node: Node, stored: set[int]) -> set[int]:
 
 
 def _epilogue(n: Node, mm: Matmul) -> bool:
-    """``n`` reads ``mm`` only at its own linear position: through elementwise ops of ``n``'s shape and
-    reshapes of ``mm`` (a convolution's product is read as (N, C, H, W))."""
+    """``n`` reads ``mm`` only at its own linear position: through elementwise ops and reshapes, each of
+    ``mm``'s size (a convolution's product is read as (N, C, H, W), a Linear's on (B, T, C) as (B * T, C))."""
     if not isinstance(n, Pointwise) or n.numel != mm.numel:
         return False
     stack: list[Node] = [n]
@@ -89,19 +90,45 @@ def _epilogue(n: Node, mm: Matmul) -> bool:
         seen.add(id(x))
         if not _depends(x, mm):
             continue
-        if isinstance(x, Pointwise) and x.shape == n.shape:
+        if isinstance(x, Pointwise) and x.numel == mm.numel:
             stack.extend(x.args)
-        elif isinstance(x, View) and x.kind == "reshape" and x.numel == mm.numel and _reshapes_of(x, mm):
-            continue
+        elif isinstance(x, View) and x.kind == "reshape" and x.numel == mm.numel:  # keeps the linear position
+            stack.append(x.base)
         else:
             return False
     return True
 
 
-def _reshapes_of(x: Node, mm: Matmul) -> bool:
-    while isinstance(x, View) and x.kind == "reshape":
-        x = x.base
-    return x is mm
+def _product_into_convolution(n: Node, readers: dict[int, list[Node]]) -> bool:
+    """``n`` is an elementwise epilogue of one product (bias and activation) and the input of a
+    convolution: stored by the product's epilogue, computed once on its finished tiles, rather than inlined
+    where the convolution reads its patches, once per tap (a stored input also gives the convolution its
+    blocked form): conv, ReLU, conv ran 1.95-1.99x faster stored. Between two Linears, where the second
+    packs each element of its A once, inlined was 1.03x faster (the activation over a long packing loop
+    rather than over short tile rows), so there it stays inlined."""
+    if not isinstance(n, Pointwise):
+        return False
+    stack, seen, operand = list(readers.get(id(n), ())), set(), False
+    while stack and not operand:
+        r = stack.pop()
+        if id(r) not in seen:
+            seen.add(id(r))
+            operand = isinstance(r, Patches)
+            if isinstance(r, View):
+                stack.extend(readers.get(id(r), ()))
+    if not operand:
+        return False
+    stack, seen = list(n.inputs()), set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Matmul) and _epilogue(n, x):
+            return True
+        if isinstance(x, Pointwise) or (isinstance(x, View) and x.kind == "reshape"):
+            stack.extend(x.inputs())
+    return False
 
 
 def _depends(node: Node, target: Node) -> bool:
@@ -134,11 +161,19 @@ def plan(graph: Graph, solo: set[int], temp_prefix: str = "tmp") -> Plan:
         buffers[id(target)] = f"out{k}"
         targets.append(target)
     order = topological(targets)
+    readers: dict[int, list[Node]] = {}
+    for n in order:
+        for a in n.inputs():
+            readers.setdefault(id(a), []).append(n)
     temps: list[Node] = []
     depth: dict[int, int] = {}  # elementwise nodes inlined under each, down to stored ones
     for n in order:
         inlined = 0 if id(n) in buffers else 1 + max((depth[id(a)] for a in n.inputs()), default=0)
-        if id(n) not in buffers and (isinstance(n, (Reduce, Scan, Window, Matmul)) or _too_deep(n, inlined)):
+        if id(n) not in buffers and (
+            isinstance(n, (Reduce, Scan, Window, Matmul))
+            or _too_deep(n, inlined)
+            or _product_into_convolution(n, readers)
+        ):
             buffers[id(n)] = f"{temp_prefix}{len(temps)}"
             temps.append(n)
             inlined = 0

@@ -281,6 +281,38 @@ def test_a_stride_1_convolution_s_blocked_form_matches_the_reference_with_its_ep
     assert mismatch(task, source) is None
 
 
+@pytest.mark.parametrize("form", ["gemm", "direct", "blocked"])
+def test_an_activation_between_two_convolutions_is_stored_once_so_both_take_the_blocked_form(tmp_path, form):
+    # inlined where the second convolution reads its patches, the ReLU would run per tap and leave that
+    # convolution no stored input for its blocked form
+    task = write_task(
+        tmp_path,
+        "task",
+        "self.b(torch.relu(self.a(x)))",
+        {},
+        "[torch.randn(2, 8, 13, 17)]",
+        init_body="self.a = nn.Conv2d(8, 16, 3, padding=1)\nself.b = nn.Conv2d(16, 8, 3, padding=1)",
+    )
+    source = generate(task).source
+    assert source.count("#ifdef CONV_blocked") == 2
+    assert mismatch(task, with_conv(source, form)) is None
+
+
+def test_a_linear_layer_on_a_3d_input_takes_its_bias_activation_and_residual_as_its_epilogue(tmp_path):
+    # the product is (B * T, C): bias and activation read it through a reshape to (B, T, C)
+    task = write_task(
+        tmp_path,
+        "task",
+        "x + torch.tanh(self.fc(x))",
+        {"B": 3, "T": 37, "C": 40},
+        "[torch.randn(B, T, C)]",
+        init_body="self.fc = nn.Linear(40, 40)",
+    )
+    generated = generate(task)
+    assert generated.kinds == ("gemm",) and generated.fused == 1  # no pass over the product afterwards
+    assert mismatch(task, generated.source) is None
+
+
 def test_a_convolution_the_blocked_form_cannot_compute_does_not_offer_it(tmp_path):
     task = write_task(
         tmp_path,
