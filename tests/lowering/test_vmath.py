@@ -23,7 +23,9 @@ SWEEPS = [
     ("kiln_expm1f", "expm1", -1e-3, 1e-3, "rel", 2e-7),
     ("kiln_tanhf", "tanh", -10.0, 10.0, "rel", 3e-7),
     ("kiln_tanhf", "tanh", -1e-3, 1e-3, "rel", 3e-7),
-    ("kiln_erff", "erf", -6.0, 6.0, "abs", 6e-7),
+    ("kiln_erff", "erf", -6.0, 6.0, "abs", 5e-7),
+    ("kiln_erff", "erf", -1.0, 1.0, "rel", 3e-7),
+    ("kiln_erff", "erf", -1e-3, 1e-3, "rel", 3e-7),
 ]
 SPECIAL = [
     ("kiln_expf(-100.0f)", 0.0),
@@ -35,6 +37,8 @@ SPECIAL = [
     ("kiln_tanhf(-20.0f)", -1.0),
     ("kiln_erff(-10.0f)", -1.0),
     ("kiln_erff(0.0f)", 0.0),
+    ("kiln_erff(4.0f)", 1.0),
+    ("kiln_erff(50.0f)", 1.0),
 ]
 
 
