@@ -4,7 +4,8 @@ GCC vectorizes a loop calling ``expf`` through glibc's vector math library (libm
 call per vector; these inline functions vectorize with whatever loop holds them, in the
 loop's own vector width, and cost less per element (on this AMD EPYC with AVX-512,
 16-wide: exp 0.27 against 0.32 ns, tanh 0.43 against 0.45, erf 0.29 against 0.69, GELU 0.35
-against 1.48; erf by Abramowitz and Stegun 7.1.26, which it replaced, took 0.51 and GELU 0.58). log and log1p stay the library's, which was faster than a Cephes polynomial.
+against 1.48; erf by Abramowitz and Stegun 7.1.26, which it replaced, took 0.51 and GELU 0.58).
+log and log1p stay the library's, which was faster than a Cephes polynomial.
 ``VMATH=0`` calls the C library for all of them.
 
 Accuracy (float, against double, dense sweeps, without -ffast-math; tests/lowering/test_vmath.py
