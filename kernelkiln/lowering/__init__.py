@@ -26,6 +26,7 @@ from kernelkiln.lowering.graph import Node, Unsupported
 from kernelkiln.lowering.loops import HEADER
 from kernelkiln.lowering.rowcache import ROWCACHE_HEADER
 from kernelkiln.lowering.schedule import Kernel, Plan, plan
+from kernelkiln.lowering.stream import STREAM_HEADER
 from kernelkiln.lowering.trace import Traced, trace
 from kernelkiln.lowering.vmath import VMATH_HEADER, uses_vmath
 from kernelkiln.native.build import MAX_SOURCE_BYTES
@@ -169,6 +170,9 @@ def _generate(task: Task, threads: int | None) -> Generated:
         knobs.append("CONV")
     if "PREPACK" in body:  # a product whose B is parameters only
         knobs.append("PREPACK")
+    stream = "kiln_stream(" in body
+    if stream:  # an elementwise output nothing reads again in the call
+        knobs.append("STREAM")
     unique_kinds = tuple(dict.fromkeys(kinds))
     summary = ", ".join(dict.fromkeys(ops)) or "no operations"
     cap = threads or default_threads()
@@ -177,6 +181,7 @@ def _generate(task: Task, threads: int | None) -> Generated:
         + (GEMM_HEADER if "gemm" in kinds else "")
         + (ROWCACHE_HEADER if rowcache else "")
         + (VMATH_HEADER if vmath else "")
+        + (STREAM_HEADER if stream else "")
     )
     # CONV=blocked was faster than implicit GEMM on every stride-1 convolution measured (1.5-3.8x, README);
     # its tiles are fitted to the convolutions' channels and width when no other product shares MR and NR

@@ -36,6 +36,7 @@ VOCABULARY: dict[str, list[Any]] = {
     **_GEMM_OPTIONS,
     "CONV": ["gemm", "direct", "blocked"],  # blocked: only where the kernel has that form (lowering.conv_blocked)
     "PREPACK": [0, 1],  # a product's B of parameters packed once (lowering.packing.emit_prepack), or per call
+    "STREAM": [0, 1],  # an elementwise output written with non-temporal stores (lowering.stream)
 }
 # VEC's default: the CPU's (platforms.host.simd_floats). ROWCACHE's: faster on 7 of the 12 kb-cpu tasks that
 # declare it (softmax's kind by 10-20%; GroupNorm and residual LayerNorm, keeping only x - mean, slower by 15-20%).
@@ -50,6 +51,7 @@ DEFAULTS = {
     **_GEMM_DEFAULTS,
     "CONV": "gemm",
     "PREPACK": 1,
+    "STREAM": 0,  # faster or slower by task (lowering.stream): the search chooses
 }
 _DTYPES = {
     "float": "torch.float32",

@@ -3,8 +3,9 @@
 The tuning knobs are C macros the candidate passes as ``-D`` flags: ``ACC`` independent
 accumulators per reduction, ``UNROLL`` of the innermost loops, ``VEC`` a simd length
 (0: the compiler's choice), ``TILE`` the block of columns or elements one thread takes,
-``ROWCACHE`` whether a row group keeps the values its passes share (``rowcache``); the
-thread count is an argument (the ``THREADS`` knob capped at the guard's threads).
+``ROWCACHE`` whether a row group keeps the values its passes share (``rowcache``), ``STREAM``
+whether an elementwise output nothing reads again is written with non-temporal stores
+(``stream``); the thread count is an argument (the ``THREADS`` knob capped at the guard's threads).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from kernelkiln.lowering.loops import (
 from kernelkiln.lowering.others import column, scan, window
 from kernelkiln.lowering.pointwise import literal
 from kernelkiln.lowering.rowcache import RowCache, row_cache
-from kernelkiln.lowering.schedule import Kernel, Plan, needs_buffer
+from kernelkiln.lowering.schedule import Kernel, Plan, needs_buffer, read_back
 
 
 def _scaled(r: Reduce, value: str) -> str:
@@ -53,6 +54,7 @@ class FunctionEmitter:
         self.names = itertools.count(1)
         self.cache: RowCache | None = None  # the row group being emitted keeps shared values (ROWCACHE=1)
         self.rowcache = False  # some row group has a ROWCACHE=1 form
+        self.read_back = read_back(plan)
         self.gemms = 0  # gemm loop nests, and of them the convolutions with a CONV=blocked form: (channels, width)
         self.blocked: list[tuple[int, int]] = []
 
@@ -330,15 +332,38 @@ class FunctionEmitter:
         w.open(f"for (int64_t ob = 0; ob < {rows} * nb; ++ob)")
         w("const int64_t o = ob / nb, b = (ob % nb) * TILE, e = KILN_MIN(b + TILE, (int64_t)" + str(n) + ");")
         decompose(w, shape, outer, "o")
+        idx = tuple(at.get(d, var(shape, d)) for d in range(len(shape)))
+        streams = False
         for out in k.writes:
-            w("KILN_LOOP")
-            w.open(f"for (int64_t {walk} = b; {walk} < e; ++{walk})")
-            body = self._body()
-            idx = tuple(at.get(d, var(shape, d)) for d in range(len(shape)))
-            v = body.value_of(out, idx)
-            w.body(body)
-            w(f"{self.plan.buffers[id(out)]}[{linear(idx, shape)}] = {v};")
-            w.close()
+            buffer = self.plan.buffers[id(out)]
+            stream = out.ctype == "float" and buffer.startswith("out") and id(out) not in self.read_back
+            if stream:  # the walk is the trailing dims: the block is contiguous from the walk at b
+                streams = True
+                w("#if STREAM")
+                w.open("")
+                w("float kiln_sb[TILE] __attribute__((aligned(64)));")
+                self._pointwise_store(out, idx, walk, f"kiln_sb[{walk} - b]")
+                start = re.sub(rf"\b{walk}\b", "b", linear(idx, shape))
+                w(f"kiln_stream({buffer} + {start}, kiln_sb, e - b);")
+                w.close()
+                w("#else")
+            self._pointwise_store(out, idx, walk, f"{buffer}[{linear(idx, shape)}]")
+            if stream:
+                w("#endif")
+        w.close()
+        if streams:
+            w("#if STREAM")
+            w("kiln_stream_fence();")
+            w("#endif")
+
+    def _pointwise_store(self, out: Node, idx: tuple[str, ...], walk: str, target: str) -> None:
+        w = self.w
+        w("KILN_LOOP")
+        w.open(f"for (int64_t {walk} = b; {walk} < e; ++{walk})")
+        body = self._body()
+        v = body.value_of(out, idx)
+        w.body(body)
+        w(f"{target} = {v};")
         w.close()
 
     def _column(self, k: Kernel) -> None:

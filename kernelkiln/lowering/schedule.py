@@ -241,6 +241,16 @@ def _joins(group: Kernel, n: Node, reads: set[int], solo: set[int]) -> bool:
     return n.shape == group.shape
 
 
+def read_back(plan: Plan) -> set[int]:
+    """Stored nodes some kernel of ``plan`` reads: an output outside this set is never read again in the call."""
+    stored = set(plan.buffers)
+    found: set[int] = set()
+    for kernel in plan.kernels:
+        for m in kernel.reductions + kernel.writes + ([kernel.node] if kernel.node is not None else []):
+            found |= _reads(m, stored)
+    return found
+
+
 def needs_buffer(plan: Plan, graph_outputs: list[Node]) -> set[int]:
     """Reductions whose value is read outside their own row group (or is an output): they are stored."""
     stored = set(plan.buffers)

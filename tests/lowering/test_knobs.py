@@ -36,7 +36,7 @@ def test_knobs_are_declared_for_the_kernels_the_candidate_has(tmp_path):
     pool = generate(
         write_task(tmp_path, "pool", "F.max_pool1d(x, 3)", {"B": 3, "C": 5, "L": 31}, "[torch.randn(B, C, L)]")
     )
-    assert elementwise.knobs == ("THREADS", "UNROLL", "VEC", "TILE", "FLAGS")  # no reduction: no ACC
+    assert elementwise.knobs == ("THREADS", "UNROLL", "VEC", "TILE", "STREAM", "FLAGS")  # no reduction: no ACC
     assert column.kinds == ("column",) and "ACC" not in column.knobs and "TILE" in column.knobs
     assert pool.kinds == ("window",) and pool.knobs == ("THREADS", "FLAGS")  # its loops read no UNROLL or VEC
     for g in (elementwise, column, pool):
