@@ -8,6 +8,7 @@ reference's on fresh inputs.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,13 @@ def write_task(
     path = Path(directory) / f"{name}.py"
     path.write_text(task_source(forward, sizes, inputs, **options))
     return load_task(path, overrides)
+
+
+def with_knobs(source: str, **values: Any) -> str:
+    """The candidate with each named knob's module-level value set (``with_knobs(src, CONV="direct")``)."""
+    for name, value in values.items():
+        source = re.sub(rf"^{name} = .*$", f"{name} = {value!r}", source, count=1, flags=re.M)
+    return source
 
 
 def run_candidate(source: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from kernelkiln.lowering import views as V
 from kernelkiln.lowering.graph import Input
 from kernelkiln.native import BuildError
 from kernelkiln.task import knobs as K
-from kernelkiln.testing.lowering import mismatch, run_candidate, write_task
+from kernelkiln.testing.lowering import mismatch, run_candidate, with_knobs, write_task
 
 PAIR = "[torch.randn(M, K), torch.randn(K, N)]"
 S = {"M": 67, "K": 129, "N": 45}
@@ -219,7 +219,7 @@ def test_any_and_all_give_the_reference_s_booleans(tmp_path, forward):
 
 def with_conv(source: str, form: str) -> str:
     """The candidate with its CONV knob set to ``form``."""
-    return re.sub(r"^CONV = .*$", f"CONV = {form!r}", source, count=1, flags=re.M)
+    return with_knobs(source, CONV=form)
 
 
 # A transposed convolution reads its input spread `stride` apart (Patches.upsample), its weight swapped per

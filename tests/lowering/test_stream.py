@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from kernelkiln.lowering import generate
-from kernelkiln.testing.lowering import mismatch, write_task
-
-
-def knobs(source: str, **values: object) -> str:
-    for name, value in values.items():
-        source = re.sub(rf"^{name} = .*$", f"{name} = {value!r}", source, count=1, flags=re.M)
-    return source
+from kernelkiln.testing.lowering import mismatch, with_knobs, write_task
 
 
 @pytest.mark.parametrize("tile", [64, 256, 4096])
@@ -29,7 +21,7 @@ def test_streamed_outputs_match_the_reference_at_every_tile_and_an_unaligned_len
     source = generate(task).source
     assert "'STREAM': [0, 1]" in source and "STREAM = 0" in source  # the search chooses; the seed starts off
     assert source.count("kiln_stream(out") == 2
-    assert mismatch(task, knobs(source, STREAM=1, TILE=tile)) is None
+    assert mismatch(task, with_knobs(source, STREAM=1, TILE=tile)) is None
 
 
 def test_an_output_a_later_loop_reads_is_not_streamed(tmp_path):
@@ -43,4 +35,4 @@ def test_an_output_a_later_loop_reads_is_not_streamed(tmp_path):
     )
     source = generate(task).source
     assert "kiln_stream(" not in source.split('SOURCE = r"""')[1].split("static inline void kiln_stream")[-1]
-    assert mismatch(task, knobs(source, STREAM=1)) is None
+    assert mismatch(task, with_knobs(source, STREAM=1)) is None
