@@ -30,7 +30,7 @@ from kernelkiln.lowering.stream import STREAM_HEADER
 from kernelkiln.lowering.trace import Traced, trace
 from kernelkiln.lowering.vmath import VMATH_HEADER, uses_vmath
 from kernelkiln.native.build import MAX_SOURCE_BYTES
-from kernelkiln.platforms.host import default_threads, simd_floats
+from kernelkiln.platforms.host import default_threads, last_level_cache_bytes, simd_floats
 from kernelkiln.task.model import Task, Workload
 
 __all__ = ["Generated", "Unsupported", "generate"]
@@ -120,11 +120,13 @@ def generate(task: Task, threads: int | None = None) -> Generated:
 
 def _generate(task: Task, threads: int | None) -> Generated:
     entries, functions, kinds, ops, fused, rowcache = [], [], [], [], None, False
+    streamed, streamed_calls = 0, False  # STREAM's start: emit.FunctionEmitter.streamed, .streamed_calls
     gemms, blocked = 0, list[tuple[int, int]]()  # gemm loop nests; the convolutions among them with CONV=blocked
     seen: dict[tuple[tuple[int, ...], ...], str] = {}
     for k, workload in enumerate(task.workloads):
         traced, p, emitter, temps, code, kernels, cached = _function(task, workload, f"kiln_w{k}")
         gemms, blocked = gemms + emitter.gemms, blocked + emitter.blocked
+        streamed, streamed_calls = max(streamed, emitter.streamed), streamed_calls or emitter.streamed_calls
         params = tuple(t.removeprefix("param:") for t in traced.tensors if t.startswith("param:"))
         inputs = traced.key
         param_shapes = tuple(
@@ -186,6 +188,10 @@ def _generate(task: Task, threads: int | None) -> Generated:
     # CONV=blocked was faster than implicit GEMM on every stride-1 convolution measured (1.5-3.8x, README);
     # its tiles are fitted to the convolutions' channels and width when no other product shares MR and NR
     starts: dict[str, object] = {"CONV": "blocked"} if blocked else {}
+    # STREAM=1 won on every cheap elementwise output measured that fits in the cache, and lost with an exp or
+    # erf in the loop and on a 40 MB output (lowering.stream)
+    if stream and not streamed_calls and streamed <= last_level_cache_bytes():
+        starts["STREAM"] = 1
     if blocked and len(blocked) == gemms:
         starts["MR"], starts["NR"] = blocked_tiles(blocked, gemm_vocabulary()[0], simd_floats())
     c_source = header + "\n" + "\n".join(functions)

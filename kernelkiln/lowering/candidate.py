@@ -51,7 +51,7 @@ DEFAULTS = {
     **_GEMM_DEFAULTS,
     "CONV": "gemm",
     "PREPACK": 1,
-    "STREAM": 0,  # faster or slower by task (lowering.stream): the search chooses
+    "STREAM": 0,  # 1 where every streamed loop is cheap and its output fits in the cache (lowering.stream)
 }
 _DTYPES = {
     "float": "torch.float32",

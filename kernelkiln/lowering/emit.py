@@ -37,6 +37,8 @@ from kernelkiln.lowering.pointwise import literal
 from kernelkiln.lowering.rowcache import RowCache, row_cache
 from kernelkiln.lowering.schedule import Kernel, Plan, needs_buffer, read_back
 
+_CALLS = re.compile(r"\b(kiln_)?(exp|expm1|erf|tanh|log|log1p|pow|sin|cos)f?\(")
+
 
 def _scaled(r: Reduce, value: str) -> str:
     return value if r.scale == 1.0 else f"{value} * {literal(r.scale, r.ctype)}"
@@ -55,6 +57,9 @@ class FunctionEmitter:
         self.cache: RowCache | None = None  # the row group being emitted keeps shared values (ROWCACHE=1)
         self.rowcache = False  # some row group has a ROWCACHE=1 form
         self.read_back = read_back(plan)
+        # STREAM's start (lowering.stream): the largest streamed output, and whether any streamed loop calls
+        # a transcendental function
+        self.streamed, self.streamed_calls = 0, False
         self.gemms = 0  # gemm loop nests, and of them the convolutions with a CONV=blocked form: (channels, width)
         self.blocked: list[tuple[int, int]] = []
 
@@ -342,7 +347,10 @@ class FunctionEmitter:
                 w("#if STREAM")
                 w.open("")
                 w("float kiln_sb[TILE] __attribute__((aligned(64)));")
+                first = len(w.lines)
                 self._pointwise_store(out, idx, walk, f"kiln_sb[{walk} - b]")
+                self.streamed = max(self.streamed, out.numel * 4)
+                self.streamed_calls = self.streamed_calls or bool(_CALLS.search("\n".join(w.lines[first:])))
                 start = re.sub(rf"\b{walk}\b", "b", linear(idx, shape))
                 w(f"kiln_stream({buffer} + {start}, kiln_sb, e - b);")
                 w.close()

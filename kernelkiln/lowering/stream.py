@@ -8,8 +8,9 @@ Judged side by side against ``STREAM=0`` on this 2-core AMD EPYC (kb-cpu's 4 MB 
 or three runs each): ReLU 1.18-1.45x, LeakyReLU 1.46x, HardTanh 1.02-1.33x, Softsign
 1.04-1.15x, BatchNorm 1.02-1.21x; but sigmoid 0.90-0.96x and GELU 0.92-0.97x (their exp and
 erf make the extra pass through L1 cost more than it saves) and ReLU on a 40 MB output
-0.90-0.94x. No rule of size or operation predicted all of these, so the seed starts at 0 and
-the search (and what memory learned on siblings) chooses.
+0.90-0.94x. So the seed starts at 1 where no streamed loop calls exp, erf, tanh, log or pow
+and every streamed output fits in the last-level cache, else at 0; the search (and what
+memory learned on siblings) can choose either.
 """
 
 from __future__ import annotations
