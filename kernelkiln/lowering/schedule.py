@@ -246,9 +246,14 @@ def read_back(plan: Plan) -> set[int]:
     stored = set(plan.buffers)
     found: set[int] = set()
     for kernel in plan.kernels:
-        for m in kernel.reductions + kernel.writes + ([kernel.node] if kernel.node is not None else []):
+        for m in _members(kernel):
             found |= _reads(m, stored)
     return found
+
+
+def _members(kernel: Kernel) -> list[Node]:
+    """The nodes one loop nest computes: its reductions, its writes and its product, scan or window."""
+    return kernel.reductions + kernel.writes + ([kernel.node] if kernel.node is not None else [])
 
 
 def needs_buffer(plan: Plan, graph_outputs: list[Node]) -> set[int]:
@@ -256,7 +261,7 @@ def needs_buffer(plan: Plan, graph_outputs: list[Node]) -> set[int]:
     stored = set(plan.buffers)
     readers: dict[int, set[int]] = {}
     for kernel in plan.kernels:
-        members = kernel.reductions + kernel.writes + ([kernel.node] if kernel.node is not None else [])
+        members = _members(kernel)
         mine = {id(m) for m in members}
         for m in members:
             for r in _reads(m, stored):
