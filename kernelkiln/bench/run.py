@@ -24,7 +24,7 @@ from kernelkiln.orchestrator.run import Optimizer, TaskSpec, order_tasks
 from kernelkiln.orchestrator.seeds import NoSeed, starting_code
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import get_platform
-from kernelkiln.platforms.host import default_threads
+from kernelkiln.platforms.host import fit_threads
 from kernelkiln.platforms.sol import Achieved, achieved, over_workloads, sol_bound_s, sol_fraction
 from kernelkiln.stats import geomean
 from kernelkiln.store import open_store
@@ -128,7 +128,7 @@ class Bench:
                 f"no task of the suite can be optimized with the {config.policy.kind} policy: "
                 + next(iter(skipped.values()), "the suite is empty")
             )
-        threads = config.guard.threads or default_threads()
+        threads = fit_threads(config.guard.threads)[0]
         ratios: dict[str, float | None] = {}
         notes: dict[str, str] = {}
         for task in tasks:

@@ -58,10 +58,12 @@ def _timing_line(verdict: Verdict, setup: TimingSetup) -> str:
     )
     taken = "run-queue waits taken out" if setup.accounting else "wall clock only (no schedstat)"
     dropped = sum(w.dropped for w in verdict.workloads)
+    threads = f"{setup.threads} thread{'' if setup.threads == 1 else 's'} per worker; " if setup.threads else ""
     return (
-        f"{where}; {taken}; request {setup.request_s * 1e6:.0f} µs ± {setup.request_jitter_s * 1e6:.0f}, "
+        f"{threads}{where}; {taken}; request {setup.request_s * 1e6:.0f} µs ± {setup.request_jitter_s * 1e6:.0f}, "
         f"batches of {setup.batch_target_s * 1e3:.1f} ms"
         + (f"; {dropped} disturbed round(s) run again" if dropped else "")
+        + "".join(f"\n  {note}" for note in setup.notes)
     )
 
 

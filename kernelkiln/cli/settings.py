@@ -12,7 +12,8 @@ nodes of ``OptimizeConfig``'s tree::
     pool_size = 40
 
 A flag the user gave overrides the file; a flag left out does not (the commands' options
-default to None, so every default lives in its pydantic field). ``--set-config
+default to None, so every default lives in its pydantic field). ``guard.threads`` above
+this machine's cores but one is brought down to them, and said on stderr. ``--set-config
 PATH=VALUE`` sets any field by its dotted path. Unknown keys and bad values are one line
 naming the file (or the flag) and the dotted field: a UserError, exit code 2.
 """
@@ -36,6 +37,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.llm.window import probe_context_window
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.migration import policy_layer, settled
+from kernelkiln.platforms.host import fit_threads
 
 Source = Literal["default", "file", "flag", "endpoint"]
 Flags = dict[str, tuple[str, Any]]  # flag as typed (e.g. "--budget") -> (dotted field, value; None: not given)
@@ -81,7 +83,22 @@ def load_settings(
         config = OptimizeConfig.model_validate(merged)
     except ValidationError as exc:
         raise UserError(_one_line(exc, file, flags, sources)) from None
-    return Settings(config, sources, file)
+    return Settings(_fitted_threads(config), sources, file)
+
+
+def _fitted_threads(config: OptimizeConfig) -> OptimizeConfig:
+    """``guard.threads`` as this machine's guard times it (``fit_threads``: never every core), said when fewer.
+
+    On a Ray cluster each device's guard fits them to its own cores, so nothing changes here.
+    """
+    asked = config.guard.threads
+    if asked is None or config.cluster.address != "local":
+        return config
+    threads, why = fit_threads(asked)
+    if not why:
+        return config
+    print(f"kiln: {why}", file=sys.stderr, flush=True)
+    return config.model_copy(update={"guard": config.guard.model_copy(update={"threads": threads})})
 
 
 def with_endpoint_window(settings: Settings, say: Callable[[str], None] | None = None) -> Settings:

@@ -98,8 +98,9 @@ class GuardConfig(BaseModel):
         description=(
             "A timing round in which some batch's time rests on taking more than this share of its wall time out by "
             "estimate (run-queue waits: the worker or the guard was kept from running), or whose accounting could not"
-            " be read exactly, is dropped and run again, up to max_rounds times per workload; past that, rounds are "
-            "kept. A single-threaded worker's CPU time counts as measured, not estimated."
+            " be read exactly, is dropped and run again, up to max_rounds times per workload (or twice the time "
+            "budget); a workload left with fewer than min_rounds clean rounds makes the verdict 'not measured' "
+            "(ACCEPT, untimed, never a KEEP). A single-threaded worker's CPU time counts as measured, not estimated."
         ),
     )
     target_rse: float = Field(

@@ -15,7 +15,7 @@ from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.correctness.check import WorkloadCases, judge_trials, make_cases, summarize
 from kernelkiln.guard.measurement import clocks, placement
 from kernelkiln.guard.measurement.device import DeviceLock
-from kernelkiln.guard.measurement.scoring import decide, noise_margin, workload_result
+from kernelkiln.guard.measurement.scoring import contended, decide, noise_margin, workload_result
 from kernelkiln.guard.measurement.timing import Series, Timer, TimingReject
 from kernelkiln.guard.reference_ops import forbidden_ops, reference_models
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
@@ -23,10 +23,11 @@ from kernelkiln.guard.worker import lanes, sandbox
 from kernelkiln.guard.worker.builds import CandidateBuilds
 from kernelkiln.guard.worker.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
-from kernelkiln.platforms.host import default_threads
+from kernelkiln.platforms.host import fit_threads
 from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3  # within a lane (worker/lanes.py)
+CONTENTION_PROBE_S = 2.0  # timing budget of the once-per-session probe of the reference at N threads against one
 INTERPRETED = "correct under Triton's interpreter (TRITON_INTERPRET=1); no timing is possible without a GPU"
 
 
@@ -63,7 +64,9 @@ class GuardSession:
         if self._clocks is not None:
             clocks.lock(self.platform, self._clocks)
         self.device = device or DeviceLock()
-        self.threads = self.config.threads or default_threads()
+        self.threads, clamped = fit_threads(self.config.threads)
+        self.notes = [clamped] if clamped else []  # said in every timed verdict's timing setup
+        self._contention_probed = False
         self.placement = placement.plan(self.threads)
         self.observe = observe
         self.peaks = self.platform.peaks(self.threads)  # for speed-of-light bounds
@@ -96,15 +99,17 @@ class GuardSession:
         diagnostics: list[dict[str, Any]],
         on_build: Callable[[native.BuildRequest], None] | None = None,
         into: list[Worker] | None = None,
+        threads: int | None = None,
     ) -> Worker:
-        """A worker loaded with ``source`` (None: the reference); appended to ``into`` once it runs."""
+        """A worker loaded with ``source`` (None: the reference) at ``threads`` (None: the session's);
+        appended to ``into`` once it runs."""
         worker = Worker(
             self._slot(slot),
             str(self.task.path),
             self.task.overrides,
             self.model_seed,
             self.config,
-            self.threads,
+            threads or self.threads,
             self.placement.worker_cores,
         )
         self._live.add(worker)
@@ -167,14 +172,20 @@ class GuardSession:
             interpreted |= bool(reply.get("interpreted"))
         return interpreted
 
-    def _time(self, workers: dict[str, Worker], budget_s: float) -> tuple[list[WorkloadResult], float, TimingSetup]:
+    def _time(
+        self, workers: dict[str, Worker], budget_s: float
+    ) -> tuple[list[WorkloadResult], float, TimingSetup, str]:
+        """Per-workload results, the noise band, how it was timed, and why it could not be (``""``: it could)."""
         with placement.pinned(self.placement.guard_cores):
             timer = Timer(self.task, self.ref_models, workers, self.config, self.platform, self.threads)
-            results, timed = [], []
+            results, timed, blind = [], [], ""
             for index, workload in enumerate(self.task.workloads):
                 series = timer.run(index, budget_s / len(self.task.workloads))
                 if self.observe is not None:
                     self.observe(workload.name, series)
+                if series.blind:
+                    blind = f"workload {workload.name}: {series.blind}"
+                    break
                 results.append(workload_result(workload, series, self.peaks))
                 timed.append(series)
         setup = TimingSetup(
@@ -183,8 +194,34 @@ class GuardSession:
             request_s=timer.cost.wall_s,
             request_jitter_s=timer.cost.jitter_s,
             batch_target_s=timer.batch_target_s,
+            threads=self.threads,
+            notes=list(self.notes),
         )
-        return results, noise_margin(timed, self.config), setup
+        return results, noise_margin(timed, self.config) if timed else 0.0, setup, blind
+
+    def _probe_contention(self, ref: Worker) -> None:
+        """Once per session, at more than one thread: is the reference slower at ``threads`` than at one?
+
+        A reference that runs markedly slower with more threads is fighting for its cores (a
+        busy or oversubscribed machine): every speedup against it would be false. The session
+        then times everything at one thread, and says so in each verdict.
+        """
+        if self._contention_probed or self.threads == 1 or self.platform.device != "cpu":
+            return
+        self._contention_probed = True
+        one = self._spawn(_SLOT_CAND, None, [], threads=1)
+        try:
+            with placement.pinned(self.placement.guard_cores):
+                timer = Timer(self.task, self.ref_models, {"ref": ref, "cand": one}, self.config, self.platform, 1)
+                series = timer.run(0, CONTENTION_PROBE_S)
+        finally:
+            one.close()
+        why = contended(series, self.threads, self.config)
+        if why:
+            self.notes.append(why)
+            self.threads, self.placement, self.peaks = 1, placement.plan(1), self.platform.peaks(1)
+            ref.close()
+            self._ref = None
 
     def _watch(self, cand: Worker, stage: Stage) -> None:
         """Reject a candidate that left processes behind or computes while it should be idle."""
@@ -286,6 +323,9 @@ class GuardSession:
         cand: Worker | None = None
         note = ""
         try:
+            if timed and not self._contention_probed and self.threads > 1:
+                with self.device.exclusive():
+                    self._probe_contention(self._reference())
             with self.device.shared():
                 workers["ref"] = self._reference()
                 cand = self._spawn(_SLOT_CAND, source, diagnostics, into=spawned)
@@ -326,8 +366,10 @@ class GuardSession:
                 )
             stage = "time"
             with self.device.exclusive():
-                results, margin, setup = self._time(workers, time_budget_s or self.config.time_budget_s)
+                results, margin, setup, blind = self._time(workers, time_budget_s or self.config.time_budget_s)
                 self._watch(cand, "time")
+            if blind:
+                return Verdict.not_measured(blind, timing=setup, seconds=time.perf_counter() - start)
         except _Reject as exc:
             return Verdict.reject(
                 exc.stage, exc.reason, diagnostics=exc.diagnostics or diagnostics, seconds=time.perf_counter() - start

@@ -10,6 +10,7 @@ from kernelkiln.guard.measurement.placement import Placement
 
 Decision = Literal["REJECT", "KEEP", "ACCEPT", "REVERT"]
 Stage = Literal["gate", "build", "check", "time", "verdict"]
+NOT_MEASURED = "not measured"
 
 
 class WorkloadResult(BaseModel):
@@ -43,6 +44,8 @@ class TimingSetup(BaseModel):
     request_s: float = 0.0  # fixed wall cost of one request, subtracted from every batch
     request_jitter_s: float = 0.0  # its measured jitter; batches last at least 100 times longer
     batch_target_s: float = 0.0
+    threads: int = 0  # intra-op threads of every worker (0: not recorded)
+    notes: list[str] = []  # why the threads differ from those asked for (clamped, or a contended reference)
 
 
 class CheckSetup(BaseModel):
@@ -93,3 +96,13 @@ class Verdict(BaseModel):
     @classmethod
     def reject(cls, stage: Stage, reason: str, **extra: Any) -> Verdict:
         return cls(verdict="REJECT", stage=stage, reason=reason, **extra)
+
+    @classmethod
+    def not_measured(cls, reason: str, **extra: Any) -> Verdict:
+        """A correct candidate whose timing could not be made clean: ACCEPT, untimed, never a KEEP."""
+        return cls(verdict="ACCEPT", stage="time", reason=f"{NOT_MEASURED}: {reason}", correct=True, **extra)
+
+    @property
+    def unmeasured(self) -> bool:
+        """Correct, but the machine let no clean measurement be made (see ``not_measured``)."""
+        return self.verdict == "ACCEPT" and self.stage == "time" and not self.timed

@@ -40,7 +40,7 @@ from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.orchestrator.seeds import GENERATED, starting_code
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import machine_kind
-from kernelkiln.platforms.host import default_threads
+from kernelkiln.platforms.host import fit_threads
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import load_task
 
@@ -112,7 +112,7 @@ def _exact_match(path: Path, config: OptimizeConfig, memory: Memory) -> str | No
     """The stored task whose search memory would reuse as this one's (an exact match), if it holds one."""
     task = load_task(path, {})
     code, origin = starting_code(task, config)
-    machine = machine_kind(config.platform, config.guard.threads or default_threads())
+    machine = machine_kind(config.platform, fit_threads(config.guard.threads)[0])
     sig = signature(
         task, task_id_of(task), code, generated=origin == GENERATED, platform=config.platform, machine=machine
     )
@@ -202,7 +202,9 @@ def optimize_model(
     ``splice_model_kernels``: splice kernels an LLM wrote (they run in this process, unsandboxed).
     """
     config = config or OptimizeConfig()
-    threads = config.guard.threads or torch.get_num_threads()
+    threads, clamped = fit_threads(config.guard.threads)  # the guard's own rule: never every core
+    if clamped:
+        say(clamped)
     torch.set_num_threads(threads)
     config = config.model_copy(update={"guard": config.guard.model_copy(update={"threads": threads})})
     name = name or type(model).__name__

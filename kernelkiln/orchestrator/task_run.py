@@ -27,7 +27,7 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.interrupts import interrupts_deferred
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.platforms import machine_kind
-from kernelkiln.platforms.host import default_threads
+from kernelkiln.platforms.host import fit_threads
 from kernelkiln.policy.turn import GaveUp, Proposal, Turn, code_hash
 from kernelkiln.rwlock import ReadWriteLock
 from kernelkiln.stats import geomean
@@ -116,7 +116,7 @@ class TaskRunner:
             meta={"path": str(task.path), "overrides": task.overrides, "level": task.level},
         )
         machine = control.pool.device_kind or machine_kind(
-            self.config.platform, self.config.guard.threads or default_threads()
+            self.config.platform, fit_threads(self.config.guard.threads)[0]
         )
         self.signature = signature(
             task, state.task_id, seed_code, generated=generated, platform=self.config.platform, machine=machine

@@ -1,4 +1,4 @@
-"""The CPU platform: nothing to synchronize, wall-clock markers, cache geometry from sysfs."""
+"""The CPU platform: nothing to synchronize, wall-clock markers, cache geometry from sysfs, measured peaks."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 from kernelkiln.platforms.base import Peaks
 from kernelkiln.platforms.host import last_level_cache_bytes
-from kernelkiln.platforms.machine import cores_text, load_peaks
+from kernelkiln.platforms.machine import cores_text, first_use
 
 
 class CpuPlatform:
@@ -31,23 +31,31 @@ class CpuPlatform:
         return end - start
 
     def peaks(self, cores: int | None = None) -> Peaks:
-        """The peaks `kiln machine` measured at ``cores`` threads (None: its default), never measured here."""
-        record = load_peaks()
+        """The peaks `kiln machine` measured at ``cores`` threads (None: its default), measured on first use.
+
+        For a core count it did not measure, the figures of the nearest count above it: an
+        upper bound, so a speed-of-light bound from them never flags an honest time.
+        """
+        record, why = first_use()
         if record is None:
-            return Peaks(source="not measured on this CPU yet (run `kiln machine`)")
+            return Peaks(source=f"not measured on this CPU ({why or 'run `kiln machine`'})")
+        when = record.measured_at[:10]
         if cores is None or cores == record.cores:
             return Peaks(
                 bandwidth_gbs=record.bandwidth_gbs,
                 gflops_fp32=record.peak_gflops,
-                source=f"kiln machine, {record.measured_at[:10]}, {cores_text(record.cores)}",
+                source=f"kiln machine, {when}, {cores_text(record.cores)}",
             )
-        at = record.per_cores.get(str(cores))
-        if not at:
-            return Peaks(source=f"kiln machine measured no figures for {cores_text(cores)}")
+        counts = sorted(int(c) for c in record.per_cores if c.isdigit())
+        above = [c for c in counts if c >= cores]
+        if not above:
+            return Peaks(source=f"kiln machine measured no figures for {cores_text(cores)} or more")
+        at = record.per_cores[str(above[0])]
+        where = cores_text(cores) if above[0] == cores else f"{cores_text(above[0])}, the nearest above {cores}"
         return Peaks(
             bandwidth_gbs=at.get("bandwidth_gbs"),
             gflops_fp32=at.get("peak_gflops"),
-            source=f"kiln machine, {record.measured_at[:10]}, {cores_text(cores)}",
+            source=f"kiln machine, {when}, {where}",
         )
 
     def lock_clocks(self, mhz: int | None) -> str | None:

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import platform
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -201,6 +202,30 @@ def load_peaks() -> MachineRecord | None:
     if record.schema != SCHEMA or record.cpu_key != key:
         return None
     return record
+
+
+_FIRST_USE = threading.Lock()
+_failed: list[str] = []  # why measuring on first use failed in this process (it is not tried again)
+
+
+def first_use() -> tuple[MachineRecord | None, str]:
+    """This machine's record, measured and cached on first use (once per process); else None and why.
+
+    The guard's speed-of-light check needs the peaks on every verdict, so they cannot wait
+    for someone to run `kiln machine`: without them a figure ten times beyond the machine's
+    FMA peak went unnoticed. Measuring takes a few seconds, once per machine.
+    """
+    record = load_peaks()
+    if record is not None:
+        return record, ""
+    with _FIRST_USE:
+        record = load_peaks()
+        if record is None and not _failed:
+            try:
+                record = measure(refresh=True)
+            except Exception as exc:  # no compiler, no OpenMP, a read-only cache: the check goes without
+                _failed.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    return record, (_failed[0] if record is None and _failed else "")
 
 
 def core_counts(cpus: int, default: int) -> list[int]:

@@ -112,3 +112,16 @@ def test_a_session_refuses_to_start_when_clock_locking_was_asked_for_and_failed(
 
     with pytest.raises(UserError, match="clock locking at 1500 MHz was asked for and failed"):
         GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(lock_clocks_mhz=1500))
+
+
+def test_a_candidate_no_round_of_which_could_be_timed_cleanly_is_not_measured_never_kept(monkeypatch):
+    from kernelkiln.guard.measurement import timing
+
+    real = timing.batch_time
+    monkeypatch.setattr(timing, "batch_time", lambda *a: timing.Sample(real(*a).seconds, correction=1.0))
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
+        verdict = guard.evaluate(SOFTMAX, incumbent=SLOW_SOFTMAX)
+    assert verdict.verdict == "ACCEPT" and verdict.unmeasured and verdict.correct
+    assert verdict.reason.startswith("not measured: workload w0: only 0 of 4 timing rounds were clean")
+    assert verdict.speedup is None and not verdict.workloads
+    assert verdict.timing is not None

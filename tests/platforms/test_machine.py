@@ -122,14 +122,39 @@ def test_cpu_peaks_come_from_the_cached_record(measured):
     assert peaks.source == f"kiln machine, {record.measured_at[:10]}, {machine.cores_text(record.cores)}"
 
 
-def test_cpu_peaks_are_unknown_until_measured_and_never_measured_implicitly(empty_cache, monkeypatch):
-    monkeypatch.setattr(machine, "_measure", lambda *a, **k: pytest.fail("peaks() measured"))
-    peaks = CpuPlatform().peaks()
-    assert (peaks.bandwidth_gbs, peaks.gflops_fp32) == (None, None)
-    assert "kiln machine" in peaks.source
+def test_cpu_peaks_are_measured_on_first_use_and_cached(empty_cache, monkeypatch, measured):
+    record, _ = measured
+    calls = []
+
+    def once(*args, **kwargs):
+        calls.append(1)
+        return record
+
+    monkeypatch.setattr(machine, "_measure", once)
+    monkeypatch.setattr(machine, "_failed", [])
+    monkeypatch.setattr(machine, "cpu_key", lambda: record.cpu_key)
+    first, second = CpuPlatform().peaks(), CpuPlatform().peaks()
+    assert calls == [1]
+    assert first == second and first.gflops_fp32 == record.peak_gflops
+    assert machine.load_peaks() == record
 
 
-def test_cpu_peaks_follow_the_asked_core_count_and_are_unknown_for_an_unmeasured_one(monkeypatch, tmp_path):
+def test_a_failed_first_measurement_leaves_the_peaks_unknown_says_why_and_is_not_retried(empty_cache, monkeypatch):
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("no C compiler found")
+
+    monkeypatch.setattr(machine, "_measure", broken)
+    monkeypatch.setattr(machine, "_failed", [])
+    first, second = CpuPlatform().peaks(), CpuPlatform().peaks()
+    assert calls == [1]
+    assert (first.bandwidth_gbs, first.gflops_fp32) == (None, None)
+    assert "no C compiler found" in first.source and second == first
+
+
+def test_cpu_peaks_follow_the_asked_core_count_and_bound_an_unmeasured_one_from_above(monkeypatch, tmp_path):
     from kernelkiln.platforms import cpu as cpu_module
     from kernelkiln.platforms.machine import MachineRecord
 
@@ -149,8 +174,9 @@ def test_cpu_peaks_follow_the_asked_core_count_and_are_unknown_for_an_unmeasured
             "kernelkiln_version": "0",
         }
     )
-    monkeypatch.setattr(cpu_module, "load_peaks", lambda: record)
+    monkeypatch.setattr(cpu_module, "first_use", lambda: (record, ""))
     platform = cpu_module.CpuPlatform()
     assert platform.peaks().bandwidth_gbs == 30.0 and platform.peaks(3).gflops_fp32 == 300.0
     assert platform.peaks(1).bandwidth_gbs == 10.0
-    assert platform.peaks(2).bandwidth_gbs is None and "no figures" in platform.peaks(2).source
+    assert platform.peaks(2).bandwidth_gbs == 30.0 and "nearest above 2" in platform.peaks(2).source
+    assert platform.peaks(4).bandwidth_gbs is None and "no figures" in platform.peaks(4).source

@@ -17,16 +17,21 @@ against the ``threads`` cores it was given, so neither extra threads nor cores t
 beyond its share make it faster. What it assumes: the worker's work runs in its own
 threads (processes it starts are refused, see ``GuardSession._watch``); run-queue waits
 come from the kernel's schedstat (CONFIG_SCHED_INFO); where it is missing, only the wall
-clock is used and the verdict's ``timing.accounting`` says so. The worker blocks between
-requests and is read only once off the CPU (``accounting.settle``): the kernel brings a
-running thread's figures up to date only at a scheduler tick.
+clock is used and the verdict's ``timing.accounting`` says so. Each reading is taken with
+the worker stopped (SIGSTOP, then ``accounting.settle``: the kernel brings a running
+thread's figures up to date only at a scheduler tick), and the one after a batch is taken
+as soon as the reply arrives, so a batch is charged for the request alone: an OpenMP pool
+that spins idle for milliseconds after each reply (libgomp's default) once made a 0.2 ms
+reference read 4 ms at two threads, and a single-threaded candidate escaped that charge.
+Only the worker being timed runs; the others are stopped meanwhile, so no background
+thread of a candidate can slow the reference down. (Holding every worker stopped between
+its requests too gave single workers shifts of 20% that lasted a whole evaluation on a
+virtual machine, so workers idle normally between requests.)
 
 A round in which some batch rested on more than ``max_correction`` of its wall time taken
 out by estimate, or whose readings were not exact, is dropped and run again; a single
-thread's CPU time is a measurement, not an estimate (``batch_time``). Only the
-worker being timed runs; the others are stopped (SIGSTOP) meanwhile, so no background
-thread of a candidate can slow the reference down. Batches last long enough that the
-request's own measured jitter is under 1% of a batch.
+thread's CPU time is a measurement, not an estimate (``batch_time``). Batches last long
+enough that the request's own measured jitter is under 1% of a batch.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ JITTER_SHARE = 0.01  # a request's own jitter may be at most this share of a bat
 MAX_BATCH_S = 0.25  # however noisy the requests, a batch lasts no longer than this
 _NOP_SAMPLES = 31
 AGREE = 0.02  # a single-threaded batch's two estimates agree when within this share of each other
-SETTLE_S = 0.01  # how long a worker may take to leave the CPU after a request before its readings are inexact
+SETTLE_S = 0.01  # how long a stopped worker's threads may take to leave the CPU before its readings are inexact
 
 
 class TimingReject(Exception):
@@ -67,6 +72,7 @@ class Series:
     reps: dict[str, int] = field(default_factory=dict)
     corrections: list[float] = field(default_factory=list)  # per kept round: its batches' largest correction
     dropped: int = 0  # rounds dropped because a batch of theirs was corrected too much
+    blind: str = ""  # why these rounds cannot support a verdict ("": they can)
 
     def log_ratios(self, num: str, den: str) -> list[float]:
         return [math.log(a / b) for a, b in zip(self.times[num], self.times[den], strict=False)]
@@ -190,27 +196,35 @@ class Timer:
             wall_s=min(walls), cpu_s=min(cpus), jitter_s=1.4826 * statistics.median(abs(w - mid) for w in walls)
         )
 
+    def _read(self, worker: Worker) -> tuple[Usage, bool]:
+        """The worker's accounting, read while it is stopped (exact: no thread of it is running)."""
+        worker.freeze()
+        try:
+            exact = accounting.settle(worker.pid, SETTLE_S)
+            return Usage.read(worker.pid), exact
+        finally:
+            worker.thaw()
+
     def _request(self, role: str, message: dict[str, Any]) -> tuple[dict[str, Any], accounting.Delta, float]:
         """Send one request to ``role``'s worker: its reply, and its accounting and wall time around it."""
-        worker, pid = self.workers[role], self.workers[role].pid
-        exact, before = False, None
-        if self.accounted:
-            exact = accounting.settle(pid, SETTLE_S)
-            before = Usage.read(pid)
+        worker = self.workers[role]
+        before = self._read(worker) if self.accounted else None
         own = accounting.own_wait_ns()
         start = time.perf_counter()
         reply = worker.request(message, self.config.call_timeout_s)
         wall = time.perf_counter() - start
         own = accounting.own_wait_ns() - own
+        after = self._read(worker) if before is not None else None  # at once: an idle pool's spin is not the batch's
         if not reply.get("ok"):
             raise TimingReject(f"raised while timed: {reply.get('error')}")
-        if before is None:
+        if before is None or after is None:
             return reply, accounting.Delta(), wall
-        exact = accounting.settle(pid, SETTLE_S) and exact
-        cpu, waited = Usage.read(pid).since(before)
+        cpu, waited = after[0].since(before[0])
         return (
             reply,
-            accounting.Delta(cpu_s=cpu, worker_wait_s=waited, guard_wait_s=max(0, own) / 1e9, exact=exact),
+            accounting.Delta(
+                cpu_s=cpu, worker_wait_s=waited, guard_wait_s=max(0, own) / 1e9, exact=before[1] and after[1]
+            ),
             wall,
         )
 
@@ -282,6 +296,8 @@ class Timer:
         )
 
     def run(self, index: int, budget_s: float) -> Series:
+        """Timed rounds of workload ``index`` within about ``budget_s`` (``Series.blind`` says when they cannot
+        support a verdict)."""
         cfg, roles = self.config, list(self.workers)
         inputs = self.task.make_inputs(self.task.workloads[index], 0)
         count = int(
@@ -316,7 +332,7 @@ class Timer:
                 probe = None if role == "ref" else (secrets.randbelow(count), secrets.randbits(30))
                 samples[role] = self._batch(role, index, series.reps[role], probe)
             correction = max(s.correction for s in samples.values())
-            if correction > cfg.max_correction and series.dropped < cfg.max_rounds:
+            if correction > cfg.max_correction:
                 series.dropped += 1  # disturbed beyond what the accounting can be trusted to take out
             else:
                 for role, sample in samples.items():
@@ -332,4 +348,13 @@ class Timer:
                 or all(self._settled(series.log_ratios(num, "cand")) for num in roles if num != "cand")
             ):
                 break
+            if kept < cfg.min_rounds and (series.dropped >= cfg.max_rounds or time.monotonic() > deadline + budget_s):
+                break
+        kept = len(series.times["ref"])
+        if kept < cfg.min_rounds:
+            series.blind = (
+                f"only {kept} of {kept + series.dropped} timing rounds were clean (the others rested on more than "
+                f"{cfg.max_correction:.0%} of their time taken out as waits for a busy CPU); "
+                f"at least {cfg.min_rounds} are needed for a verdict"
+            )
         return series

@@ -15,6 +15,7 @@ from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.measurement import accounting
 from kernelkiln.guard.worker import forkserver, processes, protocol, sandbox
 from kernelkiln.isolation.supervisor import Supervisor
+from kernelkiln.platforms.host import usable_cores
 
 SPIN_S = 0.05  # longest busy-wait for a reply before sleeping
 
@@ -41,7 +42,7 @@ class Worker:
         cpus: list[int] | None = None,
     ):
         self.config = config
-        self.spin_s = SPIN_S if threads < (os.cpu_count() or 1) else 0.0
+        self.spin_s = SPIN_S if threads < usable_cores() else 0.0
         self.uid = sandbox.allocate_uid(slot) if (config.isolate_user and sandbox.can_switch_user()) else None
         if self.uid is not None:
             processes.kill_user(self.uid)  # leftovers of an earlier worker in this slot

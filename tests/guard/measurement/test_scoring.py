@@ -7,7 +7,7 @@ import math
 import pytest
 
 from kernelkiln.guard import GuardConfig
-from kernelkiln.guard.measurement.scoring import beyond_light, decide, noise_margin
+from kernelkiln.guard.measurement.scoring import beyond_light, contended, decide, noise_margin
 from kernelkiln.guard.measurement.timing import Series
 from kernelkiln.guard.verdict import WorkloadResult
 from kernelkiln.platforms import Peaks
@@ -63,3 +63,28 @@ def test_a_speedup_inside_the_band_is_accepted_and_the_figures_are_kept():
     verdict = decide([_timed(1.02)], math.log(1.03), False, 4.0, PEAKS, seconds=1.5)
     assert verdict.verdict == "ACCEPT" and verdict.correct and verdict.timed
     assert verdict.speedup == pytest.approx(1.02) and verdict.seconds == 1.5
+
+
+def _probe(at_n: list[float], at_one: list[float], blind: str = "") -> Series:
+    return Series(times={"ref": at_n, "cand": at_one}, reps={"ref": 1, "cand": 1}, blind=blind)
+
+
+def test_a_reference_markedly_slower_at_n_threads_than_at_one_is_contended():
+    why = contended(_probe([2e-3, 2.1e-3, 1.9e-3, 2e-3, 2e-3, 2.05e-3], [1e-3] * 6), 2, GuardConfig())
+    assert "2.00x slower at 2 threads than at one" in why and "timed at 1 thread" in why
+
+
+def test_a_reference_as_fast_or_faster_at_n_threads_is_not_contended():
+    config = GuardConfig()
+    assert contended(_probe([0.5e-3] * 6, [1e-3] * 6), 4, config) == ""
+    assert contended(_probe([1.05e-3, 1.04e-3, 1.06e-3, 1.05e-3, 1.05e-3, 1.05e-3], [1e-3] * 6), 4, config) == ""
+
+
+def test_a_slowdown_inside_the_probes_own_noise_is_not_contention():
+    noisy_n = [1.0e-3, 1.6e-3, 0.8e-3, 1.5e-3, 0.9e-3, 1.25e-3]
+    assert contended(_probe(noisy_n, [1e-3] * 6), 2, GuardConfig()) == ""
+
+
+def test_a_probe_that_could_not_be_timed_cleanly_counts_as_contended():
+    why = contended(_probe([], [], blind="only 0 of 40 timing rounds were clean"), 2, GuardConfig())
+    assert "could not be timed cleanly" in why and "only 0 of 40" in why
