@@ -14,6 +14,8 @@ Conditions (each hog a subprocess that ends by itself, and is killed when its bl
   cpu1/2/3      1, 2 or 3 busy-loop processes per core
   membw         one STREAM-like copy loop per core over two arrays of max(256 MiB, 8 x last-level cache)
   intermittent  one busy loop per core, on for 0.2-0.5 s and off for 0.2-0.5 s at random
+  jobs          kernelkiln beside its own work: two other guards judging the bundled row_softmax's seed
+                in a loop (workers, compiles, checks) and one busy loop, at once
 Work runs trial by trial, then condition, then pair; every judgement is appended at once to --out
 (JSON lines), and judgements already there under the same --tag (default: the git commit) are skipped,
 so an interrupted run resumes and every cell holds about as many judgements as the others.
@@ -59,16 +61,26 @@ SEED = ROOT / "kernelkiln" / "examples" / "seeds" / "row_softmax.py"
 GOOD = {"FLAGS": ["-O3", "-march=native", "-ffast-math"], "ACCUMULATORS": 4}
 CALL = "lib.softmax_rows(x, y, x.shape[0], x.shape[1])"
 EXTRA_SHARE = 0.25  # of the rows the slow version softmaxes a second time
-CONDITIONS = ("quiet", "cpu1", "cpu2", "cpu3", "membw", "intermittent")
+CONDITIONS = ("quiet", "cpu1", "cpu2", "cpu3", "membw", "intermittent", "jobs")
 PAIRS = ("identical", "faster", "slower")
 RIGHT = {"identical": "ACCEPT", "faster": "KEEP", "slower": "REVERT"}
 WARMUP_S = 0.5
+JOBS_WARMUP_S = 5.0  # a job imports torch and starts its reference worker before it loads the machine
 HOG_LIMIT_S = 180.0  # per pair in a block: a hog outlives a dead benchmark by at most this much
 
 BUSY = "import time\nwhile time.time() < {end}:\n    pass\n"
 BLINK = (
     "import random, time\nwhile time.time() < {end}:\n    stop = time.time() + random.uniform(0.2, 0.5)\n"
     "    while time.time() < min(stop, {end}):\n        pass\n    time.sleep(random.uniform(0.2, 0.5))\n"
+)
+JOB = (
+    "import signal, sys, time\nsys.path.insert(0, {root!r})\nfrom pathlib import Path\n"
+    "from kernelkiln.guard import GuardConfig, GuardSession\nfrom kernelkiln.task import load_task\n"
+    "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+    "examples = Path({root!r}) / 'kernelkiln' / 'examples'\n"
+    "source = (examples / 'seeds' / 'row_softmax.py').read_text()\n"
+    "with GuardSession(load_task(examples / 'row_softmax.py'), GuardConfig(isolation='best-effort')) as guard:\n"
+    "    while time.time() < {end}:\n        guard.evaluate(source)\n"
 )
 STREAM = (
     "import time, numpy as np\na = np.ones({n} // 4, np.float32)\nb = np.empty_like(a)\n"
@@ -98,6 +110,8 @@ def hog_scripts(condition: str, end: float) -> list[str]:
         return [STREAM.format(n=max(256 << 20, 8 * last_level_cache_bytes()), end=end)] * cores
     if condition == "intermittent":
         return [BLINK.format(end=end)] * cores
+    if condition == "jobs":
+        return [JOB.format(root=str(ROOT), end=end)] * 2 + [BUSY.format(end=end)]
     raise SystemExit(f"unknown condition {condition!r} (known: {', '.join(CONDITIONS)})")
 
 
@@ -110,12 +124,17 @@ def hogs(condition: str, seconds: float) -> Iterator[None]:
         for script in scripts:
             procs.append(subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.DEVNULL))
         if procs:
-            time.sleep(WARMUP_S)
+            time.sleep(JOBS_WARMUP_S if condition == "jobs" else WARMUP_S)
         yield
     finally:
         for proc in procs:
-            proc.kill()
-            proc.wait()
+            proc.terminate()  # a job closes its guard session (and its workers) on SIGTERM
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def unmeasured(v: Verdict) -> bool:

@@ -142,6 +142,8 @@ def _dropped(end: EndToEnd, what: str) -> str:
     """Why the kernels are not kept at ``end``'s shape: wrong, or slower than eager (the interval's top below 1)."""
     if not end.correct:
         return f"together the kernels disagree with eager{_at(end.shape)}: {end.failure}"
+    if end.unmeasured:
+        return f"the {what} model could not be timed end to end{_at(end.shape)}: {end.unmeasured}"
     if end.vs_eager_interval is not None and end.vs_eager_interval[1] < 1.0:
         return f"the {what} model was slower than eager end to end{_at(end.shape)} ({fmt_x(end.vs_eager)})"
     return ""
@@ -164,6 +166,19 @@ def _end_to_end(
             compile_error = described(exc)[:300]
     arms["spliced"] = lambda: spliced(*example)
     timing = verify.time_arms(arms)
+    if timing.blind:
+        return EndToEnd(
+            shape=shape.label,
+            correct=not result.failure,
+            trials=result.trials,
+            wide=result.wide,
+            max_abs_error=result.max_abs_error,
+            failure=result.failure,
+            compile_error=compile_error,
+            rounds=timing.rounds,
+            disturbed=timing.disturbed,
+            unmeasured=timing.blind,
+        )
     ms = {k: v * 1e3 for k, v in timing.seconds.items()}
     return EndToEnd(
         shape=shape.label,

@@ -63,6 +63,7 @@ class EndToEnd(_Frozen):
     compile_error: str = ""
     rounds: int = 0
     disturbed: int = 0  # rounds dropped and run again: the machine kept a batch from running (run-queue wait)
+    unmeasured: str = ""  # why no figure could be given: too few clean rounds ("": timed)
     kept: bool = True  # False: the model runs in torch at this shape (``dropped`` says why, "" if no kernel applies)
     dropped: str = ""
 

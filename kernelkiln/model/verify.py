@@ -15,8 +15,10 @@ accounts one (``guard.measurement.timing.batch_time``), in this process: its wal
 less the timing thread's run-queue wait, or, at one thread, the thread's own CPU time
 where that binds (a measurement, not an estimate). A round in which some batch rested on
 taking more than ``MAX_CORRECTION`` of its wall time out by estimate is dropped and run
-again, up to ``rounds`` times. Unlike the guard, the arms run in the calling process and
-are not isolated from each other: this times the user's own model, not hostile code.
+again, up to ``rounds`` times; with fewer than ``MIN_CLEAN`` clean rounds by then the
+timing is blind (``Timing.blind``, the guard's "not measured") and gives no figure. Unlike
+the guard, the arms run in the calling process and are not isolated from each other: this
+times the user's own model, not hostile code.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from kernelkiln.guard.measurement.timing import AGREE
 from kernelkiln.task.model import DEFAULT_TOLERANCES, widen
 
 MAX_CORRECTION = 0.25  # the guard's default ``max_correction``
+MIN_CLEAN = 5  # clean rounds a figure needs
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ class Timing:
     rounds: int
     per_round: tuple[dict[str, float], ...]
     disturbed: int = 0  # rounds dropped and run again: some batch rested on more than MAX_CORRECTION by estimate
+    blind: str = ""  # why these rounds support no figure ("": they do)
 
     def ratio(self, slower: str, faster: str) -> float:
         """How many times faster ``faster`` ran than ``slower``: the median of the per-round ratios."""
@@ -161,10 +165,18 @@ def time_arms(arms: dict[str, Callable[[], Any]], rounds: int = 15, batch_s: flo
                 got[n], correction = _timed(arms[n], sizes[n])
                 worst = max(worst, correction)
             r += 1
-            if worst > MAX_CORRECTION and disturbed < rounds:
+            if worst > MAX_CORRECTION:
                 disturbed += 1
+                if disturbed >= rounds:
+                    break
                 continue
             per_round.append(got)
+    if len(per_round) < min(MIN_CLEAN, rounds):
+        blind = (
+            f"only {len(per_round)} of {len(per_round) + disturbed} timing rounds were clean (the others rested on "
+            f"more than {MAX_CORRECTION:.0%} of their time taken out as waits for a busy CPU)"
+        )
+        return Timing({}, {}, {}, len(per_round), tuple(per_round), disturbed, blind)
     base = names[0]
     seconds = {n: statistics.median(r[n] for r in per_round) for n in names}
     ratios = {n: sorted(r[base] / r[n] for r in per_round) for n in names}

@@ -36,7 +36,7 @@ def confirmation(best: Attempt, item: EvaluationInput, verdict: Verdict) -> Conf
         verdict=verdict.verdict,
         correct=verdict.correct,
         speedup=verdict.speedup if verdict.correct else None,
-        reason="" if verdict.correct else verdict.reason,
+        reason=verdict.reason if (not verdict.correct or verdict.unmeasured) else "",
         time_budget_s=item.guard.time_budget_s,
         workloads={w.name: w.speedup for w in verdict.workloads},
     )
