@@ -195,7 +195,7 @@ def model(
 
 
 def _show(report: dict[str, Any], folder: Path) -> None:
-    from kernelkiln.model.report import EndToEnd, draws
+    from kernelkiln.model.report import EndToEnd, agreement, draws
 
     console = wide_console()
     table = Table(title=f"{report['model']}: regions, largest share first", title_justify="left")
@@ -224,6 +224,8 @@ def _show(report: dict[str, Any], folder: Path) -> None:
                 f"{fmt_x(e['vs_compile'])} over torch.compile",
                 markup=False,
             )
+        if agreement(EndToEnd(**e)):
+            console.print(f"  {agreement(EndToEnd(**e))}", markup=False)
     if report["saved"]:
         console.print(
             f"saved: {folder / report['saved']} (kernelkiln.load_model({str(folder)!r}, model) runs the kernels)",

@@ -12,8 +12,8 @@ nodes of ``OptimizeConfig``'s tree::
     pool_size = 40
 
 A flag the user gave overrides the file; a flag left out does not (the commands' options
-default to None, so every default lives in its pydantic field). ``guard.threads`` above
-this machine's cores but one is brought down to them, and said on stderr. ``--set-config
+default to None, so every default lives in its pydantic field). A ``guard.threads`` above
+this machine's cores but one is said on stderr: the guard times at that many. ``--set-config
 PATH=VALUE`` sets any field by its dotted path. Unknown keys and bad values are one line
 naming the file (or the flag) and the dotted field: a UserError, exit code 2.
 """
@@ -83,22 +83,21 @@ def load_settings(
         config = OptimizeConfig.model_validate(merged)
     except ValidationError as exc:
         raise UserError(_one_line(exc, file, flags, sources)) from None
-    return Settings(_fitted_threads(config), sources, file)
+    _say_fitted_threads(config)
+    return Settings(config, sources, file)
 
 
-def _fitted_threads(config: OptimizeConfig) -> OptimizeConfig:
-    """``guard.threads`` as this machine's guard times it (``fit_threads``: never every core), said when fewer.
+def _say_fitted_threads(config: OptimizeConfig) -> None:
+    """One line on stderr when ``guard.threads`` asks for more than this machine's guard times at.
 
-    On a Ray cluster each device's guard fits them to its own cores, so nothing changes here.
+    The value stays as given (``kiln config show`` shows it); the guard, the seeds and
+    ``kiln model`` bring it down (``fit_threads``). On a Ray cluster each device's guard
+    fits the threads to its own cores, so nothing is said here.
     """
-    asked = config.guard.threads
-    if asked is None or config.cluster.address != "local":
-        return config
-    threads, why = fit_threads(asked)
-    if not why:
-        return config
-    print(f"kiln: {why}", file=sys.stderr, flush=True)
-    return config.model_copy(update={"guard": config.guard.model_copy(update={"threads": threads})})
+    if config.guard.threads is not None and config.cluster.address == "local":
+        _, why = fit_threads(config.guard.threads)
+        if why:
+            print(f"kiln: {why}", file=sys.stderr, flush=True)
 
 
 def with_endpoint_window(settings: Settings, say: Callable[[str], None] | None = None) -> Settings:

@@ -30,7 +30,7 @@ from kernelkiln.model.dynamo import capture_graphs
 from kernelkiln.model.endtoend import assemble, assemble_compiled
 from kernelkiln.model.profile import Profile, profile
 from kernelkiln.model.regions import Partition, Region, partition
-from kernelkiln.model.report import LeftRow, ModelReport, RegionRow
+from kernelkiln.model.report import LeftRow, ModelReport, RegionRow, amdahl
 from kernelkiln.model.shapes import Declared, Place, Shape, places
 from kernelkiln.model.splice import Kernel
 from kernelkiln.model.taskfile import Spread, Unrenderable, render_workloads, workloads_key
@@ -275,7 +275,9 @@ def optimize_model(
         regions=[rows[k] for k in order],
         left=_left(parts),
         shapes=[s.label for s in shapes if s.label],
-        end_to_end=done.ends,
+        end_to_end=[
+            e.model_copy(update={"predicted": amdahl([rows[k] for k in order]) if e.kept else None}) for e in done.ends
+        ],
         saved=saved,
     )
     report.write(out)

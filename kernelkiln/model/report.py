@@ -64,6 +64,7 @@ class EndToEnd(_Frozen):
     rounds: int = 0
     disturbed: int = 0  # rounds dropped and run again: the machine kept a batch from running (run-queue wait)
     unmeasured: str = ""  # why no figure could be given: too few clean rounds ("": timed)
+    predicted: float | None = None  # over eager, from the spliced regions' figures and shares (``amdahl``)
     kept: bool = True  # False: the model runs in torch at this shape (``dropped`` says why, "" if no kernel applies)
     dropped: str = ""
 
@@ -82,6 +83,28 @@ class ModelReport(_Frozen):
     def write(self, out: Path) -> None:
         write_atomic(out / "model.json", self.model_dump_json(indent=2) + "\n")
         write_atomic(out / "model.md", markdown(self))
+
+
+def amdahl(regions: list[RegionRow]) -> float | None:
+    """The model's speedup over eager the spliced regions' own figures predict (Amdahl's law over their shares
+    of eager's time); None when no region is spliced with a figure."""
+    spliced = [r for r in regions if r.status == "spliced" and r.speedup]
+    if not spliced:
+        return None
+    share = sum(r.share for r in spliced)
+    return 1.0 / max(1e-9, 1.0 - share + sum(r.share / (r.speedup or 1.0) for r in spliced))
+
+
+def agreement(e: EndToEnd) -> str:
+    """Whether the measured end-to-end figure confirms the regions' prediction: ``""`` when there is none."""
+    if e.predicted is None or e.vs_eager is None or e.vs_eager_interval is None:
+        return ""
+    low, high = e.vs_eager_interval
+    verdict = "confirmed" if low <= e.predicted <= high else "NOT confirmed"
+    return (
+        f"the regions predict {fmt_x(e.predicted)} over eager (Amdahl over their shares); measured "
+        f"{fmt_x(e.vs_eager)}, rounds' 10-90% {fmt_x(low)}-{fmt_x(high)}: {verdict}"
+    )
 
 
 def draws(e: EndToEnd) -> str:
@@ -133,6 +156,8 @@ def markdown(report: ModelReport) -> str:
                 f"- spliced over eager {fmt_x(e.vs_eager)} (rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)}); "
                 f"over torch.compile {fmt_x(e.vs_compile)}"
             )
+            if agreement(e):
+                lines.append(f"- {agreement(e)}")
         if e.compile_error:
             lines.append(f"- torch.compile failed: {e.compile_error}")
     if report.saved:

@@ -8,6 +8,7 @@ from pathlib import Path
 from kernelkiln.errors import UserError
 from kernelkiln.lowering import Unsupported, generate
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.platforms.host import fit_threads
 from kernelkiln.task.model import Task
 
 _GENERATED: dict[tuple, str | Unsupported] = {}
@@ -37,10 +38,12 @@ def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
         return seed.read_text(), str(seed)
     why = f"kernelkiln generates seeds for the cpu platform only, not {config.platform}"
     if config.platform == "cpu":
-        key = (str(task.path), json.dumps(task.overrides, sort_keys=True, default=repr), config.guard.threads)
+        threads = config.guard.threads  # a cluster's devices fit them to their own cores; here, the guard's rule
+        threads = fit_threads(threads)[0] if threads is not None and config.cluster.address == "local" else threads
+        key = (str(task.path), json.dumps(task.overrides, sort_keys=True, default=repr), threads)
         if key not in _GENERATED:  # a bench or a resume asks again: trace and lower once per process
             try:
-                _GENERATED[key] = generate(task, threads=config.guard.threads).source
+                _GENERATED[key] = generate(task, threads=threads).source
             except Unsupported as exc:
                 _GENERATED[key] = exc
         generated = _GENERATED[key]

@@ -277,3 +277,13 @@ def test_config_show_prints_the_chosen_policys_fields_only():
     fields = {r["field"]: r for r in json.loads(done.stdout) if r["field"].startswith("policy.")}
     assert set(fields) == {f"policy.{name}" for name in ReplayConfig.model_fields}
     assert fields["policy.session"]["value"] == "s" and fields["policy.session"]["source"] == "flag"
+
+
+def test_threads_beyond_the_cores_but_one_are_kept_as_given_and_said_on_stderr(capsys):
+    from kernelkiln.platforms.host import default_threads, usable_cores
+
+    asked = usable_cores() + 1
+    settings = load_settings(None, {"--threads": ("guard.threads", asked)})
+    assert settings.config.guard.threads == asked  # `kiln config show` shows what was asked
+    said = capsys.readouterr().err
+    assert f"asked for {asked} threads, timed at {default_threads()}" in said and said.count("\n") == 1

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kernelkiln.errors import UserError
-from kernelkiln.model.report import EndToEnd, ModelReport, RegionRow, markdown, read
+from kernelkiln.model.report import EndToEnd, ModelReport, RegionRow, agreement, amdahl, markdown, read
 
 
 def report() -> ModelReport:
@@ -39,3 +39,25 @@ def test_a_report_from_another_version_is_refused_in_one_line(tmp_path):
     with pytest.raises(UserError, match="rerun `kiln model`") as refused:
         read(tmp_path)
     assert "\n" not in str(refused.value)
+
+
+def _row(share: float, speedup: float | None, status: str = "spliced") -> RegionRow:
+    return RegionRow(
+        task="tasks/r.py", ops=["addmm"], places=1, share=share, reference_ms=0.1, speedup=speedup, status=status
+    )
+
+
+def test_the_regions_predict_the_model_by_amdahls_law_over_their_shares():
+    # half the time 2x faster, a quarter 4x faster, the rest untouched: 1 / (0.25 + 0.25 + 0.0625)
+    assert amdahl([_row(0.5, 2.0), _row(0.25, 4.0)]) == pytest.approx(1 / 0.5625)
+    assert amdahl([_row(0.5, 2.0), _row(0.3, 9.0, status="slower")]) == pytest.approx(1 / 0.75)
+    assert amdahl([_row(0.5, None, status="failed")]) is None
+
+
+def test_an_end_to_end_figure_confirms_the_prediction_only_inside_its_rounds_interval():
+    at = dict(shape="", correct=True, trials=3, max_abs_error=0.0, vs_eager=1.3, vs_eager_interval=(1.2, 1.4))
+    assert "confirmed" in agreement(EndToEnd(**at, predicted=1.33)) and "NOT" not in agreement(
+        EndToEnd(**at, predicted=1.33)
+    )
+    assert "NOT confirmed" in agreement(EndToEnd(**at, predicted=27.8))
+    assert agreement(EndToEnd(**at)) == ""
