@@ -42,10 +42,13 @@ def workload_result(workload: Workload, series: Series, peaks: Peaks) -> Workloa
 
 
 def noise_margin(series: list[Series], config: GuardConfig) -> float:
-    """The noise band in log-speedup: max(min_margin, margin_sigmas x standard error), at most max_margin."""
+    """The noise band in log-speedup: max(min_margin, margin_sigmas x standard error), widened by the share of
+    the rounds' time that was taken out by estimate (their median correction, the largest over workloads: a
+    figure that rests on x% estimated is not known better than x%), at most max_margin."""
     ses = [rse(s.log_ratios("inc" if "inc" in s.times else "ref", "cand")) for s in series]
     se = math.sqrt(sum(s * s for s in ses)) / len(ses)
-    return min(config.max_margin, max(config.min_margin, config.margin_sigmas * se))
+    estimated = max((statistics.median(s.corrections) for s in series if s.corrections), default=0.0)
+    return min(config.max_margin, max(config.min_margin, config.margin_sigmas * se) + estimated)
 
 
 def beyond_light(results: list[WorkloadResult], factor: float, peaks: Peaks) -> str | None:

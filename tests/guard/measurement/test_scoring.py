@@ -52,6 +52,17 @@ def test_the_noise_band_follows_the_spread_between_its_floor_and_its_cap():
     assert config.min_margin < middling < config.max_margin
 
 
+def test_the_noise_band_widens_by_the_share_of_time_taken_out_by_estimate():
+    config = GuardConfig()
+    steady = _series([1.0] * 12)
+    estimated = _series([1.0] * 12)
+    estimated.corrections = [0.1] * 12
+    assert noise_margin([steady], config) == config.min_margin
+    assert noise_margin([steady, estimated], config) == pytest.approx(config.min_margin + 0.1)
+    estimated.corrections = [0.9] * 12
+    assert noise_margin([estimated], config) == config.max_margin
+
+
 def test_a_3x_candidate_is_kept_and_a_3x_slower_one_reverted_however_noisy_the_machine():
     widest = GuardConfig().max_margin
     assert decide([_timed(3.0)], widest, False, 4.0, PEAKS).verdict == "KEEP"
