@@ -81,7 +81,9 @@ def contest(verdict: str, case: Case) -> bool | None:
 
 def ranked(outcomes: list[Outcome]) -> list[Trial]:
     """Each knob setting's trial, valued by its median rank among the task's measured attempts."""
-    return rank_trials([(o.case.knobs, o.speedup if _measured(o) else None) for o in outcomes if o.case.knobs])
+    return rank_trials(
+        [(o.case.knobs, o.speedup if _measured(o) else None) for o in outcomes if o.case.knobs and not _unknown(o)]
+    )
 
 
 def rank_trials(figures: list[tuple[K.Settings, float | None]]) -> list[Trial]:
@@ -109,11 +111,16 @@ def _measured(outcome: Outcome) -> bool:
     return outcome.verdict != "REJECT" and outcome.speedup is not None and outcome.speedup > 0
 
 
+def _unknown(outcome: Outcome) -> bool:
+    """Correct but untimed (the guard could not measure it, or Triton ran interpreted): neither won nor lost."""
+    return outcome.verdict != "REJECT" and outcome.speedup is None
+
+
 def _outcomes(outcomes: list[Outcome]) -> list[tuple[K.Settings, bool | None, float | None]]:
     return [
         (o.case.knobs, contest(o.verdict, o.case), o.speedup if _measured(o) else None)
         for o in outcomes
-        if o.case.knobs
+        if o.case.knobs and not _unknown(o)
     ]
 
 

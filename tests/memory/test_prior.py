@@ -82,6 +82,13 @@ def test_an_exact_match_lends_its_best_keep_and_every_setting_it_tried(store):
     assert not prior.neighbours  # an exact match is reused, not transferred from
 
 
+def test_a_setting_the_guard_could_not_measure_is_neither_a_win_nor_a_loss(store):
+    mine = sig("new", exact="same")
+    stored(store, sig("old", exact="same"), [[(s(1), "KEEP", 1.0), (s(4), "ACCEPT", None), (s(2), "REJECT", None)]])
+    values = {K.key(t.settings): t.value for t in build(store, mine, None, TransferConfig()).known}
+    assert values == {K.key(s(1)): 0.5, K.key(s(2)): FAILED}  # not measured: no figure, so no rank at all
+
+
 def test_the_running_run_s_own_attempts_are_never_lent(store):
     stored(store, sig("t", exact="same"), [[(s(1), "KEEP", 1.0), (s(4), "KEEP", 2.0)]])
     assert build(store, sig("t", exact="same"), "r0-t", TransferConfig()).empty
