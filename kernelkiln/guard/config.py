@@ -121,6 +121,17 @@ class GuardConfig(BaseModel):
             "candidate measured faster or slower than that is still KEEP or REVERT."
         ),
     )
+    wait_margin: float = Field(
+        0.03,
+        ge=0,
+        description=(
+            "The noise band's floor rises by this times the median share of a round's wall time the workers or the "
+            "guard were kept from running (CPU time not granted). A single thread's CPU time stays exact under "
+            "load, but each preemption costs it a refill of its caches that no accounting sees: identical "
+            "candidates read up to 3.6% apart under CPU hogs on a 2-core VM (benchmarks/guard_soak.py), against "
+            "1-2% quiet."
+        ),
+    )
     margin_sigmas: float = Field(
         3.0,
         ge=0,

@@ -30,6 +30,7 @@ class WorkloadResult(BaseModel):
     reps: int
     dropped: int = 0  # rounds dropped and run again: some batch was kept from running too long
     correction: float = 0.0  # median share of a batch's wall time taken out as scheduling delay
+    waited: float = 0.0  # median share of a round's wall time a worker or the guard was kept from running
     sol_fraction: float | None = None  # speed-of-light bound / t_cand (None: no FLOPs/bytes metadata or peaks)
     ref_sol_fraction: float | None = None
 

@@ -36,19 +36,23 @@ def workload_result(workload: Workload, series: Series, peaks: Peaks) -> Workloa
         reps=series.reps["cand"],
         dropped=series.dropped,
         correction=statistics.median(series.corrections),
+        waited=statistics.median(series.waits) if series.waits else 0.0,
         sol_fraction=sol_fraction(bound, med["cand"]),
         ref_sol_fraction=sol_fraction(bound, med["ref"]),
     )
 
 
 def noise_margin(series: list[Series], config: GuardConfig) -> float:
-    """The noise band in log-speedup: max(min_margin, margin_sigmas x standard error), widened by the share of
-    the rounds' time that was taken out by estimate (their median correction, the largest over workloads: a
-    figure that rests on x% estimated is not known better than x%), at most max_margin."""
+    """The noise band in log-speedup, at most max_margin: max(floor, margin_sigmas x standard error), widened by
+    the share of the rounds' time taken out by estimate (a figure that rests on x% estimated is not known better
+    than x%). The floor is min_margin, raised by wait_margin x the share of the time the workers were kept from
+    running. Medians over each workload's kept rounds, the largest over workloads."""
     ses = [rse(s.log_ratios("inc" if "inc" in s.times else "ref", "cand")) for s in series]
     se = math.sqrt(sum(s * s for s in ses)) / len(ses)
     estimated = max((statistics.median(s.corrections) for s in series if s.corrections), default=0.0)
-    return min(config.max_margin, max(config.min_margin, config.margin_sigmas * se) + estimated)
+    waited = max((statistics.median(s.waits) for s in series if s.waits), default=0.0)
+    floor = config.min_margin + config.wait_margin * waited
+    return min(config.max_margin, max(floor, config.margin_sigmas * se) + estimated)
 
 
 def beyond_light(results: list[WorkloadResult], factor: float, peaks: Peaks) -> str | None:

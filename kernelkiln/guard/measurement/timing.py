@@ -71,6 +71,7 @@ class Series:
     times: dict[str, list[float]] = field(default_factory=dict)
     reps: dict[str, int] = field(default_factory=dict)
     corrections: list[float] = field(default_factory=list)  # per kept round: its batches' largest correction
+    waits: list[float] = field(default_factory=list)  # per kept round: its batches' largest share kept from running
     dropped: int = 0  # rounds dropped because a batch of theirs was corrected too much
     blind: str = ""  # why these rounds cannot support a verdict ("": they can)
 
@@ -80,10 +81,13 @@ class Series:
 
 @dataclass(frozen=True)
 class Sample:
-    """One batch: seconds per call, and the share of its wall time taken out by estimate."""
+    """One batch: seconds per call, the share of its wall time taken out by estimate, and the share the worker
+    or the guard spent kept from running (CPU time not granted: a single thread's CPU time is still exact, but
+    each preemption costs a refill of its caches that no accounting sees)."""
 
     seconds: float
     correction: float
+    waited: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -148,16 +152,17 @@ def batch_time(
     net = wall - cost.wall_s
     if not cpu_accounting:  # a device's work is not CPU time: the wall clock, undisturbed rounds only
         waited = (usage.worker_wait_s + usage.guard_wait_s) / wall if usage.exact else float(accounted)
-        return Sample(seconds=max(net, 0.05 * wall) / reps, correction=waited)
+        return Sample(seconds=max(net, 0.05 * wall) / reps, correction=waited, waited=min(1.0, waited))
     if not usage.exact:  # no exact accounting: nothing is taken out, and a round it disturbs is run again
         return Sample(seconds=max(net, 0.05 * wall) / reps, correction=float(accounted))
     by_wall = net - usage.worker_wait_s - usage.guard_wait_s
     by_cpu = (usage.cpu_s - cost.cpu_s) / threads
     busy = max(by_wall, by_cpu, 0.05 * wall)
+    waited = min(1.0, (usage.worker_wait_s + usage.guard_wait_s) / wall)
     # One thread's CPU time is a measurement, not an estimate: when it binds, or the wall clock less
     # the waits agrees with it, nothing rests on the waits taken out.
     measured = threads == 1 and by_cpu >= (1 - AGREE) * by_wall
-    return Sample(seconds=busy / reps, correction=0.0 if measured else max(0.0, net - busy) / wall)
+    return Sample(seconds=busy / reps, correction=0.0 if measured else max(0.0, net - busy) / wall, waited=waited)
 
 
 class Timer:
@@ -338,10 +343,11 @@ class Timer:
                 for role, sample in samples.items():
                     series.times[role].append(sample.seconds)
                 series.corrections.append(correction)
+                series.waits.append(max(s.waited for s in samples.values()))
             kept = len(series.times["ref"])
             if kept and kept % 3 == 0 and restarts < 3 and rnd < cfg.max_rounds // 2 and self._recalibrate(series):
                 restarts += 1  # batches far shorter than intended: their numbers were mostly request cost
-                series.times, series.corrections = {r: [] for r in roles}, []
+                series.times, series.corrections, series.waits = {r: [] for r in roles}, [], []
                 continue
             if kept >= cfg.min_rounds and (
                 time.monotonic() > deadline

@@ -63,6 +63,14 @@ def test_the_noise_band_widens_by_the_share_of_time_taken_out_by_estimate():
     assert noise_margin([estimated], config) == config.max_margin
 
 
+def test_the_noise_bands_floor_rises_with_the_share_of_time_the_workers_were_kept_from_running():
+    config = GuardConfig()
+    quiet, busy = _series([1.0] * 12), _series([1.0] * 12)
+    quiet.waits, busy.waits = [0.0] * 12, [1.0] * 12
+    assert noise_margin([quiet], config) == config.min_margin
+    assert noise_margin([quiet, busy], config) == pytest.approx(config.min_margin + config.wait_margin)
+
+
 def test_a_3x_candidate_is_kept_and_a_3x_slower_one_reverted_however_noisy_the_machine():
     widest = GuardConfig().max_margin
     assert decide([_timed(3.0)], widest, False, 4.0, PEAKS).verdict == "KEEP"
