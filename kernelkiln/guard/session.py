@@ -212,7 +212,11 @@ class GuardSession:
         one = self._spawn(_SLOT_CAND, None, [], threads=1)
         try:
             with placement.pinned(self.placement.guard_cores):
-                timer = Timer(self.task, self.ref_models, {"ref": ref, "cand": one}, self.config, self.platform, 1)
+                # at the session's threads: the CPU bound is the N-thread reference's (the one-thread worker's by_cpu
+                # is then an underestimate, and its wall clock binds)
+                timer = Timer(
+                    self.task, self.ref_models, {"ref": ref, "cand": one}, self.config, self.platform, self.threads
+                )
                 series = timer.run(0, CONTENTION_PROBE_S)
         finally:
             one.close()

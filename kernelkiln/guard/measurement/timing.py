@@ -17,12 +17,13 @@ against the ``threads`` cores it was given, so neither extra threads nor cores t
 beyond its share make it faster. What it assumes: the worker's work runs in its own
 threads (processes it starts are refused, see ``GuardSession._watch``); run-queue waits
 come from the kernel's schedstat (CONFIG_SCHED_INFO); where it is missing, only the wall
-clock is used and the verdict's ``timing.accounting`` says so. Each reading is taken with
-the worker stopped (SIGSTOP, then ``accounting.settle``: the kernel brings a running
-thread's figures up to date only at a scheduler tick), and the one after a batch is taken
-as soon as the reply arrives, so a batch is charged for the request alone: an OpenMP pool
-that spins idle for milliseconds after each reply (libgomp's default) once made a 0.2 ms
-reference read 4 ms at two threads, and a single-threaded candidate escaped that charge.
+clock is used and the verdict's ``timing.accounting`` says so. Each reading is taken once
+no thread of the worker runs (``accounting.settle``: the kernel brings a running thread's
+figures up to date only at a scheduler tick); a multi-threaded worker is stopped (SIGSTOP)
+for it the moment its reply arrives, so a batch is charged for the request alone: an
+OpenMP pool that spins idle for milliseconds after each reply (libgomp's default) once
+made a 0.2 ms reference read 4 ms at two threads, and a single-threaded candidate escaped
+that charge (``Timer._read``).
 Only the worker being timed runs; the others are stopped meanwhile, so no background
 thread of a candidate can slow the reference down. (Holding every worker stopped between
 its requests too gave single workers shifts of 20% that lasted a whole evaluation on a
@@ -202,7 +203,17 @@ class Timer:
         )
 
     def _read(self, worker: Worker) -> tuple[Usage, bool]:
-        """The worker's accounting, read while it is stopped (exact: no thread of it is running)."""
+        """The worker's accounting, read once no thread of it runs (exact).
+
+        A multi-threaded worker is stopped for the reading, so its idle pool's spin after the
+        reply is not the batch's. A single-threaded one has no pool: it has answered and waits
+        for its next request, and is read without being stopped (on this VM, stopping the timed
+        worker around its batches now and then left it twice as slow for its whole life, 3 of
+        20 evaluations in benchmarks/guard_under_load.py; never once so at one thread).
+        """
+        if self.threads == 1:
+            exact = accounting.settle(worker.pid, SETTLE_S)
+            return Usage.read(worker.pid), exact
         worker.freeze()
         try:
             exact = accounting.settle(worker.pid, SETTLE_S)
