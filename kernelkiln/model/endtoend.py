@@ -166,34 +166,28 @@ def _end_to_end(
             compile_error = described(exc)[:300]
     arms["spliced"] = lambda: spliced(*example)
     timing = verify.time_arms(arms)
-    if timing.blind:
-        return EndToEnd(
-            shape=shape.label,
-            correct=not result.failure,
-            trials=result.trials,
-            wide=result.wide,
-            max_abs_error=result.max_abs_error,
-            failure=result.failure,
-            compile_error=compile_error,
-            rounds=timing.rounds,
-            disturbed=timing.disturbed,
-            unmeasured=timing.blind,
-        )
-    ms = {k: v * 1e3 for k, v in timing.seconds.items()}
-    return EndToEnd(
+    checked = EndToEnd(
         shape=shape.label,
         correct=not result.failure,
         trials=result.trials,
         wide=result.wide,
         max_abs_error=result.max_abs_error,
         failure=result.failure,
-        eager_ms=ms["eager"],
-        compile_ms=ms.get("compile"),
-        spliced_ms=ms["spliced"],
-        vs_eager=timing.speedup["spliced"],
-        vs_eager_interval=timing.interval["spliced"],
-        vs_compile=timing.ratio("compile", "spliced") if "compile" in timing.seconds else None,
         compile_error=compile_error,
         rounds=timing.rounds,
         disturbed=timing.disturbed,
+        unmeasured=timing.blind,
+    )
+    if timing.blind:
+        return checked
+    ms = {k: v * 1e3 for k, v in timing.seconds.items()}
+    return checked.model_copy(
+        update={
+            "eager_ms": ms["eager"],
+            "compile_ms": ms.get("compile"),
+            "spliced_ms": ms["spliced"],
+            "vs_eager": timing.speedup["spliced"],
+            "vs_eager_interval": timing.interval["spliced"],
+            "vs_compile": timing.ratio("compile", "spliced") if "compile" in timing.seconds else None,
+        }
     )
