@@ -202,9 +202,7 @@ def optimize_model(
     ``splice_model_kernels``: splice kernels an LLM wrote (they run in this process, unsandboxed).
     """
     config = config or OptimizeConfig()
-    threads, clamped = fit_threads(config.guard.threads)  # the guard's own rule: never every core
-    if clamped:
-        say(clamped)
+    threads = fit_threads(config.guard.threads)[0]  # the guard's rule, never every core (the CLI says so once)
     torch.set_num_threads(threads)
     config = config.model_copy(update={"guard": config.guard.model_copy(update={"threads": threads})})
     name = name or type(model).__name__
