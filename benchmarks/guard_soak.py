@@ -4,7 +4,7 @@
     python benchmarks/guard_soak.py --summary-only [--out PATH] [--tag T] [--json]
 
 Three pairs, each judged --trials times (against an incumbent) under each condition, on one
-workload of row_softmax (benchmarks/guard_soak_task.py: 256 x 1024) with the default GuardConfig:
+workload of the bundled row_softmax (its first, 256 x 1024) with the default GuardConfig:
   identical  the good row_softmax candidate against itself: ACCEPT is right; KEEP or REVERT is false
   faster     that candidate against a slower version of itself (the same kernel, plus the kernel run
              again on 25% of the rows into a scratch output, about 1.3x slower): KEEP is right
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import statistics
@@ -53,10 +54,10 @@ from kernelkiln.guard import GuardConfig, GuardSession
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.platforms.host import last_level_cache_bytes
 from kernelkiln.platforms.machine import cpu_name
-from kernelkiln.task import knobs, load_task
+from kernelkiln.task import Task, knobs, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
-TASK = Path(__file__).resolve().with_name("guard_soak_task.py")
+TASK = ROOT / "kernelkiln" / "examples" / "row_softmax.py"
 SEED = ROOT / "kernelkiln" / "examples" / "seeds" / "row_softmax.py"
 GOOD = {"FLAGS": ["-O3", "-march=native", "-ffast-math"], "ACCUMULATORS": 4}
 CALL = "lib.softmax_rows(x, y, x.shape[0], x.shape[1])"
@@ -137,6 +138,12 @@ def hogs(condition: str, seconds: float) -> Iterator[None]:
                 proc.wait()
 
 
+def first_workload(task: Task) -> Task:
+    """The task judged on its first workload alone (256 x 1024), for short evaluations. The guard's workers load the
+    whole file, but they are asked for workloads by index, so they time the same one."""
+    return dataclasses.replace(task, workloads=task.workloads[:1])
+
+
 def unmeasured(v: Verdict) -> bool:
     return bool(getattr(v, "unmeasured", False)) or (v.verdict == "ACCEPT" and v.stage == "time" and not v.timed)
 
@@ -186,7 +193,7 @@ def soak(conditions: list[str], trials: int, out: Path, tag: str) -> None:
     context = {"tag": tag, "commit": git("rev-parse", "--short", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
     context |= {"cpu": cpu_name(), "cpu_count": os.cpu_count()}
     out.parent.mkdir(parents=True, exist_ok=True)
-    with GuardSession(load_task(TASK), GuardConfig()) as guard, out.open("a") as sink:
+    with GuardSession(first_workload(load_task(TASK)), GuardConfig()) as guard, out.open("a") as sink:
         for source in (fast, slow):  # warm: reference worker, native build cache
             first = guard.evaluate(source, timed=False)
             if first.verdict != "ACCEPT":

@@ -13,9 +13,9 @@ from kernelkiln.errors import UserError
 from kernelkiln.guard import gate
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.correctness.check import WorkloadCases, judge_trials, make_cases, summarize
-from kernelkiln.guard.measurement import clocks, placement
+from kernelkiln.guard.measurement import clocks, contention, placement
 from kernelkiln.guard.measurement.device import DeviceLock
-from kernelkiln.guard.measurement.scoring import contended, decide, noise_margin, workload_result
+from kernelkiln.guard.measurement.scoring import decide, noise_margin, workload_result
 from kernelkiln.guard.measurement.timing import Series, Timer, TimingReject
 from kernelkiln.guard.reference_ops import forbidden_ops, reference_models
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
@@ -27,7 +27,6 @@ from kernelkiln.platforms.host import fit_threads
 from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3  # within a lane (worker/lanes.py)
-CONTENTION_PROBE_S = 2.0  # timing budget of the once-per-session probe of the reference at N threads against one
 INTERPRETED = "correct under Triton's interpreter (TRITON_INTERPRET=1); no timing is possible without a GPU"
 
 
@@ -199,28 +198,24 @@ class GuardSession:
         )
         return results, noise_margin(timed, self.config) if timed else 0.0, setup, blind
 
-    def _probe_contention(self, ref: Worker) -> None:
-        """Once per session, at more than one thread: is the reference slower at ``threads`` than at one?
-
-        A reference that runs markedly slower with more threads is fighting for its cores (a
-        busy or oversubscribed machine): every speedup against it would be false. The session
-        then times everything at one thread, and says so in each verdict.
-        """
-        if self._contention_probed or self.threads == 1 or self.platform.device != "cpu":
-            return
+    def _probe_contention(self) -> None:
+        """Once per session: a contended reference (``contention``) makes the session time at one thread."""
         self._contention_probed = True
+        ref = self._reference()
         one = self._spawn(_SLOT_CAND, None, [], threads=1)
         try:
-            with placement.pinned(self.placement.guard_cores):
-                # at the session's threads: the CPU bound is the N-thread reference's (the one-thread worker's by_cpu
-                # is then an underestimate, and its wall clock binds)
-                timer = Timer(
-                    self.task, self.ref_models, {"ref": ref, "cand": one}, self.config, self.platform, self.threads
-                )
-                series = timer.run(0, CONTENTION_PROBE_S)
+            why = contention.probe(
+                self.task,
+                self.ref_models,
+                ref,
+                one,
+                self.config,
+                self.platform,
+                self.threads,
+                self.placement.guard_cores,
+            )
         finally:
             one.close()
-        why = contended(series, self.threads, self.config)
         if why:
             self.notes.append(why)
             self.threads, self.placement, self.peaks = 1, placement.plan(1), self.platform.peaks(1)
@@ -229,22 +224,9 @@ class GuardSession:
 
     def _watch(self, cand: Worker, stage: Stage) -> None:
         """Reject a candidate that left processes behind or computes while it should be idle."""
-        stray = cand.stray_processes()
-        if stray:
-            raise _Reject(stage, f"the candidate started {len(stray)} background process(es)")
-        before = cand.cpu_seconds()
-        time.sleep(self.config.idle_probe_s)
-        after = cand.cpu_seconds()
-        if (
-            before is not None
-            and after is not None
-            and (after - before) > self.config.idle_cpu_max * self.config.idle_probe_s
-        ):
-            raise _Reject(
-                stage,
-                f"the candidate keeps computing while idle "
-                f"({(after - before) / self.config.idle_probe_s:.0%} of a core): background threads",
-            )
+        problem = cand.background_work(self.config.idle_probe_s, self.config.idle_cpu_max)
+        if problem:
+            raise _Reject(stage, problem)
 
     # -- the cascade -------------------------------------------------------------------
     def native_requests(self, source: str) -> list[native.BuildRequest]:
@@ -327,9 +309,9 @@ class GuardSession:
         cand: Worker | None = None
         note = ""
         try:
-            if timed and not self._contention_probed and self.threads > 1:
+            if timed and self.threads > 1 and self.platform.device == "cpu" and not self._contention_probed:
                 with self.device.exclusive():
-                    self._probe_contention(self._reference())
+                    self._probe_contention()
             with self.device.shared():
                 workers["ref"] = self._reference()
                 cand = self._spawn(_SLOT_CAND, source, diagnostics, into=spawned)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelkiln.guard import GuardSession, session
+from kernelkiln.guard.measurement import contention
 from kernelkiln.guard.measurement.timing import Timer
 from kernelkiln.platforms.host import default_threads, usable_cores
 from kernelkiln.task import load_task
@@ -54,7 +55,7 @@ def test_a_contended_reference_makes_the_session_time_at_one_thread_and_say_so(m
         probed.append(threads)
         return "the reference ran 9.00x slower at 2 threads than at one"
 
-    monkeypatch.setattr(session, "contended", contended)
+    monkeypatch.setattr(contention, "contended", contended)
     with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(threads=2)) as guard:
         first = guard.evaluate(SOFTMAX)
         second = guard.evaluate(SOFTMAX)
@@ -68,7 +69,7 @@ def test_a_contended_reference_makes_the_session_time_at_one_thread_and_say_so(m
 
 def test_an_uncontended_reference_keeps_the_threads_asked_for(monkeypatch):
     monkeypatch.setattr(session, "fit_threads", lambda asked: (2, ""))
-    monkeypatch.setattr(session, "contended", lambda series, threads, config: "")
+    monkeypatch.setattr(contention, "contended", lambda series, threads, config: "")
     with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(threads=2)) as guard:
         verdict = guard.evaluate(SOFTMAX)
     assert verdict.timing is not None and verdict.timing.threads == 2 and verdict.timing.notes == []
@@ -76,6 +77,6 @@ def test_an_uncontended_reference_keeps_the_threads_asked_for(monkeypatch):
 
 def test_an_untimed_evaluation_probes_nothing(monkeypatch):
     monkeypatch.setattr(session, "fit_threads", lambda asked: (2, ""))
-    monkeypatch.setattr(session, "contended", lambda *a: pytest.fail("probed without timing"))
+    monkeypatch.setattr(contention, "contended", lambda *a: pytest.fail("probed without timing"))
     with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(threads=2)) as guard:
         assert guard.evaluate(SOFTMAX, timed=False).correct

@@ -14,8 +14,6 @@ from kernelkiln.platforms.sol import sol_bound_s, sol_fraction
 from kernelkiln.stats import geomean
 from kernelkiln.task import Workload
 
-CONTENDED = 1.10  # a reference this much slower at N threads than at one (and beyond its noise) is fighting for cores
-
 
 def workload_result(workload: Workload, series: Series, peaks: Peaks) -> WorkloadResult:
     """One workload's figures: medians of the kept rounds, speedups as medians of paired ratios."""
@@ -99,23 +97,4 @@ def decide(
         timed=True,
         workloads=results,
         **fields,
-    )
-
-
-def contended(series: Series, threads: int, config: GuardConfig) -> str:
-    """Why the reference timed at ``threads`` (role "ref") against itself at one thread (role "cand")
-    must not be used, or ``""``: it ran markedly slower with more threads, beyond its noise."""
-    if series.blind:
-        return (
-            f"the reference could not be timed cleanly at {threads} threads against one ({series.blind}): "
-            "every figure is timed at 1 thread"
-        )
-    logs = series.log_ratios("ref", "cand")  # log(t at `threads` / t at one)
-    slower = math.exp(statistics.median(logs))
-    margin = max(math.log(CONTENDED), min(config.max_margin, config.margin_sigmas * rse(logs)))
-    if math.log(slower) <= margin:
-        return ""
-    return (
-        f"the reference ran {slower:.2f}x slower at {threads} threads than at one (noise band ±{margin:.1%}): its "
-        "cores are contended, so every figure is timed at 1 thread"
     )

@@ -211,10 +211,8 @@ class Timer:
         worker around its batches now and then left it twice as slow for its whole life, 3 of
         20 evaluations in benchmarks/guard_under_load.py; never once so at one thread).
         """
-        if self.threads == 1:
-            exact = accounting.settle(worker.pid, SETTLE_S)
-            return Usage.read(worker.pid), exact
-        worker.freeze()
+        if self.threads > 1:
+            worker.freeze()
         try:
             exact = accounting.settle(worker.pid, SETTLE_S)
             return Usage.read(worker.pid), exact

@@ -195,6 +195,20 @@ class Worker:
         found.discard(self.pid)
         return sorted(found)
 
+    def background_work(self, probe_s: float, cpu_max: float) -> str:
+        """Why the worker is not idle between requests (``""``: it is): processes it left behind, or more than
+        ``cpu_max`` of a core used over ``probe_s`` seconds of waiting (background threads)."""
+        stray = self.stray_processes()
+        if stray:
+            return f"the candidate started {len(stray)} background process(es)"
+        before = self.cpu_seconds()
+        time.sleep(probe_s)
+        after = self.cpu_seconds()
+        if before is not None and after is not None and (after - before) > cpu_max * probe_s:
+            share = (after - before) / probe_s
+            return f"the candidate keeps computing while idle ({share:.0%} of a core): background threads"
+        return ""
+
     def denied(self) -> list[str]:
         """System calls the sandbox refused this worker so far (e.g. ``socket(AF_INET)``)."""
         return self.supervisor.denied() if self.supervisor is not None else []

@@ -7,7 +7,8 @@ import math
 import pytest
 
 from kernelkiln.guard import GuardConfig
-from kernelkiln.guard.measurement.scoring import beyond_light, contended, decide, noise_margin
+from kernelkiln.guard.measurement.contention import contended
+from kernelkiln.guard.measurement.scoring import beyond_light, decide, noise_margin
 from kernelkiln.guard.measurement.timing import Series
 from kernelkiln.guard.verdict import WorkloadResult
 from kernelkiln.platforms import Peaks
