@@ -207,9 +207,9 @@ class Timer:
 
         A multi-threaded worker is stopped for the reading, so its idle pool's spin after the
         reply is not the batch's. A single-threaded one has no pool: it has answered and waits
-        for its next request, and is read without being stopped (on this VM, stopping the timed
-        worker around its batches now and then left it twice as slow for its whole life, 3 of
-        20 evaluations in benchmarks/guard_under_load.py; never once so at one thread).
+        for its next request, and is read as it is. (Whether stopping has side effects is not
+        settled: single workers that ran twice as slow for a whole evaluation were seen with
+        and without it on this VM, see docs/GUARD_SOAK.md.)
         """
         if self.threads > 1:
             worker.freeze()
