@@ -132,6 +132,15 @@ class GuardConfig(BaseModel):
             "1-2% quiet."
         ),
     )
+    replicate_keeps: bool = Field(
+        True,
+        description=(
+            "Time a KEEP again in fresh processes (reference, incumbent and candidate spawned anew) and keep it only "
+            "where the two figures agree within their noise bands: a process can run at a speed of its own for "
+            "minutes (seen on a shared VM: one worker 2x slower than its identical twin, with no wait to account "
+            "for), and a slow reference is a false KEEP. Disagreeing figures make the verdict 'not measured'."
+        ),
+    )
     margin_sigmas: float = Field(
         3.0,
         ge=0,

@@ -125,3 +125,41 @@ def test_a_candidate_no_round_of_which_could_be_timed_cleanly_is_not_measured_ne
     assert verdict.reason.startswith("not measured: workload w0: only 0 of 4 timing rounds were clean")
     assert verdict.speedup is None and not verdict.workloads
     assert verdict.timing is not None
+
+
+def _one_slow_incumbent_process(monkeypatch, factor: float) -> None:
+    """The first incumbent worker of the test runs ``factor`` times slower, as a process in a slow phase of its
+    own does (its rounds' times scaled, nothing to account for); later incumbent workers run at full speed."""
+    from kernelkiln.guard import session
+
+    real, slow = session.Timer.run, []
+
+    def run(self, index, budget_s):
+        series = real(self, index, budget_s)
+        slow.append(slow[0] if slow else self.workers["inc"])
+        if self.workers["inc"] is slow[0]:
+            series.times["inc"] = [t * factor for t in series.times["inc"]]
+        return series
+
+    monkeypatch.setattr(session.Timer, "run", run)
+
+
+def test_an_identical_candidate_against_an_incumbent_in_a_slow_process_is_not_kept(monkeypatch):
+    _one_slow_incumbent_process(monkeypatch, 1.6)
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
+        verdict = guard.evaluate(SOFTMAX, incumbent=SOFTMAX)
+    assert verdict.verdict == "ACCEPT" and verdict.correct, verdict.reason
+    assert verdict.unmeasured and "did not replicate: 1.6" in verdict.reason
+
+
+def test_without_replication_a_slow_incumbent_process_makes_a_false_keep(monkeypatch):
+    _one_slow_incumbent_process(monkeypatch, 1.6)
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(replicate_keeps=False)) as guard:
+        verdict = guard.evaluate(SOFTMAX, incumbent=SOFTMAX)
+    assert verdict.verdict == "KEEP", verdict.reason
+
+
+def test_a_keep_that_replicates_in_fresh_processes_stands_at_the_less_favourable_figure(softmax):
+    verdict = softmax.evaluate(SOFTMAX, incumbent=SLOW_SOFTMAX)
+    assert verdict.verdict == "KEEP", verdict.reason
+    assert "replicated: " in verdict.reason and "in fresh processes" in verdict.reason

@@ -98,3 +98,31 @@ def decide(
         workloads=results,
         **fields,
     )
+
+
+def gain(verdict: Verdict) -> float:
+    """A timed verdict's log-speedup against what it was judged against (the incumbent, else the reference)."""
+    figure = verdict.speedup_vs_incumbent if verdict.speedup_vs_incumbent is not None else verdict.speedup
+    return math.log(cast(float, figure))
+
+
+def replicated(first: Verdict, second: Verdict) -> Verdict:
+    """A KEEP (``first``) judged against its replicate in fresh processes (``second``).
+
+    Figures more than their two noise bands apart mean some process ran at a speed of its own: not measured.
+    Figures that agree give the less favourable of the two verdicts, so a KEEP needs both.
+    """
+    if second.verdict == "REJECT" or not second.timed:
+        return second
+    seconds = first.seconds + second.seconds
+    apart = abs(gain(first) - gain(second))
+    figures = f"{math.exp(gain(first)):.3f}x, then {math.exp(gain(second)):.3f}x in fresh processes"
+    if apart > cast(float, first.noise_margin) + cast(float, second.noise_margin):
+        return Verdict.not_measured(
+            f"the figure did not replicate: {figures} (bands ±{first.noise_margin:.1%}, ±{second.noise_margin:.1%}); "
+            "a worker ran at a speed of its own",
+            timing=second.timing,
+            seconds=seconds,
+        )
+    kept = second if gain(second) <= gain(first) else first
+    return kept.model_copy(update={"reason": f"{kept.reason}; replicated: {figures}", "seconds": seconds})

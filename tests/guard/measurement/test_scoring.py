@@ -8,9 +8,9 @@ import pytest
 
 from kernelkiln.guard import GuardConfig
 from kernelkiln.guard.measurement.contention import contended
-from kernelkiln.guard.measurement.scoring import beyond_light, decide, noise_margin
+from kernelkiln.guard.measurement.scoring import beyond_light, decide, noise_margin, replicated
 from kernelkiln.guard.measurement.timing import Series
-from kernelkiln.guard.verdict import WorkloadResult
+from kernelkiln.guard.verdict import Verdict, WorkloadResult
 from kernelkiln.platforms import Peaks
 
 PEAKS = Peaks(bandwidth_gbs=10.0, gflops_fp32=100.0, source="test peaks")
@@ -108,3 +108,33 @@ def test_a_slowdown_inside_the_probes_own_noise_is_not_contention():
 def test_a_probe_that_could_not_be_timed_cleanly_counts_as_contended():
     why = contended(_probe([], [], blind="only 0 of 40 timing rounds were clean"), 2, GuardConfig())
     assert "could not be timed cleanly" in why and "only 0 of 40" in why
+
+
+def _judged(speedup: float, margin: float = 0.03) -> Verdict:
+    return decide([_timed(speedup)], margin, False, 0.0, PEAKS, seconds=1.0)
+
+
+def test_a_keep_whose_replicate_lies_beyond_both_bands_is_not_measured():
+    verdict = replicated(_judged(1.6), _judged(1.0))
+    assert verdict.verdict == "ACCEPT" and verdict.unmeasured and verdict.correct
+    assert "did not replicate: 1.600x, then 1.000x" in verdict.reason
+    assert verdict.seconds == 2.0
+
+
+def test_a_keep_whose_replicate_agrees_stands_at_the_less_favourable_of_the_two():
+    for first, second in ((1.30, 1.28), (1.28, 1.30)):
+        verdict = replicated(_judged(first), _judged(second))
+        assert verdict.verdict == "KEEP" and verdict.speedup == pytest.approx(1.28)
+        assert "replicated: " in verdict.reason
+
+
+def test_a_keep_whose_replicate_agrees_but_falls_inside_the_band_is_accepted():
+    verdict = replicated(_judged(1.04), _judged(1.02))
+    assert verdict.verdict == "ACCEPT" and verdict.timed and verdict.speedup == pytest.approx(1.02)
+
+
+def test_a_replicate_that_fails_or_could_not_be_timed_decides():
+    rejected = Verdict.reject("check", "wrong in a fresh process")
+    assert replicated(_judged(1.5), rejected) is rejected
+    blind = Verdict.not_measured("too few clean rounds")
+    assert replicated(_judged(1.5), blind) is blind
