@@ -132,13 +132,15 @@ class GuardConfig(BaseModel):
             "1-2% quiet."
         ),
     )
-    replicate_keeps: bool = Field(
-        True,
+    replicate: Literal["decisions", "keeps", "none"] = Field(
+        "decisions",
         description=(
-            "Time a KEEP again in fresh processes (reference, incumbent and candidate spawned anew) and keep it only "
-            "where the two figures agree within their noise bands: a process can run at a speed of its own for "
-            "minutes (seen on a shared VM: one worker 2x slower than its identical twin, with no wait to account "
-            "for), and a slow reference is a false KEEP. Disagreeing figures make the verdict 'not measured'."
+            "Which verdicts are timed again in fresh processes (reference, incumbent and candidate spawned anew), "
+            "standing only where the two figures agree within their noise bands: 'decisions' (KEEP and REVERT), "
+            "'keeps' (KEEP only: a false REVERT costs a lost candidate, a false KEEP a false record) or 'none'. A "
+            "process can run at a speed of its own for minutes (on a shared 2-core VM: identical code 6% apart in "
+            "two processes, quiet, and one worker 2x slower than its twin, with no wait to account for). Figures "
+            "that agree give the one nearer no difference; figures that disagree make the verdict 'not measured'."
         ),
     )
     margin_sigmas: float = Field(

@@ -255,13 +255,13 @@ class GuardSession:
         "check", untimed); ``time_budget_s`` overrides the configured timing budget. A
         candidate that ran Triton kernels under Triton's interpreter (no GPU) is never timed:
         correct, it is ACCEPT at stage "check" with ``timed=False`` and no speedup. Once
-        checked, the verdict's ``check`` says against what and on how many trials. A KEEP is timed
-        again in fresh processes and stands only where both figures agree (``replicate_keeps``).
+        checked, the verdict's ``check`` says against what and on how many trials. A KEEP or REVERT
+        is timed again in fresh processes and stands only where both figures agree (``replicate``).
         """
         checked: list[WorkloadCases] = []
         spawned: list[Worker] = []
         verdict = self._judge(source, incumbent, timed, time_budget_s, checked, spawned)
-        if verdict.verdict == "KEEP" and self.config.replicate_keeps:
+        if verdict.verdict in {"decisions": ("KEEP", "REVERT"), "keeps": ("KEEP",)}.get(self.config.replicate, ()):
             if self._ref is not None:  # the replicate's reference is a fresh process too
                 self._ref.close()
                 self._ref = None

@@ -154,7 +154,7 @@ def test_an_identical_candidate_against_an_incumbent_in_a_slow_process_is_not_ke
 
 def test_without_replication_a_slow_incumbent_process_makes_a_false_keep(monkeypatch):
     _one_slow_incumbent_process(monkeypatch, 1.6)
-    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(replicate_keeps=False)) as guard:
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(replicate="none")) as guard:
         verdict = guard.evaluate(SOFTMAX, incumbent=SOFTMAX)
     assert verdict.verdict == "KEEP", verdict.reason
 
@@ -163,3 +163,21 @@ def test_a_keep_that_replicates_in_fresh_processes_stands_at_the_less_favourable
     verdict = softmax.evaluate(SOFTMAX, incumbent=SLOW_SOFTMAX)
     assert verdict.verdict == "KEEP", verdict.reason
     assert "replicated: " in verdict.reason and "in fresh processes" in verdict.reason
+
+
+def test_an_identical_candidate_whose_own_process_is_slow_is_not_reverted(monkeypatch):
+    from kernelkiln.guard import session
+
+    real, slow = session.Timer.run, []
+
+    def run(self, index, budget_s):
+        series = real(self, index, budget_s)
+        slow.append(slow[0] if slow else self.workers["cand"])
+        if self.workers["cand"] is slow[0]:
+            series.times["cand"] = [t * 1.6 for t in series.times["cand"]]
+        return series
+
+    monkeypatch.setattr(session.Timer, "run", run)
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
+        verdict = guard.evaluate(SOFTMAX, incumbent=SOFTMAX)
+    assert verdict.verdict == "ACCEPT" and verdict.unmeasured, verdict.reason

@@ -107,22 +107,23 @@ def gain(verdict: Verdict) -> float:
 
 
 def replicated(first: Verdict, second: Verdict) -> Verdict:
-    """A KEEP (``first``) judged against its replicate in fresh processes (``second``).
+    """A KEEP or REVERT (``first``) judged against its replicate in fresh processes (``second``).
 
-    Figures more than their two noise bands apart mean some process ran at a speed of its own: not measured.
-    Figures that agree give the less favourable of the two verdicts, so a KEEP needs both.
+    Two decisions that differ with figures more than their two noise bands apart mean some process ran at a speed
+    of its own: not measured. Otherwise the verdict nearer no difference stands, so a KEEP or a REVERT needs both
+    (a decision both agree on keeps the more modest figure).
     """
     if second.verdict == "REJECT" or not second.timed:
         return second
     seconds = first.seconds + second.seconds
-    apart = abs(gain(first) - gain(second))
     figures = f"{math.exp(gain(first)):.3f}x, then {math.exp(gain(second)):.3f}x in fresh processes"
-    if apart > cast(float, first.noise_margin) + cast(float, second.noise_margin):
+    apart = abs(gain(first) - gain(second)) > cast(float, first.noise_margin) + cast(float, second.noise_margin)
+    if apart and first.verdict != second.verdict:
         return Verdict.not_measured(
             f"the figure did not replicate: {figures} (bands ±{first.noise_margin:.1%}, ±{second.noise_margin:.1%}); "
             "a worker ran at a speed of its own",
             timing=second.timing,
             seconds=seconds,
         )
-    kept = second if gain(second) <= gain(first) else first
+    kept = second if abs(gain(second)) <= abs(gain(first)) else first
     return kept.model_copy(update={"reason": f"{kept.reason}; replicated: {figures}", "seconds": seconds})

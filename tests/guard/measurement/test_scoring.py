@@ -138,3 +138,15 @@ def test_a_replicate_that_fails_or_could_not_be_timed_decides():
     assert replicated(_judged(1.5), rejected) is rejected
     blind = Verdict.not_measured("too few clean rounds")
     assert replicated(_judged(1.5), blind) is blind
+
+
+def test_a_revert_whose_replicate_agrees_inside_the_band_is_accepted_and_one_that_agrees_stands():
+    assert replicated(_judged(0.94), _judged(0.99)).verdict == "ACCEPT"
+    verdict = replicated(_judged(0.70), _judged(0.72))
+    assert verdict.verdict == "REVERT" and verdict.speedup == pytest.approx(0.72)
+
+
+def test_a_decision_both_replicates_make_stands_at_the_more_modest_figure_however_far_apart():
+    verdict = replicated(_judged(0.004), _judged(0.005))
+    assert verdict.verdict == "REVERT" and verdict.speedup == pytest.approx(0.005)
+    assert replicated(_judged(2.6), _judged(1.3)).speedup == pytest.approx(1.3)
