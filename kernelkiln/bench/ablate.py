@@ -17,6 +17,7 @@ import json
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,31 @@ from kernelkiln.bench import figures as F
 from kernelkiln.bench.passes import Units
 from kernelkiln.bench.stats import geometric_interval, mean_interval, paired_ratio
 from kernelkiln.bench.studies import CONTEXT_TIME_BUDGET_S, FLOOR, MEMORY, Arm, Study, merged, scripted_player
+from kernelkiln.evaluation.replay_pool import ReplayPool
+from kernelkiln.evaluation.spaces import Dataset
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.task import Task
 
 SPEED_FIGURES = ("speedup", "anytime", "evals_to_95")
 TOKEN_FIGURES = ("prompt_tokens", "max_prompt_tokens")
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A study on one machine's measured spaces: every repeat draws its verdicts with its own seed."""
+
+    dataset: Dataset
+    machine: str
+
+    @cached_property
+    def identity(self) -> str:
+        """What a unit's results depend on: the dataset's rows of this machine."""
+        rows = sorted(r.model_dump_json() for r in self.dataset.rows if r.machine == self.machine)
+        return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+
+    def pool(self, repeat: int) -> ReplayPool:
+        return ReplayPool(self.dataset, self.machine, seed=repeat)
 
 
 @dataclass(frozen=True)
@@ -54,9 +74,11 @@ class Ablation:
         observer: Observer | None = None,
         progress: Callable[[str], None] = print,
         reuse_budget: int = 3,
+        replay: Replay | None = None,
     ):
+        """``replay``: judge every evaluation from a measured-spaces dataset instead of on this machine."""
         self.out_dir, self.base, self.observer, self.progress = out_dir, base, observer, progress
-        self.reuse_budget = reuse_budget
+        self.reuse_budget, self.replay = reuse_budget, replay
         self.ledger = out_dir / "runs.jsonl"
 
     def config(self, study: Study, arm: Arm, k: int) -> OptimizeConfig:
@@ -96,6 +118,7 @@ class Ablation:
             "tasks": names,
             "scripted": study.metric == "tokens",
             "needs": needs,
+            **({"replay": self.replay.identity} if self.replay is not None else {}),
         }
         key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
         return Unit(key, arm, k, config, study.metric == "tokens", needs)
@@ -140,7 +163,8 @@ class Ablation:
             seed = task.seed_for(unit.config.platform)
             return scripted_player(seed.read_text() if seed else "", unit.config.budget, salt=unit.repeat)
 
-        units = Units(self.out_dir / "runs", self.observer, client_for)
+        pool = self.replay.pool(unit.repeat) if self.replay is not None else None
+        units = Units(self.out_dir / "runs", self.observer, client_for, pool)
         built = self.out_dir / "runs" / (unit.needs or "")
         if unit.arm.memory == "crossfit":
             result = units.crossfit(unit.key, tasks, unit.config)

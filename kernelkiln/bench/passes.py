@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernelkiln.bench.figures import Step
+from kernelkiln.evaluation.pool import EvaluationPool
 from kernelkiln.llm.client import ChatClient
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
@@ -44,8 +45,11 @@ def halves(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
 class Units:
     """Runs units under ``root`` (one folder per unit), with the optimizer's observer."""
 
-    def __init__(self, root: Path, observer: Observer | None, client_for: ClientFor):
-        self.root, self.observer, self.client_for = root, observer, client_for
+    def __init__(
+        self, root: Path, observer: Observer | None, client_for: ClientFor, pool: EvaluationPool | None = None
+    ):
+        """``pool``: where every evaluation is judged (None: where the config's cluster says)."""
+        self.root, self.observer, self.client_for, self.pool = root, observer, client_for, pool
 
     def _store(self, path: Path) -> Store:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,7 +59,7 @@ class Units:
 
     def _optimize(self, memory: Memory, task: Task, config: OptimizeConfig, out: Path) -> tuple[list[Step], float]:
         started = time.perf_counter()
-        result = Optimizer(memory, out, self.observer, client=self.client_for(task)).start(
+        result = Optimizer(memory, out, self.observer, client=self.client_for(task), pool=self.pool).start(
             [TaskSpec(str(task.path), task.overrides)], config, out / task.name
         )
         with memory.store.read() as conn:

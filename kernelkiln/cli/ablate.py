@@ -11,10 +11,11 @@ from rich.table import Table
 from kernelkiln.bench.studies import studies
 from kernelkiln.cli.options import CLUSTER_OPTION, CONFIG_OPTION, CONFIRM_OPTION, SET_CONFIG_OPTION, THREADS_OPTION
 from kernelkiln.cli.output import print_result
+from kernelkiln.cli.paths import target_paths
 from kernelkiln.cli.progress import with_progress
 from kernelkiln.cli.settings import default_note, load_settings, with_endpoint_window
 from kernelkiln.errors import UserError
-from kernelkiln.task import load_suite, load_task
+from kernelkiln.task import load_task
 
 HELP = """Ablate the optimizer's mechanisms: each study runs its arms over the same tasks with the
 same evaluation budget, --repeat times (repeat k of every arm shares random seed k).
@@ -40,12 +41,14 @@ geometric mean over tasks, then over repeats with a 95% t interval, and each arm
 study's first arm and over best-of-N, paired by repeat. Arms with the same settings run once;
 finished runs are kept in DIR/runs.jsonl: run the same command again to continue.
 Cost: about (arms) x repeats x tasks x budget evaluations of --time-budget seconds each (a
-cross-fitted arm builds its store too: twice that). `kiln report DIR` draws the result.
+cross-fitted arm builds its store too: twice that); with --replay DATASET, the search loop's own
+time only (the dataset's tasks' seeds must be the runs' seeds). `kiln report DIR` draws the result.
 
 \b
 Examples:
   kiln ablate kb-cpu --tasks 29_Softmax,31_LayerNorm,32_RMSNorm --budget 10 --repeat 5
   kiln ablate kb-cpu --study memory --study transfer --json > ablation.json
+  kiln ablate cpu --replay benchmarks/data/spaces.jsonl --study memory --repeat 50 --budget 10
 """
 
 
@@ -97,10 +100,21 @@ def ablate(
     out: Path = typer.Option(
         Path("kiln-ablate"), "--out", metavar="DIR", help="Where runs, runs.jsonl and ablation.json go."
     ),
+    replay: Path = typer.Option(
+        None,
+        "--replay",
+        metavar="DATASET",
+        help="Judge every evaluation from this measured-spaces dataset (`kiln measure`) instead of on this "
+        "machine: each verdict drawn from the stored samples as the guard would give it, in milliseconds.",
+    ),
+    machine: str = typer.Option(
+        None, "--machine", metavar="KEY", help="The dataset's machine to replay (needed when it holds several)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print ablation.json's object instead of the table."),
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
-    from kernelkiln.bench.ablate import Ablation
+    from kernelkiln.bench.ablate import Ablation, Replay
+    from kernelkiln.evaluation.spaces import Dataset
     from kernelkiln.orchestrator.run import order_tasks
 
     known = studies(agents)
@@ -108,16 +122,7 @@ def ablate(
     if unknown:
         raise UserError(f"unknown study {unknown[0]!r} (known: {', '.join(known)})")
     chosen = [known[s] for s in dict.fromkeys(study)] or [s for s in known.values() if s.name != "context"]
-    paths = load_suite(suite).task_paths()
-    if tasks:
-        by_name = {p.stem: p for p in paths}
-        wanted = [t.strip() for t in tasks.split(",") if t.strip()]
-        missing = [t for t in wanted if t not in by_name]
-        if missing:
-            raise UserError(f"suite {suite} has no task {missing[0]!r} (it has: {', '.join(by_name)})")
-        paths = [by_name[t] for t in wanted]
-    if not paths:
-        raise UserError(f"suite {suite} holds no task files")
+    paths = target_paths(suite, tasks)
     settings = load_settings(
         config_file,
         {
@@ -131,9 +136,17 @@ def ablate(
         defaults={"budget": ABLATE_BUDGET},
     )
     base = with_endpoint_window(settings).config
+    replayed = None
+    if replay is not None:
+        if not replay.is_file():
+            raise UserError(f"--replay {replay}: no such dataset (make one with `kiln measure`)")
+        dataset = Dataset(replay)
+        replayed = Replay(dataset, dataset.one_machine(machine))
+    elif machine is not None:
+        raise UserError("--machine names a machine of a --replay dataset")
     tasks_in_order = order_tasks([load_task(p) for p in paths])
     result = with_progress(
-        lambda observer, progress: Ablation(out, base, observer, progress, reuse_budget).run(
+        lambda observer, progress: Ablation(out, base, observer, progress, reuse_budget, replayed).run(
             chosen, tasks_in_order, repeat
         ),
         f"run the same command again to continue: finished runs are kept in {out}/runs.jsonl",

@@ -33,6 +33,7 @@ def _register() -> None:
     from kernelkiln.cli import config as config_cmd
     from kernelkiln.cli import eval as eval_cmd
     from kernelkiln.cli import machine as machine_cmd
+    from kernelkiln.cli import measure as measure_cmd
     from kernelkiln.cli import memory as memory_cmd
     from kernelkiln.cli import model as model_cmd
     from kernelkiln.cli import optimize as optimize_cmd
@@ -45,6 +46,7 @@ def _register() -> None:
     config_cmd.register(app)
     eval_cmd.register(app)
     machine_cmd.register(app)
+    measure_cmd.register(app)
     model_cmd.register(app)
     optimize_cmd.register(app)
     report_cmd.register(app)

@@ -22,7 +22,7 @@ from kernelkiln.cli.options import (
     shrink_option,
 )
 from kernelkiln.cli.output import wide_console
-from kernelkiln.cli.paths import resolve_task_path
+from kernelkiln.cli.paths import target_paths
 from kernelkiln.cli.progress import exit_interrupted, progress_observer
 from kernelkiln.cli.settings import default_note, default_of, load_settings, with_endpoint_window
 from kernelkiln.cli.sizing import task_overrides
@@ -30,7 +30,6 @@ from kernelkiln.cli.stores import open_memory, shown
 from kernelkiln.errors import UserError
 from kernelkiln.orchestrator.results import VERDICTS
 from kernelkiln.speedup import fmt_x
-from kernelkiln.task import bundled_suites, load_suite
 
 HELP = """Optimize a task or a suite: agents propose candidates, the guard judges each one,
 memory learns from every verdict.
@@ -270,7 +269,7 @@ def optimize(
             with _refusal_as_json(as_json):
                 if not target:
                     raise UserError("give a TASK or SUITE to optimize (see `kiln tasks`), or --resume RUN_ID")
-                paths = _task_paths(target)
+                paths = target_paths(target)
                 _check_endpoint(settings.config.policy)
                 config = with_endpoint_window(settings).config
                 specs = [
@@ -319,16 +318,6 @@ def _check_endpoint(policy: PolicyConfig) -> None:
 
         if (note := check_endpoint(policy.llm)) is not None:
             print(note, file=sys.stderr, flush=True)
-
-
-def _task_paths(target: str) -> list[Path]:
-    path = Path(target)
-    if path.is_dir() or (not path.exists() and target in bundled_suites()):
-        paths = load_suite(target).task_paths()
-        if not paths:
-            raise UserError(f"suite {target} holds no task files")
-        return paths
-    return [resolve_task_path(target)]
 
 
 # -- output -------------------------------------------------------------------------------

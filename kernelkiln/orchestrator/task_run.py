@@ -71,10 +71,8 @@ class RunControl:
 
 
 def task_id_of(task: Task) -> str:
-    """The task's id in memory: its name, plus its overrides when it has any."""
-    if not task.overrides:
-        return task.name
-    return task.name + "[" + ",".join(f"{k}={v}" for k, v in sorted(task.overrides.items())) + "]"
+    """The task's id in memory: its name, plus its overrides when it has any (``Task.id``)."""
+    return task.id
 
 
 @dataclass(frozen=True)

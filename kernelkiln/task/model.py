@@ -94,6 +94,13 @@ class Task:
     robustness: bool = True  # KILN["robustness"]: False when inputs must come from get_inputs' own domain
     modules: dict[str, types.ModuleType] = field(default_factory=dict, repr=False, compare=False)  # by sizes
 
+    @property
+    def id(self) -> str:
+        """The task's id in memory and in measured spaces: its name, plus its overrides when it has any."""
+        if not self.overrides:
+            return self.name
+        return self.name + "[" + ",".join(f"{k}={v}" for k, v in sorted(self.overrides.items())) + "]"
+
     def seed_for(self, platform: str) -> Path | None:
         """The seed candidate for ``platform`` (None when the task has none for it)."""
         return self.seeds.get(platform)

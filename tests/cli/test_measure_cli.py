@@ -1,0 +1,46 @@
+"""`kiln measure` then `kiln ablate --replay`: a space measured by the real guard, resumed, and replayed."""
+
+from __future__ import annotations
+
+import json
+
+from kernelkiln.evaluation.spaces import Dataset
+from kernelkiln.testing.cli import kiln
+from kernelkiln.testing.tasks import tiny_suite
+
+
+def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything(tmp_path):
+    data = tmp_path / "spaces.jsonl"
+    with tiny_suite(("tiny_a",)) as suite:
+        args = ("measure", str(suite), "--out", str(data), "--rounds", "2", "--time-budget", "0.2")
+        done = kiln(*args, "--json")
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert result["judgements_made"] == 12 and result["planned"]["tiny_a"] == {
+            "size": 6,
+            "measured": 6,
+            "whole": True,
+        }
+        (value,) = result["tasks"]
+        assert value["configs"] == 6 and value["optimum"] is not None
+        again = kiln(*args)
+        assert again.returncode == 0, again.stderr
+        assert "0 judgements made this time" in again.stdout and "opt/seed" in again.stdout
+        dataset = Dataset(data)
+        assert len(dataset.rows) == 12 and {r.round for r in dataset.rows} == {0, 1}
+        assert all(r.timed == bool(r.workloads) for r in dataset.rows)
+
+        study = kiln(
+            "ablate", str(suite), "--replay", str(data), "--study", "search", "--budget", "3", "--repeat", "2",
+            "--confirm-budget", "0", "--out", str(tmp_path / "ab"), "--json",
+        )  # fmt: skip
+        assert study.returncode == 0, study.stderr
+        arms = json.loads(study.stdout)["studies"]["search"]["arms"]
+        assert [a["arm"] for a in arms] == ["enumerate", "empty store"]
+        assert all(len(a["runs"]) == 2 for a in arms)
+
+
+def test_replaying_a_dataset_that_does_not_exist_is_one_line_and_exit_2(tmp_path):
+    with tiny_suite(("tiny_a",)) as suite:
+        done = kiln("ablate", str(suite), "--replay", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "ab"))
+    assert done.returncode == 2 and "no such dataset" in done.stderr and len(done.stderr.strip().splitlines()) == 1
