@@ -363,7 +363,10 @@ class Timer:
                 or all(self._settled(series.log_ratios(num, "cand")) for num in roles if num != "cand")
             ):
                 break
-            if kept < cfg.min_rounds and (series.dropped >= cfg.max_rounds or time.monotonic() > deadline + budget_s):
+            # Too few clean rounds: give up once the disturbed ones reach the cap, or twice the budget is spent
+            # with some round disturbed. Clean rounds that are merely slow are taken up to min_rounds.
+            overtime = series.dropped > 0 and time.monotonic() > deadline + budget_s
+            if kept < cfg.min_rounds and (series.dropped >= cfg.max_rounds or overtime):
                 break
         kept = len(series.times["ref"])
         if kept < cfg.min_rounds:
