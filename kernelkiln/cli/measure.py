@@ -111,7 +111,8 @@ def _table(result: dict, console: Console) -> None:
         f"(machine {result['machine']})"
     )
     table = Table(title="space values (optimum over the seed and over the space's median)", title_justify="left")
-    for column in ("task", "configs", "measured", "seed", "median", "optimum", "opt/seed", "opt/median", "flat"):
+    columns = ("task", "configs", "measured", "seed", "median", "optimum", "opt/seed", "opt/median", "random to 95%")
+    for column in (*columns, "flat"):
         table.add_column(column, justify="left" if column == "task" else "right", no_wrap=True)
     for row in result["tasks"]:
         planned = result["planned"][row["task"]]
@@ -121,6 +122,7 @@ def _table(result: dict, console: Console) -> None:
             f"{row['timed']}" + ("" if planned["whole"] else " (sample)"),
             *(f"{row[k]:.3f}x" if row[k] is not None else "-" for k in ("seed", "median", "optimum")),
             *(f"{row[k]:.3f}" if row[k] is not None else "-" for k in ("over_seed", "over_median")),
+            f"{row['random_evals_to_95']:.1f}" if row["random_evals_to_95"] is not None else "-",
             "yes" if row["flat"] else "",
         )
     console.print(table)

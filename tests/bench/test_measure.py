@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kernelkiln.bench.measure import plan_space
 from kernelkiln.task import knobs as K
 from kernelkiln.testing.candidates import CANDIDATES
@@ -26,3 +28,18 @@ def test_a_large_space_is_planned_as_the_seed_and_a_sample_the_same_each_time():
 def test_code_without_knobs_is_a_space_of_one():
     plan = plan_space(tiny_task(), "x = 1\n")
     assert plan.whole and plan.configs == [{}]
+
+
+def test_a_space_s_value_is_its_optimum_over_its_seed_and_median_and_random_search_s_exact_cost(tmp_path):
+    from kernelkiln.bench.space_values import space_values
+    from kernelkiln.testing.spaces import MACHINE, made_up
+
+    keys = [K.key(s) for s in plan_space(tiny_task(), SEED).configs]  # the seed's first
+    figures = dict(zip(keys, [1.0, 1.2, 1.9, 2.0, 0.5, 0.8], strict=True))
+    (value,) = space_values(made_up(tmp_path / "d.jsonl", tiny_task(), SEED, figures), MACHINE.key)
+    assert value.seed == pytest.approx(1.0, rel=1e-3) and value.optimum == pytest.approx(2.0, rel=1e-3)
+    assert value.over_seed == pytest.approx(2.0, rel=1e-3) and value.over_median == pytest.approx(2.0 / 1.1, rel=1e-3)
+    assert value.random_evals_to_95 == pytest.approx(7 / 3) and not value.flat  # 1.9 and 2.0 are within 5%
+    flat = dict(zip(keys, [1.0, 1.01, 0.9, 0.7, 0.5, 0.8], strict=True))
+    (value,) = space_values(made_up(tmp_path / "f.jsonl", tiny_task(), SEED, flat), MACHINE.key)
+    assert value.flat
