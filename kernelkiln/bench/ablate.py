@@ -23,6 +23,7 @@ from typing import Any
 
 from kernelkiln.bench import figures as F
 from kernelkiln.bench.passes import Units
+from kernelkiln.bench.space_values import TableConsensus
 from kernelkiln.bench.stats import geometric_interval, mean_interval, paired_ratio
 from kernelkiln.bench.studies import CONTEXT_TIME_BUDGET_S, FLOOR, MEMORY, Arm, Study, merged, scripted_player
 from kernelkiln.evaluation.replay_pool import ReplayPool
@@ -152,7 +153,8 @@ class Ablation:
                     )
                     + "\n"
                 )
-        summary = Summary(self.base.budget, done, plan, repeat).of(chosen, tasks)
+        table = TableConsensus(self.replay.dataset, self.replay.machine) if self.replay is not None else None
+        summary = Summary(self.base.budget, done, plan, repeat, table).of(chosen, tasks)
         (self.out_dir / "ablation.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
 
@@ -191,9 +193,17 @@ class Ablation:
 class Summary:
     """ablation.json's object from the finished units."""
 
-    def __init__(self, budget: int, done: dict[str, dict], plan: dict[tuple[str, str, int], Unit], repeat: int):
-        self.budget, self.done, self.plan, self.repeat = budget, done, plan, repeat
-        self.consensus = F.Consensus(
+    def __init__(
+        self,
+        budget: int,
+        done: dict[str, dict],
+        plan: dict[tuple[str, str, int], Unit],
+        repeat: int,
+        table: TableConsensus | None = None,
+    ):
+        """``table``: a replayed study's figures (the dataset's), in place of the ablation's own consensus."""
+        self.budget, self.done, self.plan, self.repeat, self.table = budget, done, plan, repeat, table
+        self.consensus = table or F.Consensus(
             {task: _steps(entry)}
             for unit in done.values()
             for task, passes in unit["tasks"].items()
@@ -241,10 +251,34 @@ class Summary:
             interval = geometric_interval([runs[k][name] for k in sorted(runs)])
             row[name] = interval.as_dict() if interval else None
         curves = [c for k in sorted(runs) for c in runs[k]["normalized"].values()]
+        if self.table is not None:  # replayed: against the measured optimum, and random search's exact curve
+            row.update(self._against_table(runs))
         row["reach"] = F.reach_share(curves, self.budget)
         row["curve"] = [statistics.fmean(c[i] for c in curves) for i in range(self.budget)] if curves else []
         row["seconds"] = sum(self.done[self.plan[(study, arm.label, k)].key]["seconds"] for k in range(self.repeat))
         return row
+
+    def _against_table(self, runs: dict[int, dict]) -> dict[str, Any]:
+        """Willemsen's score (mean over tasks, then a 95% interval over repeats) and the share of (task, repeat)
+        runs whose final incumbent is the measured optimum."""
+        assert self.table is not None
+        table = self.table
+        scores: list[float | None] = []
+        finals: list[bool] = []
+        for k in sorted(runs):
+            per_task = [
+                s
+                for task, curve in runs[k]["normalized"].items()
+                if (s := F.willemsen(curve, table.random(task, self.budget))) is not None
+            ]
+            if per_task:
+                scores.append(statistics.fmean(per_task))
+            finals += [curve[-1] >= 1.0 - 1e-9 for curve in runs[k]["normalized"].values() if curve]
+        interval = mean_interval(scores)
+        return {
+            "score": interval.as_dict() if interval else None,
+            "p_optimum": sum(finals) / len(finals) if finals else None,
+        }
 
     def _compare(self, study: Study, floor: dict[int, dict] | None) -> dict[str, Any]:
         figures = SPEED_FIGURES if study.metric == "speedup" else TOKEN_FIGURES

@@ -136,6 +136,16 @@ def run_figures(tasks: dict[str, Trajectory], consensus: Consensus, budget: int)
     }
 
 
+def willemsen(normalized: list[float], random: list[float]) -> float | None:
+    """Willemsen et al.'s score over a budget window: the area between random search's expected curve and this
+    curve, over the area between random search and the optimum (1 at the optimum from the first evaluation, 0
+    no better than random, negative worse); curves are over the task's optimum. None when random search
+    already sits at the optimum throughout (nothing to improve on)."""
+    n = min(len(normalized), len(random))
+    room = sum(1.0 - r for r in random[:n])
+    return sum(c - r for c, r in zip(normalized[:n], random[:n], strict=True)) / room if room > 1e-12 else None
+
+
 def reuse_figures(
     second: dict[str, Trajectory], first: dict[str, Trajectory], consensus: Consensus, budget: int
 ) -> dict:

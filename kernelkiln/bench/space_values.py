@@ -14,8 +14,11 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kernelkiln.bench.figures import Consensus
 from kernelkiln.evaluation.spaces import Dataset, Measurement
+from kernelkiln.policy.turn import code_hash
 from kernelkiln.stats import geomean
+from kernelkiln.task import knobs as K
 
 
 @dataclass(frozen=True)
@@ -69,3 +72,51 @@ def space_values(dataset: Dataset, machine: str, tasks: list[str] | None = None)
     spaces = dataset.spaces(machine)
     chosen = tasks if tasks is not None else sorted(spaces)
     return [space_value(task, spaces[task]) for task in chosen if task in spaces]
+
+
+def random_curve(figures: list[float], budget: int) -> list[float]:
+    """Random search without replacement over a space with these figures: the expected best after each of
+    ``budget`` evaluations, exactly (the best of i draws is at most the j-th smallest with probability
+    C(j, i) / C(n, i)); flat at the optimum once the space is exhausted."""
+    ordered, n = sorted(figures), len(figures)
+    out = []
+    for i in range(1, budget + 1):
+        if i >= n:
+            out.append(ordered[-1])
+            continue
+        total = math.comb(n, i)
+        out.append(sum(f * (math.comb(j, i) - math.comb(j - 1, i)) for j, f in enumerate(ordered, 1)) / total)
+    return out
+
+
+class TableConsensus(Consensus):
+    """A replayed study's figures: each candidate valued by its configuration's figure in the dataset, and each
+    task's best known figure its measured optimum (not the best the study happened to find)."""
+
+    def __init__(self, dataset: Dataset, machine: str):
+        super().__init__([])
+        self.figures: dict[str, list[float]] = {}
+        self.optimum: dict[str, float] = {}
+        for task, configs in dataset.spaces(machine).items():
+            space = dataset.seeds.get((machine, task))
+            for rows in configs.values():
+                value = figure(rows)
+                if value is None:
+                    continue
+                self.figures.setdefault(task, []).append(value)
+                if space is not None:
+                    codes = {code_hash(K.apply(space.seed, rows[0].settings))}
+                    codes |= {code_hash(space.seed)} if rows[0].seed else set()
+                    for code in codes:
+                        self.values[(task, code)] = value
+                        self.counts[(task, code)] = len(rows)
+            if task in self.figures:
+                self.optimum[task] = max(self.figures[task])
+
+    def best(self, task: str) -> float:
+        return self.optimum.get(task, 0.0)
+
+    def random(self, task: str, budget: int) -> list[float]:
+        """Random search's expected curve on ``task``, over its optimum."""
+        best = self.best(task)
+        return [v / best for v in random_curve(self.figures.get(task, []), budget)] if best > 0 else []

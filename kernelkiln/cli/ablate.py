@@ -163,12 +163,20 @@ def ablate(
 def _ci(cell: dict | None, unit: str) -> str:
     if cell is None:
         return "-"
-    fmt = {"x": lambda v: f"{v:.3g}x", "n": lambda v: f"{v:.1f}"}.get(unit, lambda v: f"{v:,.0f}")
+    fmt = {"x": lambda v: f"{v:.3g}x", "n": lambda v: f"{v:.1f}", "s": lambda v: f"{v:.2f}"}.get(
+        unit, lambda v: f"{v:,.0f}"
+    )
     if cell["ci95"] is None:
         return fmt(cell["mean"])
     low, high = cell["ci95"]
     bare = {"x": lambda v: f"{v:.3g}"}.get(unit, fmt)
     return f"{fmt(cell['mean'])} [{bare(low)}, {bare(high)}]"
+
+
+def _scored(arm: dict, replayed: bool) -> list[str]:
+    """A replayed arm's Willemsen score and share of runs ending at the measured optimum."""
+    share = arm.get("p_optimum")
+    return [_ci(arm.get("score"), "s"), "-" if share is None else f"{share:.0%}"] if replayed else []
 
 
 # (title, figure, unit of an arm's figure: x a speedup, n a count of evaluations, "" tokens)
@@ -202,18 +210,24 @@ def _table(result: dict, console: Console) -> None:
         for title, _, _ in columns:
             table.add_column(title, justify="right", no_wrap=True)
         speed = s["metric"] == "speedup" and floor is not None
+        replayed = "score" in (floor or {})  # figures against the measured optimum
+        if replayed:
+            table.add_column("Willemsen score", justify="right", no_wrap=True)
+            table.add_column("P(optimum)", justify="right", no_wrap=True)
+
         if speed:
             assert floor is not None  # speed implies a floor
             table.add_column("anytime / best-of-N", justify="right", no_wrap=True)
-            table.add_row(floor["arm"], *(_ci(floor.get(key), unit) for _, key, unit in columns), "", style="dim")
+            cells = (_ci(floor.get(key), unit) for _, key, unit in columns)
+            table.add_row(floor["arm"], *cells, *_scored(floor, replayed), "", style="dim")
         for arm in s["arms"]:
-            extra = [_ci(arm.get("vs_floor", {}).get("anytime"), "x")] if speed else []
+            extra = _scored(arm, replayed) + ([_ci(arm.get("vs_floor", {}).get("anytime"), "x")] if speed else [])
             table.add_row(arm["arm"], *(_ci(arm.get(key), unit) for _, key, unit in columns), *extra)
             if "ratio" in arm:
                 table.add_row(
                     f"{arm['arm']} / {s['reference']}",
                     *(_ci(arm["ratio"].get(key), "x") for _, key, _ in columns),
-                    *([""] if speed else []),
+                    *([""] * (2 * replayed + speed)),
                     style="bold",
                 )
         console.print(table)

@@ -43,3 +43,36 @@ def test_a_space_s_value_is_its_optimum_over_its_seed_and_median_and_random_sear
     flat = dict(zip(keys, [1.0, 1.01, 0.9, 0.7, 0.5, 0.8], strict=True))
     (value,) = space_values(made_up(tmp_path / "f.jsonl", tiny_task(), SEED, flat), MACHINE.key)
     assert value.flat
+
+
+def test_random_search_s_exact_curve_rises_from_the_mean_to_the_optimum():
+    from kernelkiln.bench.space_values import random_curve
+
+    curve = random_curve([1.0, 2.0, 3.0, 4.0], 5)
+    assert curve[0] == pytest.approx(2.5)  # one draw: the mean
+    assert curve[1] == pytest.approx((2 * 1 + 3 * 2 + 4 * 3) / 6)  # the best of two: pairs with their maxima
+    assert curve[3:] == [4.0, 4.0]
+
+
+def test_willemsen_s_score_is_one_at_the_optimum_zero_at_random_search_and_none_with_no_room():
+    from kernelkiln.bench.figures import willemsen
+
+    random = [0.5, 0.75, 1.0]
+    assert willemsen([1.0, 1.0, 1.0], random) == pytest.approx(1.0)
+    assert willemsen(random, random) == pytest.approx(0.0)
+    assert willemsen([0.5, 0.5, 0.5], random) < 0
+    assert willemsen([1.0], [1.0]) is None
+
+
+def test_a_replayed_study_values_candidates_by_the_table_and_tasks_by_their_measured_optimum(tmp_path):
+    from kernelkiln.bench.space_values import TableConsensus
+    from kernelkiln.policy.turn import code_hash
+    from kernelkiln.testing.spaces import MACHINE, made_up
+
+    plan = plan_space(tiny_task(), SEED)
+    figures = dict(zip([K.key(s) for s in plan.configs], [1.0, 1.2, 1.9, 2.0, 0.5, 0.8], strict=True))
+    table = TableConsensus(made_up(tmp_path / "d.jsonl", tiny_task(), SEED, figures), MACHINE.key)
+    assert table.best("tiny_softmax") == pytest.approx(2.0, rel=1e-3)
+    assert table.value("tiny_softmax", code_hash(SEED)) == pytest.approx(1.0, rel=1e-3)
+    assert table.value("tiny_softmax", code_hash(K.apply(SEED, plan.configs[3]))) == pytest.approx(2.0, rel=1e-3)
+    assert table.random("tiny_softmax", 6)[-1] == pytest.approx(1.0)

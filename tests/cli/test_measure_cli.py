@@ -35,9 +35,12 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
             "--confirm-budget", "0", "--out", str(tmp_path / "ab"), "--json",
         )  # fmt: skip
         assert study.returncode == 0, study.stderr
-        arms = json.loads(study.stdout)["studies"]["search"]["arms"]
+        result = json.loads(study.stdout)
+        arms = result["studies"]["search"]["arms"]
         assert [a["arm"] for a in arms] == ["enumerate", "empty store"]
-        assert all(len(a["runs"]) == 2 for a in arms)
+        for arm in [*arms, result["floor"]]:
+            assert len(arm["runs"]) == 2 and 0 <= arm["p_optimum"] <= 1
+            assert arm["score"] is None or arm["score"]["mean"] <= 1.0 + 1e-9
 
 
 def test_replaying_a_dataset_that_does_not_exist_is_one_line_and_exit_2(tmp_path):
