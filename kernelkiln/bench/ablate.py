@@ -174,6 +174,8 @@ class Ablation:
             result = units.readonly(unit.key, tasks, unit.config, built)
         elif unit.arm.memory == "reuse":
             result = units.reuse(unit.key, tasks, unit.config, built)
+        elif unit.arm.memory in ("task-out", "family-out"):
+            result = units.held_out(unit.key, tasks, unit.config, "task" if unit.arm.memory == "task-out" else "family")
         else:
             result = units.empty(unit.key, tasks, unit.config)
         seconds = sum(e["seconds"] for passes in result.values() for e in passes.values())

@@ -9,11 +9,13 @@ read-only and reuse units of the same repeat take (copies: nothing they do reach
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from kernelkiln.bench.figures import Step
 from kernelkiln.evaluation.pool import EvaluationPool
@@ -40,6 +42,22 @@ def halves(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
             side[task_id_of(task)] = turn % 2
             turn += 1
     return ([t for t in tasks if side[task_id_of(t)] == 0], [t for t in tasks if side[task_id_of(t)] == 1])
+
+
+Split = Literal["task", "family"]
+
+
+def held_out_groups(tasks: list[Task], split: Split) -> list[list[Task]]:
+    """The groups a held-out study measures in turn: each task alone, or each op family's tasks."""
+    if split == "task":
+        return [[t] for t in tasks]
+    families = dict.fromkeys(t.op_family or t.name for t in tasks)
+    return [[t for t in tasks if (t.op_family or t.name) == f] for f in families]
+
+
+def _identity(task: Task) -> str:
+    """What makes two tasks identical: the same reference file text at the same sizes."""
+    return hashlib.sha256((task.source + repr(sorted(task.overrides.items()))).encode()).hexdigest()
 
 
 class Units:
@@ -104,6 +122,32 @@ class Units:
             if name == "A":
                 _snapshot(memory.store, out / "AB.db")
             memory.store.close()
+        return result
+
+    def held_out(self, key: str, tasks: list[Task], config: OptimizeConfig, split: Split) -> dict:
+        """Each group of ``split`` measured on a store built, from nothing, on every task outside the group
+        (``task``: each task alone, leave-one-task-out; ``family``: its op family) and on no task identical to
+        one in it; each member on a copy of that store, so the members do not learn from each other."""
+        out = self.root / key
+        result: dict[str, dict[str, dict]] = {}
+        for n, group in enumerate(held_out_groups(tasks, split)):
+            inside = {task_id_of(t) for t in group} | {_identity(t) for t in group}
+            memory = Memory(self._store(out / f"build-{n}.db"))
+            for task in tasks:
+                if task_id_of(task) not in inside and _identity(task) not in inside:
+                    steps, seconds = self._optimize(memory, task, config, out / f"build-{n}")
+                    result.setdefault(task_id_of(task), {})[f"build-{n}"] = _entry("build", steps, seconds)
+            _snapshot(memory.store, out / f"built-{n}.db")
+            memory.store.close()
+            for task in group:
+                path = out / f"held-{n}-{task.name}.db"
+                for stale in out.glob(f"{path.name}*"):
+                    stale.unlink()
+                shutil.copy(out / f"built-{n}.db", path)
+                memory = Memory(open_store(f"sqlite:///{path.resolve()}"))
+                steps, seconds = self._optimize(memory, task, config, out / f"held-{n}")
+                memory.store.close()
+                result.setdefault(task_id_of(task), {})["-"] = _entry("measured", steps, seconds)
         return result
 
     def readonly(self, key: str, tasks: list[Task], config: OptimizeConfig, built: Path) -> dict:

@@ -11,7 +11,10 @@ measured task runs on:
 - ``readonly``: each task of one half is measured with the store the other half built lent
   read-only (the same stores the crossfit arm built, so the two share their builds);
 - ``reuse``: the whole suite again on the store a crossfit pass left (which holds every task):
-  how many evaluations each task needs to reach the first pass's best.
+  how many evaluations each task needs to reach the first pass's best;
+- ``task-out``: each task measured on a store built from nothing on every other task (and none identical
+  to it): leave-one-task-out, n builds per repeat, affordable on a replayed dataset;
+- ``family-out``: as task-out, the store built without any task of the measured task's op family.
 
 The first arm of a study is its reference: the table reports every other arm over it, paired by
 repeat. Every speed study is also measured against ``FLOOR``, best-of-N: the seed, then random
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
     from kernelkiln.llm.scripted import ScriptedClient
 
 Metric = Literal["speedup", "tokens", "reuse"]
-MemoryMode = Literal["empty", "crossfit", "readonly", "reuse"]
+MemoryMode = Literal["empty", "crossfit", "readonly", "reuse", "task-out", "family-out"]
 
 # The context study only counts prompt tokens, so its evaluations need no real timing.
 CONTEXT_TIME_BUDGET_S = 0.5
@@ -86,6 +89,12 @@ def studies(agents: int) -> dict[str, Study]:
         s.name: s
         for s in (
             Study("memory", "a store built on the other tasks vs an empty store", "speedup", (EMPTY, MEMORY)),
+            Study(
+                "held-out",
+                "memory built on every other task (leave-one-task-out), or on every other op family, vs an empty store",
+                "speedup",
+                (EMPTY, Arm("memory, task out", memory="task-out"), Arm("memory, family out", memory="family-out")),
+            ),
             Study(
                 "transfer",
                 "memory built on the other half of the tasks, lent read-only, vs an empty store",

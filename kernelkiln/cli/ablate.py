@@ -21,8 +21,10 @@ HELP = """Ablate the optimizer's mechanisms: each study runs its arms over the s
 same evaluation budget, --repeat times (repeat k of every arm shares random seed k).
 
 \b
-Studies (all but context by default; pick some with --study):
+Studies (all but context and held-out by default; pick some with --study):
   memory    the other tasks' store (cross-fitted halves) vs an empty store
+  held-out  memory built on every other task (leave-one-task-out) and on every other op family, vs an
+            empty store: a build per task and per family each repeat, meant for --replay
   transfer  as memory, with the store lent read-only (--memory-readonly)
   reuse     the suite again on its store: evaluations to the first pass's best
   credit    adoption-traced credit (ATU) vs equal reward for all retrieved
@@ -66,9 +68,9 @@ def ablate(
         [],
         "--study",
         metavar="NAME",
-        help="memory, transfer, reuse, credit, rules, "
+        help="memory, held-out, transfer, reuse, credit, rules, "
         "agents, search or context (repeatable; "
-        "default: all but context).",
+        "default: all but context and held-out).",
     ),
     tasks: str = typer.Option(None, "--tasks", metavar="A,B,...", help="Only these tasks of the suite, by name."),
     config_file: Path = CONFIG_OPTION,
@@ -121,7 +123,9 @@ def ablate(
     unknown = [s for s in study if s not in known]
     if unknown:
         raise UserError(f"unknown study {unknown[0]!r} (known: {', '.join(known)})")
-    chosen = [known[s] for s in dict.fromkeys(study)] or [s for s in known.values() if s.name != "context"]
+    chosen = [known[s] for s in dict.fromkeys(study)] or [
+        s for s in known.values() if s.name not in ("context", "held-out")
+    ]
     paths = target_paths(suite, tasks)
     settings = load_settings(
         config_file,

@@ -155,3 +155,35 @@ def test_the_context_study_counts_prompt_tokens_of_a_scripted_model(two_tasks, t
     assert active["runs"][0]["tasks"]["tiny_a"]["evaluations"] == 3
     assert passive["ratio"]["max_prompt_tokens"]["mean"] > 0 and "speedup" not in passive["ratio"]
     assert "floor" not in out
+
+
+def test_held_out_groups_are_each_task_alone_or_each_op_family():
+    from kernelkiln.bench.passes import held_out_groups
+
+    tasks = [tiny_task("tiny_softmax"), tiny_task("plain_softmax"), tiny_task("tiny_relu")]
+    assert [[t.name for t in g] for g in held_out_groups(tasks, "task")] == [[t.name] for t in tasks]
+    families = [[t.name for t in g] for g in held_out_groups(tasks, "family")]
+    assert families == [["tiny_softmax", "plain_softmax"], ["tiny_relu"]]
+
+
+def test_a_held_out_task_is_measured_on_a_store_built_on_the_others_never_on_itself_or_its_twin(tmp_path):
+    from kernelkiln.evaluation.replay_pool import ReplayPool
+    from kernelkiln.evaluation.spaces import Dataset
+    from kernelkiln.task import knobs as K
+    from kernelkiln.testing.spaces import made_up
+
+    seed = (CANDIDATES / "softmax_knobs.py").read_text()
+    keys = [K.key({"REPEAT": r, "FLAGS": f}) for r in (4, 2, 1) for f in (["-O2"], ["-O1"])]
+    with tiny_suite(("tiny_a", "tiny_b", "tiny_c")) as suite:
+        (suite / "tiny_c.py").write_text((suite / "tiny_c.py").read_text() + "\n# not tiny_a's twin\n")
+        tasks = [load_task(suite / f"{n}.py") for n in ("tiny_a", "tiny_b", "tiny_c")]
+        for task in tasks:
+            made_up(tmp_path / "d.jsonl", task, seed, dict(zip(keys, [1.0, 1.1, 1.3, 1.2, 2.0, 1.9], strict=True)))
+        pool = ReplayPool(Dataset(tmp_path / "d.jsonl"))
+        result = Units(tmp_path / "u", None, lambda t: None, pool).held_out("k", tasks, base(3), "task")
+    roles = {task: {name: entry["role"] for name, entry in passes.items()} for task, passes in result.items()}
+    # tiny_a and tiny_b are twins: each group's store holds only tiny_c, and tiny_c's holds both twins.
+    assert roles["tiny_a"] == {"-": "measured", "build-2": "build"}
+    assert roles["tiny_b"] == {"-": "measured", "build-2": "build"}
+    assert roles["tiny_c"] == {"-": "measured", "build-0": "build", "build-1": "build"}
+    assert all(len(passes["-"]["steps"]) == 3 for passes in result.values())
