@@ -91,9 +91,15 @@ def studies(agents: int) -> dict[str, Study]:
             Study("memory", "a store built on the other tasks vs an empty store", "speedup", (EMPTY, MEMORY)),
             Study(
                 "held-out",
-                "memory built on every other task (leave-one-task-out), or on every other op family, vs an empty store",
+                "memory built on every other task (leave-one-task-out) or op family, and the generic portfolio, "
+                "vs an empty store",
                 "speedup",
-                (EMPTY, Arm("memory, task out", memory="task-out"), Arm("memory, family out", memory="family-out")),
+                (
+                    EMPTY,
+                    Arm("memory, task out", memory="task-out"),
+                    Arm("portfolio, task out", {"memory": {"transfer": {"similarity": "none"}}}, "task-out"),
+                    Arm("memory, family out", memory="family-out"),
+                ),
             ),
             Study(
                 "transfer",

@@ -128,6 +128,13 @@ class TransferConfig(BaseModel):
         "best settings are tried first, whose trials warm-start the sampler by rank and whose losing knob values "
         "are tried last; 0 turns transfer off.",
     )
+    similarity: Literal["nearest", "none"] = Field(
+        default="nearest",
+        description="nearest: the neighbours are the nearest stored tasks, nearest first; none: the generic "
+        "portfolio, a control for transfer: the stored tasks (any distance) whose bests are the fastest "
+        "anywhere, fastest first, so what is lent is the globally best configurations, not the similar tasks' "
+        "(`kiln ablate --study held-out`).",
+    )
     max_distance: float = Field(
         default=1.5,
         ge=0,

@@ -18,6 +18,7 @@ Built once when a task starts, from the attempts memory holds under each task's 
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import cast
@@ -135,11 +136,16 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
         stored = store.signatures.on_machine(conn, mine.platform, mine.machine)
         exact = [s for s in stored if s.exact == mine.exact] if config.exact else []
         near: dict[str, tuple[float, Signature]] = {}
+        portfolio = config.similarity == "none"  # every stored task, ranked below by its best's figure
         for s in stored:
             d = distance(mine, s) if s.exact != mine.exact else None
-            if d is not None and d <= config.max_distance and (s.task_id not in near or d < near[s.task_id][0]):
+            if d is None and portfolio and s.exact != mine.exact:
+                d = math.inf
+            fits = d is not None and (portfolio or d <= config.max_distance)
+            if fits and d is not None and (s.task_id not in near or d < near[s.task_id][0]):
                 near[s.task_id] = (d, s)
-        chosen = sorted(near.values(), key=lambda p: (p[0], p[1].task_id))[: config.neighbours]
+        chosen = sorted(near.values(), key=lambda p: (p[0], p[1].task_id))
+        chosen = chosen if portfolio else chosen[: config.neighbours]
         outcomes = store.attempts.outcomes(conn, [s.task_id for s in exact] + [s.task_id for _, s in chosen])
 
     def under(sig: Signature) -> list[Outcome]:
@@ -160,6 +166,10 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
                 s.task_id, d, best.case.knobs if best else None, best.speedup if best else None, tuple(ranked(theirs))
             )
         )
+    if portfolio:  # the fastest bests anywhere, fastest first
+        neighbours = sorted(neighbours, key=lambda n: (-(n.best_speedup or 0.0), n.task_id))[: config.neighbours]
+        kept = {n.task_id for n in neighbours}
+        chosen = [(d, s) for d, s in chosen if s.task_id in kept]
     # Evidence pooled over the neighbours: a trap lost in every evaluation that held it on each neighbour that
     # tried it (loss_evidence evaluations or more in all), on trap_tasks of them at least.
     pooled: dict[K.Value, tuple[int, int, bool]] = {}

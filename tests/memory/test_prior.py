@@ -187,3 +187,15 @@ def test_an_exported_and_imported_memory_lends_the_same_prior(sqlite_store, tmp_
     assert import_records(copy, read_jsonl(tmp_path / "mem.jsonl"))["signature"] == 0
     mine = sig("new", exact="same")
     assert build(copy, mine, None, TransferConfig()) == build(sqlite_store, mine, None, TransferConfig())
+
+
+def test_the_generic_portfolio_lends_the_fastest_bests_anywhere_whatever_their_distance(store):
+    stored(store, sig("same_family"), [[(s(1), "KEEP", 1.0), (s(8), "KEEP", 1.3)]])
+    stored(store, sig("far", family="norm", knobs=["ACC", "LANES"], elements=40.0), [[(s(1), "KEEP", 1.0)]])
+    stored(store, sig("fast_far", family="gemm", elements=35.0), [[(s(1), "KEEP", 1.0), (s(4), "KEEP", 3.0)]])
+    stored(store, sig("new", exact="x-twin"), [[(s(2), "KEEP", 9.0)]])  # an exact match is reuse, not portfolio
+    nearest = build(store, sig("mine", exact="x-twin"), None, TransferConfig(neighbours=2, exact=False))
+    assert [n.task_id for n in nearest.neighbours] == ["same_family"]  # the others lie beyond max_distance
+    portfolio = TransferConfig(neighbours=2, exact=False, similarity="none")
+    chosen = build(store, sig("mine", exact="x-twin"), None, portfolio).neighbours
+    assert [(n.task_id, n.best) for n in chosen] == [("fast_far", s(4)), ("same_family", s(8))]
