@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kernelkiln.bench.figures import Consensus
+from kernelkiln.bench.stats import spearman
 from kernelkiln.evaluation.spaces import Dataset, Measurement
 from kernelkiln.policy.turn import code_hash
 from kernelkiln.stats import geomean
@@ -34,6 +35,7 @@ class SpaceValue:
     over_median: float | None
     flat: bool
     random_evals_to_95: float | None  # expected, for random search without replacement: (n + 1) / (good + 1)
+    rounds_agreement: float | None = None  # Spearman's rank correlation of the configurations' first two rounds
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,8 +64,22 @@ def space_value(task: str, configs: dict[str, list[Measurement]]) -> SpaceValue:
     flat = over_seed is not None and math.log(over_seed) <= max(band(configs[best]), band(configs[seed_key]))
     good = sum(f >= 0.95 * optimum for f in figures.values())
     evals = (len(configs) + 1) / (good + 1)
+    pairs = [(rows[0].speedup, rows[1].speedup) for rows in configs.values() if len(rows) > 1]
+    present = [(a, b) for a, b in pairs if a is not None and b is not None]
+    agreement = spearman([a for a, _ in present], [b for _, b in present])
     return SpaceValue(
-        task, len(configs), len(figures), seed, median, optimum, best, over_seed, optimum / median, flat, evals
+        task,
+        len(configs),
+        len(figures),
+        seed,
+        median,
+        optimum,
+        best,
+        over_seed,
+        optimum / median,
+        flat,
+        evals,
+        agreement,
     )
 
 

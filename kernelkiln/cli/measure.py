@@ -111,7 +111,18 @@ def _table(result: dict, console: Console) -> None:
         f"(machine {result['machine']})"
     )
     table = Table(title="space values (optimum over the seed and over the space's median)", title_justify="left")
-    columns = ("task", "configs", "measured", "seed", "median", "optimum", "opt/seed", "opt/median", "random to 95%")
+    columns = (
+        "task",
+        "configs",
+        "measured",
+        "seed",
+        "median",
+        "optimum",
+        "opt/seed",
+        "opt/median",
+        "random to 95%",
+        "rounds' rank agreement",
+    )
     for column in (*columns, "flat"):
         table.add_column(column, justify="left" if column == "task" else "right", no_wrap=True)
     for row in result["tasks"]:
@@ -123,6 +134,7 @@ def _table(result: dict, console: Console) -> None:
             *(f"{row[k]:.3f}x" if row[k] is not None else "-" for k in ("seed", "median", "optimum")),
             *(f"{row[k]:.3f}" if row[k] is not None else "-" for k in ("over_seed", "over_median")),
             f"{row['random_evals_to_95']:.1f}" if row["random_evals_to_95"] is not None else "-",
+            f"{row['rounds_agreement']:.2f}" if row["rounds_agreement"] is not None else "-",
             "yes" if row["flat"] else "",
         )
     console.print(table)

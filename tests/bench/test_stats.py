@@ -34,3 +34,12 @@ def test_t_quantiles_fall_to_the_normal_beyond_thirty_degrees_of_freedom():
 def test_a_paired_ratio_uses_only_the_repeats_both_arms_have():
     ratio = paired_ratio({0: 2.0, 1: 4.0, 2: 8.0}, {0: 1.0, 1: 2.0})
     assert ratio.k == 2 and ratio.mean == pytest.approx(2.0) and ratio.low == pytest.approx(2.0)
+
+
+def test_spearman_is_one_for_the_same_order_minus_one_reversed_and_takes_ties_at_their_mean_rank():
+    from kernelkiln.bench.stats import spearman
+
+    assert spearman([1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 30.0, 45.0]) == pytest.approx(1.0)
+    assert spearman([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+    assert spearman([1.0, 1.0, 2.0, 3.0], [1.0, 1.0, 2.0, 3.0]) == pytest.approx(1.0)
+    assert spearman([1.0, 2.0], [1.0, 2.0]) is None and spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None
