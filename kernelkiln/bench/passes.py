@@ -10,6 +10,7 @@ read-only and reuse units of the same repeat take (copies: nothing they do reach
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sqlite3
 import time
@@ -73,6 +74,14 @@ class Units:
         path.parent.mkdir(parents=True, exist_ok=True)
         for stale in path.parent.glob(f"{path.name}*"):
             stale.unlink()  # a unit interrupted earlier starts over
+        # A fresh store is a copy of one created once: creating its schema costs more than a replayed run's search.
+        template = self.root / "empty-store.db"
+        if not template.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            partial = self.root / f"empty-store.{os.getpid()}.tmp"
+            open_store(f"sqlite:///{partial.resolve()}").close()
+            partial.replace(template)
+        shutil.copy(template, path)
         return open_store(f"sqlite:///{path.resolve()}")
 
     def _optimize(self, memory: Memory, task: Task, config: OptimizeConfig, out: Path) -> tuple[list[Step], float]:
