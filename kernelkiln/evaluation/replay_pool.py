@@ -46,7 +46,7 @@ class ReplayPool:
         self.dataset, self.machine = dataset, dataset.one_machine(machine)
         self.spaces = dataset.spaces(self.machine)
         self.seed = seed
-        self.calls = 0
+        self.calls: dict[str, int] = {}  # judgements so far of each (task, code, incumbent)
         signature = dataset.machines.get(self.machine)
         self.device_kind = f"{KIND}: {signature.cpu if signature else self.machine}"
 
@@ -75,9 +75,10 @@ class ReplayPool:
     def judge(self, item: EvaluationInput) -> Verdict:
         """The verdict the guard would have given ``item``, drawn from the dataset."""
         rows = self._rows(item.task, item.code)
-        text = f"{self.seed}|{item.task.id}|{item.code}|{item.incumbent}|{self.calls}"
-        rng = random.Random(hashlib.sha256(text.encode()).hexdigest())
-        self.calls += 1
+        # Seeded by what is judged and how often it was before: the same draws whatever order agents' turns end in.
+        text = f"{self.seed}|{item.task.id}|{item.code}|{item.incumbent}"
+        times = self.calls[text] = self.calls.get(text, 0) + 1
+        rng = random.Random(hashlib.sha256(f"{text}|{times}".encode()).hexdigest())
         row = rng.choice(rows)
         seconds = rows[0].seconds
         if row.verdict == "REJECT":
