@@ -124,8 +124,9 @@ class Ablation:
         key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
         return Unit(key, arm, k, config, study.metric == "tokens", needs)
 
-    def run(self, chosen: list[Study], tasks: list[Task], repeat: int) -> dict[str, Any]:
-        """Every study's arms over ``tasks``, ``repeat`` times; the summary is written to DIR/ablation.json."""
+    def run(self, chosen: list[Study], tasks: list[Task], repeat: int, budgets: tuple[int, ...] = ()) -> dict[str, Any]:
+        """Every study's arms over ``tasks``, ``repeat`` times; the summary is written to DIR/ablation.json.
+        ``budgets``: smaller budgets whose figures are added (``by_budget``), from the runs' prefixes."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         done = self._load()
         plan = self.plan(chosen, tasks, repeat)
@@ -155,6 +156,11 @@ class Ablation:
                 )
         table = TableConsensus(self.replay.dataset, self.replay.machine) if self.replay is not None else None
         summary = Summary(self.base.budget, done, plan, repeat, table).of(chosen, tasks)
+        smaller = sorted(b for b in set(budgets) if b < self.base.budget)
+        if smaller:
+            summary["by_budget"] = {
+                str(b): _headline(Summary(b, done, plan, repeat, table).of(chosen, tasks)) for b in smaller
+            }
         (self.out_dir / "ablation.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
 
@@ -215,7 +221,7 @@ class Summary:
     def _trajectories(self, key: str, pass_name: str | None = None) -> dict[str, F.Trajectory]:
         """The unit's measured trajectories by task; with ``pass_name``, that pass's, whatever their role."""
         return {
-            task: _steps(entry)
+            task: _steps(entry)[: self.budget]  # a smaller budget's figures are its runs' prefixes
             for task, passes in self.done[key]["tasks"].items()
             for name, entry in passes.items()
             if (name == pass_name if pass_name is not None else entry["role"] == "measured")
@@ -327,6 +333,21 @@ class Summary:
             "runs": runs,
             "seconds": sum(self.done[u]["seconds"] for u in units),
         }
+
+
+_HEADLINE = ("speedup", "anytime", "evals_to_95", "score", "p_optimum", "ratio", "vs_floor")
+
+
+def _headline(summary: dict[str, Any]) -> dict[str, Any]:
+    """A summary's figures per study and arm (and the floor's), without runs and curves."""
+    out = {
+        name: {a["arm"]: {k: a[k] for k in _HEADLINE if k in a} for a in study["arms"]}
+        for name, study in summary["studies"].items()
+        if "arms" in study
+    }
+    if "floor" in summary:
+        out["floor"] = {summary["floor"]["arm"]: {k: summary["floor"][k] for k in _HEADLINE if k in summary["floor"]}}
+    return out
 
 
 def _paired(arm: dict[int, dict], reference: dict[int, dict], name: str) -> dict | None:

@@ -110,6 +110,13 @@ def ablate(
         help="Judge every evaluation from this measured-spaces dataset (`kiln measure`) instead of on this "
         "machine: each verdict drawn from the stored samples as the guard would give it, in milliseconds.",
     ),
+    budgets: str = typer.Option(
+        None,
+        "--budgets",
+        metavar="N,M,...",
+        help="Also report the figures at these smaller budgets, from each run's first N evaluations (the "
+        "tuner's search does not depend on its budget: a run's prefix is the run a smaller budget makes).",
+    ),
     machine: str = typer.Option(
         None, "--machine", metavar="KEY", help="The dataset's machine to replay (needed when it holds several)."
     ),
@@ -141,6 +148,9 @@ def ablate(
         defaults={"budget": ABLATE_BUDGET},
     )
     base = with_endpoint_window(settings).config
+    smaller = _budgets(budgets, base.budget)
+    if smaller and (base.policy.kind != "tuner" or base.agents != 1 or any(s.name == "agents" for s in chosen)):
+        raise UserError("--budgets reads a run's prefixes, which are smaller runs only for one tuner agent")
     replayed = None
     if replay is not None:
         if not replay.is_file():
@@ -152,7 +162,7 @@ def ablate(
     tasks_in_order = order_tasks([load_task(p) for p in paths])
     result = with_progress(
         lambda observer, progress: Ablation(out, base, observer, progress, reuse_budget, replayed).run(
-            chosen, tasks_in_order, repeat
+            chosen, tasks_in_order, repeat, smaller
         ),
         f"run the same command again to continue: finished runs are kept in {out}/runs.jsonl",
     )
@@ -163,6 +173,20 @@ def ablate(
         lambda r, console: _table(r, console if console.is_terminal else Console(width=160)),
         out / "ablation.json",
     )
+
+
+def _budgets(text: str | None, budget: int) -> tuple[int, ...]:
+    """--budgets's values, each below the run's budget; a one-line error for anything else."""
+    if not text:
+        return ()
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UserError(f"--budgets {text!r}: give whole numbers, e.g. 5,10,20") from None
+    wrong = [v for v in values if not 1 <= v < budget]
+    if wrong:
+        raise UserError(f"--budgets: {wrong[0]} is not between 1 and the budget ({budget}) less one")
+    return values
 
 
 def _ci(cell: dict | None, unit: str) -> str:

@@ -102,7 +102,10 @@ def measure(
         "tasks": [v.as_dict() for v in space_values(dataset, measurer.machine.key, [p.task.id for p in plans])],
         "planned": {p.task.id: {"size": p.size, "measured": len(p.configs), "whole": p.whole} for p in plans},
     }
-    print_result(result, as_json, _table, out)
+    # Piped output gets room for every column (rich would give it 80).
+    print_result(
+        result, as_json, lambda r, console: _table(r, console if console.is_terminal else Console(width=160)), out
+    )
 
 
 def _table(result: dict, console: Console) -> None:
@@ -121,7 +124,7 @@ def _table(result: dict, console: Console) -> None:
         "opt/seed",
         "opt/median",
         "random to 95%",
-        "rounds' rank agreement",
+        "rounds' rank corr.",
     )
     for column in (*columns, "flat"):
         table.add_column(column, justify="left" if column == "task" else "right", no_wrap=True)

@@ -32,7 +32,7 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
 
         study = kiln(
             "ablate", str(suite), "--replay", str(data), "--study", "search", "--budget", "3", "--repeat", "2",
-            "--confirm-budget", "0", "--out", str(tmp_path / "ab"), "--json",
+            "--confirm-budget", "0", "--budgets", "1,2", "--out", str(tmp_path / "ab"), "--json",
         )  # fmt: skip
         assert study.returncode == 0, study.stderr
         result = json.loads(study.stdout)
@@ -41,9 +41,18 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
         for arm in [*arms, result["floor"]]:
             assert len(arm["runs"]) == 2 and 0 <= arm["p_optimum"] <= 1
             assert arm["score"] is None or arm["score"]["mean"] <= 1.0 + 1e-9
+        one = result["by_budget"]["1"]["search"]
+        assert set(one) == {"enumerate", "empty store"} and "evals_to_95" in one["empty store"]
+        assert set(result["by_budget"]) == {"1", "2"} and "best-of-N" in result["by_budget"]["2"]["floor"]
 
 
 def test_replaying_a_dataset_that_does_not_exist_is_one_line_and_exit_2(tmp_path):
     with tiny_suite(("tiny_a",)) as suite:
         done = kiln("ablate", str(suite), "--replay", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "ab"))
     assert done.returncode == 2 and "no such dataset" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_budgets_at_or_above_the_run_s_budget_are_one_line_errors(tmp_path):
+    with tiny_suite(("tiny_a",)) as suite:
+        done = kiln("ablate", str(suite), "--budget", "3", "--budgets", "2,3", "--out", str(tmp_path / "ab"))
+    assert done.returncode == 2 and "--budgets: 3 is not between 1" in done.stderr
