@@ -39,6 +39,17 @@ def draw(row: Measurement, rng: random.Random) -> dict[str, float]:
     return {w.name: math.exp(statistics.median(rng.choices(w.log_ratios, k=len(w.log_ratios)))) for w in row.workloads}
 
 
+def row_verdict(row: Measurement, seconds: float) -> Verdict:
+    """An untimed measurement's verdict as it was given (not measured, or correct but untimed)."""
+    return Verdict(
+        verdict=row.verdict,
+        stage=row.stage,
+        reason=row.reason,
+        correct=row.correct,
+        seconds=seconds,
+    )
+
+
 class ReplayPool:
     """Judges candidates by replaying one machine's measured spaces; ``seed`` makes a study's draws repeatable."""
 
@@ -92,7 +103,7 @@ class ReplayPool:
                 seconds=seconds,
             )
         if not row.timed:
-            return Verdict.not_measured(row.reason, seconds=seconds)
+            return row_verdict(row, seconds)
         mine = draw(row, rng)
         theirs: dict[str, float] | None = None
         margin = row.margin or 0.0

@@ -59,3 +59,14 @@ def test_code_other_than_the_measured_seed_at_some_settings_is_refused(pool):
 def test_a_task_the_dataset_did_not_measure_is_refused(pool):
     with pytest.raises(UserError, match="holds no measured space of tiny_relu"):
         pool.space(tiny_task("tiny_relu"))
+
+
+def test_a_configuration_measured_as_not_measured_replays_as_it_was_said(pool):
+    twin = K.key(TWIN)
+    rows = pool.spaces["tiny_softmax"][twin]
+    said = "not measured: workload w0: only 2 of 3 timing rounds were clean"
+    rows[:] = [
+        r.model_copy(update={"timed": False, "verdict": "ACCEPT", "stage": "time", "reason": said}) for r in rows
+    ]
+    verdict = _judge(pool, K.apply(SEED, TWIN))
+    assert verdict.unmeasured and verdict.reason == said and verdict.correct
