@@ -23,9 +23,10 @@ same evaluation budget, --repeat times (repeat k of every arm shares random seed
 \b
 Studies (all but context and held-out by default; pick some with --study):
   memory    the other tasks' store (cross-fitted halves) vs an empty store
-  held-out  memory built on every other task (leave-one-task-out) and on every other op family, and
-            the generic portfolio (the fastest stored bests, no similarity), vs an empty store: a
-            build per task and per family each repeat, meant for --replay
+  held-out  memory built on every other task (leave-one-task-out) and on every
+            other op family, and the generic portfolio (the fastest stored
+            bests, no similarity), vs an empty store: a store built per task
+            and per family at every repeat, meant for --replay
   transfer  as memory, with the store lent read-only (--memory-readonly)
   reuse     the suite again on its store: evaluations to the first pass's best
   credit    adoption-traced credit (ATU) vs equal reward for all retrieved

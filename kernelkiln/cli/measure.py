@@ -18,7 +18,6 @@ from kernelkiln.errors import UserError
 HELP = """Measure tasks' knob spaces once, with the real guard, so that search studies replay them
 (`kiln ablate SUITE --replay DATASET`) in minutes instead of hours.
 
-\b
 For each task: its seed (the task's, or one generated from the reference), and every setting of
 the seed's knobs when the space has at most --whole-up-to configurations, else the seed and a
 seeded uniform sample (--sample configurations in all; a study then searches only those). Each
@@ -30,8 +29,8 @@ Cost: about rounds x configurations x (build + check + --time-budget) seconds.
 
 \b
 Examples:
-  kiln measure cpu --out benchmarks/data/spaces.jsonl
-  kiln measure cpu --tasks softmax,layer_norm --rounds 3 --time-budget 1 --out spaces.jsonl
+  kiln measure cpu --tasks softmax,gelu --out spaces.jsonl
+  kiln measure kb-cpu --rounds 3 --time-budget 1 --out kb.jsonl
 """
 
 
