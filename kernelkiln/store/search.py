@@ -41,7 +41,7 @@ def document_counts(conn: Connection, words: list[str], cap: int | None = None) 
 
     Counting stops at ``cap`` so a word found everywhere costs no more than a rare one;
     counts only steer which words to keep, so a cache entry lives while the store's size
-    moves by less than 10%.
+    moves by less than 10% (a store of a few experiences recounts on every change).
     """
     size = conn.execute(sa.select(sa.func.max(_t.c.seq))).scalar() or 0
     cache = _DF_CACHE.setdefault(str(conn.engine.url), {})
@@ -54,7 +54,9 @@ def document_counts(conn: Connection, words: list[str], cap: int | None = None) 
         if hit is not None:
             count, counted_limit, then = hit
             exact = counted_limit < 0 or count < counted_limit
-            if (exact or 0 <= limit <= counted_limit) and then * 0.9 - 100 <= size <= then * 1.1 + 100:
+            # Within 10% of the size it was counted at, and no slack beyond: a word counted in a small store
+            # (none, on the first query of a new one) must be counted again once experiences arrive.
+            if (exact or 0 <= limit <= counted_limit) and then * 0.9 <= size <= then * 1.1:
                 counts[word] = count if limit < 0 else min(count, limit)
                 continue
         count = conn.execute(

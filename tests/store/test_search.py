@@ -1,3 +1,4 @@
+from kernelkiln.memory.config import RetrievalConfig
 from kernelkiln.store.records import Experience
 from kernelkiln.store.search import query_terms, search_experiences
 
@@ -108,3 +109,15 @@ def test_common_words_are_left_out_under_a_postings_budget(sqlite_store):
         assert selective_terms(conn, ["absent"], budget=1) == []
         assert [e.id for e, _ in search_experiences(conn, "the prefetch", limit=5, postings_budget=10)] == ["e-rare"]
         assert len(search_experiences(conn, "the prefetch", limit=50)) == 31
+
+
+def test_an_experience_added_after_a_search_of_the_empty_store_is_found_by_the_next_search(sqlite_store):
+    """The first search of a new store counts every word at zero; a run that cached those counts found none of
+    the experiences its later tasks stored (a replayed ablation showed no experience ever retrieved)."""
+    budget = RetrievalConfig().postings_budget  # retrieval's: words are then chosen by their cached counts
+    with sqlite_store.read() as conn:
+        assert search_experiences(conn, "accumulators norm", limit=5, postings_budget=budget) == []
+    _add(sqlite_store, Experience(id="e-late", text="norm on cpu: setting ACCUMULATORS=16 made rms_norm faster"))
+    with sqlite_store.read() as conn:
+        hits = search_experiences(conn, "accumulators norm", limit=5, postings_budget=budget)
+    assert [e.id for e, _ in hits] == ["e-late"]
