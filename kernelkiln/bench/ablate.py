@@ -297,6 +297,12 @@ class Summary:
             mine = per_arm[arm.label]
             if arm is not study.arms[0]:
                 row["ratio"] = {n: _paired(mine, reference, n) for n in figures}
+            if len(study.arms) > 2:  # e.g. transfer over the generic portfolio, paired by repeat
+                row["vs_arms"] = {
+                    other.label: {n: _paired(mine, per_arm[other.label], n) for n in figures}
+                    for other in study.arms[1:]
+                    if other is not arm
+                }
             if floor is not None and study.metric == "speedup":
                 row["vs_floor"] = {n: _paired(mine, floor, n) for n in figures}
         units = {self.plan[(study.name, a.label, k)].key for a in study.arms for k in range(self.repeat)}

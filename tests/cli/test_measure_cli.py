@@ -31,7 +31,8 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
         assert all(r.timed == bool(r.workloads) for r in dataset.rows)
 
         study = kiln(
-            "ablate", str(suite), "--replay", str(data), "--study", "search", "--budget", "3", "--repeat", "2",
+            "ablate", str(suite), "--replay", str(data), "--study", "search", "--study", "held-out",
+            "--budget", "3", "--repeat", "2",
             "--confirm-budget", "0", "--budgets", "1,2", "--out", str(tmp_path / "ab"), "--json",
         )  # fmt: skip
         assert study.returncode == 0, study.stderr
@@ -41,6 +42,9 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
         for arm in [*arms, result["floor"]]:
             assert len(arm["runs"]) == 2 and 0 <= arm["p_optimum"] <= 1
             assert arm["score"] is None or arm["score"]["mean"] <= 1.0 + 1e-9
+        held = {a["arm"]: a for a in result["studies"]["held-out"]["arms"]}
+        assert set(held["memory, task out"]["vs_arms"]) == {"portfolio, task out", "memory, family out"}
+        assert held["memory, task out"]["vs_arms"]["portfolio, task out"]["evals_to_95"]["k"] == 2
         one = result["by_budget"]["1"]["search"]
         assert set(one) == {"enumerate", "empty store"} and "evals_to_95" in one["empty store"]
         assert set(result["by_budget"]) == {"1", "2"} and "best-of-N" in result["by_budget"]["2"]["floor"]
