@@ -145,15 +145,16 @@ def _one_slow_incumbent_process(monkeypatch, factor: float) -> None:
 
 
 def test_an_identical_candidate_against_an_incumbent_in_a_slow_process_is_not_kept(monkeypatch):
-    _one_slow_incumbent_process(monkeypatch, 1.6)
+    # 4x: beyond the widest band two replicates can have (max_margin twice), so the figures must disagree.
+    _one_slow_incumbent_process(monkeypatch, 4.0)
     with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
         verdict = guard.evaluate(SOFTMAX, incumbent=SOFTMAX)
     assert verdict.verdict == "ACCEPT" and verdict.correct, verdict.reason
-    assert verdict.unmeasured and "did not replicate: 1.6" in verdict.reason
+    assert verdict.unmeasured and "did not replicate" in verdict.reason
 
 
 def test_without_replication_a_slow_incumbent_process_makes_a_false_keep(monkeypatch):
-    _one_slow_incumbent_process(monkeypatch, 1.6)
+    _one_slow_incumbent_process(monkeypatch, 4.0)
     with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(replicate="none")) as guard:
         verdict = guard.evaluate(SOFTMAX, incumbent=SOFTMAX)
     assert verdict.verdict == "KEEP", verdict.reason
@@ -174,7 +175,7 @@ def test_an_identical_candidate_whose_own_process_is_slow_is_not_reverted(monkey
         series = real(self, index, budget_s)
         slow.append(slow[0] if slow else self.workers["cand"])
         if self.workers["cand"] is slow[0]:
-            series.times["cand"] = [t * 1.6 for t in series.times["cand"]]
+            series.times["cand"] = [t * 4.0 for t in series.times["cand"]]
         return series
 
     monkeypatch.setattr(session.Timer, "run", run)
