@@ -267,24 +267,13 @@ class GuardSession:
                 self._ref = None
             verdict = replicated(verdict, self._judge(source, incumbent, timed, time_budget_s, [], []))
         update: dict[str, Any] = {"check": summarize(self.task, checked)} if checked else {}
-        isolation = self._isolation(spawned[0]) if spawned else Isolation(policy=self.config.isolation)
+        isolation = (
+            spawned[0].isolation_record(self.config.isolation) if spawned else Isolation(policy=self.config.isolation)
+        )
         update["isolation"] = isolation
         if isolation.denied and verdict.verdict == "REJECT":
             update["reason"] = f"{verdict.reason} (the sandbox refused it: {', '.join(isolation.denied)})"
         return verdict.model_copy(update=update)
-
-    def _isolation(self, cand: Worker) -> Isolation:
-        notes = {
-            **{layer: why for layer, why in cand.build_notes.items() if not cand.build_isolation.get(layer)},
-            **cand.isolation_notes,
-        }
-        return Isolation(
-            policy=self.config.isolation,
-            held=cand.isolation,
-            build=cand.build_isolation,
-            notes=notes,
-            denied=cand.denied(),
-        )
 
     def _judge(
         self,

@@ -13,6 +13,7 @@ from typing import Any
 
 from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.measurement import accounting
+from kernelkiln.guard.verdict import Isolation
 from kernelkiln.guard.worker import forkserver, processes, protocol, sandbox
 from kernelkiln.isolation.supervisor import Supervisor
 from kernelkiln.platforms.host import usable_cores
@@ -212,6 +213,16 @@ class Worker:
     def denied(self) -> list[str]:
         """System calls the sandbox refused this worker so far (e.g. ``socket(AF_INET)``)."""
         return self.supervisor.denied() if self.supervisor is not None else []
+
+    def isolation_record(self, policy: str) -> Isolation:
+        """What held around this worker and its builds under ``policy``, and why a layer did not."""
+        notes = {
+            **{layer: why for layer, why in self.build_notes.items() if not self.build_isolation.get(layer)},
+            **self.isolation_notes,
+        }
+        return Isolation(
+            policy=policy, held=self.isolation, build=self.build_isolation, notes=notes, denied=self.denied()
+        )
 
     def exited(self) -> bool:
         return self.server.exit_code(self.pid, timeout=0) is not None
