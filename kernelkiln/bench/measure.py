@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kernelkiln.errors import UserError
 from kernelkiln.evaluation.spaces import (
     Dataset,
     MachineSignature,
@@ -99,6 +100,13 @@ class Measurer:
 
     def run(self, plans: list[SpacePlan]) -> int:
         """Measure what is missing; the number of judgements made."""
+        measured = {r.task: r.task_sha for r in self.dataset.rows}
+        for plan in plans:
+            if measured.get(plan.task.id, task_sha(plan.task)) != task_sha(plan.task):
+                raise UserError(
+                    f"{self.dataset.path} holds another task named {plan.task.id} (another file, or this one "
+                    "changed since): measure it into another dataset"
+                )
         self.dataset.add_machine(self.machine)
         done, made = self.dataset.done(self.machine.key), 0
         total = self.rounds * sum(len(p.configs) for p in plans)

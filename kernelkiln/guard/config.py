@@ -143,6 +143,16 @@ class GuardConfig(BaseModel):
             "that agree give the one nearer no difference; figures that disagree make the verdict 'not measured'."
         ),
     )
+    replicate_within: float = Field(
+        2.0,
+        gt=1,
+        description=(
+            "Only a decision whose figure lies within this factor of no difference is replicated: a process's "
+            "speed of its own moved identical code at most 1.84x here (0.543x-1.239x, benchmarks/guard_under_load.py), "
+            "so a REVERT at 0.3x or a KEEP at 3x stands on one timing, and a search's many large losses cost no "
+            "second one."
+        ),
+    )
     margin_sigmas: float = Field(
         3.0,
         ge=0,

@@ -15,7 +15,7 @@ from kernelkiln.guard.config import GuardConfig
 from kernelkiln.guard.correctness.check import WorkloadCases, judge_trials, make_cases, summarize
 from kernelkiln.guard.measurement import clocks, contention, placement
 from kernelkiln.guard.measurement.device import DeviceLock
-from kernelkiln.guard.measurement.scoring import decide, noise_margin, replicated, workload_result
+from kernelkiln.guard.measurement.scoring import decide, noise_margin, replicated, workload_result, worth_replicating
 from kernelkiln.guard.measurement.timing import Series, Timer, TimingReject
 from kernelkiln.guard.reference_ops import forbidden_ops, reference_models
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
@@ -256,12 +256,13 @@ class GuardSession:
         candidate that ran Triton kernels under Triton's interpreter (no GPU) is never timed:
         correct, it is ACCEPT at stage "check" with ``timed=False`` and no speedup. Once
         checked, the verdict's ``check`` says against what and on how many trials. A KEEP or REVERT
-        is timed again in fresh processes and stands only where both figures agree (``replicate``).
+        near no difference is timed again in fresh processes and stands only where both figures agree
+        (``replicate``, ``replicate_within``).
         """
         checked: list[WorkloadCases] = []
         spawned: list[Worker] = []
         verdict = self._judge(source, incumbent, timed, time_budget_s, checked, spawned)
-        if verdict.verdict in {"decisions": ("KEEP", "REVERT"), "keeps": ("KEEP",)}.get(self.config.replicate, ()):
+        if worth_replicating(verdict, self.config):
             if self._ref is not None:  # the replicate's reference is a fresh process too
                 self._ref.close()
                 self._ref = None

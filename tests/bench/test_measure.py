@@ -76,3 +76,24 @@ def test_a_replayed_study_values_candidates_by_the_table_and_tasks_by_their_meas
     assert table.value("tiny_softmax", code_hash(SEED)) == pytest.approx(1.0, rel=1e-3)
     assert table.value("tiny_softmax", code_hash(K.apply(SEED, plan.configs[3]))) == pytest.approx(2.0, rel=1e-3)
     assert table.random("tiny_softmax", 6)[-1] == pytest.approx(1.0)
+
+
+def test_a_larger_sample_extends_a_smaller_one_so_a_dataset_grows_without_measuring_again():
+    small = plan_space(tiny_task(), SEED, whole_up_to=4, sample=3).configs
+    assert plan_space(tiny_task(), SEED, whole_up_to=4, sample=5).configs[:3] == small
+
+
+def test_measuring_into_a_dataset_that_holds_another_task_of_the_same_name_is_refused(tmp_path):
+    import dataclasses
+
+    from kernelkiln.bench.measure import Measurer
+    from kernelkiln.errors import UserError
+    from kernelkiln.evaluation.spaces import Dataset
+    from kernelkiln.guard.config import GuardConfig
+    from kernelkiln.testing.spaces import made_up
+
+    task = tiny_task()
+    made_up(tmp_path / "d.jsonl", task, SEED, {K.key(K.settings_of(K.read_knobs(SEED))): 1.0})
+    other = dataclasses.replace(task, source=task.source + "\n# another file of the same name\n")
+    with pytest.raises(UserError, match="holds another task named"):
+        Measurer(Dataset(tmp_path / "d.jsonl"), GuardConfig()).run([plan_space(other, SEED)])

@@ -145,9 +145,10 @@ def _one_slow_incumbent_process(monkeypatch, factor: float) -> None:
 
 
 def test_an_identical_candidate_against_an_incumbent_in_a_slow_process_is_not_kept(monkeypatch):
-    # 4x: beyond the widest band two replicates can have (max_margin twice), so the figures must disagree.
+    # 4x: beyond the widest band two replicates can have (max_margin twice), so the figures must disagree; and
+    # a phase that large must be replicated (replicate_within), which no process seen here ever needed.
     _one_slow_incumbent_process(monkeypatch, 4.0)
-    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(replicate_within=8.0)) as guard:
         verdict = guard.evaluate(SOFTMAX, incumbent=SOFTMAX)
     assert verdict.verdict == "ACCEPT" and verdict.correct, verdict.reason
     assert verdict.unmeasured and "did not replicate" in verdict.reason
@@ -160,8 +161,10 @@ def test_without_replication_a_slow_incumbent_process_makes_a_false_keep(monkeyp
     assert verdict.verdict == "KEEP", verdict.reason
 
 
-def test_a_keep_that_replicates_in_fresh_processes_stands_at_the_less_favourable_figure(softmax):
-    verdict = softmax.evaluate(SOFTMAX, incumbent=SLOW_SOFTMAX)
+def test_a_keep_that_replicates_in_fresh_processes_stands_at_the_less_favourable_figure():
+    # SLOW_SOFTMAX is about 75x slower: far beyond the default replicate_within.
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(replicate_within=1000.0)) as guard:
+        verdict = guard.evaluate(SOFTMAX, incumbent=SLOW_SOFTMAX)
     assert verdict.verdict == "KEEP", verdict.reason
     assert "replicated: " in verdict.reason and "in fresh processes" in verdict.reason
 
@@ -179,9 +182,15 @@ def test_an_identical_candidate_whose_own_process_is_slow_is_not_reverted(monkey
         return series
 
     monkeypatch.setattr(session.Timer, "run", run)
-    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(replicate_within=8.0)) as guard:
         verdict = guard.evaluate(SOFTMAX, incumbent=SOFTMAX)
     assert verdict.verdict == "ACCEPT" and verdict.unmeasured, verdict.reason
+
+
+def test_a_decision_beyond_replicate_within_stands_on_one_timing():
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config(replicate_within=1.01)) as guard:
+        verdict = guard.evaluate(SOFTMAX, incumbent=SLOW_SOFTMAX)
+    assert verdict.verdict == "KEEP" and "replicated" not in verdict.reason, verdict.reason
 
 
 def test_clean_rounds_slower_than_the_time_budget_are_taken_up_to_the_minimum_not_called_blind():

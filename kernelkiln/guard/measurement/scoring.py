@@ -106,6 +106,12 @@ def gain(verdict: Verdict) -> float:
     return math.log(cast(float, figure))
 
 
+def worth_replicating(verdict: Verdict, config: GuardConfig) -> bool:
+    """Whether ``config.replicate`` times ``verdict`` again: a decision it covers, within ``replicate_within``."""
+    covered = {"decisions": ("KEEP", "REVERT"), "keeps": ("KEEP",)}.get(config.replicate, ())
+    return verdict.verdict in covered and abs(gain(verdict)) < math.log(config.replicate_within)
+
+
 def replicated(first: Verdict, second: Verdict) -> Verdict:
     """A KEEP or REVERT (``first``) judged against its replicate in fresh processes (``second``).
 

@@ -8,7 +8,7 @@ import pytest
 
 from kernelkiln.guard import GuardConfig
 from kernelkiln.guard.measurement.contention import contended
-from kernelkiln.guard.measurement.scoring import beyond_light, decide, noise_margin, replicated
+from kernelkiln.guard.measurement.scoring import beyond_light, decide, noise_margin, replicated, worth_replicating
 from kernelkiln.guard.measurement.timing import Series
 from kernelkiln.guard.verdict import Verdict, WorkloadResult
 from kernelkiln.platforms import Peaks
@@ -150,3 +150,13 @@ def test_a_decision_both_replicates_make_stands_at_the_more_modest_figure_howeve
     verdict = replicated(_judged(0.004), _judged(0.005))
     assert verdict.verdict == "REVERT" and verdict.speedup == pytest.approx(0.005)
     assert replicated(_judged(2.6), _judged(1.3)).speedup == pytest.approx(1.3)
+
+
+def test_only_decisions_near_no_difference_are_replicated():
+    decisions = GuardConfig(replicate="decisions", replicate_within=2.0)
+    assert worth_replicating(_judged(1.6), decisions) and worth_replicating(_judged(0.7), decisions)
+    assert not worth_replicating(_judged(2.5), decisions) and not worth_replicating(_judged(0.3), decisions)
+    assert not worth_replicating(_judged(1.01), decisions)  # an ACCEPT is never replicated
+    keeps = GuardConfig(replicate="keeps")
+    assert worth_replicating(_judged(1.6), keeps) and not worth_replicating(_judged(0.7), keeps)
+    assert not worth_replicating(_judged(1.6), GuardConfig(replicate="none"))
