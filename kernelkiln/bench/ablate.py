@@ -16,13 +16,12 @@ import hashlib
 import json
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernelkiln.bench import figures as F
-from kernelkiln.bench.passes import Units
+from kernelkiln.bench.passes import Split, Units
 from kernelkiln.bench.space_values import TableConsensus
 from kernelkiln.bench.stats import geometric_interval, mean_interval, paired_ratio
 from kernelkiln.bench.studies import CONTEXT_TIME_BUDGET_S, FLOOR, MEMORY, Arm, Study, merged, scripted_player
@@ -42,12 +41,21 @@ class Replay:
 
     dataset: Dataset
     machine: str
+    _identities: dict[tuple[str, ...], str] = field(default_factory=dict, compare=False, repr=False)
 
-    @cached_property
-    def identity(self) -> str:
-        """What a unit's results depend on: the dataset's rows of this machine."""
-        rows = sorted(r.model_dump_json() for r in self.dataset.rows if r.machine == self.machine)
-        return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+    def identity(self, tasks: list[str]) -> str:
+        """What a unit over ``tasks`` (ids) depends on: their rows of this machine (the rest may grow meanwhile)."""
+        if tuple(tasks) not in self._identities:
+            wanted = set(tasks)
+            rows = sorted(
+                r.model_dump_json() for r in self.dataset.rows if r.machine == self.machine and r.task in wanted
+            )
+            self._identities[tuple(tasks)] = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+        return self._identities[tuple(tasks)]
+
+    def measured(self) -> set[str]:
+        """The ids of the tasks this machine's rows measured."""
+        return {r.task for r in self.dataset.rows if r.machine == self.machine}
 
     def pool(self, repeat: int) -> ReplayPool:
         return ReplayPool(self.dataset, self.machine, seed=repeat)
@@ -62,7 +70,7 @@ class Unit:
     repeat: int
     config: OptimizeConfig
     scripted: bool
-    needs: str | None = None  # the crossfit unit whose stores it takes
+    needs: str | None = None  # the unit whose stores it takes (crossfit, or the empty store's)
 
 
 class Ablation:
@@ -99,19 +107,23 @@ class Ablation:
         """Every (study, arm label, repeat)'s unit; arms with equal settings share one."""
         units: dict[tuple[str, str, int], Unit] = {}
         names = [[str(t.path), t.overrides] for t in tasks]
+        ids = [t.id for t in tasks]
         floor = Study("floor", "", "speedup", (FLOOR,))
         for k in range(repeat):
             for study in [floor] * any(s.metric == "speedup" for s in chosen) + chosen:
                 for arm in study.arms:
                     needs = None
-                    if arm.memory in ("readonly", "reuse"):  # they take the stores a crossfit unit built
+                    if arm.memory in ("readonly", "reuse", "task-out", "family-out"):  # they take stores built
+                        # by a crossfit unit (read-only, reuse) or by the empty store's unit (held-out)
                         builder = MEMORY if arm.memory == "readonly" else study.arms[0]
-                        built = units.setdefault(("-", builder.label, k), self._unit(study, builder, k, names, None))
+                        built = units.setdefault(
+                            ("-", builder.label, k), self._unit(study, builder, k, names, ids, None)
+                        )
                         needs = built.key
-                    units[(study.name, arm.label, k)] = self._unit(study, arm, k, names, needs)
+                    units[(study.name, arm.label, k)] = self._unit(study, arm, k, names, ids, needs)
         return units
 
-    def _unit(self, study: Study, arm: Arm, k: int, names: list, needs: str | None) -> Unit:
+    def _unit(self, study: Study, arm: Arm, k: int, names: list, ids: list[str], needs: str | None) -> Unit:
         config = self.config(study, arm, k)
         what = {
             "config": config.model_dump(mode="json"),
@@ -119,7 +131,7 @@ class Ablation:
             "tasks": names,
             "scripted": study.metric == "tokens",
             "needs": needs,
-            **({"replay": self.replay.identity} if self.replay is not None else {}),
+            **({"replay": self.replay.identity(ids)} if self.replay is not None else {}),
         }
         key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
         return Unit(key, arm, k, config, study.metric == "tokens", needs)
@@ -181,7 +193,8 @@ class Ablation:
         elif unit.arm.memory == "reuse":
             result = units.reuse(unit.key, tasks, unit.config, built)
         elif unit.arm.memory in ("task-out", "family-out"):
-            result = units.held_out(unit.key, tasks, unit.config, "task" if unit.arm.memory == "task-out" else "family")
+            split: Split = "task" if unit.arm.memory == "task-out" else "family"
+            result = units.held_out(unit.key, tasks, unit.config, split, built)
         else:
             result = units.empty(unit.key, tasks, unit.config)
         seconds = sum(e["seconds"] for passes in result.values() for e in passes.values())

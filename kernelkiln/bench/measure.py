@@ -110,6 +110,9 @@ class Measurer:
         self.dataset.add_machine(self.machine)
         done, made = self.dataset.done(self.machine.key), 0
         total = self.rounds * sum(len(p.configs) for p in plans)
+        before = sum(
+            1 for p in plans for s in p.configs for r in range(self.rounds) if (p.task.id, K.key(s), r) in done
+        )
         for plan in plans:
             space = Space(
                 machine=self.machine.key, task=plan.task.id, seed=plan.seed, size=plan.size, planned=len(plan.configs)
@@ -129,7 +132,7 @@ class Measurer:
                         made += 1
                         figure = f"{verdict.speedup:.3f}x" if verdict.speedup is not None else verdict.reason[:60]
                         self.progress(
-                            f"[{len(done) + made}/{total}] round {rnd + 1} {plan.task.id} "
+                            f"[{before + made}/{total}] round {rnd + 1} {plan.task.id} "
                             f"{K.describe(settings) or 'the seed'}: {verdict.verdict} {figure}"
                         )
         return made

@@ -28,6 +28,7 @@ from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.store import open_store
 from kernelkiln.store.store import Store
+from kernelkiln.store.transfer import import_records, iter_records
 from kernelkiln.task import Task
 
 ClientFor = Callable[[Task], ChatClient | None]  # a scripted model for a task (the context study), else None
@@ -133,26 +134,39 @@ class Units:
             memory.store.close()
         return result
 
-    def held_out(self, key: str, tasks: list[Task], config: OptimizeConfig, split: Split) -> dict:
-        """Each group of ``split`` measured on a store built, from nothing, on every task outside the group
-        (``task``: each task alone, leave-one-task-out; ``family``: its op family) and on no task identical to
-        one in it; each member on a copy of that store, so the members do not learn from each other."""
+    def held_out(self, key: str, tasks: list[Task], config: OptimizeConfig, split: Split, built: Path) -> dict:
+        """Each group of ``split`` measured on a store holding the empty-store runs (``built``: that unit's
+        folder, a store per task) of every task outside the group (``task``: each task alone, leave-one-task-out;
+        ``family``: its op family) and of no task identical to one in it; each member on a copy of that store.
+
+        Those runs learned nothing from each other, so nothing of a held-out task reaches its store through
+        another task's run; and n tasks cost n runs, not the n x (n - 1) of building a store per group by
+        optimizing the others in turn. A group's store is kept in ``built`` for the other arms of the repeat.
+        """
         out = self.root / key
+        out.mkdir(parents=True, exist_ok=True)
+        records: dict[str, list] = {}
         result: dict[str, dict[str, dict]] = {}
         for n, group in enumerate(held_out_groups(tasks, split)):
             inside = {task_id_of(t) for t in group} | {_identity(t) for t in group}
-            memory = Memory(self._store(out / f"build-{n}.db"))
-            for task in tasks:
-                if task_id_of(task) not in inside and _identity(task) not in inside:
-                    steps, seconds = self._optimize(memory, task, config, out / f"build-{n}")
-                    result.setdefault(task_id_of(task), {})[f"build-{n}"] = _entry("build", steps, seconds)
-            _snapshot(memory.store, out / f"built-{n}.db")
-            memory.store.close()
+            others = [t for t in tasks if task_id_of(t) not in inside and _identity(t) not in inside]
+            shared = built / f"held-{split}-{n}.db"
+            if not shared.exists():
+                store = self._store(built / f"held-{split}-{n}.tmp.db")
+                for task in others:
+                    if task.name not in records:
+                        lent = open_store(f"sqlite:///{(built / f'{task.name}.db').resolve()}", readonly=True)
+                        records[task.name] = list(iter_records(lent))
+                        lent.close()
+                    import_records(store, records[task.name])
+                _snapshot(store, shared.with_suffix(".part"))
+                store.close()
+                shared.with_suffix(".part").replace(shared)
             for task in group:
                 path = out / f"held-{n}-{task.name}.db"
                 for stale in out.glob(f"{path.name}*"):
                     stale.unlink()
-                shutil.copy(out / f"built-{n}.db", path)
+                shutil.copy(shared, path)
                 memory = Memory(open_store(f"sqlite:///{path.resolve()}"))
                 steps, seconds = self._optimize(memory, task, config, out / f"held-{n}")
                 memory.store.close()

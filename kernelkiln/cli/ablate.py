@@ -65,7 +65,11 @@ def register(app: typer.Typer) -> None:
 
 
 def ablate(
-    suite: str = typer.Argument(..., metavar="SUITE", help="A bundled suite (`kiln tasks`) or a folder of task files."),
+    suite: str = typer.Argument(
+        ...,
+        metavar="SUITE",
+        help="A bundled suite (`kiln tasks`), a folder of task files, or several joined by commas.",
+    ),
     study: list[str] = typer.Option(
         [],
         "--study",
@@ -160,7 +164,18 @@ def ablate(
         replayed = Replay(dataset, dataset.one_machine(machine))
     elif machine is not None:
         raise UserError("--machine names a machine of a --replay dataset")
-    tasks_in_order = order_tasks([load_task(p) for p in paths])
+    loaded = [load_task(p) for p in paths]
+    if replayed is not None:
+        measured = replayed.measured()
+        absent = [t.id for t in loaded if t.id not in measured]
+        if absent and tasks:
+            raise UserError(f"{replay} holds no measured space of {absent[0]} (measure it with `kiln measure`)")
+        if absent:
+            print(f"left out, not in {replay}: {', '.join(absent)}", flush=True)
+        loaded = [t for t in loaded if t.id in measured]
+        if not loaded:
+            raise UserError(f"{replay} holds no measured space of any task of {suite}")
+    tasks_in_order = order_tasks(loaded)
     result = with_progress(
         lambda observer, progress: Ablation(out, base, observer, progress, reuse_budget, replayed).run(
             chosen, tasks_in_order, repeat, smaller

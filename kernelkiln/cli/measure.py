@@ -39,7 +39,9 @@ def register(app: typer.Typer) -> None:
 
 
 def measure(
-    target: str = typer.Argument(..., metavar="TASK|SUITE", help="A task file, a bundled task, or a suite."),
+    target: str = typer.Argument(
+        ..., metavar="TASK|SUITE", help="A task file, a bundled task, a suite, or suites joined by commas."
+    ),
     out: Path = typer.Option(..., "--out", metavar="DATASET", help="The dataset file to append to (JSON Lines)."),
     tasks: str = typer.Option(None, "--tasks", metavar="A,B,...", help="Only these tasks of the suite, by name."),
     rounds: int = typer.Option(2, "--rounds", min=1, help="Judgements of each configuration, one per pass."),

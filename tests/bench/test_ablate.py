@@ -166,9 +166,10 @@ def test_held_out_groups_are_each_task_alone_or_each_op_family():
     assert families == [["tiny_softmax", "plain_softmax"], ["tiny_relu"]]
 
 
-def test_a_held_out_task_is_measured_on_a_store_built_on_the_others_never_on_itself_or_its_twin(tmp_path):
+def test_a_held_out_task_is_measured_on_the_others_empty_store_runs_never_on_its_own_or_its_twins(tmp_path):
     from kernelkiln.evaluation.replay_pool import ReplayPool
     from kernelkiln.evaluation.spaces import Dataset
+    from kernelkiln.store import open_store
     from kernelkiln.task import knobs as K
     from kernelkiln.testing.spaces import made_up
 
@@ -180,10 +181,18 @@ def test_a_held_out_task_is_measured_on_a_store_built_on_the_others_never_on_its
         for task in tasks:
             made_up(tmp_path / "d.jsonl", task, seed, dict(zip(keys, [1.0, 1.1, 1.3, 1.2, 2.0, 1.9], strict=True)))
         pool = ReplayPool(Dataset(tmp_path / "d.jsonl"))
-        result = Units(tmp_path / "u", None, lambda t: None, pool).held_out("k", tasks, base(3), "task")
-    roles = {task: {name: entry["role"] for name, entry in passes.items()} for task, passes in result.items()}
-    # tiny_a and tiny_b are twins: each group's store holds only tiny_c, and tiny_c's holds both twins.
-    assert roles["tiny_a"] == {"-": "measured", "build-2": "build"}
-    assert roles["tiny_b"] == {"-": "measured", "build-2": "build"}
-    assert roles["tiny_c"] == {"-": "measured", "build-0": "build", "build-1": "build"}
+        units = Units(tmp_path / "u", None, lambda t: None, pool)
+        units.empty("e", tasks, base(3))
+        result = units.held_out("k", tasks, base(3), "task", tmp_path / "u" / "e")
+    assert {task: set(passes) for task, passes in result.items()} == {t.name: {"-"} for t in tasks}
     assert all(len(passes["-"]["steps"]) == 3 for passes in result.values())
+
+    def stored(n: int) -> set[str]:
+        store = open_store(f"sqlite:///{tmp_path / 'u' / 'e' / f'held-task-{n}.db'}", readonly=True)
+        with store.read() as conn:
+            ids = {a.task_id for a in store.attempts.all(conn)}
+        store.close()
+        return ids
+
+    # tiny_a and tiny_b are twins: each one's store holds only tiny_c's run, and tiny_c's holds both twins'.
+    assert stored(0) == stored(1) == {"tiny_c"} and stored(2) == {"tiny_a", "tiny_b"}
