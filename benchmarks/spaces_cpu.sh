@@ -4,10 +4,10 @@
 # measured whole (both rounds) before the next starts, so an interrupted build leaves complete tasks behind.
 #
 # The cpu suite's six row kernels and three of the examples are measured whole (8-72 configurations each).
-# The kb-cpu tasks' generated seeds have 16 to 1,024 configurations: those of at most 64 are measured whole,
-# larger ones at their seed and a seeded uniform sample of 60 (prefix-stable: a later `--sample 300` extends
-# it without measuring again). At about 2 s a judgement on a 2-core VM, 300 a task would cost 20 minutes; 60
-# costs 4.
+# The kb-cpu tasks' generated seeds have 16 to 1,024 configurations: those of at most 40 are measured whole,
+# larger ones at their seed and a seeded uniform sample of 40 (prefix-stable: a later `--sample 300` extends
+# it without measuring again). At about 2 s a judgement on a 2-core VM, 300 a task would cost 20 minutes; 40
+# costs under 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-benchmarks/data/spaces-cpu.jsonl}
@@ -24,5 +24,5 @@ groups=(
   27_L2Norm_,34_InstanceNorm,15_Softplus,68_Softmax_Mul_Sum
 )
 for group in "${groups[@]}"; do
-  "$kiln" measure kb-cpu --tasks "$group" --whole-up-to 64 --sample 60 --out "$out"
+  "$kiln" measure kb-cpu --tasks "$group" --whole-up-to 40 --sample 40 --out "$out"
 done

@@ -9,7 +9,9 @@ right-hand sides in the source, so every tuned candidate is a standalone file th
 from __future__ import annotations
 
 import ast
+import functools
 import json
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -32,6 +34,13 @@ class KnobError(ValueError):
     """The candidate's KNOBS declaration is unusable; ``str()`` is one line."""
 
 
+@functools.lru_cache(maxsize=512)
+def _tree(source: str) -> ast.Module:
+    """``source`` parsed, once per text: a search reads and rewrites the same few sources thousands of times.
+    Callers must not modify the tree."""
+    return ast.parse(source)
+
+
 def _assignments(tree: ast.Module) -> dict[str, ast.Assign]:
     found: dict[str, ast.Assign] = {}
     for node in tree.body:
@@ -43,7 +52,7 @@ def _assignments(tree: ast.Module) -> dict[str, ast.Assign]:
 def read_knobs(source: str) -> list[Knob]:
     """The knobs ``source`` declares, in declaration order ([] when it declares none)."""
     try:
-        tree = ast.parse(source)
+        tree = _tree(source)
     except SyntaxError as exc:
         raise KnobError(f"candidate does not parse: {exc.msg} (line {exc.lineno})") from None
     assigned = _assignments(tree)
@@ -76,25 +85,32 @@ def settings_of(knobs: list[Knob]) -> Settings:
 
 def apply(source: str, settings: Settings) -> str:
     """``source`` with each named knob's assignment rewritten to its new value."""
-    tree = ast.parse(source)
-    assigned = _assignments(tree)
+    spans = _spans(source)
+    edits = []
+    for name, value in settings.items():
+        if name not in spans:
+            raise KnobError(f"knob {name!r} has no module-level assignment")
+        edits.append((*spans[name], repr(value)))
+    for start, end, text in sorted(edits, reverse=True):
+        source = source[:start] + text + source[end:]
+    return source
+
+
+@functools.lru_cache(maxsize=512)
+def _spans(source: str) -> dict[str, tuple[int, int]]:
+    """Where each module-level assignment's right-hand side lies in ``source`` (character offsets)."""
     lines = source.splitlines(keepends=True)
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line))
-    edits = []
-    for name, value in settings.items():
-        node = assigned.get(name)
-        if node is None:
-            raise KnobError(f"knob {name!r} has no module-level assignment")
+    spans = {}
+    for name, node in _assignments(_tree(source)).items():
         rhs = node.value
         start = offsets[rhs.lineno - 1] + len(lines[rhs.lineno - 1].encode()[: rhs.col_offset].decode())
         end_line = cast(int, rhs.end_lineno)  # parsed nodes carry their end
         end = offsets[end_line - 1] + len(lines[end_line - 1].encode()[: rhs.end_col_offset].decode())
-        edits.append((start, end, repr(value)))
-    for start, end, text in sorted(edits, reverse=True):
-        source = source[:start] + text + source[end:]
-    return source
+        spans[name] = (start, end)
+    return spans
 
 
 def key(settings: Settings) -> str:
@@ -143,26 +159,42 @@ def values_of(settings: Settings) -> set[Value]:
     return {(name, key({"v": value})) for name, value in settings.items()}
 
 
+TRAILS = 1.5  # a value trails a rival whose median figure is this many times its own best
+
+
 def value_record(outcomes: Iterable[tuple[Settings, bool | None, float | None]]) -> dict[Value, tuple[int, bool]]:
     """Each knob value's (evaluations that held it, whether one of them won) over one task's evaluations.
 
     ``outcomes``: (settings, lost, figure) of each evaluation. Lost means slower than the incumbent it was
-    judged against, or failed; None (no contest: the first correct candidate) counts neither way. An
-    evaluation loses to the field too only when its figure (None: it failed) is below the median of
-    every measured figure: a value merely paired with worse ones, once above the median, is not a loser.
+    judged against, or failed; None (no contest: the first correct candidate) counts neither way. A lost
+    evaluation still wins for a value when its figure is at or above the median of every measured figure (a
+    value merely paired with worse ones is not a loser), unless another value of the same knob has a median
+    figure ``TRAILS`` times the value's best or more: where most of the search loses, the median sits low,
+    and a value at 0.26x whose rival runs at 0.5-1.1x would otherwise pass it forever.
     """
     outcomes = list(outcomes)
     figures = sorted(f for _, _, f in outcomes if f is not None)
     median = figures[len(figures) // 2] if figures else 0.0
+    by_value: dict[Value, list[float]] = {}
+    for settings, _, figure in outcomes:
+        for value in values_of(settings) if figure is not None else ():
+            by_value.setdefault(value, []).append(figure)
+    rival_best: dict[str, float] = {}  # per knob, the highest median figure any of its values has
+    for (name, _), held in by_value.items():
+        rival_best[name] = max(rival_best.get(name, 0.0), statistics.median(held))
     record: dict[Value, tuple[int, bool]] = {}
     for settings, lost, figure in outcomes:
         if lost is None:
             continue
-        won = not lost or (figure is not None and figure >= median)
         for value in values_of(settings):
-            held, any_won = record.get(value, (0, False))
+            record.setdefault(value, (0, False))
+            held, any_won = record[value]
+            won = not lost or (figure is not None and figure >= median)
             record[value] = (held + 1, any_won or won)
-    return record
+    trailing = {
+        value for value, figures_of in by_value.items() if rival_best.get(value[0], 0.0) >= TRAILS * max(figures_of)
+    }
+    return {value: (held, won and value not in trailing) for value, (held, won) in record.items()}
 
 
 def losing_values(outcomes: Iterable[tuple[Settings, bool | None, float | None]], evidence: int) -> frozenset[Value]:

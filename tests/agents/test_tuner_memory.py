@@ -86,6 +86,21 @@ def test_a_value_paired_once_with_a_figure_above_the_median_is_kept():
     assert ("A", K.key({"v": 5})) not in tuner.set_aside(Prior())
 
 
+def test_a_value_that_always_trails_its_rivals_is_set_aside_even_where_most_of_the_search_loses():
+    # make demo's case: most settings run at 0.12x, one flags value at 0.26x every time (above the median of
+    # everything), while its rival value reaches 0.5-1.1x: 0.26x is a loser, however low the field's median.
+    tuner = Tuner("a0")
+    observed(tuner, {"A": 0, "B": 0, "C": 0, "D": 0}, "KEEP", 0.12, None)
+    for b in (1, 2, 3):
+        observed(tuner, {"A": 5, "B": b, "C": 0, "D": 0}, "REVERT", 0.26)
+    for b in (1, 2, 3, 4, 5, 6):
+        observed(tuner, {"A": 0, "B": b, "C": 1, "D": b % 3}, "REVERT", 0.12)
+    observed(tuner, {"A": 1, "B": 1, "C": 2, "D": 1}, "KEEP", 1.1)
+    observed(tuner, {"A": 1, "B": 2, "C": 2, "D": 1}, "REVERT", 0.5)
+    observed(tuner, {"A": 1, "B": 3, "C": 2, "D": 2}, "REVERT", 0.6)
+    assert ("A", K.key({"v": 5})) in tuner.set_aside(Prior())
+
+
 def test_the_seeds_uncontested_keep_is_no_win_for_its_values():
     tuner = Tuner("a0")
     observed(tuner, {"A": 0, "B": 0, "C": 0, "D": 0}, "KEEP", 0.1, None)  # first correct: KEEP by default
