@@ -31,6 +31,7 @@ observed, so ``observe``-ing a run's attempts (``--resume``) continues the searc
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 import statistics
@@ -84,9 +85,10 @@ class Tuner:
         known = {K.key(t.settings) for t in prior.known}
         aside = self.set_aside(prior) if self.search != "random" else frozenset()
         for move in self._moves(turn, knobs, base, prior, aside):
-            code = self._untried(turn, base, move, known, aside)
+            judged = self._judgeable(turn, move, known)
+            code = self._untried(turn, base, judged, known, aside) if judged is not None else None
             if code is not None:
-                return self._proposal(turn, base, move, code, {k.name: k.options for k in knobs})
+                return self._proposal(turn, base, judged, code, {k.name: k.options for k in knobs})
         return None
 
     def set_aside(self, prior: Prior) -> frozenset[K.Value]:
@@ -97,6 +99,20 @@ class Tuner:
             if a.case.knobs
         ]
         return K.losing_values(outcomes, prior.loss_evidence) | prior.traps
+
+    def _judgeable(self, turn: Turn, move: _Move, known: set[str]) -> _Move | None:
+        """``move``, or where the pool judges only some settings (a replay of a sampled space), the untried one
+        of them that shares the most knob values with it (TenSet's rule: search the measured sample only);
+        None when every one of them was tried."""
+        if turn.judgeable is None or K.key(move.settings) in turn.judgeable:
+            return move
+        untried = sorted(k for k in turn.judgeable if k not in self.tried and k not in known)
+        if not untried:
+            return None
+        self.rng.shuffle(untried)  # ties in a seeded order
+        wanted = K.values_of(move.settings)
+        nearest = max(untried, key=lambda k: len(K.values_of(json.loads(k)) & wanted))
+        return _Move(json.loads(nearest), move.kind, f"{move.why} (the nearest measured setting)", move.source)
 
     def _untried(
         self, turn: Turn, base: K.Settings, move: _Move, known: set[str], aside: frozenset[K.Value]

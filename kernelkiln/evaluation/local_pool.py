@@ -59,6 +59,9 @@ class LocalPool:
     def tasks_at_once(self, agents: int) -> int:
         return 1
 
+    def judgeable(self, task: Task) -> frozenset[str] | None:
+        return None
+
     @contextmanager
     def _session(self, task: Task, guard: GuardConfig) -> Iterator[GuardSession]:
         owner = task_key(task)

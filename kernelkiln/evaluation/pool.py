@@ -60,6 +60,10 @@ class EvaluationPool(Protocol):
         """How many tasks, ``agents`` each, it takes to keep every device busy."""
         ...
 
+    def judgeable(self, task: Task) -> frozenset[str] | None:
+        """The knob settings (``knobs.key``) of ``task``'s seed this pool can judge; None: any candidate."""
+        ...
+
     def release(self, task: Task) -> None:
         """The run is done with ``task`` (or stopped): sessions kept warm for it close, in-flight work ends."""
         ...

@@ -245,6 +245,9 @@ class RayPool:
     def tasks_at_once(self, agents: int) -> int:
         return self.queue.tasks_at_once(agents)
 
+    def judgeable(self, task: Task) -> frozenset[str] | None:
+        return None
+
     def close(self) -> None:
         queue = getattr(self, "queue", None)
         if queue is not None:

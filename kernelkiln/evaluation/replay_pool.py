@@ -148,6 +148,10 @@ class ReplayPool:
     def tasks_at_once(self, agents: int) -> int:
         return 1
 
+    def judgeable(self, task: Task) -> frozenset[str] | None:
+        """The configurations measured (TenSet's rule: a sampled space is searched over its sample only)."""
+        return frozenset(self.space(task))
+
     def release(self, task: Task) -> None:
         pass  # nothing is kept per task
 

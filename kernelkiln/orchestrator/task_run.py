@@ -107,6 +107,7 @@ class TaskRunner:
         self.task, self.state, self.agents, self.seed_code = task, state, agents, seed_code
         self.memory, self.control, self.run_id, self.observer = memory, control, run_id, observer
         self.config = control.config
+        self.judgeable = control.pool.judgeable(task)  # a replay judges its measured configurations only
         self.record = TaskRecord(
             id=state.task_id,
             op_family=task.op_family,
@@ -274,6 +275,7 @@ class TaskRunner:
             evaluated=evaluated,
             prior=self.prior,
             origin=self.seed_code,
+            judgeable=self.judgeable,
             diagnose=diagnose.diagnoser(
                 PoolJudge(self.control.pool, self.task, cfg.guard), profile_budget_s=cfg.guard.time_budget_s / 4
             ),

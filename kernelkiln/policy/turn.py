@@ -62,6 +62,7 @@ class Turn:
     evaluated: frozenset[str] = frozenset()  # code_hash of every candidate this run already evaluated on the task
     prior: Prior = field(default_factory=Prior)  # what stored tasks lend this task's knob search (exact, transfer)
     origin: str = ""  # the code the task started from (its seed; "": unknown, the working code stands in)
+    judgeable: frozenset[str] | None = None  # the knob settings (keys) the evaluation pool can judge; None: any
     diagnose: Callable[[str, str], str] | None = None  # (tool name, code) -> report; see agents/tools.yaml
 
 

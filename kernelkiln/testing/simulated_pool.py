@@ -152,6 +152,9 @@ class SimulatedPool:
     def tasks_at_once(self, agents: int) -> int:
         return self.queue.tasks_at_once(agents)
 
+    def judgeable(self, task: Task) -> frozenset[str] | None:
+        return None
+
     def release(self, task: Task) -> None:
         pass  # nothing is kept per task
 

@@ -237,3 +237,24 @@ def test_the_seed_is_evaluated_right_after_memory_s_starting_point_even_once_a_k
     second = tuner.propose(make_turn(code=first.code, origin=SPACE, prior=Prior(neighbours=(near,))))
     assert second.case.move == "seed" and second.case.knobs == {"A": 0, "B": 0, "C": 0, "D": 0}
     assert second.code == SPACE, "the seed's own code, not an edit of the branch"
+
+
+# -- a pool that judges only some settings (a replay of a sampled space) ------------------------------------
+
+
+@pytest.mark.parametrize("search", ["tpe", "enumerate", "random"])
+def test_where_the_pool_judges_a_sample_only_every_proposal_is_in_it_and_the_search_ends_with_it(search):
+    import random
+
+    every = [dict(zip(NAMES, values, strict=True)) for values in itertools.product(range(6), repeat=4)]
+    sample = [{n: 0 for n in NAMES}] + random.Random(1).sample(every[1:], 11)
+    judgeable = frozenset(K.key(s) for s in sample)
+    neighbour = Neighbour("other", 0.5, {n: 5 for n in NAMES}, 2.0, ())  # its best was not measured here
+    prior = Prior(neighbours=(neighbour,)) if search != "random" else Prior()
+    tuner, made = Tuner("a0", search=search), []
+    turn = make_turn(code=SPACE, prior=prior, judgeable=judgeable)
+    while (proposal := tuner.propose(turn)) is not None:
+        made.append(K.key(proposal.case.knobs))
+        observed(tuner, proposal.case.knobs, "REVERT", 0.5 + 0.01 * len(made), None if not made else 0.9)
+        assert len(made) <= len(sample)
+    assert sorted(made) == sorted(judgeable)

@@ -196,3 +196,21 @@ def test_a_held_out_task_is_measured_on_the_others_empty_store_runs_never_on_its
 
     # tiny_a and tiny_b are twins: each one's store holds only tiny_c's run, and tiny_c's holds both twins'.
     assert stored(0) == stored(1) == {"tiny_c"} and stored(2) == {"tiny_a", "tiny_b"}
+
+
+def test_a_replayed_search_of_a_sampled_space_proposes_only_what_was_measured(tmp_path):
+    from kernelkiln.evaluation.replay_pool import ReplayPool
+    from kernelkiln.evaluation.spaces import Dataset
+    from kernelkiln.task import knobs as K
+    from kernelkiln.testing.spaces import made_up
+
+    seed = (CANDIDATES / "softmax_knobs.py").read_text()
+    own = K.settings_of(K.read_knobs(seed))
+    sample = [own] + [s for s in ({**own, "REPEAT": 1}, {**own, "FLAGS": ["-O1"]}) if K.key(s) != K.key(own)]
+    with tiny_suite(("tiny_a",)) as suite:
+        task = load_task(suite / "tiny_a.py")
+        made_up(tmp_path / "d.jsonl", task, seed, {K.key(s): 1.0 + 0.1 * i for i, s in enumerate(sample)})
+        pool = ReplayPool(Dataset(tmp_path / "d.jsonl"))
+        result = Units(tmp_path / "u", None, lambda t: None, pool).empty("e", [task], base(6))
+    steps = result["tiny_a"]["-"]["steps"]
+    assert len(steps) == len(sample)  # the sample exhausted, the search stopped: nothing unmeasured was proposed
