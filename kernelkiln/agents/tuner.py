@@ -87,7 +87,7 @@ class Tuner:
         for move in self._moves(turn, knobs, base, prior, aside):
             judged = self._judgeable(turn, move, known)
             code = self._untried(turn, base, judged, known, aside) if judged is not None else None
-            if code is not None:
+            if code is not None and judged is not None:
                 return self._proposal(turn, base, judged, code, {k.name: k.options for k in knobs})
         return None
 

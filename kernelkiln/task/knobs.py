@@ -177,11 +177,12 @@ def value_record(outcomes: Iterable[tuple[Settings, bool | None, float | None]])
     median = figures[len(figures) // 2] if figures else 0.0
     by_value: dict[Value, list[float]] = {}
     for settings, _, figure in outcomes:
-        for value in values_of(settings) if figure is not None else ():
-            by_value.setdefault(value, []).append(figure)
+        if figure is not None:
+            for value in values_of(settings):
+                by_value.setdefault(value, []).append(figure)
     rival_best: dict[str, float] = {}  # per knob, the highest median figure any of its values has
-    for (name, _), held in by_value.items():
-        rival_best[name] = max(rival_best.get(name, 0.0), statistics.median(held))
+    for (name, _), its in by_value.items():
+        rival_best[name] = max(rival_best.get(name, 0.0), statistics.median(its))
     record: dict[Value, tuple[int, bool]] = {}
     for settings, lost, figure in outcomes:
         if lost is None:

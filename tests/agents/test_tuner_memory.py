@@ -247,7 +247,7 @@ def test_where_the_pool_judges_a_sample_only_every_proposal_is_in_it_and_the_sea
     import random
 
     every = [dict(zip(NAMES, values, strict=True)) for values in itertools.product(range(6), repeat=4)]
-    sample = [{n: 0 for n in NAMES}] + random.Random(1).sample(every[1:], 11)
+    sample = [{n: 0 for n in NAMES}, *random.Random(1).sample(every[1:], 11)]
     judgeable = frozenset(K.key(s) for s in sample)
     neighbour = Neighbour("other", 0.5, {n: 5 for n in NAMES}, 2.0, ())  # its best was not measured here
     prior = Prior(neighbours=(neighbour,)) if search != "random" else Prior()
