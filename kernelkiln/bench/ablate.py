@@ -53,9 +53,9 @@ class Replay:
             self._identities[tuple(tasks)] = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
         return self._identities[tuple(tasks)]
 
-    def measured(self) -> set[str]:
-        """The ids of the tasks this machine's rows measured."""
-        return {r.task for r in self.dataset.rows if r.machine == self.machine}
+    def measured(self) -> dict[str, str]:
+        """The ids of the tasks this machine's rows measured, and the ``task_sha`` they measured."""
+        return {r.task: r.task_sha for r in self.dataset.rows if r.machine == self.machine}
 
     def pool(self, repeat: int) -> ReplayPool:
         return ReplayPool(self.dataset, self.machine, seed=repeat)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -129,7 +130,7 @@ def ablate(
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
     from kernelkiln.bench.ablate import Ablation, Replay
-    from kernelkiln.evaluation.spaces import Dataset
+    from kernelkiln.evaluation.spaces import Dataset, task_sha
     from kernelkiln.orchestrator.run import order_tasks
 
     known = studies(agents)
@@ -167,12 +168,16 @@ def ablate(
     loaded = [load_task(p) for p in paths]
     if replayed is not None:
         measured = replayed.measured()
-        absent = [t.id for t in loaded if t.id not in measured]
+        absent = [t.id for t in loaded if measured.get(t.id) != task_sha(t)]  # or another task of that name
         if absent and tasks:
             raise UserError(f"{replay} holds no measured space of {absent[0]} (measure it with `kiln measure`)")
         if absent:
-            print(f"left out, not in {replay}: {', '.join(absent)}", flush=True)
-        loaded = [t for t in loaded if t.id in measured]
+            print(
+                f"left out, not measured in {replay} (or another task of that name was): {', '.join(absent)}",
+                file=sys.stderr,
+                flush=True,
+            )
+        loaded = [t for t in loaded if measured.get(t.id) == task_sha(t)]
         if not loaded:
             raise UserError(f"{replay} holds no measured space of any task of {suite}")
     tasks_in_order = order_tasks(loaded)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -86,7 +87,7 @@ def measure(
             continue
         plans.append(plan_space(task, seed, whole_up_to, sample))
     for line in skipped:
-        print(f"skipped {line}", flush=True)
+        print(f"skipped {line}", file=sys.stderr, flush=True)
     if not plans:
         raise UserError("no task to measure: none has a seed with knobs (see the lines above)")
     measurer = Measurer(dataset, config.guard, rounds)

@@ -169,3 +169,22 @@ def test_the_table_shows_speed_and_token_studies_each_with_its_own_columns_and_t
     assert "evaluations to 95%" in text and "12.2 [10.0, 15.0]" in text and "best-of-N" in text
     assert "prompt tokens per run" in text and "1,234" in text and "passive / active" in text
     assert "1.1 [1.0, 1.2] evaluations per task" in text
+
+
+def test_a_replay_leaves_out_the_tasks_its_dataset_did_not_measure_and_says_so(tmp_path):
+    from kernelkiln.task import knobs as K
+    from kernelkiln.task import load_task
+    from kernelkiln.testing.candidates import CANDIDATES
+    from kernelkiln.testing.spaces import made_up
+
+    seed = (CANDIDATES / "softmax_knobs.py").read_text()
+    with tiny_suite(("tiny_a", "tiny_b")) as suite:
+        task = load_task(suite / "tiny_a.py")
+        made_up(tmp_path / "d.jsonl", task, seed, {K.key(K.settings_of(K.read_knobs(seed))): 1.2})
+        common = ("--study", "search", "--budget", "2", "--repeat", "1", "--replay", str(tmp_path / "d.jsonl"))
+        done = kiln("ablate", str(suite), *common, "--out", str(tmp_path / "ab"), "--json")
+        named = kiln("ablate", str(suite), "--tasks", "tiny_b", *common, "--out", str(tmp_path / "ab2"))
+    assert done.returncode == 0, done.stderr
+    assert "left out, not measured in" in done.stderr and "tiny_b" in done.stderr
+    assert json.loads(done.stdout)["tasks"] == ["tiny_a"]  # --json's output is JSON only
+    assert named.returncode == 2 and "holds no measured space of tiny_b" in named.stderr
