@@ -133,10 +133,16 @@ class Tuner:
         self, turn: Turn, knobs: list[K.Knob], base: K.Settings, prior: Prior, aside: frozenset[K.Value]
     ) -> Iterator[_Move]:
         options = {k.name: k.options for k in knobs}
-        # Memory's starting points come first, once: before any move of the agent's own (the seed's included).
-        starting = all(a.case.move in ("reuse", "transfer") for a in self.tried.values())
+        # Memory's starting points come first, once: before any move of the agent's own (the seed's too, unless
+        # seed_first puts it before the neighbours' bests).
+        first = ("reuse", "transfer", "seed") if prior.seed_first else ("reuse", "transfer")
+        starting = all(a.case.move in first for a in self.tried.values())
         if starting and prior.reuse is not None and (settings := self._fit(prior.reuse, options, base)) is not None:
             yield _Move(settings, "reuse", f"the best of {prior.reused_from}, which matches this task exactly")
+        origin = K.settings_of(K.read_knobs(turn.origin)) if turn.origin else base
+        seed = _Move(self._fit(origin, options, base) or base, "seed", "evaluate the seed as it is")
+        if prior.seed_first:
+            yield seed
         for n in prior.neighbours if starting else ():
             if n.best is not None and (settings := self._fit(n.best, options, base, partial=True)) is not None:
                 yield _Move(
@@ -146,8 +152,7 @@ class Tuner:
                     f"a stored task at distance {n.distance:.2f}",
                 )
         # The seed: the task's starting code, which a KEEP on memory's starting point has left behind.
-        origin = K.settings_of(K.read_knobs(turn.origin)) if turn.origin else base
-        yield _Move(self._fit(origin, options, base) or base, "seed", "evaluate the seed as it is")
+        yield seed
         if not knobs:
             return
         if self.search == "random":

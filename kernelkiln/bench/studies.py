@@ -92,13 +92,16 @@ def studies(agents: int) -> dict[str, Study]:
             Study(
                 "held-out",
                 "memory built on every other task (leave-one-task-out) or op family, and the generic portfolio, "
-                "vs an empty store",
+                "vs an empty store; and which part of memory pays: the seed before the neighbours' bests, and "
+                "memory without retrieved experiences (its prior alone)",
                 "speedup",
                 (
                     EMPTY,
                     Arm("memory, task out", memory="task-out"),
                     Arm("portfolio, task out", {"memory": {"transfer": {"similarity": "none"}}}, "task-out"),
                     Arm("memory, family out", memory="family-out"),
+                    Arm("memory, task out, seed first", {"memory": {"transfer": {"seed_first": True}}}, "task-out"),
+                    Arm("memory, task out, prior only", {"context": {"max_experiences": 0}}, "task-out"),
                 ),
             ),
             Study(
