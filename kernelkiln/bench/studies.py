@@ -100,7 +100,12 @@ def studies(agents: int) -> dict[str, Study]:
                     Arm("memory, task out", memory="task-out"),
                     Arm("portfolio, task out", {"memory": {"transfer": {"similarity": "none"}}}, "task-out"),
                     Arm("memory, family out", memory="family-out"),
-                    Arm("memory, task out, seed first", {"memory": {"transfer": {"seed_first": True}}}, "task-out"),
+                    Arm("memory, task out, seed first", {"memory": {"transfer": {"seed_first": "always"}}}, "task-out"),
+                    Arm(
+                        "memory, task out, generated seed first",
+                        {"memory": {"transfer": {"seed_first": "generated"}}},
+                        "task-out",
+                    ),
                     Arm("memory, task out, prior only", {"context": {"max_experiences": 0}}, "task-out"),
                 ),
             ),

@@ -135,11 +135,11 @@ class TransferConfig(BaseModel):
         "anywhere, fastest first, so what is lent is the globally best configurations, not the similar tasks' "
         "(`kiln ablate --study held-out`).",
     )
-    seed_first: bool = Field(
-        default=False,
-        description="Evaluate the task's seed before the neighbours' bests (an exact match's best still comes "
-        "first): a seed generated from the reference is often the best there is, and every neighbour tried "
-        "before it is an evaluation lost.",
+    seed_first: Literal["never", "generated", "always"] = Field(
+        default="never",
+        description="When the task's seed is evaluated before the neighbours' bests (an exact match's best still "
+        "comes first): never, always, or when the seed was generated from the reference (`kiln seed`: tuned "
+        "defaults, often the best there is, so every neighbour tried before it is an evaluation lost).",
     )
     max_distance: float = Field(
         default=1.5,

@@ -204,6 +204,6 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
         neighbours=tuple(neighbours),
         traps=traps,
         loss_evidence=config.loss_evidence,
-        seed_first=config.seed_first,
+        seed_first=config.seed_first == "always",
         notes=tuple(notes),
     )

@@ -10,6 +10,7 @@ only evaluations that were still in flight; progress output is the next callback
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -122,6 +123,8 @@ class TaskRunner:
         )
         with control.memory_lock.shared():
             self.prior = memory.prior(self.signature, run_id)
+        if generated and memory.config.transfer.seed_first == "generated":
+            self.prior = dataclasses.replace(self.prior, seed_first=True)
         for note in self.prior.notes:
             observer.note(f"{state.task_id}: {note}")
         # Memory first: what the progress line reports is already stored.

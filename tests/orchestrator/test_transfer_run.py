@@ -101,3 +101,23 @@ def test_agents_sharing_the_board_see_each_others_trials_and_private_ones_do_not
     assert [a.agent for a in shared.turn_for(a1).peers] == ["a2"]
     private, a1 = _runner(sqlite_store, False)
     assert private.turn_for(a1).peers == ()
+
+
+@pytest.mark.parametrize(
+    ("seed_first", "generated", "first"),
+    [("generated", True, True), ("generated", False, False), ("always", False, True), ("never", True, False)],
+)
+def test_seed_first_follows_where_the_seed_came_from(sqlite_store, seed_first, generated, first):
+    cfg = config(memory=MemoryConfig(transfer={"seed_first": seed_first}))
+    agent = AgentState(name="a1", lens=lens(), policy=_Layered(), code="")
+    runner = TaskRunner(
+        tiny_task(),
+        TaskState("tiny_softmax", 2),
+        [agent],
+        Memory(sqlite_store, cfg.memory),
+        RunControl(cfg),
+        "r",
+        Observer(),
+        generated=generated,
+    )
+    assert runner.prior.seed_first is first
