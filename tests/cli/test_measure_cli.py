@@ -43,7 +43,13 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
             assert len(arm["runs"]) == 2 and 0 <= arm["p_optimum"] <= 1
             assert arm["score"] is None or arm["score"]["mean"] <= 1.0 + 1e-9
         held = {a["arm"]: a for a in result["studies"]["held-out"]["arms"]}
-        assert set(held["memory, task out"]["vs_arms"]) == {"portfolio, task out", "memory, family out"}
+        assert set(held["memory, task out"]["vs_arms"]) == {
+            "portfolio, task out",
+            "memory, family out",
+            "memory, task out, seed first",
+            "memory, task out, generated seed first",
+            "memory, task out, prior only",
+        }
         assert held["memory, task out"]["vs_arms"]["portfolio, task out"]["evals_to_95"]["k"] == 2
         one = result["by_budget"]["1"]["search"]
         assert set(one) == {"enumerate", "empty store"} and "evals_to_95" in one["empty store"]
