@@ -136,10 +136,12 @@ class TransferConfig(BaseModel):
         "(`kiln ablate --study held-out`).",
     )
     seed_first: Literal["never", "generated", "always"] = Field(
-        default="never",
+        default="generated",
         description="When the task's seed is evaluated before the neighbours' bests (an exact match's best still "
         "comes first): never, always, or when the seed was generated from the reference (`kiln seed`: tuned "
-        "defaults, often the best there is, so every neighbour tried before it is an evaluation lost).",
+        "defaults, often the best there is, so every neighbour tried before it is an evaluation lost; held out over 34 "
+        "measured tasks, 0.81 [0.70, 0.93] of the evaluations to 95% that an empty store needs, against 1.00 with "
+        "never: docs/SPACES.md).",
     )
     max_distance: float = Field(
         default=1.5,
