@@ -15,23 +15,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import random
 import statistics
 
 from kernelkiln.agents.tuner import Tuner
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import knobs as K
+from kernelkiln.testing.knob_spaces import NAMES, SPACE, interacting
 from kernelkiln.testing.turns import make_turn
-
-NAMES = ("A", "B", "C", "D")
-SPACE = "".join(f"{n} = 0\n" for n in NAMES) + f"KNOBS = { {n: list(range(6)) for n in NAMES}!r}\n"
-
-
-def interacting(seed: int):
-    r = random.Random(seed)
-    single = {n: [r.uniform(-1.0, 0.6) for _ in range(6)] for n in NAMES}
-    pair = {(a, b): r.uniform(-0.5, 0.5) for a in range(6) for b in range(6)}
-    return lambda s: math.exp(sum(single[n][s[n]] for n in NAMES) + pair[s["A"], s["B"]] + 0.5 * pair[s["C"], s["D"]])
 
 
 def evaluations(objective: int, seed: int, budget: int) -> int:

@@ -30,6 +30,7 @@ observed, so ``observe``-ing a run's attempts (``--resume``) continues the searc
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -50,6 +51,12 @@ Search = Literal["tpe", "enumerate", "random"]
 _MAX_ENUMERATED = 4096
 _ASKS = 16  # suggestions of tried or set-aside settings the sampler may make before an untried random one is taken
 _FREE = frozenset({"seed", "reuse", "late"})  # moves the set-aside rule does not hold back
+
+
+@functools.lru_cache(maxsize=4096)
+def _values_of_key(key: str) -> frozenset[K.Value]:
+    """The knob values of the settings ``key`` names, parsed once: a replay projects every move onto them."""
+    return frozenset(K.values_of(json.loads(key)))
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,7 @@ class Tuner:
             return None
         self.rng.shuffle(untried)  # ties in a seeded order
         wanted = K.values_of(move.settings)
-        nearest = max(untried, key=lambda k: len(K.values_of(json.loads(k)) & wanted))
+        nearest = max(untried, key=lambda k: len(_values_of_key(k) & wanted))
         return _Move(json.loads(nearest), move.kind, f"{move.why} (the nearest measured setting)", move.source)
 
     def _untried(

@@ -152,7 +152,8 @@ class Units:
             others = [t for t in tasks if task_id_of(t) not in inside and _identity(t) not in inside]
             shared = built / f"held-{split}-{n}.db"
             if not shared.exists():
-                store = self._store(built / f"held-{split}-{n}.tmp.db")
+                partial = built / f"held-{split}-{n}.tmp.db"
+                store = self._store(partial)
                 for task in others:
                     if task.name not in records:
                         lent = open_store(f"sqlite:///{(built / f'{task.name}.db').resolve()}", readonly=True)
@@ -162,6 +163,8 @@ class Units:
                 _snapshot(store, shared.with_suffix(".part"))
                 store.close()
                 shared.with_suffix(".part").replace(shared)
+                for stale in built.glob(f"{partial.name}*"):
+                    stale.unlink()
             for task in group:
                 path = out / f"held-{n}-{task.name}.db"
                 for stale in out.glob(f"{path.name}*"):

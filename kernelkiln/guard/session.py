@@ -18,6 +18,7 @@ from kernelkiln.guard.measurement.device import DeviceLock
 from kernelkiln.guard.measurement.scoring import decide, noise_margin, replicated, workload_result, worth_replicating
 from kernelkiln.guard.measurement.timing import Series, Timer, TimingReject
 from kernelkiln.guard.reference_ops import forbidden_ops, reference_models
+from kernelkiln.guard.rejection import Reject, raised
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
 from kernelkiln.guard.worker import lanes, sandbox
 from kernelkiln.guard.worker.builds import CandidateBuilds
@@ -28,18 +29,6 @@ from kernelkiln.task import Task
 
 _SLOT_REF, _SLOT_CAND, _SLOT_INC, _SLOT_BUILD = 0, 1, 2, 3  # within a lane (worker/lanes.py)
 INTERPRETED = "correct under Triton's interpreter (TRITON_INTERPRET=1); no timing is possible without a GPU"
-
-
-def _raised(reply: dict[str, Any]) -> str:
-    """The error a worker reported, with its candidate.py line when known."""
-    where = f" at candidate.py {reply['where']}" if reply.get("where") else ""
-    return f"{reply.get('error')}{where}"
-
-
-class _Reject(Exception):
-    def __init__(self, stage: Stage, reason: str, diagnostics: list[dict[str, Any]] | None = None):
-        super().__init__(reason)
-        self.stage, self.reason, self.diagnostics = stage, reason, diagnostics or []
 
 
 class GuardSession:
@@ -127,7 +116,7 @@ class GuardSession:
             raise
         if not reply.get("ok"):
             worker.close()
-            raise _Reject("build", _raised(reply), diagnostics)
+            raise Reject("build", raised(reply), diagnostics)
         return worker
 
     def _reference(self) -> Worker:
@@ -137,7 +126,7 @@ class GuardSession:
         if self._ref is None:
             try:
                 self._ref = self._spawn(_SLOT_REF, None, [])
-            except (_Reject, WorkerFailure) as exc:
+            except (Reject, WorkerFailure) as exc:
                 raise UserError(f"{self.task.path}: the reference does not run in a worker: {exc}") from None
         return self._ref
 
@@ -158,16 +147,16 @@ class GuardSession:
                 {"op": "check", "workload": index, "seeds": case.seeds, "wide": case.wide}, self.config.call_timeout_s
             )
             if not reply.get("ok"):
-                raise _Reject("check", f"workload {workload.name}: raised {_raised(reply)}")
+                raise Reject("check", f"workload {workload.name}: raised {raised(reply)}")
             trials = reply.get("trials") or []
             if len(trials) != len(case.seeds):
-                raise _Reject("check", "the worker returned the wrong number of trials")
+                raise Reject("check", "the worker returned the wrong number of trials")
             called = sorted(set(trials[0].get("ops") or []) & self.forbidden)
             if called:
-                raise _Reject("check", f"calls the reference op {called[0]!r} at run time")
+                raise Reject("check", f"calls the reference op {called[0]!r} at run time")
             problem = judge_trials(self.task, case.expected, trials, workload.name)
             if problem:
-                raise _Reject("check", problem)
+                raise Reject("check", problem)
             interpreted |= bool(reply.get("interpreted"))
         return interpreted
 
@@ -226,7 +215,7 @@ class GuardSession:
         """Reject a candidate that left processes behind or computes while it should be idle."""
         problem = cand.background_work(self.config.idle_probe_s, self.config.idle_cpu_max)
         if problem:
-            raise _Reject(stage, problem)
+            raise Reject(stage, problem)
 
     # -- the cascade -------------------------------------------------------------------
     def native_requests(self, source: str) -> list[native.BuildRequest]:
@@ -237,7 +226,7 @@ class GuardSession:
         try:
             with self.device.shared():
                 self._spawn(_SLOT_CAND, source, [], on_build=requests.append).close()
-        except (_Reject, WorkerFailure):
+        except (Reject, WorkerFailure):
             pass
         return requests
 
@@ -323,7 +312,7 @@ class GuardSession:
                     # processes with the same allocation history, so identical code times identically.
                     try:
                         untimeable_incumbent = self._check(workers["inc"], cases)
-                    except _Reject as exc:
+                    except Reject as exc:
                         raise UserError(f"the incumbent fails its check: {exc.reason}") from None
                     if untimeable_incumbent:  # only its correctness is known: judge against the reference
                         workers.pop("inc").close()
@@ -352,7 +341,7 @@ class GuardSession:
                 self._watch(cand, "time")
             if blind:
                 return Verdict.not_measured(blind, timing=setup, seconds=time.perf_counter() - start)
-        except _Reject as exc:
+        except Reject as exc:
             return Verdict.reject(
                 exc.stage, exc.reason, diagnostics=exc.diagnostics or diagnostics, seconds=time.perf_counter() - start
             )

@@ -188,8 +188,7 @@ def value_record(outcomes: Iterable[tuple[Settings, bool | None, float | None]])
         if lost is None:
             continue
         for value in values_of(settings):
-            record.setdefault(value, (0, False))
-            held, any_won = record[value]
+            held, any_won = record.get(value, (0, False))
             won = not lost or (figure is not None and figure >= median)
             record[value] = (held + 1, any_won or won)
     trailing = {

@@ -9,7 +9,6 @@ import math
 import random
 import statistics
 import warnings
-from collections.abc import Callable
 
 import pytest
 
@@ -19,6 +18,7 @@ from kernelkiln.policy.turn import Proposal, Snapshot, code_hash
 from kernelkiln.store.records import Attempt, Experience
 from kernelkiln.task import knobs as K
 from kernelkiln.testing.candidates import CANDIDATES
+from kernelkiln.testing.knob_spaces import NAMES, SPACE, Speedup, interacting
 from kernelkiln.testing.turns import lens, make_turn, retrieved
 
 SEED = (CANDIDATES / "softmax_knobs.py").read_text()
@@ -313,17 +313,6 @@ def test_observing_an_attempt_without_knobs_changes_nothing():
 
 
 # -- the TPE search, on a synthetic space (4 knobs x 6 values, deterministic speedups) -----------
-NAMES = ("A", "B", "C", "D")
-SPACE = "".join(f"{n} = 0\n" for n in NAMES) + f"KNOBS = { {n: list(range(6)) for n in NAMES}!r}\n"
-Speedup = Callable[[K.Settings], float]
-
-
-def interacting(seed: int) -> Speedup:
-    """A factor for each knob's value and one for each value pair of (A, B) and of (C, D), drawn from ``seed``."""
-    r = random.Random(seed)
-    single = {n: [r.uniform(-1.0, 0.6) for _ in range(6)] for n in NAMES}
-    pair = {(a, b): r.uniform(-0.5, 0.5) for a in range(6) for b in range(6)}
-    return lambda s: math.exp(sum(single[n][s[n]] for n in NAMES) + pair[s["A"], s["B"]] + 0.5 * pair[s["C"], s["D"]])
 
 
 def slow_when(name: str, value: int, seed: int = 0) -> Speedup:
