@@ -153,6 +153,17 @@ class GuardConfig(BaseModel):
             "second one."
         ),
     )
+    replicate_rounds: int = Field(
+        6,
+        ge=3,
+        description=(
+            "A replicate looks at its figure once this many timing rounds per workload are clean, and stops where the "
+            "figure already decides on its own (beyond its own band, either way: it confirms or contradicts the "
+            "first); otherwise it times on under the usual rule. Its processes are not checked again (the first "
+            "judgement checked the same source; the timing's own probes still verify outputs), and the reference "
+            "stays warm when an incumbent is the rival."
+        ),
+    )
     margin_sigmas: float = Field(
         3.0,
         ge=0,

@@ -161,11 +161,12 @@ class GuardSession:
         return interpreted
 
     def _time(
-        self, workers: dict[str, Worker], budget_s: float
+        self, workers: dict[str, Worker], budget_s: float, rounds: int | None = None
     ) -> tuple[list[WorkloadResult], float, TimingSetup, str]:
-        """Per-workload results, the noise band, how it was timed, and why it could not be (``""``: it could)."""
+        """Per-workload results, the noise band, how it was timed, and why it could not be (``""``: it could);
+        ``rounds``: clean rounds per workload, then stop (a replicate)."""
         with placement.pinned(self.placement.guard_cores):
-            timer = Timer(self.task, self.ref_models, workers, self.config, self.platform, self.threads)
+            timer = Timer(self.task, self.ref_models, workers, self.config, self.platform, self.threads, rounds)
             results, timed, blind = [], [], ""
             for index, workload in enumerate(self.task.workloads):
                 series = timer.run(index, budget_s / len(self.task.workloads))
@@ -246,16 +247,16 @@ class GuardSession:
         correct, it is ACCEPT at stage "check" with ``timed=False`` and no speedup. Once
         checked, the verdict's ``check`` says against what and on how many trials. A KEEP or REVERT
         near no difference is timed again in fresh processes and stands only where both figures agree
-        (``replicate``, ``replicate_within``).
+        (``replicate``, ``replicate_within``, ``replicate_rounds``).
         """
         checked: list[WorkloadCases] = []
         spawned: list[Worker] = []
         verdict = self._judge(source, incumbent, timed, time_budget_s, checked, spawned)
         if worth_replicating(verdict, self.config):
-            if self._ref is not None:  # the replicate's reference is a fresh process too
+            if incumbent is None and self._ref is not None:  # judged against the reference: a fresh one too
                 self._ref.close()
                 self._ref = None
-            verdict = replicated(verdict, self._judge(source, incumbent, timed, time_budget_s, [], []))
+            verdict = replicated(verdict, self._judge(source, incumbent, timed, time_budget_s, [], [], replicate=True))
         update: dict[str, Any] = {"check": summarize(self.task, checked)} if checked else {}
         isolation = (
             spawned[0].isolation_record(self.config.isolation) if spawned else Isolation(policy=self.config.isolation)
@@ -273,9 +274,11 @@ class GuardSession:
         time_budget_s: float | None,
         checked: list[WorkloadCases],
         spawned: list[Worker],
+        replicate: bool = False,
     ) -> Verdict:
         """``evaluate``'s cascade; fills ``checked`` with the check's cases once they exist, and
-        ``spawned`` with the candidate's worker once it runs."""
+        ``spawned`` with the candidate's worker once it runs. A ``replicate`` of a judgement that passed
+        the check runs no check (nor its idle probe) and times ``replicate_rounds`` rounds."""
         start = time.perf_counter()
         issues = gate.check(source, self.forbidden, self.config.platform)
         if issues:
@@ -301,17 +304,19 @@ class GuardSession:
                 workers["ref"] = self._reference()
                 cand = self._spawn(_SLOT_CAND, source, diagnostics, into=spawned)
                 stage = "check"
-                cases = self._cases()
-                checked.extend(cases)
-                interpreted = self._check(cand, cases)
-                self._watch(cand, "check")
+                interpreted = False
+                if not replicate:  # a replicate's source and incumbent passed this check in the first judgement
+                    cases = self._cases()
+                    checked.extend(cases)
+                    interpreted = self._check(cand, cases)
+                    self._watch(cand, "check")
                 if incumbent is not None and not interpreted:
                     stage = "build"
                     workers["inc"] = self._spawn(_SLOT_INC, incumbent, [])
                     # The same checks on the same inputs: it re-verifies the incumbent, and leaves both
                     # processes with the same allocation history, so identical code times identically.
                     try:
-                        untimeable_incumbent = self._check(workers["inc"], cases)
+                        untimeable_incumbent = not replicate and self._check(workers["inc"], cases)
                     except Reject as exc:
                         raise UserError(f"the incumbent fails its check: {exc.reason}") from None
                     if untimeable_incumbent:  # only its correctness is known: judge against the reference
@@ -337,7 +342,9 @@ class GuardSession:
                 )
             stage = "time"
             with self.device.exclusive():
-                results, margin, setup, blind = self._time(workers, time_budget_s or self.config.time_budget_s)
+                budget = time_budget_s or self.config.time_budget_s
+                rounds = self.config.replicate_rounds if replicate else None
+                results, margin, setup, blind = self._time(workers, budget, rounds)
                 self._watch(cand, "time")
             if blind:
                 return Verdict.not_measured(blind, timing=setup, seconds=time.perf_counter() - start)

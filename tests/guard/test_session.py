@@ -193,6 +193,54 @@ def test_a_decision_beyond_replicate_within_stands_on_one_timing():
     assert verdict.verdict == "KEEP" and "replicated" not in verdict.reason, verdict.reason
 
 
+def test_a_replicate_times_replicate_rounds_without_checking_again(monkeypatch):
+    from kernelkiln.guard import session
+
+    real_run, real_check, rounds, checks = session.Timer.run, session.GuardSession._check, [], []
+
+    def run(self, index, budget_s):
+        series = real_run(self, index, budget_s)
+        rounds.append(len(series.times["ref"]))
+        return series
+
+    def check(self, worker, cases):
+        checks.append(len(rounds))  # how many workloads were timed before this check
+        return real_check(self, worker, cases)
+
+    monkeypatch.setattr(session.Timer, "run", run)
+    monkeypatch.setattr(session.GuardSession, "_check", check)
+    # The stop rule settles late (target_rse): the first timing runs past replicate_rounds; the replicate does not.
+    config = fast_config(
+        replicate_within=1000.0, time_budget_s=60.0, target_rse=1e-12, max_rounds=8, replicate_rounds=3
+    )
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), config) as guard:
+        verdict = guard.evaluate(SOFTMAX, incumbent=SLOW_SOFTMAX)
+    assert "replicated: " in verdict.reason, verdict.reason
+    assert len(rounds) == 4 and min(rounds[:2]) > 3 and rounds[2:] == [3, 3]  # two workloads, then the replicate
+    assert checks == [0, 0]  # the candidate and the incumbent, once, before any timing
+
+
+def test_a_replicate_whose_figure_does_not_decide_yet_times_on(monkeypatch):
+    from kernelkiln.guard import session
+
+    real_run, rounds = session.Timer.run, []
+
+    def run(self, index, budget_s):
+        series = real_run(self, index, budget_s)
+        rounds.append(len(series.times["ref"]))
+        return series
+
+    monkeypatch.setattr(session.Timer, "run", run)
+    monkeypatch.setattr(session.Timer, "_decisive", lambda self, series: False)
+    config = fast_config(
+        replicate_within=1000.0, time_budget_s=60.0, target_rse=1e-12, max_rounds=8, replicate_rounds=3
+    )
+    with GuardSession(load_task(TASKS / "tiny_softmax.py"), config) as guard:
+        verdict = guard.evaluate(SOFTMAX, incumbent=SLOW_SOFTMAX)
+    assert "replicated: " in verdict.reason, verdict.reason
+    assert len(rounds) == 4 and min(rounds[2:]) > 3, rounds
+
+
 def test_clean_rounds_slower_than_the_time_budget_are_taken_up_to_the_minimum_not_called_blind():
     # Nothing dropped (max_correction=1): on a busy machine a disturbed round would end timing by another rule.
     config = fast_config(time_budget_s=0.002, batch_target_s=0.005, replicate="none", max_correction=1.0)

@@ -177,8 +177,12 @@ class Timer:
         config: GuardConfig,
         platform: Platform,
         threads: int,
+        rounds: int | None = None,
     ):
+        """``rounds`` (a replicate): once that many rounds are clean, stop where the figure already decides on its
+        own (``_decisive``); otherwise time on under the usual rule."""
         self.task, self.ref_models, self.workers, self.config = task, ref_models, workers, config
+        self.rounds = rounds
         self.platform, self.threads = platform, threads
         self.accounted = accounting.available()
         self.cpu_accounting = self.accounted and platform.device == "cpu"
@@ -309,6 +313,12 @@ class Timer:
             and abs(statistics.median(logs)) - self.config.margin_sigmas * se > 4 * self.config.min_margin
         )
 
+    def _decisive(self, series: Series) -> bool:
+        """The rival's figure lies beyond its own band, either way: it can confirm or contradict a first figure."""
+        logs = series.log_ratios("inc" if "inc" in series.times else "ref", "cand")
+        band = max(self.config.min_margin, self.config.margin_sigmas * rse(logs))
+        return abs(statistics.median(logs)) > band
+
     def run(self, index: int, budget_s: float) -> Series:
         """Timed rounds of workload ``index`` within about ``budget_s`` (``Series.blind`` says when they cannot
         support a verdict)."""
@@ -358,6 +368,8 @@ class Timer:
                 restarts += 1  # batches far shorter than intended: their numbers were mostly request cost
                 series.times, series.corrections, series.waits = {r: [] for r in roles}, [], []
                 continue
+            if kept == self.rounds and self._decisive(series):
+                break
             if kept >= cfg.min_rounds and (
                 time.monotonic() > deadline
                 or all(self._settled(series.log_ratios(num, "cand")) for num in roles if num != "cand")
@@ -369,7 +381,7 @@ class Timer:
             if kept < cfg.min_rounds and (series.dropped >= cfg.max_rounds or overtime):
                 break
         kept = len(series.times["ref"])
-        if kept < cfg.min_rounds:
+        if kept < cfg.min_rounds and not (kept == self.rounds and self._decisive(series)):
             series.blind = (
                 f"only {kept} of {kept + series.dropped} timing rounds were clean (the others rested on more than "
                 f"{cfg.max_correction:.0%} of their time taken out as waits for a busy CPU); "
