@@ -91,7 +91,7 @@ def judge(task_path: str, steps: list[dict[str, Any]], arm: str) -> dict[str, An
             first_s += guard.spent[0]
             replicate_s += sum(guard.spent[1:])
             verdicts.append(v.verdict)
-            replicated += "replicated:" in v.reason or "did not replicate" in v.reason
+            replicated += len(guard.spent) > 1
     return {
         "seconds": time.perf_counter() - start,
         "first_s": first_s,

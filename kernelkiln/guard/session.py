@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 import weakref
@@ -11,11 +12,19 @@ from typing import Any
 from kernelkiln import native
 from kernelkiln.errors import UserError
 from kernelkiln.guard import gate
+from kernelkiln.guard.check_stage import check_worker
 from kernelkiln.guard.config import GuardConfig
-from kernelkiln.guard.correctness.check import WorkloadCases, judge_trials, make_cases, summarize
+from kernelkiln.guard.correctness.check import WorkloadCases, make_cases, summarize
 from kernelkiln.guard.measurement import clocks, contention, placement
 from kernelkiln.guard.measurement.device import DeviceLock
-from kernelkiln.guard.measurement.scoring import decide, noise_margin, replicated, workload_result, worth_replicating
+from kernelkiln.guard.measurement.scoring import (
+    decide,
+    noise_margin,
+    replicate_settled,
+    replicated,
+    workload_result,
+    worth_replicating,
+)
 from kernelkiln.guard.measurement.timing import Series, Timer, TimingReject
 from kernelkiln.guard.reference_ops import forbidden_ops, reference_models
 from kernelkiln.guard.rejection import Reject, raised
@@ -139,34 +148,17 @@ class GuardSession:
             for index in range(len(self.task.workloads))
         ]
 
-    def _check(self, cand: Worker, cases: list[WorkloadCases]) -> bool:
-        """Reject a wrong candidate; True when it ran Triton kernels under Triton's interpreter."""
-        interpreted = False
-        for index, (workload, case) in enumerate(zip(self.task.workloads, cases, strict=False)):
-            reply = cand.request(
-                {"op": "check", "workload": index, "seeds": case.seeds, "wide": case.wide}, self.config.call_timeout_s
-            )
-            if not reply.get("ok"):
-                raise Reject("check", f"workload {workload.name}: raised {raised(reply)}")
-            trials = reply.get("trials") or []
-            if len(trials) != len(case.seeds):
-                raise Reject("check", "the worker returned the wrong number of trials")
-            called = sorted(set(trials[0].get("ops") or []) & self.forbidden)
-            if called:
-                raise Reject("check", f"calls the reference op {called[0]!r} at run time")
-            problem = judge_trials(self.task, case.expected, trials, workload.name)
-            if problem:
-                raise Reject("check", problem)
-            interpreted |= bool(reply.get("interpreted"))
-        return interpreted
+    def _check(self, worker: Worker, cases: list[WorkloadCases]) -> bool:
+        return check_worker(self.task, worker, cases, self.forbidden, self.config.call_timeout_s)
 
     def _time(
-        self, workers: dict[str, Worker], budget_s: float, rounds: int | None = None
+        self, workers: dict[str, Worker], budget_s: float, replicate: bool = False
     ) -> tuple[list[WorkloadResult], float, TimingSetup, str]:
         """Per-workload results, the noise band, how it was timed, and why it could not be (``""``: it could);
-        ``rounds``: clean rounds per workload, then stop (a replicate)."""
+        a ``replicate`` stops where its early look settles it (``replicate_settled``)."""
+        look = functools.partial(replicate_settled, config=self.config) if replicate else None
         with placement.pinned(self.placement.guard_cores):
-            timer = Timer(self.task, self.ref_models, workers, self.config, self.platform, self.threads, rounds)
+            timer = Timer(self.task, self.ref_models, workers, self.config, self.platform, self.threads, look)
             results, timed, blind = [], [], ""
             for index, workload in enumerate(self.task.workloads):
                 series = timer.run(index, budget_s / len(self.task.workloads))
@@ -343,8 +335,7 @@ class GuardSession:
             stage = "time"
             with self.device.exclusive():
                 budget = time_budget_s or self.config.time_budget_s
-                rounds = self.config.replicate_rounds if replicate else None
-                results, margin, setup, blind = self._time(workers, budget, rounds)
+                results, margin, setup, blind = self._time(workers, budget, replicate)
                 self._watch(cand, "time")
             if blind:
                 return Verdict.not_measured(blind, timing=setup, seconds=time.perf_counter() - start)

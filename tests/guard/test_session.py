@@ -231,7 +231,7 @@ def test_a_replicate_whose_figure_does_not_decide_yet_times_on(monkeypatch):
         return series
 
     monkeypatch.setattr(session.Timer, "run", run)
-    monkeypatch.setattr(session.Timer, "_decisive", lambda self, series: False)
+    monkeypatch.setattr(session, "replicate_settled", lambda series, config: False)
     config = fast_config(
         replicate_within=1000.0, time_budget_s=60.0, target_rse=1e-12, max_rounds=8, replicate_rounds=3
     )

@@ -53,6 +53,19 @@ def noise_margin(series: list[Series], config: GuardConfig) -> float:
     return min(config.max_margin, max(floor, config.margin_sigmas * se) + estimated)
 
 
+def decisive(series: Series, config: GuardConfig) -> bool:
+    """Whether one workload's rounds decide on their own: the figure against the rival (the incumbent, else the
+    reference) beyond its noise band, either way."""
+    rival = "inc" if "inc" in series.times else "ref"
+    return abs(statistics.median(series.log_ratios(rival, "cand"))) > noise_margin([series], config)
+
+
+def replicate_settled(series: Series, config: GuardConfig) -> bool:
+    """A replicate's early look: at ``replicate_rounds`` clean rounds, its figure already confirms or contradicts
+    the first (``decisive``); otherwise it times on under the usual rule."""
+    return len(series.times["ref"]) == config.replicate_rounds and decisive(series, config)
+
+
 def beyond_light(results: list[WorkloadResult], factor: float, peaks: Peaks) -> str | None:
     """Why a candidate's times are physically impossible on this device, or None."""
     for r in results:

@@ -41,6 +41,7 @@ import math
 import secrets
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,12 +178,12 @@ class Timer:
         config: GuardConfig,
         platform: Platform,
         threads: int,
-        rounds: int | None = None,
+        look: Callable[[Series], bool] | None = None,
     ):
-        """``rounds`` (a replicate): once that many rounds are clean, stop where the figure already decides on its
-        own (``_decisive``); otherwise time on under the usual rule."""
+        """``look``: asked after each round; True ends timing there, whatever the stop rule says (a
+        replicate's early look, ``scoring.replicate_settled``)."""
         self.task, self.ref_models, self.workers, self.config = task, ref_models, workers, config
-        self.rounds = rounds
+        self.look = look
         self.platform, self.threads = platform, threads
         self.accounted = accounting.available()
         self.cpu_accounting = self.accounted and platform.device == "cpu"
@@ -313,12 +314,6 @@ class Timer:
             and abs(statistics.median(logs)) - self.config.margin_sigmas * se > 4 * self.config.min_margin
         )
 
-    def _decisive(self, series: Series) -> bool:
-        """The rival's figure lies beyond its own band, either way: it can confirm or contradict a first figure."""
-        logs = series.log_ratios("inc" if "inc" in series.times else "ref", "cand")
-        band = max(self.config.min_margin, self.config.margin_sigmas * rse(logs))
-        return abs(statistics.median(logs)) > band
-
     def run(self, index: int, budget_s: float) -> Series:
         """Timed rounds of workload ``index`` within about ``budget_s`` (``Series.blind`` says when they cannot
         support a verdict)."""
@@ -345,7 +340,7 @@ class Timer:
         # drifts, that closeness is what makes the pairing cancel the drift.
         series = Series({r: [] for r in roles}, reps={role: self._calibrate(role, index) for role in roles})
         deadline = time.monotonic() + budget_s
-        restarts, previous = 0, None
+        restarts, previous, looked = 0, None, False
         for rnd in range(2 * cfg.max_rounds + 9):
             if len(series.times["ref"]) >= cfg.max_rounds:
                 break
@@ -368,7 +363,8 @@ class Timer:
                 restarts += 1  # batches far shorter than intended: their numbers were mostly request cost
                 series.times, series.corrections, series.waits = {r: [] for r in roles}, [], []
                 continue
-            if kept == self.rounds and self._decisive(series):
+            if self.look is not None and self.look(series):
+                looked = True
                 break
             if kept >= cfg.min_rounds and (
                 time.monotonic() > deadline
@@ -381,7 +377,7 @@ class Timer:
             if kept < cfg.min_rounds and (series.dropped >= cfg.max_rounds or overtime):
                 break
         kept = len(series.times["ref"])
-        if kept < cfg.min_rounds and not (kept == self.rounds and self._decisive(series)):
+        if kept < cfg.min_rounds and not looked:
             series.blind = (
                 f"only {kept} of {kept + series.dropped} timing rounds were clean (the others rested on more than "
                 f"{cfg.max_correction:.0%} of their time taken out as waits for a busy CPU); "

@@ -8,7 +8,15 @@ import pytest
 
 from kernelkiln.guard import GuardConfig
 from kernelkiln.guard.measurement.contention import contended
-from kernelkiln.guard.measurement.scoring import beyond_light, decide, noise_margin, replicated, worth_replicating
+from kernelkiln.guard.measurement.scoring import (
+    beyond_light,
+    decide,
+    decisive,
+    noise_margin,
+    replicate_settled,
+    replicated,
+    worth_replicating,
+)
 from kernelkiln.guard.measurement.timing import Series
 from kernelkiln.guard.verdict import Verdict, WorkloadResult
 from kernelkiln.platforms import Peaks
@@ -160,3 +168,34 @@ def test_only_decisions_near_no_difference_are_replicated():
     keeps = GuardConfig(replicate="keeps")
     assert worth_replicating(_judged(1.6), keeps) and not worth_replicating(_judged(0.7), keeps)
     assert not worth_replicating(_judged(1.6), GuardConfig(replicate="none"))
+
+
+def _decisive(cand: list[float], rival: list[float], role: str = "inc") -> bool:
+    times = {"ref": rival, "cand": cand} | ({"inc": rival} if role == "inc" else {})
+    return decisive(Series(times), GuardConfig())
+
+
+def test_a_figure_beyond_its_own_band_is_decisive_either_way():
+    steady = [1.0, 1.001, 0.999, 1.0, 1.002, 0.998]
+    assert _decisive([t / 1.3 for t in steady], steady)  # 1.3x faster than the incumbent
+    assert _decisive([t * 1.3 for t in steady], steady)  # 1.3x slower
+    assert _decisive([t / 1.3 for t in steady], steady, role="ref")  # no incumbent: against the reference
+
+
+def test_a_figure_within_its_band_or_too_noisy_is_not_decisive():
+    steady = [1.0, 1.001, 0.999, 1.0, 1.002, 0.998]
+    assert not _decisive([t / 1.02 for t in steady], steady)  # inside the 3% floor
+    noisy = [1.0, 0.8, 1.25, 0.9, 1.2, 0.85]
+    assert not _decisive([t / 1.06 for t in steady], noisy)  # 6%, but the rounds scatter by 20%
+
+
+def test_a_replicate_settles_at_replicate_rounds_only_and_only_where_its_figure_decides():
+    steady = [1.0, 1.001, 0.999, 1.0, 1.002, 0.998]
+    config = GuardConfig(replicate_rounds=6)
+
+    def series(cand, rival):
+        return Series({"ref": rival, "inc": rival, "cand": cand})
+
+    assert replicate_settled(series([t / 1.3 for t in steady], steady), config)
+    assert not replicate_settled(series([t / 1.3 for t in steady[:5]], steady[:5]), config)  # before its look
+    assert not replicate_settled(series([t / 1.02 for t in steady], steady), config)  # inside the band
