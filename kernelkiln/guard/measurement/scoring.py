@@ -128,16 +128,16 @@ def worth_replicating(verdict: Verdict, config: GuardConfig) -> bool:
 def replicated(first: Verdict, second: Verdict) -> Verdict:
     """A KEEP or REVERT (``first``) judged against its replicate in fresh processes (``second``).
 
-    Two decisions that differ with figures more than their two noise bands apart mean some process ran at a speed
-    of its own: not measured. Otherwise the verdict nearer no difference stands, so a KEEP or a REVERT needs both
-    (a decision both agree on keeps the more modest figure).
+    Two figures more than their two noise bands apart mean some process ran at a speed of its own: not measured,
+    whichever way each points (two REVERTs at 0.87x and 0.50x of a candidate that ties were both false). Otherwise
+    the verdict nearer no difference stands, so a KEEP or a REVERT needs both.
     """
     if second.verdict == "REJECT" or not second.timed:
         return second
     seconds = first.seconds + second.seconds
     figures = f"{math.exp(gain(first)):.3f}x, then {math.exp(gain(second)):.3f}x in fresh processes"
     apart = abs(gain(first) - gain(second)) > cast(float, first.noise_margin) + cast(float, second.noise_margin)
-    if apart and first.verdict != second.verdict:
+    if apart:
         return Verdict.not_measured(
             f"the figure did not replicate: {figures} (bands ±{first.noise_margin:.1%}, ±{second.noise_margin:.1%}); "
             "a worker ran at a speed of its own",
