@@ -31,7 +31,6 @@ from kernelkiln.guard.rejection import Reject, raised
 from kernelkiln.guard.verdict import Isolation, Stage, TimingSetup, Verdict, WorkloadResult
 from kernelkiln.guard.worker import lanes, sandbox
 from kernelkiln.guard.worker.builds import CandidateBuilds
-from kernelkiln.guard.worker.stack import shim_fields
 from kernelkiln.guard.worker.workers import Worker, WorkerFailure
 from kernelkiln.platforms import get_platform
 from kernelkiln.platforms.host import fit_threads
@@ -120,15 +119,13 @@ class GuardSession:
             into.append(worker)
         serve = self.builds.server(worker, source, diagnostics, on_build)
         try:
-            shim = shim_fields(worker.share) if self.config.platform == "cpu" else {}
-            reply = worker.request({"op": "build", "source": source, **shim}, self.config.build_timeout_s, serve=serve)
+            reply = worker.request({"op": "build", "source": source}, self.config.build_timeout_s, serve=serve)
         except BaseException:
             worker.close()
             raise
         if not reply.get("ok"):
             worker.close()
             raise Reject("build", raised(reply), diagnostics)
-        worker.stack = str(reply.get("stack", ""))
         return worker
 
     def _reference(self) -> Worker:
@@ -179,7 +176,6 @@ class GuardSession:
             request_jitter_s=timer.cost.jitter_s,
             batch_target_s=timer.batch_target_s,
             threads=self.threads,
-            stack=workers["cand"].stack,
             notes=list(self.notes),
         )
         return results, noise_margin(timed, self.config) if timed else 0.0, setup, blind

@@ -46,7 +46,6 @@ class TimingSetup(BaseModel):
     request_jitter_s: float = 0.0  # its measured jitter; batches last at least 100 times longer
     batch_target_s: float = 0.0
     threads: int = 0  # intra-op threads of every worker (0: not recorded)
-    stack: str = ""  # how each batch ran on the C stack (guard.worker.stack; "": not recorded)
     notes: list[str] = []  # why the threads differ from those asked for (clamped, or a contended reference)
 
 

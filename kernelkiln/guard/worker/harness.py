@@ -20,7 +20,6 @@ import torch
 from kernelkiln import native
 from kernelkiln.guard.reference_ops import ops_of
 from kernelkiln.guard.worker import protocol, sandbox
-from kernelkiln.guard.worker.stack import StackShifter
 from kernelkiln.isolation.layers import Report
 from kernelkiln.native import BuildRequest, BuildResult
 from kernelkiln.platforms import get_platform
@@ -101,12 +100,9 @@ class Harness:
         self.models: dict[int, torch.nn.Module] = {}
         self.sets: dict[int, list[list[Any]]] = {}
         self.last_output: list[Any] | None = None
-        self.stack = StackShifter()
 
     # -- build -------------------------------------------------------------------------
-    def build(self, source: str | None, shim: str | None = None, shim_why_not: str = "") -> dict[str, Any]:
-        if self.device == "cpu":
-            self.stack.load(shim, shim_why_not)  # before any candidate code runs
+    def build(self, source: str | None) -> dict[str, Any]:
         if source is not None:
             native.set_builder(_RemoteBuilder(self.conn))
             if "cpp_extension" in source:
@@ -126,7 +122,7 @@ class Harness:
             for i, workload in enumerate(self.task.workloads):
                 model = self.task.make_model(workload, self.model_seed, self.cls)
                 self.models[i] = model if self.device == "cpu" else model.to(self.device)
-        return {"ok": True, "stack": self.stack.how}
+        return {"ok": True}
 
     def interpreted(self) -> bool:
         """Whether the candidate ran Triton kernels under Triton's interpreter: correct or not, untimeable."""
@@ -199,20 +195,14 @@ class Harness:
         order = [i % len(sets) for i in range(reps)]
         if last is not None:
             order[-1] = last
-        outs: list[Any] = []
-
-        def batch() -> None:
-            out = None
+        out = None
+        with torch.no_grad():
+            start = time.perf_counter()
             for i in order:
                 out = model(*sets[i])
             self.platform.synchronize()  # device-wide: work queued on side streams is counted too
-            outs.append(out)
-
-        with torch.no_grad():
-            start = time.perf_counter()
-            self.stack.run(batch)
             elapsed = time.perf_counter() - start
-        self.last_output = _as_outputs(outs[0])
+        self.last_output = _as_outputs(out)
         return {"ok": True, "elapsed_s": elapsed}
 
     def fetch(self) -> dict[str, Any]:
@@ -249,7 +239,7 @@ def main(conn: Connection, spec: sandbox.SandboxSpec, init: dict[str, Any], repo
             return
         try:
             if op == "build":
-                reply = harness.build(msg.get("source"), msg.get("stack_shim"), str(msg.get("stack_shim_why_not", "")))
+                reply = harness.build(msg.get("source"))
             elif op == "check":
                 reply = harness.check(msg["workload"], msg["seeds"], msg.get("wide"))
             elif op == "prepare":

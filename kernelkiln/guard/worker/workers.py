@@ -95,7 +95,6 @@ class Worker:
         # Sent before any candidate code ran: what the worker says here is trusted.
         self.isolation: dict[str, bool] = {k: bool(v) for k, v in dict(hello.get("isolation", {})).items()}
         self.isolation_notes: dict[str, str] = {k: str(v) for k, v in dict(hello.get("notes", {})).items()}
-        self.stack = ""  # how its timed batches run on the C stack, once built (guard.worker.stack)
         self.build_isolation: dict[str, bool] = {}  # layers that held around every compiler run it asked for
         self.build_notes: dict[str, str] = {}
 
