@@ -130,7 +130,10 @@ def replicated(first: Verdict, second: Verdict) -> Verdict:
 
     Two figures more than their two noise bands apart mean some process ran at a speed of its own: not measured,
     whichever way each points (two REVERTs at 0.87x and 0.50x of a candidate that ties were both false). Otherwise
-    the verdict nearer no difference stands, so a KEEP or a REVERT needs both.
+    the figure nearer no difference stands, and its band widens by the distance between the two: how far apart
+    two processes read the same code is noise no band from one process's rounds can see (identical code read
+    1.102x, then 1.040x against a ±3.0% band: ACCEPT, not KEEP). So a KEEP or a REVERT needs both figures
+    beyond that band.
     """
     if second.verdict == "REJECT" or not second.timed:
         return second
@@ -145,4 +148,16 @@ def replicated(first: Verdict, second: Verdict) -> Verdict:
             seconds=seconds,
         )
     kept = second if abs(gain(second)) <= abs(gain(first)) else first
-    return kept.model_copy(update={"reason": f"{kept.reason}; replicated: {figures}", "seconds": seconds})
+    margin = cast(float, kept.noise_margin) + abs(gain(first) - gain(second))
+    update: dict[str, Any] = {
+        "reason": f"{kept.reason}; replicated: {figures}, band ±{margin:.1%} with their distance",
+        "seconds": seconds,
+    }
+    if kept.verdict != "ACCEPT" and abs(gain(kept)) <= margin:
+        against = "the incumbent" if kept.speedup_vs_incumbent is not None else "the reference"
+        update["verdict"] = "ACCEPT"
+        update["reason"] = (
+            f"within the noise band of {against} widened by its replicate: {math.exp(gain(kept)):.3f}x "
+            f"(±{margin:.1%}); replicated: {figures}"
+        )
+    return kept.model_copy(update={**update, "noise_margin": margin})

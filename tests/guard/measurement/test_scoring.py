@@ -136,6 +136,15 @@ def test_a_keep_whose_replicate_agrees_stands_at_the_less_favourable_of_the_two(
         assert "replicated: " in verdict.reason
 
 
+def test_two_figures_that_agree_but_differ_widen_the_band_by_their_distance():
+    verdict = replicated(_judged(1.102), _judged(1.040))  # both beyond ±3%, within 6% of each other
+    assert verdict.verdict == "ACCEPT" and verdict.speedup == pytest.approx(1.040)
+    assert verdict.noise_margin == pytest.approx(0.03 + math.log(1.102 / 1.040))
+    assert "widened by its replicate" in verdict.reason
+    revert = replicated(_judged(0.70), _judged(0.72))
+    assert revert.verdict == "REVERT" and revert.noise_margin == pytest.approx(0.03 + math.log(0.72 / 0.70))
+
+
 def test_a_keep_whose_replicate_agrees_but_falls_inside_the_band_is_accepted():
     verdict = replicated(_judged(1.04), _judged(1.02))
     assert verdict.verdict == "ACCEPT" and verdict.timed and verdict.speedup == pytest.approx(1.02)
