@@ -48,7 +48,8 @@ def kind(verdict: str, unmeasured: bool) -> str:
 def rescore(row: dict) -> str:
     """The row's verdict kind under today's rule."""
     found = FIGURES.search(row["reason"])
-    if row.get("unmeasured") or not found or row.get("noise_margin") is None:
+    already = "with their distance" in row["reason"] or "widened by its replicate" in row["reason"]  # today's rule
+    if row.get("unmeasured") or not found or already or row.get("noise_margin") is None:
         return kind(row["verdict"], bool(row.get("unmeasured")))
     a, b = (math.log(float(v)) for v in found.groups())
     # The figure nearer no difference stood, with the stored band; the other's band is not stored, and the

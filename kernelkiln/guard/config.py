@@ -139,8 +139,9 @@ class GuardConfig(BaseModel):
             "standing only where the two figures agree within their noise bands: 'decisions' (KEEP and REVERT), "
             "'keeps' (KEEP only: a false REVERT costs a lost candidate, a false KEEP a false record) or 'none'. A "
             "process can run at a speed of its own for minutes (on a shared 2-core VM: identical code 6% apart in "
-            "two processes, quiet, and one worker 2x slower than its twin, with no wait to account for). Figures "
-            "that agree give the one nearer no difference; figures that disagree make the verdict 'not measured'."
+            "two processes, quiet, and one worker 2x slower than its twin, with no wait to account for). Two figures "
+            "more than their bands apart make the verdict 'not measured'; otherwise the one nearer no difference "
+            "stands, its band widened by the distance between the two."
         ),
     )
     replicate_within: float = Field(

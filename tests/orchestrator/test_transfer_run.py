@@ -16,6 +16,7 @@ from kernelkiln.orchestrator.task_run import RunControl, TaskRunner
 from kernelkiln.store import open_store
 from kernelkiln.store.records import Attempt
 from kernelkiln.testing.guard import fast_config
+from kernelkiln.testing.simulated_pool import SimulatedPool
 from kernelkiln.testing.tasks import TASKS
 from kernelkiln.testing.turns import lens, tiny_task
 
@@ -32,10 +33,13 @@ def attempts(memory: Memory, run_id: str):
 
 
 def test_a_task_run_again_starts_from_its_stored_best_and_tries_no_stored_setting_again(sqlite_store, tmp_path):
-    memory = Memory(sqlite_store)
-    first = attempts(memory, Optimizer(memory, tmp_path).start([TINY], config(budget=4), tmp_path / "1")["run_id"])
+    # Verdicts fixed by the code (a simulated device): the stored best cannot depend on a busy machine's timing.
+    memory, pool = Memory(sqlite_store), SimulatedPool(devices=1, duration_s=0.0)
+    run = Optimizer(memory, tmp_path, pool=pool).start([TINY], config(budget=4), tmp_path / "1")
+    first = attempts(memory, run["run_id"])
     best = max((a for a in first if a.verdict == "KEEP"), key=lambda a: a.speedup)
-    second = attempts(memory, Optimizer(memory, tmp_path).start([TINY], config(budget=4), tmp_path / "2")["run_id"])
+    run = Optimizer(memory, tmp_path, pool=pool).start([TINY], config(budget=4), tmp_path / "2")
+    second = attempts(memory, run["run_id"])
     assert second[0].case.move == "reuse" and second[0].code == best.code
     assert not {a.case.code_hash for a in second[1:]} & {a.case.code_hash for a in first}
     assert {a.case.signature for a in first + second} == {first[0].case.signature} != {""}
