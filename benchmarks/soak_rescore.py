@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernelkiln.guard.measurement.scoring import replicated
+from kernelkiln.guard.measurement.scoring import judgement, replicated
 from kernelkiln.guard.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,10 +33,9 @@ FIGURES = re.compile(r"replicated: ([0-9.]+)x, then ([0-9.]+)x in fresh processe
 
 
 def _judged(figure: float, margin: float) -> Verdict:
-    gain = math.log(figure)
-    decision = "KEEP" if gain > margin else "REVERT" if gain < -margin else "ACCEPT"
+    decision, reason = judgement(math.log(figure), margin, "the incumbent")
     return Verdict(
-        verdict=decision, stage="verdict", reason=decision, correct=True, speedup_vs_incumbent=figure,
+        verdict=decision, stage="verdict", reason=reason, correct=True, speedup_vs_incumbent=figure,
         speedup=figure, noise_margin=margin, timed=True,
     )  # fmt: skip
 
@@ -48,7 +47,7 @@ def kind(verdict: str, unmeasured: bool) -> str:
 def rescore(row: dict) -> str:
     """The row's verdict kind under today's rule."""
     found = FIGURES.search(row["reason"])
-    already = "with their distance" in row["reason"] or "widened by its replicate" in row["reason"]  # today's rule
+    already = "with their distance" in row["reason"] or "widened by" in row["reason"]  # today's rule (904cbf3 on)
     if row.get("unmeasured") or not found or already or row.get("noise_margin") is None:
         return kind(row["verdict"], bool(row.get("unmeasured")))
     a, b = (math.log(float(v)) for v in found.groups())

@@ -68,7 +68,14 @@ model, x = space["ModelNew"](), torch.randn(256, 1024)
 STEP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64)
 shim = ctypes.CDLL({shim!r}).shifted
 shim.argtypes = [ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64, STEP]
-step = STEP(lambda _: model(x) and 0)
+
+
+def call(_):
+    model(x)
+    return 0
+
+
+step = STEP(call)
 
 
 def batch():

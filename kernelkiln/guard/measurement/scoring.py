@@ -77,6 +77,17 @@ def beyond_light(results: list[WorkloadResult], factor: float, peaks: Peaks) -> 
     return None
 
 
+def judgement(log_speedup: float, margin: float, against: str) -> tuple[str, str]:
+    """KEEP, ACCEPT or REVERT for a log-speedup against ``against`` (the incumbent or the reference) and its noise
+    band, with the reason in words."""
+    figure = math.exp(log_speedup)
+    if log_speedup > margin:
+        return "KEEP", f"faster than {against} by {figure:.3f}x (noise band ±{margin:.1%})"
+    if log_speedup < -margin:
+        return "REVERT", f"slower than {against}: {figure:.3f}x (noise band ±{margin:.1%})"
+    return "ACCEPT", f"within the noise band of {against}: {figure:.3f}x (±{margin:.1%})"
+
+
 def decide(
     results: list[WorkloadResult],
     margin: float,
@@ -91,14 +102,8 @@ def decide(
         return Verdict.reject("time", impossible, workloads=results, **fields)
     speedup = geomean([r.speedup for r in results])
     vs_inc = geomean([cast(float, r.speedup_vs_incumbent) for r in results]) if has_incumbent else None
-    gain = math.log(vs_inc if vs_inc is not None else cast(float, speedup))  # results are not empty
-    against = "the incumbent" if has_incumbent else "the reference"
-    if gain > margin:
-        decision, reason = "KEEP", f"faster than {against} by {math.exp(gain):.3f}x (noise band ±{margin:.1%})"
-    elif gain < -margin:
-        decision, reason = "REVERT", f"slower than {against}: {math.exp(gain):.3f}x (noise band ±{margin:.1%})"
-    else:
-        decision, reason = "ACCEPT", f"within the noise band of {against}: {math.exp(gain):.3f}x (±{margin:.1%})"
+    log_speedup = math.log(vs_inc if vs_inc is not None else cast(float, speedup))  # results are not empty
+    decision, reason = judgement(log_speedup, margin, "the incumbent" if has_incumbent else "the reference")
     return Verdict(
         verdict=decision,
         stage="verdict",
@@ -149,15 +154,13 @@ def replicated(first: Verdict, second: Verdict) -> Verdict:
         )
     kept = second if abs(gain(second)) <= abs(gain(first)) else first
     margin = cast(float, kept.noise_margin) + abs(gain(first) - gain(second))
-    update: dict[str, Any] = {
-        "reason": f"{kept.reason}; replicated: {figures}, band ±{margin:.1%} with their distance",
-        "seconds": seconds,
-    }
-    if kept.verdict != "ACCEPT" and abs(gain(kept)) <= margin:
-        against = "the incumbent" if kept.speedup_vs_incumbent is not None else "the reference"
-        update["verdict"] = "ACCEPT"
-        update["reason"] = (
-            f"within the noise band of {against} widened by its replicate: {math.exp(gain(kept)):.3f}x "
-            f"(±{margin:.1%}); replicated: {figures}"
-        )
-    return kept.model_copy(update={**update, "noise_margin": margin})
+    against = "the incumbent" if kept.speedup_vs_incumbent is not None else "the reference"
+    decision, reason = judgement(gain(kept), margin, against)
+    return kept.model_copy(
+        update={
+            "verdict": decision,
+            "reason": f"{reason}; replicated: {figures}, the band widened by their distance",
+            "seconds": seconds,
+            "noise_margin": margin,
+        }
+    )
