@@ -5,11 +5,13 @@
 A replicated verdict depends on the timing only through its two figures and their bands, and a soak row keeps
 both figures (its reason: "replicated: A x, then B x in fresh processes") and the band of the one that stood.
 So a change to how two replicates combine is measured on a soak already run, without timing anything again:
-each replicated row is rebuilt as two verdicts at those figures, the one that stood with its band, the other
-with their distance as its band (its own is not stored; the row already passed the test that the two lie within
-both bands), and combined by ``scoring.replicated``. Rows that were not replicated, or were "not measured", keep
-their verdict. Printed per condition and pair: the verdicts as stored and as rescored (KEEP/ACCEPT/REVERT/not
-measured), and the false KEEPs and REVERTs of each.
+each replicated row is rebuilt as two verdicts at those figures and combined by ``scoring.replicated``. The one
+that stood gets its own band (rows from 756683f to 738a67a stored it widened by the two figures' distance, which
+is taken off again); the other's band is not stored (rows from this rule on store both and are left as they
+are), and the row already passed the test that the two lie within both bands: it gets the larger of the stood
+one's band and their distance. Rows that were not replicated, or were "not measured", keep their verdict.
+Printed per condition and pair: the verdicts as stored and as rescored (KEEP/ACCEPT/REVERT/not measured), the
+false KEEPs and REVERTs of each, and the CV of the figures each gives.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import json
 import math
 import re
+import statistics
 import sys
 from collections import Counter
 from pathlib import Path
@@ -44,18 +47,29 @@ def kind(verdict: str, unmeasured: bool) -> str:
     return "not measured" if unmeasured else verdict
 
 
-def rescore(row: dict) -> str:
-    """The row's verdict kind under today's rule."""
+def rescore(row: dict) -> tuple[str, float | None]:
+    """The row's verdict kind under today's rule, and its figure (None where not measured)."""
     found = FIGURES.search(row["reason"])
-    already = "with their distance" in row["reason"] or "widened by" in row["reason"]  # today's rule (904cbf3 on)
-    if row.get("unmeasured") or not found or already or row.get("noise_margin") is None:
-        return kind(row["verdict"], bool(row.get("unmeasured")))
+    today = "(bands ±" in row["reason"]  # both bands stored: judged under the rule this script scores against
+    if row.get("unmeasured") or not found or today or row.get("noise_margin") is None:
+        unmeasured = bool(row.get("unmeasured"))
+        return kind(row["verdict"], unmeasured), None if unmeasured else row.get("speedup_vs_incumbent")
     a, b = (math.log(float(v)) for v in found.groups())
-    # The figure nearer no difference stood, with the stored band; the other's band is not stored, and the
-    # stored row already passed the rule's test that the two lie within both bands: its band is their distance.
-    bands = (float(row["noise_margin"]), abs(a - b)) if abs(a) <= abs(b) else (abs(a - b), float(row["noise_margin"]))
+    distance = abs(a - b)
+    widened = "with their distance" in row["reason"] or "widened by" in row["reason"]
+    stood = float(row["noise_margin"]) - (distance if widened else 0.0)
+    other = max(stood, distance)
+    bands = (stood, other) if abs(a) <= abs(b) else (other, stood)
     verdict = replicated(_judged(math.exp(a), bands[0]), _judged(math.exp(b), bands[1]))
-    return kind(verdict.verdict, verdict.unmeasured)
+    return kind(verdict.verdict, verdict.unmeasured), verdict.speedup_vs_incumbent
+
+
+def _cv(figures: list[float]) -> float | None:
+    return statistics.stdev(figures) / statistics.mean(figures) if len(figures) > 1 else None
+
+
+def _pct(cv: float | None) -> str:
+    return "-" if cv is None else f"{cv:.1%}"
 
 
 def main() -> None:
@@ -68,15 +82,27 @@ def main() -> None:
     if not rows:
         raise SystemExit(f"no rows tagged {args.tag!r} in {args.out}")
     table: dict[str, dict[str, Counter]] = {}
+    figures: dict[str, dict[str, list[float]]] = {}
     for row in rows:
-        cell = table.setdefault(f"{row['condition']} {row['pair']}", {"stored": Counter(), "rescored": Counter()})
+        name = f"{row['condition']} {row['pair']}"
+        cell = table.setdefault(name, {"stored": Counter(), "rescored": Counter()})
+        given = figures.setdefault(name, {"stored": [], "rescored": []})
         cell["stored"][kind(row["verdict"], bool(row.get("unmeasured")))] += 1
-        cell["rescored"][rescore(row)] += 1
+        if not row.get("unmeasured") and row.get("speedup_vs_incumbent") is not None:
+            given["stored"].append(row["speedup_vs_incumbent"])
+        verdict, figure = rescore(row)
+        cell["rescored"][verdict] += 1
+        if figure is not None:
+            given["rescored"].append(figure)
     report = {}
     for name, cell in table.items():
         right = RIGHT[name.split()[1]]
         report[name] = {
-            arm: {**dict(counts), "false": sum(n for k, n in counts.items() if k in ("KEEP", "REVERT") and k != right)}
+            arm: {
+                **dict(counts),
+                "false": sum(n for k, n in counts.items() if k in ("KEEP", "REVERT") and k != right),
+                "cv": _cv(figures[name][arm]),
+            }
             for arm, counts in cell.items()
         }
     if args.json:
@@ -86,7 +112,7 @@ def main() -> None:
         line = "  ".join(
             f"{arm}: "
             + "/".join(str(arms[arm].get(k, 0)) for k in ("KEEP", "ACCEPT", "REVERT", "not measured"))
-            + f" false {arms[arm]['false']}"
+            + f" false {arms[arm]['false']} CV {_pct(arms[arm]['cv'])}"
             for arm in ("stored", "rescored")
         )
         print(f"{name:24} {line}")

@@ -137,25 +137,34 @@ def replicated(first: Verdict, second: Verdict) -> Verdict:
     whichever way each points (two REVERTs at 0.87x and 0.50x of a candidate that ties were both false). Otherwise
     the figure nearer no difference stands, and its band widens by the distance between the two: how far apart
     two processes read the same code is noise no band from one process's rounds can see (identical code read
-    1.102x, then 1.040x against a ±3.0% band: ACCEPT, not KEEP). So a KEEP or a REVERT needs both figures
-    beyond that band.
+    1.102x, then 1.040x against a ±3.0% band: not a KEEP). So a KEEP or a REVERT needs both figures beyond that
+    band. Where both figures decide the same way on their own bands but the widened band holds the nearer one,
+    the processes agree on the direction and not on the size: not measured either, never a tie (an honest 1.3x
+    read 1.307x, then 1.742x is no ACCEPT).
     """
     if second.verdict == "REJECT" or not second.timed:
         return second
     seconds = first.seconds + second.seconds
-    figures = f"{math.exp(gain(first)):.3f}x, then {math.exp(gain(second)):.3f}x in fresh processes"
-    apart = abs(gain(first) - gain(second)) > cast(float, first.noise_margin) + cast(float, second.noise_margin)
-    if apart:
+    bands = f"bands ±{first.noise_margin:.1%}, ±{second.noise_margin:.1%}"
+    figures = f"{math.exp(gain(first)):.3f}x, then {math.exp(gain(second)):.3f}x in fresh processes ({bands})"
+    distance = abs(gain(first) - gain(second))
+    if distance > cast(float, first.noise_margin) + cast(float, second.noise_margin):
         return Verdict.not_measured(
-            f"the figure did not replicate: {figures} (bands ±{first.noise_margin:.1%}, ±{second.noise_margin:.1%}); "
-            "a worker ran at a speed of its own",
+            f"the figure did not replicate: {figures}; a worker ran at a speed of its own",
             timing=second.timing,
             seconds=seconds,
         )
     kept = second if abs(gain(second)) <= abs(gain(first)) else first
-    margin = cast(float, kept.noise_margin) + abs(gain(first) - gain(second))
+    margin = cast(float, kept.noise_margin) + distance
     against = "the incumbent" if kept.speedup_vs_incumbent is not None else "the reference"
     decision, reason = judgement(gain(kept), margin, against)
+    if decision == "ACCEPT" and first.verdict == second.verdict != "ACCEPT":
+        return Verdict.not_measured(
+            f"both figures say {first.verdict}, {distance:.1%} apart: {figures}, more than the nearer one's band "
+            "holds; a worker ran at a speed of its own",
+            timing=second.timing,
+            seconds=seconds,
+        )
     return kept.model_copy(
         update={
             "verdict": decision,

@@ -136,13 +136,21 @@ def test_a_keep_whose_replicate_agrees_stands_at_the_less_favourable_of_the_two(
         assert "replicated: " in verdict.reason
 
 
-def test_two_figures_that_agree_but_differ_widen_the_band_by_their_distance():
-    verdict = replicated(_judged(1.102), _judged(1.040))  # both beyond ±3%, within 6% of each other
-    assert verdict.verdict == "ACCEPT" and verdict.speedup == pytest.approx(1.040)
-    assert verdict.noise_margin == pytest.approx(0.03 + math.log(1.102 / 1.040))
-    assert "within the noise band" in verdict.reason and "widened by their distance" in verdict.reason
+def test_two_figures_that_agree_widen_the_band_by_their_distance():
+    verdict = replicated(_judged(1.30), _judged(1.25))
+    assert verdict.verdict == "KEEP" and verdict.speedup == pytest.approx(1.25)
+    assert verdict.noise_margin == pytest.approx(0.03 + math.log(1.30 / 1.25))
+    assert "widened by their distance" in verdict.reason and "bands ±3.0%, ±3.0%" in verdict.reason
     revert = replicated(_judged(0.70), _judged(0.72))
     assert revert.verdict == "REVERT" and revert.noise_margin == pytest.approx(0.03 + math.log(0.72 / 0.70))
+
+
+def test_two_figures_that_agree_on_the_direction_but_not_the_size_are_not_measured():
+    # identical code read 1.102x, then 1.040x (±3%): a KEEP under the nearer one's band alone, a tie under none
+    for first, second, band in ((1.102, 1.040, 0.03), (1.307, 1.742, 0.15), (0.75, 0.85, 0.10)):
+        verdict = replicated(_judged(first, band), _judged(second, band))
+        assert verdict.verdict == "ACCEPT" and verdict.unmeasured, (first, second)
+        assert "apart" in verdict.reason and "x in fresh processes" in verdict.reason
 
 
 def test_a_keep_whose_replicate_agrees_but_falls_inside_the_band_is_accepted():
