@@ -7,9 +7,10 @@ both figures (its reason: "replicated: A x, then B x in fresh processes") and th
 So a change to how two replicates combine is measured on a soak already run, without timing anything again:
 each replicated row is rebuilt as two verdicts at those figures and combined by ``scoring.replicated``. The one
 that stood gets its own band (rows from 756683f to 738a67a stored it widened by the two figures' distance, which
-is taken off again); the other's band is not stored (rows from this rule on store both and are left as they
-are), and the row already passed the test that the two lie within both bands: it gets the larger of the stood
-one's band and their distance. Rows that were not replicated, or were "not measured", keep their verdict.
+is taken off again); the other's band is not stored, and the row already passed the test that the two lie
+within both bands: it gets the larger of the stood one's band and their distance. Rows from 7537997 on name
+both bands (rounded to 0.1%), and are rescored from them, "did not replicate" rows included.
+Rows that were not replicated, or were "not measured", keep their verdict.
 Printed per condition and pair: the verdicts as stored and as rescored (KEEP/ACCEPT/REVERT/not measured), the
 false KEEPs and REVERTs of each, and the CV of the figures each gives.
 """
@@ -32,7 +33,8 @@ from kernelkiln.guard.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 RIGHT = {"identical": "ACCEPT", "faster": "KEEP", "slower": "REVERT"}
-FIGURES = re.compile(r"replicated: ([0-9.]+)x, then ([0-9.]+)x in fresh processes")
+FIGURES = re.compile(r"([0-9.]+)x, then ([0-9.]+)x in fresh processes")
+BANDS = re.compile(r"in fresh processes \(bands ±([0-9.]+)%, ±([0-9.]+)%\)")
 
 
 def _judged(figure: float, margin: float) -> Verdict:
@@ -50,8 +52,13 @@ def kind(verdict: str, unmeasured: bool) -> str:
 def rescore(row: dict) -> tuple[str, float | None]:
     """The row's verdict kind under today's rule, and its figure (None where not measured)."""
     found = FIGURES.search(row["reason"])
-    today = "(bands ±" in row["reason"]  # both bands stored: judged under the rule this script scores against
-    if row.get("unmeasured") or not found or today or row.get("noise_margin") is None:
+    stored = BANDS.search(row["reason"])  # from 7537997 on, a replicated row names both bands: rescored exactly
+    if stored and found:
+        a, b = (math.log(float(v)) for v in found.groups())
+        m1, m2 = (float(v) / 100 for v in stored.groups())
+        verdict = replicated(_judged(math.exp(a), m1), _judged(math.exp(b), m2))
+        return kind(verdict.verdict, verdict.unmeasured), None if verdict.unmeasured else verdict.speedup_vs_incumbent
+    if row.get("unmeasured") or not found or row.get("noise_margin") is None:
         unmeasured = bool(row.get("unmeasured"))
         return kind(row["verdict"], unmeasured), None if unmeasured else row.get("speedup_vs_incumbent")
     a, b = (math.log(float(v)) for v in found.groups())

@@ -141,8 +141,8 @@ class GuardConfig(BaseModel):
             "process can run at a speed of its own for minutes (on a shared 2-core VM: identical code 6% apart in "
             "two processes, quiet, and one worker 2x slower than its twin, with no wait to account for). Two figures "
             "more than their bands apart make the verdict 'not measured'; otherwise the one nearer no difference "
-            "stands, its band widened by the distance between the two, and where that band alone holds it back "
-            "from the decision both figures made, the verdict is 'not measured' too (never a tie)."
+            "stands, against the narrower band widened by the distance between the two, and where that band alone "
+            "holds it back from the decision both figures made, the verdict is 'not measured' too (never a tie)."
         ),
     )
     replicate_within: float = Field(

@@ -135,12 +135,13 @@ def replicated(first: Verdict, second: Verdict) -> Verdict:
 
     Two figures more than their two noise bands apart mean some process ran at a speed of its own: not measured,
     whichever way each points (two REVERTs at 0.87x and 0.50x of a candidate that ties were both false). Otherwise
-    the figure nearer no difference stands, and its band widens by the distance between the two: how far apart
-    two processes read the same code is noise no band from one process's rounds can see (identical code read
-    1.102x, then 1.040x against a ±3.0% band: not a KEEP). So a KEEP or a REVERT needs both figures beyond that
-    band. Where both figures decide the same way on their own bands but the widened band holds the nearer one,
-    the processes agree on the direction and not on the size: not measured either, never a tie (an honest 1.3x
-    read 1.307x, then 1.742x is no ACCEPT).
+    the figure nearer no difference stands, against the narrower of the two bands widened by the distance between
+    the figures: how far apart two processes read the same code is noise no band from one process's rounds can see
+    (identical code read 1.102x, then 1.040x against ±3.0%: not a KEEP), and the narrower band is the
+    better-resolved process's (a replicate stops at its early look with a band of up to ±25%; 1.306x ±6.9%, then
+    1.265x ±23.2% is a KEEP). So a KEEP or a REVERT needs both figures beyond that band. Where both figures decide
+    the same way on their own bands but the widened band holds the nearer one, the processes agree on the direction
+    and not on the size: not measured either, never a tie (an honest 1.3x read 1.307x, then 1.742x is no ACCEPT).
     """
     if second.verdict == "REJECT" or not second.timed:
         return second
@@ -155,12 +156,12 @@ def replicated(first: Verdict, second: Verdict) -> Verdict:
             seconds=seconds,
         )
     kept = second if abs(gain(second)) <= abs(gain(first)) else first
-    margin = cast(float, kept.noise_margin) + distance
+    margin = min(cast(float, first.noise_margin), cast(float, second.noise_margin)) + distance
     against = "the incumbent" if kept.speedup_vs_incumbent is not None else "the reference"
     decision, reason = judgement(gain(kept), margin, against)
     if decision == "ACCEPT" and first.verdict == second.verdict != "ACCEPT":
         return Verdict.not_measured(
-            f"both figures say {first.verdict}, {distance:.1%} apart: {figures}, more than the nearer one's band "
+            f"both figures say {first.verdict}, {distance:.1%} apart: {figures}, more than the narrower band "
             "holds; a worker ran at a speed of its own",
             timing=second.timing,
             seconds=seconds,

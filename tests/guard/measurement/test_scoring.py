@@ -145,6 +145,13 @@ def test_two_figures_that_agree_widen_the_band_by_their_distance():
     assert revert.verdict == "REVERT" and revert.noise_margin == pytest.approx(0.03 + math.log(0.72 / 0.70))
 
 
+def test_two_figures_that_agree_are_judged_against_the_narrower_band():
+    # the replicate's early look left it a ±23.2% band; the first's ±6.9% resolves the same code better
+    verdict = replicated(_judged(1.306, 0.069), _judged(1.265, 0.232))
+    assert verdict.verdict == "KEEP" and verdict.speedup == pytest.approx(1.265)
+    assert verdict.noise_margin == pytest.approx(0.069 + math.log(1.306 / 1.265))
+
+
 def test_two_figures_that_agree_on_the_direction_but_not_the_size_are_not_measured():
     # identical code read 1.102x, then 1.040x (±3%): a KEEP under the nearer one's band alone, a tie under none
     for first, second, band in ((1.102, 1.040, 0.03), (1.307, 1.742, 0.15), (0.75, 0.85, 0.10)):
