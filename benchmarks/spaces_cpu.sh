@@ -26,3 +26,9 @@ groups=(
 for group in "${groups[@]}"; do
   "$kiln" measure kb-cpu --tasks "$group" --whole-up-to 40 --sample 40 --out "$out"
 done
+# Products, an attention block and a convolution (2026-12-06, late): the generated GEMM seeds have 4,800
+# configurations (MR, NR, MC, KC, NC, FLAGS), the attention and convolution seeds about a million; each at its
+# seed and a sample of 40. The cpu suite's matmul, matmul_bias_gelu and attention have no hand-written seed.
+"$kiln" measure cpu --tasks matmul,matmul_bias_gelu,attention --whole-up-to 40 --sample 40 --out "$out"
+"$kiln" measure kb-cpu --tasks 1_Square_matrix_multiplication_,3_Batched_matrix_multiplication,7_conv_standard_2D_square_input_square_kernel \
+  --whole-up-to 40 --sample 40 --out "$out"

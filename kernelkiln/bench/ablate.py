@@ -12,24 +12,28 @@ ablation picks up where it stopped, and arms with the same settings run once.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import multiprocessing
 import statistics
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernelkiln.bench import figures as F
 from kernelkiln.bench.passes import Split, Units
-from kernelkiln.bench.space_values import TableConsensus
+from kernelkiln.bench.space_values import TableConsensus, space_value
 from kernelkiln.bench.stats import geometric_interval, mean_interval, paired_ratio
 from kernelkiln.bench.studies import CONTEXT_TIME_BUDGET_S, FLOOR, MEMORY, Arm, Study, merged, scripted_player
+from kernelkiln.errors import UserError
 from kernelkiln.evaluation.replay_pool import ReplayPool
 from kernelkiln.evaluation.spaces import Dataset
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
-from kernelkiln.task import Task
+from kernelkiln.task import Task, load_task
 
 SPEED_FIGURES = ("speedup", "anytime", "evals_to_95")
 TOKEN_FIGURES = ("prompt_tokens", "max_prompt_tokens")
@@ -56,6 +60,12 @@ class Replay:
     def measured(self) -> dict[str, str]:
         """The ids of the tasks this machine's rows measured, and the ``task_sha`` they measured."""
         return {r.task: r.task_sha for r in self.dataset.rows if r.machine == self.machine}
+
+    def flat(self, tasks: list[str]) -> list[str]:
+        """Of ``tasks`` (ids), those whose measured optimum lies within the noise band of their seed: searching
+        them cannot show anything (``space_values.space_value``)."""
+        spaces = self.dataset.spaces(self.machine)
+        return [t for t in tasks if t in spaces and space_value(t, spaces[t]).flat]
 
     def pool(self, repeat: int) -> ReplayPool:
         return ReplayPool(self.dataset, self.machine, seed=repeat)
@@ -84,11 +94,17 @@ class Ablation:
         progress: Callable[[str], None] = print,
         reuse_budget: int = 3,
         replay: Replay | None = None,
+        jobs: int = 1,
     ):
-        """``replay``: judge every evaluation from a measured-spaces dataset instead of on this machine."""
+        """``replay``: judge every evaluation from a measured-spaces dataset instead of on this machine;
+        ``jobs``: repeats run side by side in that many processes (a replay's only: real evaluations would
+        time each other)."""
+        if jobs > 1 and replay is None:
+            raise UserError("--jobs runs repeats side by side on a --replay only: real evaluations time each other")
         self.out_dir, self.base, self.observer, self.progress = out_dir, base, observer, progress
         self.reuse_budget, self.replay = reuse_budget, replay
         self.ledger = out_dir / "runs.jsonl"
+        self.jobs = jobs
 
     def config(self, study: Study, arm: Arm, k: int) -> OptimizeConfig:
         """The arm's configuration for repeat ``k``."""
@@ -148,24 +164,14 @@ class Ablation:
             f"{len(todo)} runs to go ({len(order) - len(todo)} done earlier), "
             f"each {len(tasks)} tasks x {self.base.budget} evaluations"
         )
-        for n, unit in enumerate(todo, 1):
+        side_by_side = self.jobs > 1 and len({u.repeat for u in todo}) > 1
+        if side_by_side:
+            done.update(self._side_by_side(todo, tasks))
+        for n, unit in enumerate([] if side_by_side else todo, 1):
             self.progress(
                 f"[run {n}/{len(todo)}] {unit.arm.label} ({unit.arm.memory}), repeat {unit.repeat + 1}/{repeat}"
             )
-            done[unit.key] = self._execute(unit, tasks)
-            with self.ledger.open("a") as f:
-                f.write(
-                    json.dumps(
-                        {
-                            "key": unit.key,
-                            "arm": unit.arm.label,
-                            "memory": unit.arm.memory,
-                            "repeat": unit.repeat,
-                            **done[unit.key],
-                        }
-                    )
-                    + "\n"
-                )
+            done[unit.key] = self._record(unit, self._execute(unit, tasks))
         table = TableConsensus(self.replay.dataset, self.replay.machine) if self.replay is not None else None
         summary = Summary(self.base.budget, done, plan, repeat, table).of(chosen, tasks)
         smaller = sorted(b for b in set(budgets) if b < self.base.budget)
@@ -175,6 +181,36 @@ class Ablation:
             }
         (self.out_dir / "ablation.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
+
+    def _record(self, unit: Unit, entry: dict[str, Any]) -> dict[str, Any]:
+        """``entry`` appended to the ledger, under a lock: repeats run side by side append to one file."""
+        line = json.dumps({"key": unit.key, "arm": unit.arm.label, "memory": unit.arm.memory, "repeat": unit.repeat})
+        with self.ledger.open("a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.write(line[:-1] + ", " + json.dumps(entry)[1:] + "\n")
+        return entry
+
+    def _side_by_side(self, todo: list[Unit], tasks: list[Task]) -> dict[str, dict[str, Any]]:
+        """``todo``'s repeats in ``jobs`` processes, each repeat's units in order in one of them (a replay's
+        repeats share nothing: each draws with its own seed and builds its own stores)."""
+        by_repeat: dict[int, list[Unit]] = {}
+        for unit in todo:
+            by_repeat.setdefault(unit.repeat, []).append(unit)
+        specs = [(str(t.path), t.overrides) for t in tasks]
+        done: dict[str, dict[str, Any]] = {}
+        context = multiprocessing.get_context("spawn")  # this process runs threads: no fork
+        with ProcessPoolExecutor(min(self.jobs, len(by_repeat)), mp_context=context) as executor:
+            futures = [executor.submit(_run_units, self._detached(), units, specs) for units in by_repeat.values()]
+            self.progress(f"{len(by_repeat)} repeats in {min(self.jobs, len(by_repeat))} processes side by side")
+            for n, future in enumerate(as_completed(futures), 1):
+                finished = future.result()
+                done.update(finished)
+                self.progress(f"[{n}/{len(by_repeat)} repeats] {len(finished)} runs finished")
+        return done
+
+    def _detached(self) -> Ablation:
+        """This ablation without what only this process can hold (its observer and progress line)."""
+        return Ablation(self.out_dir, self.base, None, _silent, self.reuse_budget, self.replay)
 
     def _execute(self, unit: Unit, tasks: list[Task]) -> dict[str, Any]:
         def client_for(task: Task):
@@ -209,6 +245,16 @@ class Ablation:
                 entry = json.loads(line)
                 done[entry["key"]] = {"tasks": entry["tasks"], "seconds": entry["seconds"]}
         return done
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+def _run_units(ablation: Ablation, units: list[Unit], specs: list[tuple[str, dict]]) -> dict[str, dict[str, Any]]:
+    """One repeat's units in order, in a process of its own (``Ablation._side_by_side``)."""
+    tasks = [load_task(Path(path), overrides) for path, overrides in specs]  # in the order the caller gave
+    return {unit.key: ablation._record(unit, ablation._execute(unit, tasks)) for unit in units}
 
 
 class Summary:

@@ -126,6 +126,19 @@ def ablate(
     machine: str = typer.Option(
         None, "--machine", metavar="KEY", help="The dataset's machine to replay (needed when it holds several)."
     ),
+    keep_flat: bool = typer.Option(
+        False,
+        "--keep-flat",
+        help="With --replay: keep the tasks whose measured optimum lies within the noise band of their seed (left "
+        "out by default, and named: no search can show anything there, only what trying other settings first costs).",
+    ),
+    jobs: int = typer.Option(
+        1,
+        "--jobs",
+        min=1,
+        help="With --replay: run this many repeats side by side, one process each (up to the cores; a replay's "
+        "repeats share nothing, and the figures are the same as one at a time).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print ablation.json's object instead of the table."),
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
@@ -180,9 +193,19 @@ def ablate(
         loaded = [t for t in loaded if measured.get(t.id) == task_sha(t)]
         if not loaded:
             raise UserError(f"{replay} holds no measured space of any task of {suite}")
+        flat = [] if keep_flat else replayed.flat([t.id for t in loaded])
+        if flat:
+            print(
+                f"left out, flat (the optimum within the seed's noise band; --keep-flat keeps them): {', '.join(flat)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            loaded = [t for t in loaded if t.id not in flat]
+            if not loaded:
+                raise UserError(f"every measured space of {suite} in {replay} is flat: nothing to search")
     tasks_in_order = order_tasks(loaded)
     result = with_progress(
-        lambda observer, progress: Ablation(out, base, observer, progress, reuse_budget, replayed).run(
+        lambda observer, progress: Ablation(out, base, observer, progress, reuse_budget, replayed, jobs).run(
             chosen, tasks_in_order, repeat, smaller
         ),
         f"run the same command again to continue: finished runs are kept in {out}/runs.jsonl",

@@ -57,6 +57,7 @@ class ReplayPool:
         self.dataset, self.machine = dataset, dataset.one_machine(machine)
         self.spaces = dataset.spaces(self.machine)
         self.seed = seed
+        self._found: dict[tuple[str, str], list[Measurement]] = {}  # (task id, code): its measurements, once found
         self.calls: dict[str, int] = {}  # judgements so far of each (task, code, incumbent)
         signature = dataset.machines.get(self.machine)
         self.device_kind = f"{KIND}: {signature.cpu if signature else self.machine}"
@@ -71,6 +72,12 @@ class ReplayPool:
         return configs
 
     def _rows(self, task: Task, code: str) -> list[Measurement]:
+        found = self._found.get((task.id, code))
+        if found is None:
+            found = self._found[(task.id, code)] = self._find(task, code)
+        return found
+
+    def _find(self, task: Task, code: str) -> list[Measurement]:
         try:
             key, settings = configuration(code)
         except KnobError as exc:

@@ -113,9 +113,12 @@ def _spans(source: str) -> dict[str, tuple[int, int]]:
     return spans
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))  # json.dumps builds one per call otherwise
+
+
 def key(settings: Settings) -> str:
     """A canonical text for a settings dict (equal settings, equal keys)."""
-    return json.dumps(settings, sort_keys=True, separators=(",", ":"))
+    return _CANONICAL.encode(settings)
 
 
 def same(a: Any, b: Any) -> bool:

@@ -12,6 +12,7 @@ from kernelkiln.agents.config import TunerConfig
 from kernelkiln.bench.ablate import Ablation
 from kernelkiln.bench.passes import Units, halves
 from kernelkiln.bench.studies import FLOOR, merged, scripted_player, studies
+from kernelkiln.errors import UserError
 from kernelkiln.llm.messages import Message
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.run import order_tasks
@@ -214,3 +215,33 @@ def test_a_replayed_search_of_a_sampled_space_proposes_only_what_was_measured(tm
         result = Units(tmp_path / "u", None, lambda t: None, pool).empty("e", [task], base(6))
     steps = result["tiny_a"]["-"]["steps"]
     assert len(steps) == len(sample)  # the sample exhausted, the search stopped: nothing unmeasured was proposed
+
+
+def test_replayed_repeats_run_side_by_side_give_the_runs_one_at_a_time_gives(tmp_path):
+    from kernelkiln.bench.ablate import Replay
+    from kernelkiln.evaluation.spaces import Dataset
+    from kernelkiln.task import knobs as K
+    from kernelkiln.testing.spaces import made_up
+
+    seed = (CANDIDATES / "softmax_knobs.py").read_text()
+    keys = [K.key({"REPEAT": r, "FLAGS": f}) for r in (4, 2, 1) for f in (["-O2"], ["-O1"])]
+    search = studies(2)["search"]
+    with tiny_suite(("tiny_a", "tiny_b")) as suite:
+        tasks = [load_task(suite / f"{n}.py") for n in ("tiny_a", "tiny_b")]
+        for task in tasks:
+            made_up(tmp_path / "d.jsonl", task, seed, dict(zip(keys, [1.0, 1.1, 1.3, 1.2, 2.0, 1.9], strict=True)))
+        dataset = Dataset(tmp_path / "d.jsonl")
+        replay = Replay(dataset, dataset.one_machine(None))
+        runs = {}
+        for jobs in (1, 2):
+            out = tmp_path / f"jobs-{jobs}"
+            Ablation(out, base(4), None, lambda _: None, replay=replay, jobs=jobs).run([search], tasks, repeat=3)
+            ledger = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+            runs[jobs] = {(e["key"], e["repeat"]): {t: p["-"]["steps"] for t, p in e["tasks"].items()} for e in ledger}
+    assert len(runs[1]) == 9 and {r for _, r in runs[1]} == {0, 1, 2}  # three arms (floor, tpe, enumerate) x 3
+    assert runs[2] == runs[1]
+
+
+def test_repeats_side_by_side_need_a_replay(tmp_path):
+    with pytest.raises(UserError, match="--replay only"):
+        Ablation(tmp_path, base(), jobs=2)

@@ -180,7 +180,8 @@ def test_a_replay_leaves_out_the_tasks_its_dataset_did_not_measure_and_says_so(t
     seed = (CANDIDATES / "softmax_knobs.py").read_text()
     with tiny_suite(("tiny_a", "tiny_b")) as suite:
         task = load_task(suite / "tiny_a.py")
-        made_up(tmp_path / "d.jsonl", task, seed, {K.key(K.settings_of(K.read_knobs(seed))): 1.2})
+        own = K.settings_of(K.read_knobs(seed))
+        made_up(tmp_path / "d.jsonl", task, seed, {K.key(own): 1.2, K.key({**own, "REPEAT": 1}): 1.5})
         common = ("--study", "search", "--budget", "2", "--repeat", "1", "--replay", str(tmp_path / "d.jsonl"))
         done = kiln("ablate", str(suite), *common, "--out", str(tmp_path / "ab"), "--json")
         named = kiln("ablate", str(suite), "--tasks", "tiny_b", *common, "--out", str(tmp_path / "ab2"))
@@ -188,3 +189,27 @@ def test_a_replay_leaves_out_the_tasks_its_dataset_did_not_measure_and_says_so(t
     assert "left out, not measured in" in done.stderr and "tiny_b" in done.stderr
     assert json.loads(done.stdout)["tasks"] == ["tiny_a"]  # --json's output is JSON only
     assert named.returncode == 2 and "holds no measured space of tiny_b" in named.stderr
+
+
+def test_a_replay_leaves_out_flat_spaces_and_says_so_unless_told_to_keep_them(tmp_path):
+    from kernelkiln.task import knobs as K
+    from kernelkiln.task import load_task
+    from kernelkiln.testing.candidates import CANDIDATES
+    from kernelkiln.testing.spaces import made_up
+
+    seed = (CANDIDATES / "softmax_knobs.py").read_text()
+    own = K.settings_of(K.read_knobs(seed))
+    other = K.key({**own, "REPEAT": 1})
+    with tiny_suite(("tiny_a", "tiny_b")) as suite:
+        a, b = (load_task(suite / f"{n}.py") for n in ("tiny_a", "tiny_b"))
+        made_up(tmp_path / "d.jsonl", a, seed, {K.key(own): 1.2, other: 1.5})
+        made_up(tmp_path / "d.jsonl", b, seed, {K.key(own): 1.5, other: 1.49})  # the seed is the optimum
+        common = ("--study", "search", "--budget", "2", "--repeat", "1", "--replay", str(tmp_path / "d.jsonl"))
+        left = kiln("ablate", str(suite), *common, "--out", str(tmp_path / "ab"), "--json")
+        kept = kiln("ablate", str(suite), *common, "--keep-flat", "--out", str(tmp_path / "ab2"), "--json")
+        only = kiln("ablate", str(suite), "--tasks", "tiny_b", *common, "--out", str(tmp_path / "ab3"))
+    assert left.returncode == 0, left.stderr
+    assert "left out, flat" in left.stderr and "tiny_b" in left.stderr
+    assert json.loads(left.stdout)["tasks"] == ["tiny_a"]
+    assert kept.returncode == 0 and json.loads(kept.stdout)["tasks"] == ["tiny_a", "tiny_b"]
+    assert only.returncode == 2 and "is flat: nothing to search" in only.stderr
