@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kernelkiln.agents.sampler import Study
+from kernelkiln.memory.cost_model import CostModel
 from kernelkiln.memory.prior import Prior, contest
 from kernelkiln.policy.turn import Choice, Proposal, Turn, code_hash
 from kernelkiln.store.records import Attempt, Case
@@ -62,7 +63,7 @@ def _values_of_key(key: str) -> frozenset[K.Value]:
 @dataclass(frozen=True)
 class _Move:
     settings: K.Settings
-    kind: str  # reuse | transfer | seed | rule | experience | draft | neighbour | sampled | random | late
+    kind: str  # reuse | model | transfer | seed | rule | experience | draft | neighbour | sampled | random | late
     why: str
     source: str | None = None  # the experience it applies
 
@@ -142,7 +143,7 @@ class Tuner:
         options = {k.name: k.options for k in knobs}
         # Memory's starting points come first, once: before any move of the agent's own (the seed's too, unless
         # seed_first puts it before the neighbours' bests).
-        first = ("reuse", "transfer", "seed") if prior.seed_first else ("reuse", "transfer")
+        first = ("reuse", "model", "transfer", "seed") if prior.seed_first else ("reuse", "model", "transfer")
         starting = all(a.case.move in first for a in self.tried.values())
         if starting and prior.reuse is not None and (settings := self._fit(prior.reuse, options, base)) is not None:
             yield _Move(settings, "reuse", f"the best of {prior.reused_from}, which matches this task exactly")
@@ -150,6 +151,9 @@ class Tuner:
         seed = _Move(self._fit(origin, options, base) or base, "seed", "evaluate the seed as it is")
         if prior.seed_first:
             yield seed
+        if starting and prior.model is not None:
+            for settings in self._modelled(turn, prior.model, options, base, prior.model_moves):
+                yield _Move(settings, "model", f"the cost model's pick over {prior.model.tasks} stored task(s)")
         for n in prior.neighbours if starting else ():
             if n.best is not None and (settings := self._fit(n.best, options, base, partial=True)) is not None:
                 yield _Move(
@@ -186,6 +190,15 @@ class Tuner:
         yield from self._random(options, "random")
         if aside:  # every untried setting left holds a value set aside: try them now
             yield from self._random(options, "late")
+
+    @staticmethod
+    def _modelled(turn: Turn, model: CostModel, options: dict, base: K.Settings, n: int) -> list[K.Settings]:
+        """The model's ``n`` best configurations; where the pool judges only some (a replay of a sampled space),
+        its ``n`` best of those (the population it ranks, as Ansor's model ranks its candidates)."""
+        if turn.judgeable is None:
+            return model.best(options, base, n)
+        scored = sorted((-model.score(json.loads(k)), k) for k in turn.judgeable)
+        return [json.loads(k) for _, k in scored[:n]]
 
     @staticmethod
     def _fit(wanted: K.Settings, options: dict, base: K.Settings, partial: bool = False) -> K.Settings | None:

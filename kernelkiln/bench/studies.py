@@ -92,8 +92,8 @@ def studies(agents: int) -> dict[str, Study]:
             Study(
                 "held-out",
                 "memory built on every other task (leave-one-task-out) or op family, and the generic portfolio, "
-                "vs an empty store; and which part of memory pays: the seed before the neighbours' bests, and "
-                "memory without retrieved experiences (its prior alone)",
+                "vs an empty store; and which part of memory pays: the seed before the neighbours' bests, "
+                "memory without retrieved experiences (its prior alone), and a cost model over every stored task",
                 "speedup",
                 (
                     EMPTY,
@@ -107,6 +107,8 @@ def studies(agents: int) -> dict[str, Study]:
                         "task-out",
                     ),
                     Arm("memory, task out, prior only", {"context": {"max_experiences": 0}}, "task-out"),
+                    Arm("memory, task out, cost model", {"memory": {"transfer": {"cost_model": 2}}}, "task-out"),
+                    Arm("memory, family out, cost model", {"memory": {"transfer": {"cost_model": 2}}}, "family-out"),
                 ),
             ),
             Study(

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from kernelkiln.memory.config import TransferConfig
+from kernelkiln.memory.cost_model import CostModel, TaskTrials, fit
 from kernelkiln.memory.signature import distance
 from kernelkiln.store.attempts import Outcome
 from kernelkiln.store.records import Case, Signature
@@ -64,6 +65,8 @@ class Prior:
     traps: frozenset[K.Value] = frozenset()
     loss_evidence: int = 3  # the tuner sets a knob value aside after this many evaluations, all lost
     seed_first: bool = False  # the seed before the neighbours' bests (TransferConfig.seed_first)
+    model: CostModel | None = None  # knob values' effects over every stored task (TransferConfig.cost_model)
+    model_moves: int = 0  # the model's best configurations tried first
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -147,7 +150,11 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
                 near[s.task_id] = (d, s)
         chosen = sorted(near.values(), key=lambda p: (p[0], p[1].task_id))
         chosen = chosen if portfolio else chosen[: config.neighbours]
-        outcomes = store.attempts.outcomes(conn, [s.task_id for s in exact] + [s.task_id for _, s in chosen])
+        modelled = [s for s in stored if distance(mine, s) is not None or s.exact == mine.exact]
+        wanted = [s.task_id for s in exact] + [s.task_id for _, s in chosen]
+        if config.cost_model:
+            wanted += [s.task_id for s in modelled]
+        outcomes = store.attempts.outcomes(conn, list(dict.fromkeys(wanted)))
 
     def under(sig: Signature) -> list[Outcome]:
         return [
@@ -185,7 +192,19 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
     )
     # A value that lost everywhere on an exact match lost on this very task.
     traps |= K.losing_values(_outcomes(known), config.loss_evidence)
+    model = None
+    if config.cost_model:
+        near_weight = {s.task_id: 1.0 / (1.0 + (distance(mine, s) or 0.0)) for s in modelled}
+        model = fit(
+            [
+                TaskTrials(near_weight[s.task_id], tuple((t.settings, t.value) for t in ranked(theirs)))
+                for s in modelled
+                if (theirs := under(s))
+            ]
+        )
     notes = []
+    if model is not None:
+        notes.append(f"cost model over {model.tasks} stored task(s): its {config.cost_model} best first")
     if reuse is not None:
         notes.append(
             f"exact match {reuse.task_id}: its best ({reuse.speedup:.2f}x) first, "
@@ -205,5 +224,7 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
         traps=traps,
         loss_evidence=config.loss_evidence,
         seed_first=config.seed_first == "always",
+        model=model,
+        model_moves=config.cost_model,
         notes=tuple(notes),
     )

@@ -270,3 +270,19 @@ def test_seed_first_evaluates_the_seed_before_the_neighbours_bests_then_takes_th
     seed, n3, n4 = (K.key({n: i for n in NAMES}) for i in (0, 3, 4))
     assert moves[False] == [n3, n4, seed]
     assert moves[True] == [seed, n3, n4]
+
+
+def test_the_cost_model_s_picks_come_before_the_neighbours_bests_and_after_a_generated_seed():
+    from kernelkiln.memory.cost_model import TaskTrials, fit
+
+    model = fit([TaskTrials(1.0, (({"A": 5, "B": 1}, 1.0), ({"A": 0, "B": 0}, 0.0)))])
+    near = Neighbour("n1", 0.2, {"A": 2}, 1.5, ())
+    made = run(Tuner("a0"), lambda s: 1.0, 4, Prior(neighbours=(near,), model=model, model_moves=2))
+    assert made[:3] == [
+        {"A": 5, "B": 1, "C": 0, "D": 0},  # the model's best, then its second (one knob back to the next best)
+        made[1],
+        {"A": 2, "B": 0, "C": 0, "D": 0},  # the neighbour's best
+    ]
+    assert made[1] != made[0] and made[1]["C"] == made[1]["D"] == 0
+    seeded = run(Tuner("a0"), lambda s: 1.0, 2, Prior(model=model, model_moves=1, seed_first=True))
+    assert seeded == [{"A": 0, "B": 0, "C": 0, "D": 0}, {"A": 5, "B": 1, "C": 0, "D": 0}]
