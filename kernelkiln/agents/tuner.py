@@ -52,6 +52,7 @@ Search = Literal["tpe", "enumerate", "random"]
 _MAX_ENUMERATED = 4096
 _ASKS = 16  # suggestions of tried or set-aside settings the sampler may make before an untried random one is taken
 _FREE = frozenset({"seed", "reuse", "late"})  # moves the set-aside rule does not hold back
+_SCREENED = frozenset({"transfer", "rule", "experience"})  # memory's moves the cost model may hold back
 
 
 @functools.lru_cache(maxsize=4096)
@@ -92,7 +93,7 @@ class Tuner:
         prior = turn.prior if self.search != "random" else Prior()
         known = {K.key(t.settings) for t in prior.known}
         aside = self.set_aside(prior) if self.search != "random" else frozenset()
-        for move in self._moves(turn, knobs, base, prior, aside):
+        for move in self._screened(self._moves(turn, knobs, base, prior, aside), prior.model, base):
             judged = self._judgeable(turn, move, known)
             code = self._untried(turn, base, judged, known, aside) if judged is not None else None
             if code is not None and judged is not None:
@@ -190,6 +191,16 @@ class Tuner:
         yield from self._random(options, "random")
         if aside:  # every untried setting left holds a value set aside: try them now
             yield from self._random(options, "late")
+
+    @staticmethod
+    def _screened(moves: Iterator[_Move], model: CostModel | None, base: K.Settings) -> Iterator[_Move]:
+        """``moves`` without the memory-made ones (a neighbour's best, a rule, an experience) that the cost model
+        scores below the working code: a configuration that won elsewhere but holds values that lose on most
+        stored tasks (a -O2 where every task ran fastest at -O3) costs an evaluation to learn nothing."""
+        floor = model.score(base) if model is not None else 0.0
+        for move in moves:
+            if model is None or move.kind not in _SCREENED or model.score(move.settings) >= floor:
+                yield move
 
     @staticmethod
     def _modelled(turn: Turn, model: CostModel, options: dict, base: K.Settings, n: int) -> list[K.Settings]:

@@ -148,7 +148,9 @@ class TransferConfig(BaseModel):
         ge=0,
         description="Configurations a cost model over every stored task proposes first, after an exact match's "
         "best and a generated seed and before the neighbours' bests: each knob value's effect on rank within its "
-        "task, pooled over the stored tasks weighted by nearness (memory/cost_model.py); 0 turns it off.",
+        "task, pooled over the stored tasks weighted by nearness (memory/cost_model.py). With it on, memory's own "
+        "moves (neighbours' bests, rules, experiences) that it scores below the working code are not tried. "
+        "0 turns it off.",
     )
     max_distance: float = Field(
         default=1.5,
