@@ -47,13 +47,16 @@ study's first arm and over best-of-N, paired by repeat. Arms with the same setti
 finished runs are kept in DIR/runs.jsonl: run the same command again to continue.
 Cost: about (arms) x repeats x tasks x budget evaluations of --time-budget seconds each (a
 cross-fitted arm builds its store too: twice that); with --replay DATASET, the search loop's own
-time only (the dataset's tasks' seeds must be the runs' seeds). `kiln report DIR` draws the result.
+time only (the dataset's tasks' seeds must be the runs' seeds), --jobs N repeats side by side,
+and tasks whose optimum lies within their seed's noise band left out (--keep-flat keeps them).
+`kiln report DIR` draws the result.
 
 \b
 Examples:
   kiln ablate kb-cpu --tasks 29_Softmax,31_LayerNorm,32_RMSNorm --budget 10 --repeat 5
   kiln ablate kb-cpu --study memory --study transfer --json > ablation.json
   kiln ablate cpu --replay benchmarks/data/spaces.jsonl --study memory --repeat 50 --budget 10
+  kiln ablate cpu,kb-cpu --replay spaces.jsonl --study held-out --repeat 50 --jobs 2
 """
 
 

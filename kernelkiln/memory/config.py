@@ -150,7 +150,8 @@ class TransferConfig(BaseModel):
         "best and a generated seed and before the neighbours' bests: each knob value's effect on rank within its "
         "task, pooled over the stored tasks weighted by nearness (memory/cost_model.py). With it on, memory's own "
         "moves (neighbours' bests, rules, experiences) that it scores below the working code are not tried. "
-        "0 turns it off.",
+        "0 turns it off: held out over 17 measured tasks at K = 50, memory needed 0.80 [0.77, 0.84] of the "
+        "evaluations to 95% with it off that it needed with 2 (docs/SPACES.md).",
     )
     max_distance: float = Field(
         default=1.5,

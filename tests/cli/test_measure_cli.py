@@ -32,7 +32,7 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
 
         study = kiln(
             "ablate", str(suite), "--replay", str(data), "--study", "search", "--study", "held-out",
-            "--budget", "3", "--repeat", "2",
+            "--budget", "3", "--repeat", "2", "--keep-flat",  # a tiny space may be flat: timing decides
             "--confirm-budget", "0", "--budgets", "1,2", "--out", str(tmp_path / "ab"), "--json",
         )  # fmt: skip
         assert study.returncode == 0, study.stderr
@@ -49,6 +49,8 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
             "memory, task out, seed first",
             "memory, task out, generated seed first",
             "memory, task out, prior only",
+            "memory, task out, cost model",
+            "memory, family out, cost model",
         }
         assert held["memory, task out"]["vs_arms"]["portfolio, task out"]["evals_to_95"]["k"] == 2
         one = result["by_budget"]["1"]["search"]
