@@ -19,56 +19,23 @@ import multiprocessing
 import statistics
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernelkiln.bench import figures as F
 from kernelkiln.bench.passes import Split, Units
-from kernelkiln.bench.space_values import TableConsensus, space_value
+from kernelkiln.bench.replay import Replay
+from kernelkiln.bench.space_values import TableConsensus
 from kernelkiln.bench.stats import geometric_interval, mean_interval, paired_ratio
 from kernelkiln.bench.studies import CONTEXT_TIME_BUDGET_S, FLOOR, MEMORY, Arm, Study, merged, scripted_player
 from kernelkiln.errors import UserError
-from kernelkiln.evaluation.replay_pool import ReplayPool
-from kernelkiln.evaluation.spaces import Dataset
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.task import Task, load_task
 
 SPEED_FIGURES = ("speedup", "anytime", "evals_to_95")
 TOKEN_FIGURES = ("prompt_tokens", "max_prompt_tokens")
-
-
-@dataclass(frozen=True)
-class Replay:
-    """A study on one machine's measured spaces: every repeat draws its verdicts with its own seed."""
-
-    dataset: Dataset
-    machine: str
-    _identities: dict[tuple[str, ...], str] = field(default_factory=dict, compare=False, repr=False)
-
-    def identity(self, tasks: list[str]) -> str:
-        """What a unit over ``tasks`` (ids) depends on: their rows of this machine (the rest may grow meanwhile)."""
-        if tuple(tasks) not in self._identities:
-            wanted = set(tasks)
-            rows = sorted(
-                r.model_dump_json() for r in self.dataset.rows if r.machine == self.machine and r.task in wanted
-            )
-            self._identities[tuple(tasks)] = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
-        return self._identities[tuple(tasks)]
-
-    def measured(self) -> dict[str, str]:
-        """The ids of the tasks this machine's rows measured, and the ``task_sha`` they measured."""
-        return {r.task: r.task_sha for r in self.dataset.rows if r.machine == self.machine}
-
-    def flat(self, tasks: list[str]) -> list[str]:
-        """Of ``tasks`` (ids), those whose measured optimum lies within the noise band of their seed: searching
-        them cannot show anything (``space_values.space_value``)."""
-        spaces = self.dataset.spaces(self.machine)
-        return [t for t in tasks if t in spaces and space_value(t, spaces[t]).flat]
-
-    def pool(self, repeat: int) -> ReplayPool:
-        return ReplayPool(self.dataset, self.machine, seed=repeat)
 
 
 @dataclass(frozen=True)
@@ -184,10 +151,10 @@ class Ablation:
 
     def _record(self, unit: Unit, entry: dict[str, Any]) -> dict[str, Any]:
         """``entry`` appended to the ledger, under a lock: repeats run side by side append to one file."""
-        line = json.dumps({"key": unit.key, "arm": unit.arm.label, "memory": unit.arm.memory, "repeat": unit.repeat})
+        line = {"key": unit.key, "arm": unit.arm.label, "memory": unit.arm.memory, "repeat": unit.repeat, **entry}
         with self.ledger.open("a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
-            f.write(line[:-1] + ", " + json.dumps(entry)[1:] + "\n")
+            f.write(json.dumps(line) + "\n")
         return entry
 
     def _side_by_side(self, todo: list[Unit], tasks: list[Task]) -> dict[str, dict[str, Any]]:

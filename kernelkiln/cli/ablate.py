@@ -145,7 +145,8 @@ def ablate(
     as_json: bool = typer.Option(False, "--json", help="Print ablation.json's object instead of the table."),
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
-    from kernelkiln.bench.ablate import Ablation, Replay
+    from kernelkiln.bench.ablate import Ablation
+    from kernelkiln.bench.replay import Replay
     from kernelkiln.evaluation.spaces import Dataset, task_sha
     from kernelkiln.orchestrator.run import order_tasks
 

@@ -150,10 +150,10 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
                 near[s.task_id] = (d, s)
         chosen = sorted(near.values(), key=lambda p: (p[0], p[1].task_id))
         chosen = chosen if portfolio else chosen[: config.neighbours]
-        modelled = [s for s in stored if distance(mine, s) is not None or s.exact == mine.exact]
-        wanted = [s.task_id for s in exact] + [s.task_id for _, s in chosen]
-        if config.cost_model:
-            wanted += [s.task_id for s in modelled]
+        # The cost model's tasks with their nearness weights: every stored one that shares knobs with this one.
+        distances = [(distance(mine, s), s) for s in stored] if config.cost_model else []
+        modelled = [(1.0 / (1.0 + (d or 0.0)), s) for d, s in distances if d is not None or s.exact == mine.exact]
+        wanted = [s.task_id for s in exact] + [s.task_id for _, s in chosen] + [s.task_id for _, s in modelled]
         outcomes = store.attempts.outcomes(conn, list(dict.fromkeys(wanted)))
 
     def under(sig: Signature) -> list[Outcome]:
@@ -194,11 +194,10 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
     traps |= K.losing_values(_outcomes(known), config.loss_evidence)
     model = None
     if config.cost_model:
-        near_weight = {s.task_id: 1.0 / (1.0 + (distance(mine, s) or 0.0)) for s in modelled}
         model = fit(
             [
-                TaskTrials(near_weight[s.task_id], tuple((t.settings, t.value) for t in ranked(theirs)))
-                for s in modelled
+                TaskTrials(weight, tuple((t.settings, t.value) for t in ranked(theirs)))
+                for weight, s in modelled
                 if (theirs := under(s))
             ]
         )

@@ -218,7 +218,7 @@ def test_a_replayed_search_of_a_sampled_space_proposes_only_what_was_measured(tm
 
 
 def test_replayed_repeats_run_side_by_side_give_the_runs_one_at_a_time_gives(tmp_path):
-    from kernelkiln.bench.ablate import Replay
+    from kernelkiln.bench.replay import Replay
     from kernelkiln.evaluation.spaces import Dataset
     from kernelkiln.task import knobs as K
     from kernelkiln.testing.spaces import made_up
