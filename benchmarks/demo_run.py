@@ -1,13 +1,15 @@
 """The demo as a new user runs it (`kiln optimize row_softmax`), analysed: what it re-tried after losing, and when
 it reached its best.
 
-    python benchmarks/demo_run.py [--python PY] [--repeat 3] [--budget 30] [--json]
+    python benchmarks/demo_run.py [--python PY] [--repeat 3] [--budget 30] [--again] [--json]
 
 --python runs another install's kiln (an earlier checkout's venv, for before/after figures side by side).
 Per run: the search's best and the evaluation that first reached 95% of it; REVERTs; and *re-proposals*:
 evaluations holding a knob value that had already lost three times (REVERT or REJECT) with no win
 (KEEP or ACCEPT) while an untried setting without any such value remained — counted by the literal
 rule, and by kernelkiln's rule (a loss must also sit below the median figure so far).
+--again runs the demo a second time on each run's store, as a user who types `make demo` twice does, and
+reports the evaluation at which the second run first tried the first run's best settings.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from kernelkiln.task import knobs as K
 
 def analyse(attempts: list, space: list[dict]) -> dict:
     figures = [a.speedup if a.correct and a.speedup else None for a in attempts]
-    best = max((f for a, f in zip(attempts, figures, strict=True) if a.verdict == "KEEP" and f), default=0.0)
+    kept = [(f, a) for a, f in zip(attempts, figures, strict=True) if a.verdict == "KEEP" and f]
+    best = max((f for f, _ in kept), default=0.0)
     reached = next(
         (
             i + 1
@@ -54,6 +57,7 @@ def analyse(attempts: list, space: list[dict]) -> dict:
         "reverts": sum(a.verdict == "REVERT" for a in attempts),
         "re_proposals": counts,
         "evaluations": len(attempts),
+        "best_settings": max(kept, key=lambda k: k[0])[1].case.knobs if kept else None,
     }
 
 
@@ -75,52 +79,33 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--budget", type=int, default=30)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--again", action="store_true", help="run each demo a second time on its store")
     args = parser.parse_args()
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.repeat):
             store = f"sqlite:///{tmp}/demo-{k}.db"
-            done = subprocess.run(
-                [
-                    args.python,
-                    "-m",
-                    "kernelkiln",
-                    "optimize",
-                    "row_softmax",
-                    "--budget",
-                    str(args.budget),
-                    "--store",
-                    store,
-                    "--out",
-                    f"{tmp}/out-{k}",
-                    "--json",
-                    "--set-config",
-                    f"policy.seed={k}",
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if done.returncode != 0:
-                raise SystemExit(f"kiln failed: {done.stderr.strip().splitlines()[-1]}")
-            run_id = json.loads(done.stdout)["run_id"]
-            opened = open_store(store)
-            with opened.read() as conn:
-                attempts = opened.attempts.for_run(conn, run_id)
-            knobs = K.read_knobs(attempts[0].code)
-            space = [
-                dict(zip([kn.name for kn in knobs], c, strict=True))
-                for c in itertools.product(*(kn.options for kn in knobs))
-            ]
-            runs.append(analyse(attempts, space))
-            print(f"run {k + 1}: {runs[-1]}", file=sys.stderr)
+            runs.append(_demo(args, store, f"{tmp}/out-{k}", k))
+            print(f"run {k + 1}: { {n: v for n, v in runs[-1].items() if n != 'settings'} }", file=sys.stderr)
+            if args.again:
+                second = _demo(args, store, f"{tmp}/again-{k}", k)
+                wanted = K.key(runs[-1]["best_settings"] or {})
+                runs[-1]["again"] = {
+                    "first_best_at": next(
+                        (i + 1 for i, s in enumerate(second["settings"]) if s and K.key(s) == wanted), None
+                    ),
+                    "evaluations": second["evaluations"],
+                }
+                print(f"run {k + 1} again: {runs[-1]['again']}", file=sys.stderr)
+    again = [r["again"]["first_best_at"] for r in runs if "again" in r]
     out = {
         "python": args.python,
         "budget": args.budget,
-        "runs": runs,
+        "runs": [{k: v for k, v in r.items() if k != "settings"} for r in runs],
         "median_evaluations_to_95": statistics.median(r["evaluations_to_95"] or args.budget + 1 for r in runs),
         "re_proposals_literal": sum(r["re_proposals"]["literal"] for r in runs),
         "re_proposals_kernelkiln": sum(r["re_proposals"]["kernelkiln"] for r in runs),
+        "again_first_best_at": again,
     }
     print(
         json.dumps(out, indent=2)
@@ -128,7 +113,46 @@ def main() -> None:
         else f"median evaluations to 95% of the run's best: {out['median_evaluations_to_95']}; "
         f"re-proposals after three losses: {out['re_proposals_literal']} (literal rule), "
         f"{out['re_proposals_kernelkiln']} (kernelkiln's)"
+        + (f"; run again, the first run's best tried at evaluation {again}" if again else "")
     )
+
+
+def _demo(args: argparse.Namespace, store: str, out: str, k: int) -> dict:
+    """One `kiln optimize row_softmax` on ``store``, analysed."""
+    done = subprocess.run(
+        [
+            args.python,
+            "-m",
+            "kernelkiln",
+            "optimize",
+            "row_softmax",
+            "--budget",
+            str(args.budget),
+            "--store",
+            store,
+            "--out",
+            out,
+            "--json",
+            "--set-config",
+            f"policy.seed={k}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"kiln failed: {done.stderr.strip().splitlines()[-1]}")
+    run_id = json.loads(done.stdout)["run_id"]
+    opened = open_store(store)
+    with opened.read() as conn:
+        attempts = opened.attempts.for_run(conn, run_id)
+    knobs = K.read_knobs(attempts[0].code)
+    space = [
+        dict(zip([kn.name for kn in knobs], c, strict=True)) for c in itertools.product(*(kn.options for kn in knobs))
+    ]
+    analysed = analyse(attempts, space)
+    analysed["settings"] = [a.case.knobs for a in attempts]
+    return analysed
 
 
 if __name__ == "__main__":

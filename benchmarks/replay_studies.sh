@@ -14,7 +14,7 @@ data=${DATA:-benchmarks/data/spaces-cpu.jsonl}
 dir=${STUDY_DIR:-/tmp/kiln-studies}
 kiln=${KILN:-.venv/bin/kiln}
 repeat=${REPEAT:-20}
-suites=cpu,examples,kb-cpu
+suites=cpu,examples,kb-cpu,benchmarks/tasks/widths
 jobs=${JOBS:-2}  # repeats side by side: the figures do not depend on it
 common=(--replay "$data" --budget 20 --budgets 5,10 --repeat "$repeat" --jobs "$jobs")
 case ${1:?held-out, held-out-all, mechanisms or set-aside} in

@@ -32,3 +32,6 @@ done
 "$kiln" measure cpu --tasks matmul,matmul_bias_gelu,attention --whole-up-to 40 --sample 40 --out "$out"
 "$kiln" measure kb-cpu --tasks 1_Square_matrix_multiplication_,3_Batched_matrix_multiplication,7_conv_standard_2D_square_input_square_kernel \
   --whole-up-to 40 --sample 40 --out "$out"
+# The row kernels, GELU and the transpose at other widths (2026-12-07; benchmarks/tasks/widths/README.md): the
+# suites' hand-written seeds at one new size each, measured whole (8-72 configurations; 1,232 judgements).
+"$kiln" measure benchmarks/tasks/widths --out "$out"

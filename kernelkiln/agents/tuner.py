@@ -168,7 +168,7 @@ class Tuner:
         if not knobs:
             return
         if self.search == "random":
-            yield from self._random(options, "random")
+            yield from self._random(turn, options, "random")
             return
         for rule in turn.rule_sources:
             settings = self._from_experience(rule.conditions, options, base)
@@ -188,9 +188,9 @@ class Tuner:
             yield from self._sampled(turn, options, base, prior, aside)
         else:
             yield from self._neighbours(turn, knobs, base)
-        yield from self._random(options, "random")
+        yield from self._random(turn, options, "random")
         if aside:  # every untried setting left holds a value set aside: try them now
-            yield from self._random(options, "late")
+            yield from self._random(turn, options, "late")
 
     @staticmethod
     def _screened(moves: Iterator[_Move], model: CostModel | None, base: K.Settings) -> Iterator[_Move]:
@@ -263,14 +263,22 @@ class Tuner:
                 if not K.same(value, base[knob.name]):
                     yield _Move({**base, knob.name: value}, "neighbour", f"{knob.name} → {K.show(value)}")
 
-    def _random(self, options: dict, kind: str) -> Iterator[_Move]:
+    def _random(self, turn: Turn, options: dict, kind: str) -> Iterator[_Move]:
+        """Untried settings in a seeded random order; where the pool judges only some (a replay of a sampled
+        space), those, uniformly: random search over the measured sample, as TenSet's rule has it."""
         names = list(options)
         rng = random.Random(f"{self._seed}:{len(self.tried)}:{kind}")
-        combos = list(itertools.islice(itertools.product(*(options[n] for n in names)), _MAX_ENUMERATED))
-        rng.shuffle(combos)
         why = (
             "an untried setting" if kind == "random" else "an untried setting (every one left holds a value set aside)"
         )
+        if turn.judgeable is not None:
+            measured = sorted(k for k in turn.judgeable if k not in self.tried)
+            rng.shuffle(measured)
+            for k in measured:
+                yield _Move(json.loads(k), kind, why)
+            return
+        combos = list(itertools.islice(itertools.product(*(options[n] for n in names)), _MAX_ENUMERATED))
+        rng.shuffle(combos)
         for combo in combos:
             yield _Move(dict(zip(names, combo, strict=True)), kind, why)
         if math.prod(len(o) for o in options.values()) > _MAX_ENUMERATED:
@@ -295,7 +303,12 @@ class Tuner:
         known = {K.key(t.settings) for t in prior.known}
         for _ in range(_ASKS):
             trial, settings = study.ask()
-            move = _Move({**base, **settings}, "sampled", "TPE's suggestion given the attempts so far")
+            # Where the pool judges a sample only, the suggestion is judged as the measured setting it becomes.
+            move = self._judgeable(
+                turn, _Move({**base, **settings}, "sampled", "TPE's suggestion given the attempts so far"), known
+            )
+            if move is None:
+                return  # every measured setting was tried
             if self._untried(turn, base, move, known, aside) is not None:
                 yield move
                 return

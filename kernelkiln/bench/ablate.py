@@ -323,6 +323,8 @@ class Summary:
             mine = per_arm[arm.label]
             if arm is not study.arms[0]:
                 row["ratio"] = {n: _paired(mine, reference, n) for n in figures}
+                if study.metric == "speedup":
+                    row["wilcoxon"] = F.across_tasks(mine, reference)
             if len(study.arms) > 2:  # e.g. transfer over the generic portfolio, paired by repeat
                 row["vs_arms"] = {
                     other.label: {n: _paired(mine, per_arm[other.label], n) for n in figures}
@@ -367,7 +369,7 @@ class Summary:
         }
 
 
-_HEADLINE = ("speedup", "anytime", "evals_to_95", "score", "p_optimum", "ratio", "vs_floor")
+_HEADLINE = ("speedup", "anytime", "evals_to_95", "score", "p_optimum", "ratio", "wilcoxon", "vs_floor")
 
 
 def _headline(summary: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kernelkiln.bench.stats import wilcoxon
 from kernelkiln.stats import geomean
 
 TARGET = 0.95
@@ -170,3 +171,23 @@ def reach_share(normalized: Iterable[list[float]], budget: int) -> list[float]:
     if not curves:
         return []
     return [sum(1 for c in curves if c[i] >= TARGET) / len(curves) for i in range(budget)]
+
+
+def across_tasks(arm: dict[int, dict], reference: dict[int, dict]) -> dict:
+    """Wilcoxon's signed-rank test across tasks: each task's evaluations to 95% averaged over the repeats, arm
+    against reference, paired by task."""
+
+    def per_task(runs: dict[int, dict]) -> dict[str, float]:
+        tasks = {t for r in runs.values() for t in r["tasks"]}
+        return {
+            t: statistics.fmean(r["tasks"][t]["evals_to_95"] for r in runs.values() if t in r["tasks"]) for t in tasks
+        }
+
+    mine, theirs = per_task(arm), per_task(reference)
+    shared = sorted(set(mine) & set(theirs))
+    return {
+        "evals_to_95_p": wilcoxon([mine[t] - theirs[t] for t in shared]),
+        "tasks": len(shared),
+        "fewer": sum(mine[t] < theirs[t] for t in shared),
+        "more": sum(mine[t] > theirs[t] for t in shared),
+    }

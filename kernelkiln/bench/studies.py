@@ -92,23 +92,16 @@ def studies(agents: int) -> dict[str, Study]:
             Study(
                 "held-out",
                 "memory built on every other task (leave-one-task-out) or op family, and the generic portfolio, "
-                "vs an empty store; and which part of memory pays: the seed before the neighbours' bests, "
-                "memory without retrieved experiences (its prior alone), and a cost model over every stored task",
+                "vs an empty store; and which part of memory pays: memory without retrieved experiences (its prior "
+                "alone), and a cost model over every stored task",
                 "speedup",
                 (
                     EMPTY,
                     Arm("memory, task out", memory="task-out"),
                     Arm("portfolio, task out", {"memory": {"transfer": {"similarity": "none"}}}, "task-out"),
                     Arm("memory, family out", memory="family-out"),
-                    Arm("memory, task out, seed first", {"memory": {"transfer": {"seed_first": "always"}}}, "task-out"),
-                    Arm(
-                        "memory, task out, generated seed first",
-                        {"memory": {"transfer": {"seed_first": "generated"}}},
-                        "task-out",
-                    ),
                     Arm("memory, task out, prior only", {"context": {"max_experiences": 0}}, "task-out"),
                     Arm("memory, task out, cost model", {"memory": {"transfer": {"cost_model": 2}}}, "task-out"),
-                    Arm("memory, family out, cost model", {"memory": {"transfer": {"cost_model": 2}}}, "family-out"),
                 ),
             ),
             Study(

@@ -308,3 +308,10 @@ def _table(result: dict, console: Console) -> None:
                     style="bold",
                 )
         console.print(table)
+        tested = [a for a in s["arms"] if a.get("wilcoxon", {}).get("evals_to_95_p") is not None]
+        for arm in tested:
+            w = arm["wilcoxon"]
+            console.print(
+                f"  {arm['arm']}: fewer evaluations to 95% than {s['reference']} on {w['fewer']} of {w['tasks']} "
+                f"tasks, more on {w['more']} (Wilcoxon signed-rank across tasks, p = {w['evals_to_95_p']:.2g})"
+            )

@@ -77,3 +77,16 @@ def test_reuse_counts_evaluations_until_the_first_pass_s_best_is_reached_again()
 def test_reach_share_counts_curves_within_95_percent_after_each_evaluation():
     assert reach_share([[0.5, 0.96, 1.0], [0.2, 0.3, 0.95]], 3) == [0.0, 0.5, 1.0]
     assert reach_share([], 3) == []
+
+
+def test_across_tasks_pairs_each_tasks_mean_over_repeats_and_tests_them_by_wilcoxon():
+    from kernelkiln.bench.figures import across_tasks
+
+    def runs(per_task: dict[str, list[float]]) -> dict[int, dict]:
+        return {k: {"tasks": {t: {"evals_to_95": v[k]} for t, v in per_task.items()}} for k in range(2)}
+
+    arm = runs({f"t{i}": [1.0, 3.0] for i in range(6)})  # 2 on average
+    reference = runs({f"t{i}": [4.0 + i, 6.0 + i] for i in range(6)})  # 5 + i
+    out = across_tasks(arm, reference)
+    assert out == {"evals_to_95_p": pytest.approx(2 / 64), "tasks": 6, "fewer": 6, "more": 0}
+    assert across_tasks(reference, reference)["evals_to_95_p"] is None  # no difference to test

@@ -43,3 +43,22 @@ def test_spearman_is_one_for_the_same_order_minus_one_reversed_and_takes_ties_at
     assert spearman([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
     assert spearman([1.0, 1.0, 2.0, 3.0], [1.0, 1.0, 2.0, 3.0]) == pytest.approx(1.0)
     assert spearman([1.0, 2.0], [1.0, 2.0]) is None and spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None
+
+
+def test_wilcoxon_gives_scipys_p_values_exact_without_ties_and_normal_with_them():
+    from kernelkiln.bench.stats import wilcoxon
+
+    # scipy.stats.wilcoxon's documented example (exact: 0.041259765625), and two checked against scipy 1.17.1
+    assert wilcoxon([6, 8, 14, 16, 23, 24, 28, 29, 41, -48, 49, 56, 60, -67, 75]) == pytest.approx(0.041259765625)
+    untied = [3, -1, 2, 4, -5, *range(6, 27), -27, 28, 29, 30]
+    assert wilcoxon(untied) == pytest.approx(5.973502993583679e-06)
+    tied = [1.5, 2, 2, -1, 3, 3, 4, -0.5, 5, 5, *range(6, 23), -23, 24, 25]
+    assert wilcoxon(tied) == pytest.approx(3.400374461841663e-05)
+
+
+def test_wilcoxon_drops_zeros_and_needs_two_differences():
+    from kernelkiln.bench.stats import wilcoxon
+
+    assert wilcoxon([0.0, 0.0, 1.0]) is None
+    assert wilcoxon([0.0, 1.0, -1.0]) == pytest.approx(1.0)
+    assert wilcoxon([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]) == pytest.approx(2 / 64)

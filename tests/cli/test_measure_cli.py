@@ -46,11 +46,8 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
         assert set(held["memory, task out"]["vs_arms"]) == {
             "portfolio, task out",
             "memory, family out",
-            "memory, task out, seed first",
-            "memory, task out, generated seed first",
             "memory, task out, prior only",
             "memory, task out, cost model",
-            "memory, family out, cost model",
         }
         assert held["memory, task out"]["vs_arms"]["portfolio, task out"]["evals_to_95"]["k"] == 2
         one = result["by_budget"]["1"]["search"]

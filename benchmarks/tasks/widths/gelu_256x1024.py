@@ -1,0 +1,36 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """GELU (exact, erf form) applied elementwise."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x)
+
+
+batch_size = 256
+dim = 1024
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []
+
+
+KILN = {
+    "op_family": "elementwise",
+    "level": 1,
+    # erf (~10), scale, add, two multiplies per element
+    "flops": lambda batch_size, dim, **_: 14.0 * batch_size * dim,
+    "bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim,
+    "seed": "../../../kernelkiln/suites/cpu/seeds/gelu.py",
+}

@@ -1,0 +1,37 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """RMS normalization over the last dimension, with a learned scale (LLaMA-style)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.norm = nn.RMSNorm(dim, eps=1e-6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+
+batch_size = 2048
+dim = 256
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return [dim]
+
+
+KILN = {
+    "op_family": "norm",
+    "level": 1,
+    # square and sum, then scale and weight per element
+    "flops": lambda batch_size, dim, **_: 4.0 * batch_size * dim,
+    # x read, y written, weight read once
+    "bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim + 4.0 * dim,
+    "seed": "../../../kernelkiln/suites/cpu/seeds/rms_norm.py",
+}

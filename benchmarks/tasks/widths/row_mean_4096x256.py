@@ -1,0 +1,34 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Mean of each row of a 2-D tensor."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.mean(x, dim=1)
+
+
+batch_size = 4096
+dim = 256
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []
+
+
+KILN = {
+    "op_family": "reduction",
+    "level": 1,
+    "flops": lambda batch_size, dim, **_: 1.0 * batch_size * dim,
+    "bytes": lambda batch_size, dim, **_: 4.0 * batch_size * (dim + 1),
+    "seed": "../../../kernelkiln/suites/cpu/seeds/row_mean.py",
+}

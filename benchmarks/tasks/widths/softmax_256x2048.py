@@ -1,0 +1,35 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Softmax over the last dimension of a 2-D tensor."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=1)
+
+
+batch_size = 256
+dim = 2048
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []
+
+
+KILN = {
+    "op_family": "softmax",
+    "level": 1,
+    # max, subtract, exp, sum, scale per element
+    "flops": lambda batch_size, dim, **_: 5.0 * batch_size * dim,
+    "bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim,
+    "seed": "../../../kernelkiln/suites/cpu/seeds/softmax.py",
+}
