@@ -130,8 +130,14 @@ def _outcomes(outcomes: list[Outcome]) -> list[tuple[K.Settings, bool | None, fl
 
 
 def _best(outcomes: list[Outcome]) -> Outcome | None:
-    keeps = [o for o in outcomes if o.verdict == "KEEP" and o.speedup and o.case.knobs]
-    return max(keeps, key=lambda o: cast(float, o.speedup), default=None)
+    """The fastest of the runs' results. A run's result is its latest KEEP (each KEEP beat the one before, side by
+    side), not its KEEP with the highest figure: figures of separate evaluations are noisier than the guard's
+    comparison, and reuse must hand back the kernel the run returned. ``outcomes``: oldest first."""
+    results: dict[str | None, Outcome] = {}
+    for o in outcomes:
+        if o.verdict == "KEEP" and o.speedup and o.case.knobs:
+            results[o.run_id] = o
+    return max(results.values(), key=lambda o: cast(float, o.speedup), default=None)
 
 
 def build(store: Store, mine: Signature, run_id: str | None, config: TransferConfig) -> Prior:

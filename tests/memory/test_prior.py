@@ -199,3 +199,22 @@ def test_the_generic_portfolio_lends_the_fastest_bests_anywhere_whatever_their_d
     portfolio = TransferConfig(neighbours=2, exact=False, similarity="none")
     chosen = build(store, sig("mine", exact="x-twin"), None, portfolio).neighbours
     assert [(n.task_id, n.best) for n in chosen] == [("fast_far", s(4)), ("same_family", s(8))]
+
+
+def test_a_run_lends_its_result_the_latest_keep_even_where_an_earlier_keep_measured_higher(store):
+    # A later KEEP beat the earlier one side by side although its own figure against the reference came out
+    # lower: the run returned it, so reuse and transfer take it (the highest figure cost a replayed reuse study
+    # 4 evaluations where 1 should do).
+    stored(store, sig("old", exact="same"), [[(s(1), "KEEP", 1.0), (s(4), "KEEP", 2.52), (s(8), "KEEP", 2.49)]])
+    assert build(store, sig("new", exact="same"), None, TransferConfig()).reuse == s(8)
+    near = build(store, sig("new"), None, TransferConfig()).neighbours
+    assert [(n.task_id, n.best) for n in near] == [("old", s(8))]
+
+
+def test_of_several_runs_the_fastest_result_is_lent(store):
+    runs = [
+        [(s(1), "KEEP", 1.0), (s(2), "KEEP", 1.4)],
+        [(s(1), "KEEP", 1.0), (s(4), "KEEP", 1.9), (s(8), "REVERT", 2.5)],
+    ]
+    stored(store, sig("old", exact="same"), runs)
+    assert build(store, sig("new", exact="same"), None, TransferConfig()).reuse == s(4)
