@@ -52,7 +52,10 @@ Search = Literal["tpe", "enumerate", "random"]
 _MAX_ENUMERATED = 4096
 _ASKS = 16  # suggestions of tried or set-aside settings the sampler may make before an untried random one is taken
 _FREE = frozenset({"seed", "reuse", "late"})  # moves the set-aside rule does not hold back
-_SCREENED = frozenset({"transfer", "rule", "experience"})  # memory's moves the cost model may hold back
+_SCREENED = frozenset({"transfer", "rule", "experience"})
+_SEARCH = frozenset(
+    {"neighbour", "sampled", "random", "late"}
+)  # moves of the search itself, not of memory  # memory's moves the cost model may hold back
 
 
 @functools.lru_cache(maxsize=4096)
@@ -110,17 +113,21 @@ class Tuner:
         return K.losing_values(outcomes, prior.loss_evidence) | prior.traps
 
     def _judgeable(self, turn: Turn, move: _Move, known: set[str]) -> _Move | None:
-        """``move``, or where the pool judges only some settings (a replay of a sampled space), the untried one
-        of them that shares the most knob values with it (TenSet's rule: search the measured sample only);
-        None when every one of them was tried."""
+        """``move``, or where the pool judges only some settings (a replay of a sampled space), the measured one
+        that shares the most knob values with it (TenSet's rule: search the measured sample only). A search move
+        takes the nearest untried one (None once every one was tried); a move that lends one configuration (a
+        neighbour's best, an experience, a rule, a draft) takes the nearest of all, ties in an order fixed by the
+        move itself, and is spent once that one was tried: else each new evaluation would project the same move
+        onto the next nearest setting, and one neighbour's best would fill the budget with transfers."""
         if turn.judgeable is None or K.key(move.settings) in turn.judgeable:
             return move
-        untried = sorted(k for k in turn.judgeable if k not in self.tried and k not in known)
-        if not untried:
+        search = move.kind in _SEARCH
+        pool = sorted(k for k in turn.judgeable if not search or (k not in self.tried and k not in known))
+        if not pool:
             return None
-        self.rng.shuffle(untried)  # ties in a seeded order
+        (self.rng if search else random.Random(K.key(move.settings))).shuffle(pool)  # ties in a seeded order
         wanted = K.values_of(move.settings)
-        nearest = max(untried, key=lambda k: len(_values_of_key(k) & wanted))
+        nearest = max(pool, key=lambda k: len(_values_of_key(k) & wanted))
         return _Move(json.loads(nearest), move.kind, f"{move.why} (the nearest measured setting)", move.source)
 
     def _untried(
