@@ -93,7 +93,7 @@ def studies(agents: int) -> dict[str, Study]:
                 "held-out",
                 "memory built on every other task (leave-one-task-out) or op family, and the generic portfolio, "
                 "vs an empty store; and which part of memory pays: memory without retrieved experiences (its prior "
-                "alone), and a cost model over every stored task",
+                "alone), the nearest neighbour only, and a cost model over every stored task",
                 "speedup",
                 (
                     EMPTY,
@@ -101,6 +101,7 @@ def studies(agents: int) -> dict[str, Study]:
                     Arm("portfolio, task out", {"memory": {"transfer": {"similarity": "none"}}}, "task-out"),
                     Arm("memory, family out", memory="family-out"),
                     Arm("memory, task out, prior only", {"context": {"max_experiences": 0}}, "task-out"),
+                    Arm("memory, task out, one neighbour", {"memory": {"transfer": {"neighbours": 1}}}, "task-out"),
                     Arm("memory, task out, cost model", {"memory": {"transfer": {"cost_model": 2}}}, "task-out"),
                 ),
             ),

@@ -47,6 +47,7 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
             "portfolio, task out",
             "memory, family out",
             "memory, task out, prior only",
+            "memory, task out, one neighbour",
             "memory, task out, cost model",
         }
         assert held["memory, task out"]["vs_arms"]["portfolio, task out"]["evals_to_95"]["k"] == 2
