@@ -3,8 +3,10 @@
 # benchmarks/spaces_cpu.sh). Each study is a resumable `kiln ablate` (run again to continue); its summary is
 # copied to benchmarks/figures/. STUDY_DIR (default /tmp/kiln-studies) holds the runs: tens of MB, not kept.
 #
-#   benchmarks/replay_studies.sh held-out   # memory task out / family out, the generic portfolio, the cost
-#                                           # model, vs empty, on the tasks whose space is not flat from the seed
+#   benchmarks/replay_studies.sh held-out   # memory task out / family out and the generic portfolio vs empty,
+#                                           # on the tasks whose space is not flat from the seed
+#   benchmarks/replay_studies.sh held-out-parts  # memory task out without experiences, with one neighbour, with
+#                                           # the cost model, each over memory as it is (same tasks; shares runs)
 #   benchmarks/replay_studies.sh held-out-all  # the same over every task, flat ones kept (--keep-flat)
 #   benchmarks/replay_studies.sh mechanisms # memory (cross-fitted), credit, rules, search, reuse
 #   benchmarks/replay_studies.sh set-aside  # the search with the set-aside rule before 2026-12-06 (TRAILS off)
@@ -17,10 +19,13 @@ repeat=${REPEAT:-20}
 suites=cpu,examples,kb-cpu,benchmarks/tasks/widths
 jobs=${JOBS:-2}  # repeats side by side: the figures do not depend on it
 common=(--replay "$data" --budget 20 --budgets 5,10 --repeat "$repeat" --jobs "$jobs")
-case ${1:?held-out, held-out-all, mechanisms or set-aside} in
+case ${1:?held-out, held-out-parts, held-out-all, mechanisms or set-aside} in
   held-out)
     "$kiln" ablate "$suites" --study held-out "${common[@]}" --out "$dir/held-out-searchable" --json \
       > benchmarks/figures/replay-cpu-searchable-heldout.json ;;
+  held-out-parts)
+    "$kiln" ablate "$suites" --study held-out --study held-out-parts "${common[@]}" --out "$dir/held-out-searchable" \
+      --json > benchmarks/figures/replay-cpu-searchable-heldout-parts.json ;;
   held-out-all)
     "$kiln" ablate "$suites" --study held-out --keep-flat "${common[@]}" --out "$dir/held-out" --json \
       > benchmarks/figures/replay-cpu30-heldout.json ;;

@@ -69,6 +69,7 @@ class Study:
 FLOOR = Arm("best-of-N", {"policy": {"kind": "tuner", "search": "random"}})
 EMPTY = Arm("empty store")
 MEMORY = Arm("memory", memory="crossfit")
+TASK_OUT = Arm("memory, task out", memory="task-out")
 
 
 def studies(agents: int) -> dict[str, Study]:
@@ -92,14 +93,22 @@ def studies(agents: int) -> dict[str, Study]:
             Study(
                 "held-out",
                 "memory built on every other task (leave-one-task-out) or op family, and the generic portfolio, "
-                "vs an empty store; and which part of memory pays: memory without retrieved experiences (its prior "
-                "alone), the nearest neighbour only, and a cost model over every stored task",
+                "vs an empty store",
                 "speedup",
                 (
                     EMPTY,
-                    Arm("memory, task out", memory="task-out"),
+                    TASK_OUT,
                     Arm("portfolio, task out", {"memory": {"transfer": {"similarity": "none"}}}, "task-out"),
                     Arm("memory, family out", memory="family-out"),
+                ),
+            ),
+            Study(
+                "held-out-parts",
+                "which part of held-out memory pays: without retrieved experiences (its prior alone), with the nearest "
+                "neighbour only, with a cost model over every stored task; each against memory as it is",
+                "speedup",
+                (
+                    TASK_OUT,
                     Arm("memory, task out, prior only", {"context": {"max_experiences": 0}}, "task-out"),
                     Arm("memory, task out, one neighbour", {"memory": {"transfer": {"neighbours": 1}}}, "task-out"),
                     Arm("memory, task out, cost model", {"memory": {"transfer": {"cost_model": 2}}}, "task-out"),

@@ -22,12 +22,14 @@ HELP = """Ablate the optimizer's mechanisms: each study runs its arms over the s
 same evaluation budget, --repeat times (repeat k of every arm shares random seed k).
 
 \b
-Studies (all but context and held-out by default; pick some with --study):
+Studies (all but context and the held-out ones by default; pick some with --study):
   memory    the other tasks' store (cross-fitted halves) vs an empty store
   held-out  memory built on every other task (leave-one-task-out) and on every
             other op family, and the generic portfolio (the fastest stored
             bests, no similarity), vs an empty store: a store built per task
             and per family at every repeat, meant for --replay
+  held-out-parts  held-out memory without experiences, with one neighbour,
+            with a cost model, each against memory as it is
   transfer  as memory, with the store lent read-only (--memory-readonly)
   reuse     the suite again on its store: evaluations to the first pass's best
   credit    adoption-traced credit (ATU) vs equal reward for all retrieved
@@ -78,9 +80,9 @@ def ablate(
         [],
         "--study",
         metavar="NAME",
-        help="memory, held-out, transfer, reuse, credit, rules, "
+        help="memory, held-out, held-out-parts, transfer, reuse, credit, rules, "
         "agents, search or context (repeatable; "
-        "default: all but context and held-out).",
+        "default: all but context and the held-out ones).",
     ),
     tasks: str = typer.Option(None, "--tasks", metavar="A,B,...", help="Only these tasks of the suite, by name."),
     config_file: Path = CONFIG_OPTION,
@@ -155,7 +157,7 @@ def ablate(
     if unknown:
         raise UserError(f"unknown study {unknown[0]!r} (known: {', '.join(known)})")
     chosen = [known[s] for s in dict.fromkeys(study)] or [
-        s for s in known.values() if s.name not in ("context", "held-out")
+        s for s in known.values() if s.name not in ("context", "held-out", "held-out-parts")
     ]
     paths = target_paths(suite, tasks)
     settings = load_settings(

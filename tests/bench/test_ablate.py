@@ -199,6 +199,38 @@ def test_a_held_out_task_is_measured_on_the_others_empty_store_runs_never_on_its
     assert stored(0) == stored(1) == {"tiny_c"} and stored(2) == {"tiny_a", "tiny_b"}
 
 
+def test_held_out_stores_built_by_halving_hold_every_other_task_and_no_temporary_store_is_left(tmp_path):
+    from kernelkiln.evaluation.replay_pool import ReplayPool
+    from kernelkiln.evaluation.spaces import Dataset
+    from kernelkiln.store import open_store
+    from kernelkiln.task import knobs as K
+    from kernelkiln.testing.spaces import made_up
+
+    seed = (CANDIDATES / "softmax_knobs.py").read_text()
+    keys = [K.key({"REPEAT": r, "FLAGS": f}) for r in (4, 2, 1) for f in (["-O2"], ["-O1"])]
+    names = ("tiny_a", "tiny_b", "tiny_c", "tiny_d", "tiny_e")
+    with tiny_suite(names) as suite:
+        for i, name in enumerate(names):  # no twins: five different files
+            (suite / f"{name}.py").write_text((suite / f"{name}.py").read_text() + f"\n# task {i}\n")
+        tasks = [load_task(suite / f"{n}.py") for n in names]
+        for task in tasks:
+            made_up(tmp_path / "d.jsonl", task, seed, dict(zip(keys, [1.0, 1.1, 1.3, 1.2, 2.0, 1.9], strict=True)))
+        units = Units(tmp_path / "u", None, lambda t: None, ReplayPool(Dataset(tmp_path / "d.jsonl")))
+        units.empty("e", tasks, base(2))
+        units.held_out("k", tasks, base(2), "task", tmp_path / "u" / "e")
+
+    def stored(n: int) -> list[str]:
+        store = open_store(f"sqlite:///{tmp_path / 'u' / 'e' / f'held-task-{n}.db'}", readonly=True)
+        with store.read() as conn:
+            ids = sorted(a.task_id for a in store.attempts.all(conn))
+        store.close()
+        return ids
+
+    for n, name in enumerate(names):  # each other task's run once (2 evaluations), the held-out one's never
+        assert stored(n) == sorted(t for t in names if t != name for _ in range(2))
+    assert not list((tmp_path / "u" / "e").glob("held-task-tmp-*"))
+
+
 def test_a_replayed_search_of_a_sampled_space_proposes_only_what_was_measured(tmp_path):
     from kernelkiln.evaluation.replay_pool import ReplayPool
     from kernelkiln.evaluation.spaces import Dataset

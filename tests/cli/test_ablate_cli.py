@@ -21,6 +21,7 @@ def test_help_teaches_the_studies_and_the_interval():
         "search",
         "context",
         "held-out",
+        "held-out-parts",
         "--replay",
         "--budgets",
         "best-of-N",
@@ -37,7 +38,7 @@ def test_an_unknown_study_is_one_line_and_exit_2():
     done = kiln("ablate", "cpu", "--study", "luck")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "kiln: error: unknown study 'luck' "
-        "(known: memory, held-out, transfer, reuse, credit, rules, agents, search, context)"
+        "(known: memory, held-out, held-out-parts, transfer, reuse, credit, rules, agents, search, context)"
     ]
 
 
