@@ -22,7 +22,7 @@ HELP = """Ablate the optimizer's mechanisms: each study runs its arms over the s
 same evaluation budget, --repeat times (repeat k of every arm shares random seed k).
 
 \b
-Studies (all but context and the held-out ones by default; pick some with --study):
+Studies (all but context and held-out* by default; pick some with --study):
   memory    the other tasks' store (cross-fitted halves) vs an empty store
   held-out  memory built on every other task (leave-one-task-out) and on every
             other op family, and the generic portfolio (the fastest stored
