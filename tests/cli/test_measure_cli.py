@@ -31,7 +31,8 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
         assert all(r.timed == bool(r.workloads) for r in dataset.rows)
 
         study = kiln(
-            "ablate", str(suite), "--replay", str(data), "--study", "search", "--study", "held-out", "--study", "held-out-parts",
+            "ablate", str(suite), "--replay", str(data), "--study", "search",
+            "--study", "held-out", "--study", "held-out-parts",
             "--budget", "3", "--repeat", "2", "--keep-flat",  # a tiny space may be flat: timing decides
             "--confirm-budget", "0", "--budgets", "1,2", "--out", str(tmp_path / "ab"), "--json",
         )  # fmt: skip
