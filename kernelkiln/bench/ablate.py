@@ -28,7 +28,7 @@ from kernelkiln.bench.passes import Split, Units
 from kernelkiln.bench.replay import Replay
 from kernelkiln.bench.space_values import TableConsensus
 from kernelkiln.bench.stats import geometric_interval, mean_interval, paired_ratio
-from kernelkiln.bench.studies import CONTEXT_TIME_BUDGET_S, FLOOR, MEMORY, Arm, Study, merged, scripted_player
+from kernelkiln.bench.studies import CONTEXT_TIME_BUDGET_S, EMPTY, FLOOR, MEMORY, Arm, Study, merged, scripted_player
 from kernelkiln.errors import UserError
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
@@ -98,7 +98,7 @@ class Ablation:
                     needs = None
                     if arm.memory in ("readonly", "reuse", "task-out", "family-out"):  # they take stores built
                         # by a crossfit unit (read-only, reuse) or by the empty store's unit (held-out)
-                        builder = MEMORY if arm.memory == "readonly" else study.arms[0]
+                        builder = {"readonly": MEMORY, "reuse": study.arms[0]}.get(arm.memory, EMPTY)
                         built = units.setdefault(
                             ("-", builder.label, k), self._unit(study, builder, k, names, ids, None)
                         )

@@ -277,3 +277,14 @@ def test_replayed_repeats_run_side_by_side_give_the_runs_one_at_a_time_gives(tmp
 def test_repeats_side_by_side_need_a_replay(tmp_path):
     with pytest.raises(UserError, match="--replay only"):
         Ablation(tmp_path, base(), jobs=2)
+
+
+def test_a_held_out_arm_takes_the_empty_stores_runs_whichever_arm_its_study_starts_with(two_tasks, tmp_path):
+    # held-out-parts starts with "memory, task out": its held-out units once took themselves as their builder,
+    # a unit with no store to lend ("cannot lend store ... no such file" at the first task run)
+    ablation = Ablation(tmp_path, base(3), progress=lambda m: None)
+    held = ablation.plan([studies(2)["held-out"]], two_tasks, 1)
+    parts = ablation.plan([studies(2)["held-out-parts"]], two_tasks, 1)
+    empty = held[("held-out", "empty store", 0)].key
+    assert {u.needs for (study, _, _), u in parts.items() if study == "held-out-parts"} == {empty}
+    assert parts[("held-out-parts", "memory, task out", 0)].key == held[("held-out", "memory, task out", 0)].key
