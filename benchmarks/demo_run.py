@@ -9,7 +9,7 @@ evaluations holding a knob value that had already lost three times (REVERT or RE
 (KEEP or ACCEPT) while an untried setting without any such value remained — counted by the literal
 rule, and by kernelkiln's rule (a loss must also sit below the median figure so far).
 --again runs the demo a second time on each run's store, as a user who types `make demo` twice does, and
-reports the evaluation at which the second run first tried the first run's best settings.
+reports the evaluation at which the second run first tried the first run's result (its latest KEEP).
 """
 
 from __future__ import annotations
@@ -26,14 +26,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelkiln.memory.prior import contest
+from kernelkiln.orchestrator.results import incumbent
 from kernelkiln.store import open_store
 from kernelkiln.task import knobs as K
 
 
 def analyse(attempts: list, space: list[dict]) -> dict:
     figures = [a.speedup if a.correct and a.speedup else None for a in attempts]
-    kept = [(f, a) for a, f in zip(attempts, figures, strict=True) if a.verdict == "KEEP" and f]
-    best = max((f for f, _ in kept), default=0.0)
+    best = max((f for a, f in zip(attempts, figures, strict=True) if a.verdict == "KEEP" and f), default=0.0)
+    result = incumbent(attempts)  # what the run returned, and what memory lends the next run of the task
     reached = next(
         (
             i + 1
@@ -57,7 +58,7 @@ def analyse(attempts: list, space: list[dict]) -> dict:
         "reverts": sum(a.verdict == "REVERT" for a in attempts),
         "re_proposals": counts,
         "evaluations": len(attempts),
-        "best_settings": max(kept, key=lambda k: k[0])[1].case.knobs if kept else None,
+        "result_settings": result.case.knobs if result else None,
     }
 
 
@@ -89,15 +90,15 @@ def main() -> None:
             print(f"run {k + 1}: { {n: v for n, v in runs[-1].items() if n != 'settings'} }", file=sys.stderr)
             if args.again:
                 second = _demo(args, store, f"{tmp}/again-{k}", k)
-                wanted = K.key(runs[-1]["best_settings"] or {})
+                wanted = K.key(runs[-1]["result_settings"] or {})
                 runs[-1]["again"] = {
-                    "first_best_at": next(
+                    "first_result_at": next(
                         (i + 1 for i, s in enumerate(second["settings"]) if s and K.key(s) == wanted), None
                     ),
                     "evaluations": second["evaluations"],
                 }
                 print(f"run {k + 1} again: {runs[-1]['again']}", file=sys.stderr)
-    again = [r["again"]["first_best_at"] for r in runs if "again" in r]
+    again = [r["again"]["first_result_at"] for r in runs if "again" in r]
     out = {
         "python": args.python,
         "budget": args.budget,
@@ -105,7 +106,7 @@ def main() -> None:
         "median_evaluations_to_95": statistics.median(r["evaluations_to_95"] or args.budget + 1 for r in runs),
         "re_proposals_literal": sum(r["re_proposals"]["literal"] for r in runs),
         "re_proposals_kernelkiln": sum(r["re_proposals"]["kernelkiln"] for r in runs),
-        "again_first_best_at": again,
+        "again_first_result_at": again,
     }
     print(
         json.dumps(out, indent=2)
@@ -113,7 +114,7 @@ def main() -> None:
         else f"median evaluations to 95% of the run's best: {out['median_evaluations_to_95']}; "
         f"re-proposals after three losses: {out['re_proposals_literal']} (literal rule), "
         f"{out['re_proposals_kernelkiln']} (kernelkiln's)"
-        + (f"; run again, the first run's best tried at evaluation {again}" if again else "")
+        + (f"; run again, the first run's result tried at evaluation {again}" if again else "")
     )
 
 

@@ -52,10 +52,8 @@ Search = Literal["tpe", "enumerate", "random"]
 _MAX_ENUMERATED = 4096
 _ASKS = 16  # suggestions of tried or set-aside settings the sampler may make before an untried random one is taken
 _FREE = frozenset({"seed", "reuse", "late"})  # moves the set-aside rule does not hold back
-_SCREENED = frozenset({"transfer", "rule", "experience"})
-_SEARCH = frozenset(
-    {"neighbour", "sampled", "random", "late"}
-)  # moves of the search itself, not of memory  # memory's moves the cost model may hold back
+_SCREENED = frozenset({"transfer", "rule", "experience"})  # memory's moves the cost model may hold back
+_SEARCH = frozenset({"neighbour", "sampled", "random", "late"})  # moves of the search itself, not of memory
 
 
 @functools.lru_cache(maxsize=4096)

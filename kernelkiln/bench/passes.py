@@ -228,7 +228,9 @@ class _HeldOutStores:
             if len(others) + len(group) == len(self.tasks) and base is not None:
                 self._publish(base, n)
             else:
-                self._publish(self._with(None, others, f"{n}"), n)
+                direct = self._with(None, others, f"{n}")
+                self._publish(direct, n)
+                direct.unlink()
             return
         half = len(block) // 2
         for inner, outer in ((block[:half], block[half:]), (block[half:], block[:half])):
@@ -243,9 +245,9 @@ class _HeldOutStores:
     def _with(self, base: Path | None, tasks: list[Task], name: str) -> Path:
         """A store file: ``base``'s records (none: empty) and ``tasks``' runs."""
         path = self.built / f"held-{self.split}-tmp-{name}.db"
-        store = self.units._store(path)
-        if base is not None:
-            store.close()
+        if base is None:
+            store = self.units._store(path)
+        else:
             shutil.copy(base, path)
             store = open_store(f"sqlite:///{path.resolve()}")
         for task in tasks:

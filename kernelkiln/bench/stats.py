@@ -141,8 +141,7 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     either side is constant."""
     if len(xs) != len(ys) or len(xs) < 3:
         return None
-    ranks = _ranks
-    rx, ry = ranks(xs), ranks(ys)
+    rx, ry = _ranks(xs), _ranks(ys)
     mx, my = statistics.fmean(rx), statistics.fmean(ry)
     sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
     sxx, syy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)

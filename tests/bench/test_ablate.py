@@ -197,6 +197,7 @@ def test_a_held_out_task_is_measured_on_the_others_empty_store_runs_never_on_its
 
     # tiny_a and tiny_b are twins: each one's store holds only tiny_c's run, and tiny_c's holds both twins'.
     assert stored(0) == stored(1) == {"tiny_c"} and stored(2) == {"tiny_a", "tiny_b"}
+    assert not list((tmp_path / "u" / "e").glob("held-task-tmp-*"))  # twins' stores, built directly, leave none
 
 
 def test_held_out_stores_built_by_halving_hold_every_other_task_and_no_temporary_store_is_left(tmp_path):
