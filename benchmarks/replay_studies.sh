@@ -5,11 +5,13 @@
 #
 #   benchmarks/replay_studies.sh held-out   # memory task out / family out and the generic portfolio vs empty,
 #                                           # on the tasks whose space is not flat from the seed
-#   benchmarks/replay_studies.sh held-out-parts  # memory task out without experiences, with one neighbour, with
-#                                           # the cost model, each over memory as it is (same tasks; shares runs)
+#   benchmarks/replay_studies.sh held-out-parts  # memory task out without experiences and with one neighbour,
+#                                           # each over memory as it is (same tasks; shares runs)
 #   benchmarks/replay_studies.sh held-out-all  # the same over every task, flat ones kept (--keep-flat)
-#   benchmarks/replay_studies.sh mechanisms # memory (cross-fitted), credit, rules, search, reuse
+#   benchmarks/replay_studies.sh mechanisms # memory (cross-fitted), credit, rules, agents, reuse
 #   benchmarks/replay_studies.sh set-aside  # the search with the set-aside rule before 2026-12-06 (TRAILS off)
+#   benchmarks/replay_studies.sh fidelity   # six tasks held out with the real guard (K = 3, budget 10: 45 minutes
+#                                           # on a quiet 2-core machine), then the same study replayed (K = 50)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${DATA:-benchmarks/data/spaces-cpu.jsonl}
@@ -19,7 +21,7 @@ repeat=${REPEAT:-20}
 suites=cpu,examples,kb-cpu,benchmarks/tasks/widths
 jobs=${JOBS:-2}  # repeats side by side: the figures do not depend on it
 common=(--replay "$data" --budget 20 --budgets 5,10 --repeat "$repeat" --jobs "$jobs")
-case ${1:?held-out, held-out-parts, held-out-all, mechanisms or set-aside} in
+case ${1:?held-out, held-out-parts, held-out-all, mechanisms, set-aside or fidelity} in
   held-out)
     "$kiln" ablate "$suites" --study held-out "${common[@]}" --out "$dir/held-out-searchable" --json \
       > benchmarks/figures/replay-cpu-searchable-heldout.json ;;
@@ -30,8 +32,11 @@ case ${1:?held-out, held-out-parts, held-out-all, mechanisms or set-aside} in
     "$kiln" ablate "$suites" --study held-out --keep-flat "${common[@]}" --out "$dir/held-out" --json \
       > benchmarks/figures/replay-cpu30-heldout.json ;;
   mechanisms)
-    "$kiln" ablate "$suites" --keep-flat --study memory --study credit --study rules --study search --study reuse \
-      "${common[@]}" --out "$dir/mechanisms" --json > benchmarks/figures/replay-cpu30-mechanisms.json ;;
+    # cross-fitted memory, credit, rules, agents and reuse on the tasks where search matters
+    # (no --budgets: two agents' runs are not one agent's prefixes)
+    "$kiln" ablate "$suites" --study credit --study rules --study agents --study reuse \
+      --replay "$data" --budget 20 --repeat "$repeat" --jobs "$jobs" --out "$dir/mechanisms" --json \
+      > benchmarks/figures/replay-cpu-searchable-mechanisms.json ;;
   set-aside)
     # The same search study with the rule of a value that trails its rivals switched off (knobs.TRAILS).
     "$kiln" ablate "$suites" --keep-flat --study search "${common[@]}" --out "$dir/search" --json \
@@ -47,5 +52,14 @@ sys.argv = ["kiln", "ablate", *sys.argv[1:]]
 main()
 PY
     ;;
+  fidelity)
+    six=(cpu,examples,benchmarks/tasks/widths --tasks
+      softmax,log_softmax,rms_norm,transpose,softmax_256x2048,transpose_512x2048 --study held-out --budget 10)
+    # the real guard at the settings of the README's earlier real studies; the dataset's rows were judged whole
+    "$kiln" ablate "${six[@]}" --repeat 3 --time-budget 0.3 --confirm-budget 0 --set-config guard.replicate=none \
+      --set-config guard.robustness_trials=0 --set-config guard.min_rounds=3 --out "$dir/real-guard-6" --json \
+      > benchmarks/figures/real-guard-heldout-6.json
+    "$kiln" ablate "${six[@]}" --replay "$data" --keep-flat --repeat 50 --jobs "$jobs" --out "$dir/replay-6" --json \
+      > benchmarks/figures/replay-heldout-6.json ;;
   *) echo "unknown study $1" >&2; exit 2 ;;
 esac

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kernelkiln.agents.sampler import Study
-from kernelkiln.memory.cost_model import CostModel
 from kernelkiln.memory.prior import Prior, contest
 from kernelkiln.policy.turn import Choice, Proposal, Turn, code_hash
 from kernelkiln.store.records import Attempt, Case
@@ -52,7 +51,6 @@ Search = Literal["tpe", "enumerate", "random"]
 _MAX_ENUMERATED = 4096
 _ASKS = 16  # suggestions of tried or set-aside settings the sampler may make before an untried random one is taken
 _FREE = frozenset({"seed", "reuse", "late"})  # moves the set-aside rule does not hold back
-_SCREENED = frozenset({"transfer", "rule", "experience"})  # memory's moves the cost model may hold back
 _SEARCH = frozenset({"neighbour", "sampled", "random", "late"})  # moves of the search itself, not of memory
 
 
@@ -65,7 +63,7 @@ def _values_of_key(key: str) -> frozenset[K.Value]:
 @dataclass(frozen=True)
 class _Move:
     settings: K.Settings
-    kind: str  # reuse | model | transfer | seed | rule | experience | draft | neighbour | sampled | random | late
+    kind: str  # reuse | transfer | seed | rule | experience | draft | neighbour | sampled | random | late
     why: str
     source: str | None = None  # the experience it applies
 
@@ -94,7 +92,7 @@ class Tuner:
         prior = turn.prior if self.search != "random" else Prior()
         known = {K.key(t.settings) for t in prior.known}
         aside = self.set_aside(prior) if self.search != "random" else frozenset()
-        for move in self._screened(self._moves(turn, knobs, base, prior, aside), prior.model, base):
+        for move in self._moves(turn, knobs, base, prior, aside):
             judged = self._judgeable(turn, move, known)
             code = self._untried(turn, base, judged, known, aside) if judged is not None else None
             if code is not None and judged is not None:
@@ -149,7 +147,7 @@ class Tuner:
         options = {k.name: k.options for k in knobs}
         # Memory's starting points come first, once: before any move of the agent's own (the seed's too, unless
         # seed_first puts it before the neighbours' bests).
-        first = ("reuse", "model", "transfer", "seed") if prior.seed_first else ("reuse", "model", "transfer")
+        first = ("reuse", "transfer", "seed") if prior.seed_first else ("reuse", "transfer")
         starting = all(a.case.move in first for a in self.tried.values())
         if starting and prior.reuse is not None and (settings := self._fit(prior.reuse, options, base)) is not None:
             yield _Move(settings, "reuse", f"the best of {prior.reused_from}, which matches this task exactly")
@@ -157,9 +155,6 @@ class Tuner:
         seed = _Move(self._fit(origin, options, base) or base, "seed", "evaluate the seed as it is")
         if prior.seed_first:
             yield seed
-        if starting and prior.model is not None:
-            for settings in self._modelled(turn, prior.model, options, base, prior.model_moves):
-                yield _Move(settings, "model", f"the cost model's pick over {prior.model.tasks} stored task(s)")
         for n in prior.neighbours if starting else ():
             if n.best is not None and (settings := self._fit(n.best, options, base, partial=True)) is not None:
                 yield _Move(
@@ -196,25 +191,6 @@ class Tuner:
         yield from self._random(turn, options, "random")
         if aside:  # every untried setting left holds a value set aside: try them now
             yield from self._random(turn, options, "late")
-
-    @staticmethod
-    def _screened(moves: Iterator[_Move], model: CostModel | None, base: K.Settings) -> Iterator[_Move]:
-        """``moves`` without the memory-made ones (a neighbour's best, a rule, an experience) that the cost model
-        scores below the working code: a configuration that won elsewhere but holds values that lose on most
-        stored tasks (a -O2 where every task ran fastest at -O3) costs an evaluation to learn nothing."""
-        floor = model.score(base) if model is not None else 0.0
-        for move in moves:
-            if model is None or move.kind not in _SCREENED or model.score(move.settings) >= floor:
-                yield move
-
-    @staticmethod
-    def _modelled(turn: Turn, model: CostModel, options: dict, base: K.Settings, n: int) -> list[K.Settings]:
-        """The model's ``n`` best configurations; where the pool judges only some (a replay of a sampled space),
-        its ``n`` best of those (the population it ranks, as Ansor's model ranks its candidates)."""
-        if turn.judgeable is None:
-            return model.best(options, base, n)
-        scored = sorted((-model.score(json.loads(k)), k) for k in turn.judgeable)
-        return [json.loads(k) for _, k in scored[:n]]
 
     @staticmethod
     def _fit(wanted: K.Settings, options: dict, base: K.Settings, partial: bool = False) -> K.Settings | None:

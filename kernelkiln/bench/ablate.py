@@ -126,10 +126,13 @@ class Ablation:
         done = self._load()
         plan = self.plan(chosen, tasks, repeat)
         order = sorted({u.key: u for u in plan.values()}.values(), key=lambda u: (u.repeat, u.needs is not None))
-        todo = [u for u in order if u.key not in done]
+        needed = {u.needs for u in order if u.needs is not None and u.key not in done}
+        gone = {k for k in needed if k in done and not (self.out_dir / "runs" / k).is_dir()}
+        todo = [u for u in order if u.key not in done or u.key in gone]
         self.progress(
             f"{len(todo)} runs to go ({len(order) - len(todo)} done earlier), "
             f"each {len(tasks)} tasks x {self.base.budget} evaluations"
+            + (f"; {len(gone)} of them again, the stores other runs take from them gone" if gone else "")
         )
         side_by_side = self.jobs > 1 and len({u.repeat for u in todo}) > 1
         if side_by_side:

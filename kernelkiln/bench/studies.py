@@ -105,13 +105,12 @@ def studies(agents: int) -> dict[str, Study]:
             Study(
                 "held-out-parts",
                 "which part of held-out memory pays: without retrieved experiences (its prior alone), with the nearest "
-                "neighbour only, with a cost model over every stored task; each against memory as it is",
+                "neighbour only; each against memory as it is",
                 "speedup",
                 (
                     TASK_OUT,
                     Arm("memory, task out, prior only", {"context": {"max_experiences": 0}}, "task-out"),
                     Arm("memory, task out, one neighbour", {"memory": {"transfer": {"neighbours": 1}}}, "task-out"),
-                    Arm("memory, task out, cost model", {"memory": {"transfer": {"cost_model": 2}}}, "task-out"),
                 ),
             ),
             Study(

@@ -28,8 +28,8 @@ Studies (all but context and held-out* by default; pick some with --study):
             other op family, and the generic portfolio (the fastest stored
             bests, no similarity), vs an empty store: a store built per task
             and per family at every repeat, meant for --replay
-  held-out-parts  held-out memory without experiences, with one neighbour,
-            with a cost model, each against memory as it is
+  held-out-parts  held-out memory without experiences and with one
+            neighbour, each against memory as it is
   transfer  as memory, with the store lent read-only (--memory-readonly)
   reuse     the suite again on its store: evaluations to the first pass's best
   credit    adoption-traced credit (ATU) vs equal reward for all retrieved

@@ -143,16 +143,6 @@ class TransferConfig(BaseModel):
         "measured tasks, 0.81 [0.70, 0.93] of the evaluations to 95% that an empty store needs, against 1.00 with "
         "never: docs/SPACES.md).",
     )
-    cost_model: int = Field(
-        default=0,
-        ge=0,
-        description="Configurations a cost model over every stored task proposes first, after an exact match's "
-        "best and a generated seed and before the neighbours' bests: each knob value's effect on rank within its "
-        "task, pooled over the stored tasks weighted by nearness (memory/cost_model.py). With it on, memory's own "
-        "moves (neighbours' bests, rules, experiences) that it scores below the working code are not tried. "
-        "0 turns it off: held out over 17 measured tasks at K = 50, memory needed 0.80 [0.77, 0.84] of the "
-        "evaluations to 95% with it off that it needed with 2 (docs/SPACES.md).",
-    )
     max_distance: float = Field(
         default=1.5,
         ge=0,

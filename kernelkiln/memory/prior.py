@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from kernelkiln.memory.config import TransferConfig
-from kernelkiln.memory.cost_model import CostModel, TaskTrials, fit
 from kernelkiln.memory.signature import distance
 from kernelkiln.store.attempts import Outcome
 from kernelkiln.store.records import Case, Signature
@@ -65,8 +64,6 @@ class Prior:
     traps: frozenset[K.Value] = frozenset()
     loss_evidence: int = 3  # the tuner sets a knob value aside after this many evaluations, all lost
     seed_first: bool = False  # the seed before the neighbours' bests (TransferConfig.seed_first)
-    model: CostModel | None = None  # knob values' effects over every stored task (TransferConfig.cost_model)
-    model_moves: int = 0  # the model's best configurations tried first
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -156,10 +153,7 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
                 near[s.task_id] = (d, s)
         chosen = sorted(near.values(), key=lambda p: (p[0], p[1].task_id))
         chosen = chosen if portfolio else chosen[: config.neighbours]
-        # The cost model's tasks with their nearness weights: every stored one that shares knobs with this one.
-        distances = [(distance(mine, s), s) for s in stored] if config.cost_model else []
-        modelled = [(1.0 / (1.0 + (d or 0.0)), s) for d, s in distances if d is not None or s.exact == mine.exact]
-        wanted = [s.task_id for s in exact] + [s.task_id for _, s in chosen] + [s.task_id for _, s in modelled]
+        wanted = [s.task_id for s in exact] + [s.task_id for _, s in chosen]
         outcomes = store.attempts.outcomes(conn, list(dict.fromkeys(wanted)))
 
     def under(sig: Signature) -> list[Outcome]:
@@ -198,18 +192,7 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
     )
     # A value that lost everywhere on an exact match lost on this very task.
     traps |= K.losing_values(_outcomes(known), config.loss_evidence)
-    model = None
-    if config.cost_model:
-        model = fit(
-            [
-                TaskTrials(weight, tuple((t.settings, t.value) for t in ranked(theirs)))
-                for weight, s in modelled
-                if (theirs := under(s))
-            ]
-        )
     notes = []
-    if model is not None:
-        notes.append(f"cost model over {model.tasks} stored task(s): its {config.cost_model} best first")
     if reuse is not None:
         notes.append(
             f"exact match {reuse.task_id}: its best ({reuse.speedup:.2f}x) first, "
@@ -229,7 +212,5 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
         traps=traps,
         loss_evidence=config.loss_evidence,
         seed_first=config.seed_first == "always",
-        model=model,
-        model_moves=config.cost_model,
         notes=tuple(notes),
     )

@@ -272,36 +272,6 @@ def test_seed_first_evaluates_the_seed_before_the_neighbours_bests_then_takes_th
     assert moves[True] == [seed, n3, n4]
 
 
-def test_the_cost_model_s_picks_come_before_the_neighbours_bests_and_after_a_generated_seed():
-    from kernelkiln.memory.cost_model import TaskTrials, fit
-
-    model = fit([TaskTrials(1.0, (({"A": 5, "B": 1}, 1.0), ({"A": 0, "B": 0}, 0.0)))])
-    near = Neighbour("n1", 0.2, {"A": 2}, 1.5, ())
-    made = run(Tuner("a0"), lambda s: 1.0, 4, Prior(neighbours=(near,), model=model, model_moves=2))
-    assert made[:3] == [
-        {"A": 5, "B": 1, "C": 0, "D": 0},  # the model's best, then its second (one knob back to the next best)
-        made[1],
-        {"A": 2, "B": 0, "C": 0, "D": 0},  # the neighbour's best
-    ]
-    assert made[1] != made[0] and made[1]["C"] == made[1]["D"] == 0
-    seeded = run(Tuner("a0"), lambda s: 1.0, 2, Prior(model=model, model_moves=1, seed_first=True))
-    assert seeded == [{"A": 0, "B": 0, "C": 0, "D": 0}, {"A": 5, "B": 1, "C": 0, "D": 0}]
-
-
-def test_the_cost_model_holds_back_a_neighbour_s_best_it_scores_below_the_working_code():
-    from kernelkiln.memory.cost_model import TaskTrials, fit
-
-    # on every stored task, B=3 ran slowest: a neighbour's best that holds it is not tried first
-    model = fit(
-        [TaskTrials(1.0, (({"B": 0}, 1.0), ({"B": 3}, 0.0))), TaskTrials(1.0, (({"B": 1}, 1.0), ({"B": 3}, 0.0)))]
-    )
-    bad, good = Neighbour("n1", 0.2, {"A": 2, "B": 3}, 1.5, ()), Neighbour("n2", 0.3, {"A": 4}, 1.4, ())
-    made = run(Tuner("a0"), lambda s: 1.0, 2, Prior(neighbours=(bad, good), model=model, model_moves=0))
-    assert made == [{"A": 4, "B": 0, "C": 0, "D": 0}, {"A": 0, "B": 0, "C": 0, "D": 0}]
-    unscreened = run(Tuner("a0"), lambda s: 1.0, 1, Prior(neighbours=(bad, good)))
-    assert unscreened == [{"A": 2, "B": 3, "C": 0, "D": 0}]
-
-
 def test_random_search_over_a_sampled_space_draws_each_measured_setting_first_equally_often():
     # Projecting uniform draws of the whole space onto the sample favoured (5, 5, 5, 5), alone in its corner:
     # 129 first draws of 300 against 82 and 89 for the two settings that share most of their values.

@@ -289,3 +289,40 @@ def test_a_held_out_arm_takes_the_empty_stores_runs_whichever_arm_its_study_star
     empty = held[("held-out", "empty store", 0)].key
     assert {u.needs for (study, _, _), u in parts.items() if study == "held-out-parts"} == {empty}
     assert parts[("held-out-parts", "memory, task out", 0)].key == held[("held-out", "memory, task out", 0)].key
+
+
+def test_a_resumed_study_runs_a_finished_builder_again_when_the_stores_its_held_out_arms_take_are_gone(tmp_path):
+    # A study interrupted after its empty-store runs, resumed after their folder was deleted to free the disk,
+    # once failed at its first held-out task ("cannot lend store ...: no such file").
+    import shutil
+
+    from kernelkiln.bench.replay import Replay
+    from kernelkiln.evaluation.spaces import Dataset
+    from kernelkiln.task import knobs as K
+    from kernelkiln.testing.spaces import made_up
+
+    seed = (CANDIDATES / "softmax_knobs.py").read_text()
+    keys = [K.key({"REPEAT": r, "FLAGS": f}) for r in (4, 2, 1) for f in (["-O2"], ["-O1"])]
+    names = ("tiny_a", "tiny_b", "tiny_c")
+    with tiny_suite(names) as suite:
+        for i, name in enumerate(names):
+            (suite / f"{name}.py").write_text((suite / f"{name}.py").read_text() + f"\n# task {i}\n")
+        tasks = [load_task(suite / f"{n}.py") for n in names]
+        for task in tasks:
+            made_up(tmp_path / "d.jsonl", task, seed, dict(zip(keys, [1.0, 1.1, 1.3, 1.2, 2.0, 1.9], strict=True)))
+        dataset = Dataset(tmp_path / "d.jsonl")
+        replay = Replay(dataset, dataset.one_machine(None))
+        out, held_out = tmp_path / "study", studies(2)["held-out"]
+        ablation = Ablation(out, base(2), None, lambda _: None, replay=replay)
+        plan = ablation.plan([held_out], tasks, 1)
+        empty = plan[("held-out", "empty store", 0)].key
+        ablation.run([held_out], tasks, repeat=1)
+        ledger = (out / "runs.jsonl").read_text().splitlines()
+        builders = [line for line in ledger if json.loads(line)["memory"] == "empty"]
+        (out / "runs.jsonl").write_text("\n".join(builders) + "\n")  # interrupted after the empty-store runs
+        shutil.rmtree(out / "runs" / empty)
+        said: list[str] = []
+        summary = Ablation(out, base(2), None, said.append, replay=replay).run([held_out], tasks, repeat=1)
+    assert "1 of them again" in said[0]
+    assert (out / "runs" / empty / "held-task-0.db").exists()
+    assert summary["studies"]["held-out"]["arms"]
