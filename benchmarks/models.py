@@ -2,6 +2,7 @@
 
     python benchmarks/models.py [--json] [--models gpt2,llama,bert,vit,resnet50] [--scale tiny|base]
                                 [--budget N] [--threads 1] [--seqs 1,32] [--store URL] [--out DIR]
+                                [--compile default,strongest]
 
 Each model is built from its Hugging Face ``transformers`` config with random weights (nothing is
 downloaded): GPT-2, a Llama-style decoder, BERT, ViT and ResNet-50 (its own ``ResNetModel``).
@@ -15,8 +16,11 @@ same task file, as memory's exact key reads it), the evaluations this model spen
 those the earlier one spent (``shared evals``: ``shared_evaluations`` / ``first_evaluations``).
 
 Reported per model: regions (distinct tasks), spliced, evaluations, the end-to-end check, eager,
-torch.compile and spliced milliseconds timed in one interleaved run at ``--threads``, and the
-spliced model's speedup over both (median of per-round ratios), at the last declared shape, and
+each ``--compile`` configuration's (``kernelkiln/model/compilers.py``: ``default`` is
+``torch.compile(model)``, ``strongest`` adds freezing, max_autotune and cpp_wrapper) and the spliced
+model's milliseconds timed in one interleaved run at ``--threads``, which configuration ran fastest,
+and the spliced model's speedup over eager and over each (median of per-round ratios), at the last
+declared shape, and
 ``shapes``: each declared shape's check and ratios (``--seqs 1,32`` declares sequence lengths for
 the token models; every task then serves them all). Where kernels were kept, a
 freshly built model is loaded from ``OUT/model/`` (``kernelkiln.load_model``): the seconds it
@@ -44,6 +48,7 @@ from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.signature import exact_code
 from kernelkiln.model import verify
 from kernelkiln.model.backend import backend
+from kernelkiln.model.compilers import COMPILERS, names
 from kernelkiln.model.load import load_model
 from kernelkiln.model.pipeline import optimize_model
 from kernelkiln.model.shapes import declare
@@ -109,6 +114,7 @@ def run(
     out: Path,
     seqs: list[int],
     earlier: dict[str, int],
+    compilers: tuple[str, ...],
 ) -> dict[str, Any]:
     """One model through the pipeline; ``earlier`` (task code → evaluations of the models before) grows by its tasks."""
     name, _, layers = spec.partition(":")
@@ -118,7 +124,7 @@ def run(
     start = time.monotonic()
     result = optimize_model(
         model, declare(draw, sizes), out / spec.replace(":", "-"), memory, config, budget=budget, name=spec,
-        say=lambda line: print(f"[{spec}] {line}", file=sys.stderr),
+        compilers=compilers, say=lambda line: print(f"[{spec}] {line}", file=sys.stderr),
     )  # fmt: skip
     report = result.report
     spent = _evaluations(out / spec.replace(":", "-"), report)
@@ -165,6 +171,9 @@ def run(
         "vs_eager": e.vs_eager,
         "vs_eager_interval": e.vs_eager_interval,
         "vs_compile": e.vs_compile,
+        "fastest_compile": e.fastest_compile,
+        "vs_fastest_compile": e.vs_compile.get(e.fastest_compile),
+        "compile_error": e.compile_error,
         "shapes": [
             {"shape": x.shape, "correct": x.correct, "kept": x.kept, "vs_eager": x.vs_eager, "vs_compile": x.vs_compile}
             for x in report.end_to_end
@@ -187,6 +196,7 @@ def main() -> None:
     parser.add_argument("--store", default=None, help="memory's store URL (default: a new SQLite file)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--compile", default="default,strongest", help="torch.compile configurations timed beside")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="kiln-models-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -194,22 +204,25 @@ def main() -> None:
     seqs = [int(x) for x in args.seqs.split(",") if x]
     earlier: dict[str, int] = {}
     rows = [
-        run(spec, args.scale, args.budget, args.threads, memory, out, seqs, earlier) for spec in args.models.split(",")
+        run(spec, args.scale, args.budget, args.threads, memory, out, seqs, earlier, names(args.compile))
+        for spec in args.models.split(",")
     ]
     if args.json:
         print(json.dumps({"scale": args.scale, "threads": args.threads, "models": rows}, indent=2))
         return
     print(f"scale {args.scale}, {args.threads} thread(s); reports under {out}")
     print(f"{'model':<12} {'tasks':>5} {'spliced':>7} {'reused':>6} {'evals':>5} {'check':>7} "
-          f"{'eager ms':>9} {'compile ms':>10} {'spliced ms':>10} {'vs eager':>8} {'vs compile':>10} "
+          f"{'eager ms':>9} {'default ms':>10} {'strongest':>10} {'spliced ms':>10} {'vs eager':>8} "
+          f"{'vs fastest compile':>24} "
           f"{'load s':>6} {'loaded':>7} {'backend':>7} {'shared evals':>12}")  # fmt: skip
     for r in rows:
-        compile_ms = f"{r['compile_ms']:.2f}" if r["compile_ms"] is not None else "—"
+        default, strongest = (f"{r['compile_ms'][n]:.2f}" if n in r["compile_ms"] else "—" for n in COMPILERS)
+        fastest = f"{fmt_x(r['vs_fastest_compile'])} ({r['fastest_compile']})" if r["fastest_compile"] else "—"
         shared = f"{r['shared_evaluations']}/{r['first_evaluations']}" if r["shared_tasks"] else "—"
         print(
             f"{r['model']:<12} {r['regions']:>5} {r['spliced']:>7} {r['reused']:>6} {r['evaluations']:>5} "
-            f"{'correct' if r['correct'] else 'WRONG':>7} {r['eager_ms']:>9.2f} {compile_ms:>10} "
-            f"{r['spliced_ms']:>10.2f} {fmt_x(r['vs_eager']):>8} {fmt_x(r['vs_compile']):>10} "
+            f"{'correct' if r['correct'] else 'WRONG':>7} {r['eager_ms']:>9.2f} {default:>10} {strongest:>10} "
+            f"{r['spliced_ms']:>10.2f} {fmt_x(r['vs_eager']):>8} {fastest:>24} "
             f"{r['load_s'] if r['load_s'] is not None else '—':>6} {fmt_x(r['loaded']):>7} {fmt_x(r['backend']):>7} "
             f"{shared:>12}"
         )

@@ -129,12 +129,21 @@ def model(
         help="Sizes to optimize for, passed to the --inputs function as keyword arguments (repeat for more: every "
         "combination is a declared shape). Each task then serves them all; a call at any other shape runs in torch.",
     ),
+    compile_with: str = typer.Option(
+        "default,strongest",
+        "--compile",
+        metavar="NAMES",
+        help="The torch.compile configurations timed beside the spliced model, compared with the fastest: "
+        "default (torch.compile(model)) and strongest (Inductor with freezing, max_autotune and cpp_wrapper: "
+        "minutes of compilation on a large model).",
+    ),
     no_compile: bool = typer.Option(False, "--no-compile", help="Leave torch.compile out of the end-to-end timing."),
     config_file: Path = CONFIG_OPTION,
     set_config: list[str] = SET_CONFIG_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print model.json's object (a refusal too) instead of tables."),
 ) -> None:
     from kernelkiln.model import shapes as declared_shapes
+    from kernelkiln.model.compilers import names
     from kernelkiln.model.factory import inputs_maker, make_model
     from kernelkiln.model.pipeline import optimize_model
     from kernelkiln.orchestrator.run import Interrupted
@@ -152,6 +161,10 @@ def model(
             },
             set_config,
         )
+        try:
+            compilers = () if no_compile else names(compile_with)
+        except ValueError as exc:
+            raise UserError(f"--compile: {exc}") from None
         sizes = declared_shapes.parse(shapes)
         user_model = make_model(target)
         declared = declared_shapes.declare(inputs_maker(inputs, list(sizes)), sizes)
@@ -170,7 +183,7 @@ def model(
             name=name,
             observer=observer,
             splice_model_kernels=splice_model_kernels,
-            compare_compile=not no_compile,
+            compilers=compilers,
             say=lambda line: print(f"kiln: {line}", file=sys.stderr),
         )
     except UserError as exc:
@@ -217,13 +230,16 @@ def _show(report: dict[str, Any], folder: Path) -> None:
         if not e["kept"]:
             console.print(f"  runs in torch{at}: {e['dropped'] or 'no kernel applies'}", markup=False)
         if e["spliced_ms"] is not None:
+            compiled = "".join(f", torch.compile ({n}) {ms:.3f} ms" for n, ms in e["compile_ms"].items())
+            fastest = e["fastest_compile"]
             console.print(
-                f"  eager {e['eager_ms']:.3f} ms, torch.compile "
-                + (f"{e['compile_ms']:.3f} ms" if e["compile_ms"] is not None else "—")
-                + f", spliced {e['spliced_ms']:.3f} ms: {fmt_x(e['vs_eager'])} over eager, "
-                f"{fmt_x(e['vs_compile'])} over torch.compile",
+                f"  eager {e['eager_ms']:.3f} ms{compiled}, spliced {e['spliced_ms']:.3f} ms: "
+                f"{fmt_x(e['vs_eager'])} over eager"
+                + (f", {fmt_x(e['vs_compile'][fastest])} over the fastest compile ({fastest})" if fastest else ""),
                 markup=False,
             )
+        for n, error in e["compile_error"].items():
+            console.print(f"  torch.compile ({n}) failed: {error}", markup=False)
         if agreement(EndToEnd(**e)):
             console.print(f"  {agreement(EndToEnd(**e))}", markup=False)
     if report["saved"]:

@@ -26,6 +26,7 @@ from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.signature import signature
 from kernelkiln.model import artifact
 from kernelkiln.model.capture import Captured, ExportFailed, capture
+from kernelkiln.model.compilers import COMPILERS
 from kernelkiln.model.dynamo import capture_graphs
 from kernelkiln.model.endtoend import assemble, assemble_compiled
 from kernelkiln.model.profile import Profile, profile
@@ -192,14 +193,15 @@ def optimize_model(
     name: str | None = None,
     observer: Observer | None = None,
     splice_model_kernels: bool = False,
-    compare_compile: bool = True,
+    compilers: tuple[str, ...] = tuple(COMPILERS),
     say: Callable[[str], None] = lambda line: None,
 ) -> ModelResult:
     """Optimize ``model`` at the declared ``shapes``; tasks, runs, the report and the saved kernels go under ``out``.
 
     ``budget``: evaluations for the whole model (default ``PER_TASK`` per distinct region);
     ``max_wall_s``: seconds for all the searches (split by share like the budget; None: no limit);
-    ``splice_model_kernels``: splice kernels an LLM wrote (they run in this process, unsandboxed).
+    ``splice_model_kernels``: splice kernels an LLM wrote (they run in this process, unsandboxed);
+    ``compilers``: the torch.compile configurations timed beside it (``model.compilers``; none: eager alone).
     """
     config = config or OptimizeConfig()
     threads = fit_threads(config.guard.threads)[0]  # the guard's rule, never every core (the CLI says so once)
@@ -252,7 +254,7 @@ def optimize_model(
               for k, ps in groups.items()})
         for w, (d, t) in enumerate(zip(shapes, timed, strict=True))
     ]  # fmt: skip
-    done = (assemble if through == "export" else assemble_compiled)(model, at, kernels, compare_compile, say)
+    done = (assemble if through == "export" else assemble_compiled)(model, at, kernels, compilers, say)
     for key, why in done.failures.items():
         rows[key] = rows[key].model_copy(update={"status": "failed", "reason": why})
     for key in set(kernels) - set(done.failures) - set(done.kernels):  # kept nowhere: every shape dropped them

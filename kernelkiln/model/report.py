@@ -55,12 +55,13 @@ class EndToEnd(_Frozen):
     max_abs_error: float
     failure: str = ""
     eager_ms: float | None = None
-    compile_ms: float | None = None
+    compile_ms: dict[str, float] = {}  # per torch.compile configuration that ran (model/compilers.py)
     spliced_ms: float | None = None
     vs_eager: float | None = None
     vs_eager_interval: tuple[float, float] | None = None
-    vs_compile: float | None = None
-    compile_error: str = ""
+    vs_compile: dict[str, float] = {}  # the spliced model over each configuration, median of per-round ratios
+    fastest_compile: str = ""  # the configuration that ran fastest here: the one to beat ("": none ran)
+    compile_error: dict[str, str] = {}  # configurations that failed to compile or run, and why
     rounds: int = 0
     disturbed: int = 0  # rounds dropped and run again: the machine kept a batch from running (run-queue wait)
     unmeasured: str = ""  # why no figure could be given: too few clean rounds ("": timed)
@@ -146,20 +147,22 @@ def markdown(report: ModelReport) -> str:
             lines.append(f"- no kernel kept: the model runs in torch here ({e.dropped or 'no kernel applies'})")
         if e.spliced_ms is not None:
             low, high = e.vs_eager_interval or (None, None)
+            compiled = "".join(f", torch.compile ({n}) {_ms(ms)} ms" for n, ms in e.compile_ms.items())
             lines.append(
-                f"- eager {_ms(e.eager_ms)} ms, torch.compile {_ms(e.compile_ms)} ms, spliced {_ms(e.spliced_ms)} ms "
+                f"- eager {_ms(e.eager_ms)} ms{compiled}, spliced {_ms(e.spliced_ms)} ms "
                 f"({e.rounds} interleaved rounds"
                 + (f"; {e.disturbed} more dropped as disturbed and run again" if e.disturbed else "")
                 + ")"
             )
             lines.append(
-                f"- spliced over eager {fmt_x(e.vs_eager)} (rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)}); "
-                f"over torch.compile {fmt_x(e.vs_compile)}"
+                f"- spliced over eager {fmt_x(e.vs_eager)} (rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)})"
+                + "".join(f"; over torch.compile ({n}) {fmt_x(x)}" for n, x in e.vs_compile.items())
+                + (f"; the fastest compile here: {e.fastest_compile}" if e.fastest_compile else "")
             )
             if agreement(e):
                 lines.append(f"- {agreement(e)}")
-        if e.compile_error:
-            lines.append(f"- torch.compile failed: {e.compile_error}")
+        for n, error in e.compile_error.items():
+            lines.append(f"- torch.compile ({n}) failed: {error}")
     if report.saved:
         lines += ["", "## Saved", ""]
         lines.append(

@@ -122,3 +122,15 @@ def test_a_tiny_model_is_optimized_spliced_and_checked(app, models, tmp_path):
     assert json.loads((out / "model.json").read_text()) == {
         k: v for k, v in report.items() if k not in ("status", "out")
     }
+
+
+def test_an_unknown_compile_configuration_is_refused_before_any_work_naming_the_known_ones(app, models, tmp_path):
+    out = tmp_path / "out"
+    done = CliRunner().invoke(
+        app, ["model", f"{models}:linear_gelu", "--inputs", f"{models}:rows", "--compile", "default,fastest", "--json",
+              "--out", str(out)],
+    )  # fmt: skip
+    assert isinstance(done.exception, UserError) and done.exception.exit_code == 2
+    reason = json.loads(done.stdout)["reason"]
+    assert reason == "--compile: unknown torch.compile configuration 'fastest': choose from default, strongest"
+    assert not out.exists()
