@@ -226,12 +226,13 @@ def _show(report: dict[str, Any], folder: Path) -> None:
     for e in report["end_to_end"]:
         at = f" at {e['shape']}" if e["shape"] else ""
         verdict = "correct" if e["correct"] else f"WRONG ({e['failure']})"
-        console.print(f"end to end{at}, {draws(EndToEnd(**e))} against eager: {verdict}", markup=False)
+        end = EndToEnd(**e)
+        console.print(f"end to end{at}, {draws(end)} against eager: {verdict}", markup=False)
         if not e["kept"]:
             console.print(f"  runs in torch{at}: {e['dropped'] or 'no kernel applies'}", markup=False)
         if e["spliced_ms"] is not None:
             compiled = "".join(f", torch.compile ({n}) {ms:.3f} ms" for n, ms in e["compile_ms"].items())
-            fastest = e["fastest_compile"]
+            fastest = end.fastest_compile
             console.print(
                 f"  eager {e['eager_ms']:.3f} ms{compiled}, spliced {e['spliced_ms']:.3f} ms: "
                 f"{fmt_x(e['vs_eager'])} over eager"
@@ -240,8 +241,8 @@ def _show(report: dict[str, Any], folder: Path) -> None:
             )
         for n, error in e["compile_error"].items():
             console.print(f"  torch.compile ({n}) failed: {error}", markup=False)
-        if agreement(EndToEnd(**e)):
-            console.print(f"  {agreement(EndToEnd(**e))}", markup=False)
+        if agreement(end):
+            console.print(f"  {agreement(end)}", markup=False)
     if report["saved"]:
         console.print(
             f"saved: {folder / report['saved']} (kernelkiln.load_model({str(folder)!r}, model) runs the kernels)",

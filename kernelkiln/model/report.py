@@ -60,7 +60,6 @@ class EndToEnd(_Frozen):
     vs_eager: float | None = None
     vs_eager_interval: tuple[float, float] | None = None
     vs_compile: dict[str, float] = {}  # the spliced model over each configuration, median of per-round ratios
-    fastest_compile: str = ""  # the configuration that ran fastest here: the one to beat ("": none ran)
     compile_error: dict[str, str] = {}  # configurations that failed to compile or run, and why
     rounds: int = 0
     disturbed: int = 0  # rounds dropped and run again: the machine kept a batch from running (run-queue wait)
@@ -68,6 +67,11 @@ class EndToEnd(_Frozen):
     predicted: float | None = None  # over eager, from the spliced regions' figures and shares (``amdahl``)
     kept: bool = True  # False: the model runs in torch at this shape (``dropped`` says why, "" if no kernel applies)
     dropped: str = ""
+
+    @property
+    def fastest_compile(self) -> str:
+        """The torch.compile configuration that ran fastest here, the one to beat ("": none ran)."""
+        return min(self.compile_ms, key=lambda n: self.compile_ms[n], default="")
 
 
 class ModelReport(_Frozen):
