@@ -20,7 +20,12 @@ each ``--compile`` configuration's (``kernelkiln/model/compilers.py``: ``default
 ``torch.compile(model)``, ``strongest`` adds freezing, max_autotune and cpp_wrapper) and the spliced
 model's milliseconds timed in one interleaved run at ``--threads``, which configuration ran fastest,
 and the spliced model's speedup over eager and over each (median of per-round ratios), at the last
-declared shape, and
+declared shape; the spliced model's forms (``forms_ms``: its kernels called directly, ``eager``, and the model
+compiled with each configuration, the kernels' custom ops left whole), the form
+it runs in (``form``), its ratio over the fastest baseline (``vs_fastest``: eager or a
+configuration) and what the run handed back (``handed_back``: the spliced model, or, where no
+kernel was kept, the model as its fastest baseline runs it); each region's kernel against its
+region run eagerly and compiled (``regions_vs_fastest``, ``kernelkiln/model/against.py``); and
 ``shapes``: each declared shape's check and ratios (``--seqs 1,32`` declares sequence lengths for
 the token models; every task then serves them all). Where kernels were kept, a
 freshly built model is loaded from ``OUT/model/`` (``kernelkiln.load_model``): the seconds it
@@ -173,6 +178,24 @@ def run(
         "vs_compile": e.vs_compile,
         "fastest_compile": e.fastest_compile,
         "vs_fastest_compile": e.vs_compile.get(e.fastest_compile),
+        "form": e.form,
+        "forms_ms": e.forms_ms,
+        "spliced_compile_error": e.spliced_compile_error,
+        "fastest": e.fastest,
+        "vs_fastest": e.vs_fastest,
+        "vs_fastest_interval": e.vs_fastest_interval,
+        "handed_back": report.handed_back,
+        "regions_vs_fastest": [
+            {
+                "task": r.task,
+                "share": r.share,
+                "vs_eager": r.speedup,
+                "fastest": r.fastest,
+                "vs_fastest": r.vs_fastest,
+                "status": r.status,
+            }
+            for r in report.regions
+        ],
         "compile_error": e.compile_error,
         "shapes": [
             {"shape": x.shape, "correct": x.correct, "kept": x.kept, "vs_eager": x.vs_eager, "vs_compile": x.vs_compile}
@@ -213,7 +236,7 @@ def main() -> None:
     print(f"scale {args.scale}, {args.threads} thread(s); reports under {out}")
     print(f"{'model':<12} {'tasks':>5} {'spliced':>7} {'reused':>6} {'evals':>5} {'check':>7} "
           f"{'eager ms':>9} {'default ms':>10} {'strongest':>10} {'spliced ms':>10} {'vs eager':>8} "
-          f"{'vs fastest compile':>24} "
+          f"{'vs fastest compile':>24} {'handed back':<28} "
           f"{'load s':>6} {'loaded':>7} {'backend':>7} {'shared evals':>12}")  # fmt: skip
     for r in rows:
         default, strongest = (f"{r['compile_ms'][n]:.2f}" if n in r["compile_ms"] else "—" for n in COMPILERS)
@@ -222,7 +245,7 @@ def main() -> None:
         print(
             f"{r['model']:<12} {r['regions']:>5} {r['spliced']:>7} {r['reused']:>6} {r['evaluations']:>5} "
             f"{'correct' if r['correct'] else 'WRONG':>7} {r['eager_ms']:>9.2f} {default:>10} {strongest:>10} "
-            f"{r['spliced_ms']:>10.2f} {fmt_x(r['vs_eager']):>8} {fastest:>24} "
+            f"{r['spliced_ms']:>10.2f} {fmt_x(r['vs_eager']):>8} {fastest:>24} {r['handed_back']:<28} "
             f"{r['load_s'] if r['load_s'] is not None else '—':>6} {fmt_x(r['loaded']):>7} {fmt_x(r['backend']):>7} "
             f"{shared:>12}"
         )

@@ -100,6 +100,8 @@ class Manifest(_Frozen):
     format: int
     model: str
     capture: Literal["export", "dynamo"] = "export"  # dynamo: the kernels run under torch.compile (``backend``)
+    # export: the spliced model runs compiled with this torch.compile configuration (``compilers``) unless "eager"
+    form: Literal["eager", "default", "strongest"] = "eager"
     torch: str
     threads: int
     machine: Machine
@@ -116,7 +118,13 @@ def _libraries(module: Any) -> list[native.NativeLibrary]:
 
 
 def save(
-    out: Path, name: str, shapes: Sequence[Shape], threads: int, kernels: dict[str, Kernel], capture: str = "export"
+    out: Path,
+    name: str,
+    shapes: Sequence[Shape],
+    threads: int,
+    kernels: dict[str, Kernel],
+    capture: str = "export",
+    form: str = "eager",
 ) -> Path:
     """Write ``out/model/`` for ``kernels`` at ``shapes`` (replacing an earlier one whole); returns the folder."""
     folder = out / FOLDER
@@ -138,6 +146,7 @@ def save(
             format=FORMAT,
             model=name,
             capture="dynamo" if capture == "dynamo" else "export",
+            form=form,
             torch=torch.__version__,
             threads=threads,
             machine=Machine.here(),

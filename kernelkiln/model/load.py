@@ -1,7 +1,8 @@
 """``load_model``: the kernels ``kiln model`` saved in ``OUT/model/``, running in a freshly built model.
 
 The model is captured again at each saved shape's example inputs, the same regions are
-found by structure and the kernels spliced (a ``SplicedModel``); a model ``kiln model``
+found by structure and the kernels spliced (a ``SplicedModel``, compiled with the
+torch.compile configuration the run found fastest when it was); a model ``kiln model``
 captured through dynamo is compiled with ``backend.Backend`` instead. Either way it is
 checked against eager once per shape before it is handed back.
 """
@@ -16,7 +17,7 @@ import torch
 
 from kernelkiln import native
 from kernelkiln.errors import UserError, described
-from kernelkiln.model import verify
+from kernelkiln.model import compilers, verify
 from kernelkiln.model.artifact import Manifest, saved_kernels, served
 from kernelkiln.model.backend import saved_backend
 from kernelkiln.model.capture import capture
@@ -68,7 +69,9 @@ def load_model(
                 graphs.append(splice(captured, regions, {k: kernels[k] for k in regions}))
     except (native.BuildError, SpliceError) as exc:
         raise UserError(f"{folder}'s kernels cannot be loaded here: {described(exc)[:300]}") from None
-    spliced = SplicedModel(model, [(c, g) for (c, _, _), g in zip(shapes, graphs, strict=True)])
+    spliced: torch.nn.Module = SplicedModel(model, [(c, g) for (c, _, _), g in zip(shapes, graphs, strict=True)])
+    if manifest.form != "eager":  # the form kiln model measured fastest: compiled, the kernels' ops left whole
+        spliced = compilers.wrap(spliced, manifest.form, spliced=True)
     _check(folder, model, spliced, [example for _, _, example in shapes])
     return spliced
 

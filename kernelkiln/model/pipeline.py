@@ -24,7 +24,7 @@ from kernelkiln.lowering import Unsupported
 from kernelkiln.memory.callbacks import AttemptResult
 from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.signature import signature
-from kernelkiln.model import artifact
+from kernelkiln.model import against, artifact
 from kernelkiln.model.capture import Captured, ExportFailed, capture
 from kernelkiln.model.compilers import COMPILERS
 from kernelkiln.model.dynamo import capture_graphs
@@ -53,8 +53,9 @@ MIN_WALL_S = 60.0  # a task's least: its seed and a few tries, whatever its shar
 
 @dataclass
 class ModelResult:
-    """The model running the kernels in this process (a ``SplicedModel``; through dynamo, the model compiled
-    with ``backend.Backend``; the user's own when none was kept) and the report."""
+    """The model running the kernels in this process (a ``SplicedModel``, compiled in the form measured fastest;
+    through dynamo, the model compiled with ``backend.Backend``; when none was kept, the user's own as the
+    fastest baseline runs it: compiled with the fastest configuration where one beat eager) and the report."""
 
     model: torch.nn.Module
     report: ModelReport
@@ -248,6 +249,12 @@ def optimize_model(
         rows[key] = row
         if kernel is not None:
             kernels[key] = kernel
+    if compilers:
+        for key in list(kernels):
+            say(f"timing {paths[key].name}'s kernel against its region, eager and under torch.compile")
+            rows[key], beats = _against(rows[key], paths[key], kernels[key], compilers)
+            if not beats:
+                del kernels[key]
     through = timed[0].through
     at = [
         Shape(d, t.captures[0] if through == "export" else None, {k: [p.regions[w] for p in ps if w in p.regions]
@@ -263,7 +270,7 @@ def optimize_model(
     saved = ""
     if done.kernels:
         kept = [s for s, k in zip(at, done.kept, strict=True) if k]
-        saved = artifact.save(out, name, kept, threads, done.kernels, through).name
+        saved = artifact.save(out, name, kept, threads, done.kernels, through, done.form).name
         say(f"saved the kernels in {out / saved}: kernelkiln.load_model({str(out)!r}, model) runs them")
     else:
         artifact.discard(out)
@@ -278,10 +285,20 @@ def optimize_model(
         end_to_end=[
             e.model_copy(update={"predicted": amdahl([rows[k] for k in order]) if e.kept else None}) for e in done.ends
         ],
+        handed_back=done.handed,
         saved=saved,
     )
     report.write(out)
     return ModelResult(done.model, report)
+
+
+def _against(row: RegionRow, path: Path, kernel: Kernel, baselines: tuple[str, ...]) -> tuple[RegionRow, bool]:
+    """``row`` with its kernel judged against the region's eager and compiled forms; whether it is kept."""
+    judged = against.judge(path, kernel, baselines)
+    row = row.model_copy(update={"fastest": judged.fastest, "vs_fastest": judged.vs_fastest})
+    if judged.failure:
+        return row.model_copy(update={"status": "slower", "reason": judged.failure}), False
+    return row, True
 
 
 def _write_task(

@@ -30,6 +30,8 @@ class RegionRow(_Frozen):
     budget: int = 0
     evaluations: int = 0
     speedup: float | None = None  # the guard's (confirmed) figure over the region's reference
+    fastest: str = ""  # the region's fastest baseline: "eager" or a torch.compile configuration ("": not judged)
+    vs_fastest: float | None = None  # the kernel over that baseline at its worst workload (``model.against``)
     status: RegionStatus
     reason: str = ""
     origin: str = ""  # "generated" (kernelkiln's lowering, tuned) or "model-written"
@@ -64,6 +66,11 @@ class EndToEnd(_Frozen):
     rounds: int = 0
     disturbed: int = 0  # rounds dropped and run again: the machine kept a batch from running (run-queue wait)
     unmeasured: str = ""  # why no figure could be given: too few clean rounds ("": timed)
+    form: str = "eager"  # how the spliced model runs: its kernels called directly, or compiled with a configuration
+    forms_ms: dict[str, float] = {}  # the spliced model per form: "eager" (kernels called directly), each configuration
+    spliced_compile_error: dict[str, str] = {}  # configurations under which the spliced model failed, and why
+    vs_fastest: float | None = None  # the spliced model (its form) over the fastest of eager and every configuration
+    vs_fastest_interval: tuple[float, float] | None = None
     predicted: float | None = None  # over eager, from the spliced regions' figures and shares (``amdahl``)
     kept: bool = True  # False: the model runs in torch at this shape (``dropped`` says why, "" if no kernel applies)
     dropped: str = ""
@@ -72,6 +79,12 @@ class EndToEnd(_Frozen):
     def fastest_compile(self) -> str:
         """The torch.compile configuration that ran fastest here, the one to beat ("": none ran)."""
         return min(self.compile_ms, key=lambda n: self.compile_ms[n], default="")
+
+    @property
+    def fastest(self) -> str:
+        """The baseline the spliced model must beat: "eager" or the fastest torch.compile configuration."""
+        arms = {"eager": self.eager_ms or float("inf"), **self.compile_ms}
+        return min(arms, key=lambda n: arms[n])
 
 
 class ModelReport(_Frozen):
@@ -83,6 +96,8 @@ class ModelReport(_Frozen):
     left: list[LeftRow]
     shapes: list[str] = []  # the declared shapes' labels; [] for the example inputs alone
     end_to_end: list[EndToEnd] = []  # one per declared shape
+    handed_back: str = ""  # what the run hands back: "spliced", "spliced, compiled (strongest)", "torch.compile
+    # (strongest)" (no kernel kept, a configuration fastest) or "eager"
     saved: str = ""  # the folder of the saved kernels (``load_model``), relative to the output folder; "" if none
 
     def write(self, out: Path) -> None:
@@ -112,9 +127,24 @@ def agreement(e: EndToEnd) -> str:
     )
 
 
+def baseline(name: str) -> str:
+    """``eager`` or ``torch.compile (strongest)``."""
+    return "eager" if name == "eager" else f"torch.compile ({name})"
+
+
+def form(e: EndToEnd) -> str:
+    """How the spliced model runs at ``e``: ``kernels called directly`` or ``compiled (strongest)``."""
+    return "kernels called directly" if e.form == "eager" else f"compiled ({e.form})"
+
+
 def draws(e: EndToEnd) -> str:
     """``3 fresh input draws and 2 wider ones``."""
     return f"{e.trials - e.wide} fresh input draws" + (f" and {e.wide} wider ones" if e.wide else "")
+
+
+def _fastest(r: RegionRow) -> str:
+    """The kernel over its region's fastest baseline, naming it: ``1.30x (strongest)``."""
+    return "—" if r.vs_fastest is None else f"{fmt_x(r.vs_fastest)} ({r.fastest})"
 
 
 def _ms(x: float | None) -> str:
@@ -129,8 +159,9 @@ def markdown(report: ModelReport) -> str:
         (f"Declared shapes: {'; '.join(report.shapes)}; inputs at the first: " if report.shapes else "Inputs ")
         + f"{', '.join(report.inputs)}; {report.threads} thread(s); budget {report.budget} evaluations.",
         "",
-        "| task | ops | places | share | reference ms | kernel ms | speedup | status | origin | memory | evals |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: |",
+        "| task | ops | places | share | reference ms | kernel ms | speedup | vs fastest | status | origin | memory "
+        "| evals |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: |",
     ]
     for r in report.regions:
         kernel = r.reference_ms / r.speedup if r.speedup else None
@@ -138,7 +169,8 @@ def markdown(report: ModelReport) -> str:
         status = r.status + (f": {r.reason}" if r.reason else "")
         lines.append(
             f"| {r.task} | {ops} | {r.places} | {r.share:.1%} | {_ms(r.reference_ms)} | {_ms(kernel)} | "
-            f"{fmt_x(r.speedup)} | {status} | {r.origin or '—'} | {r.memory or '—'} | {r.evaluations} |"
+            f"{fmt_x(r.speedup)} | {_fastest(r)} | {status} | {r.origin or '—'} | {r.memory or '—'} | "
+            f"{r.evaluations} |"
         )
     if report.left:
         lines += ["", "## Stayed in torch", "", "| op | count | why |", "| --- | ---: | --- |"]
@@ -158,15 +190,31 @@ def markdown(report: ModelReport) -> str:
                 + (f"; {e.disturbed} more dropped as disturbed and run again" if e.disturbed else "")
                 + ")"
             )
+            if len(e.forms_ms) > 1:
+                forms = ", ".join(
+                    f"{'kernels called directly' if n == 'eager' else f'compiled ({n})'} {_ms(ms)} ms"
+                    for n, ms in e.forms_ms.items()
+                )
+                lines.append(f"- the spliced model's forms: {forms}; the fastest: {form(e)}")
             lines.append(
                 f"- spliced over eager {fmt_x(e.vs_eager)} (rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)})"
                 + "".join(f"; over torch.compile ({n}) {fmt_x(x)}" for n, x in e.vs_compile.items())
                 + (f"; the fastest compile here: {e.fastest_compile}" if e.fastest_compile else "")
             )
+            if e.vs_fastest is not None and e.vs_fastest_interval is not None:
+                low, high = e.vs_fastest_interval
+                lines.append(
+                    f"- over the fastest baseline ({baseline(e.fastest)}): {fmt_x(e.vs_fastest)} "
+                    f"(rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)}; kernels are kept only above 1 at 10%)"
+                )
             if agreement(e):
                 lines.append(f"- {agreement(e)}")
         for n, error in e.compile_error.items():
             lines.append(f"- torch.compile ({n}) failed: {error}")
+        for n, error in e.spliced_compile_error.items():
+            lines.append(f"- the spliced model under torch.compile ({n}) failed: {error}")
+    if report.handed_back:
+        lines += ["", f"Handed back: {report.handed_back}."]
     if report.saved:
         lines += ["", "## Saved", ""]
         lines.append(

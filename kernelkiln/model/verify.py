@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +126,17 @@ class Timing:
         """How many times faster ``faster`` ran than ``slower``: the median of the per-round ratios."""
         return statistics.median(r[slower] / r[faster] for r in self.per_round)
 
+    def versus(self, arm: str, others: Sequence[str]) -> tuple[float, tuple[float, float]]:
+        """How many times faster ``arm`` ran than the fastest of ``others`` in each round: the median of the
+        per-round ratios and their 10th-90th percentile."""
+        ratios = sorted(min(r[o] for o in others) / r[arm] for r in self.per_round)
+        return statistics.median(ratios), _spread(ratios)
+
+
+def _spread(ratios: list[float]) -> tuple[float, float]:
+    """The 10th and 90th percentile of sorted per-round ratios."""
+    return ratios[int(0.1 * (len(ratios) - 1))], ratios[round(0.9 * (len(ratios) - 1))]
+
 
 def _batch(fn: Callable[[], Any], seconds: float) -> int:
     start = time.perf_counter()
@@ -180,7 +191,7 @@ def time_arms(arms: dict[str, Callable[[], Any]], rounds: int = 15, batch_s: flo
     base = names[0]
     seconds = {n: statistics.median(r[n] for r in per_round) for n in names}
     ratios = {n: sorted(r[base] / r[n] for r in per_round) for n in names}
-    interval = {n: (v[int(0.1 * (len(v) - 1))], v[round(0.9 * (len(v) - 1))]) for n, v in ratios.items()}
+    interval = {n: _spread(v) for n, v in ratios.items()}
     return Timing(
         seconds, {n: statistics.median(v) for n, v in ratios.items()}, interval, rounds, tuple(per_round), disturbed
     )

@@ -142,3 +142,38 @@ class Shifted:
 
     def __call__(self, *args: Any) -> Any:
         return self.fn(*args) + self.by
+
+
+def up_kernel(returns: str) -> str:
+    """A candidate for ``TinyMLP``'s up-projection region (weights ``w0``, bias, and ``w1``) whose ``forward``
+    returns ``returns`` (an expression of ``x0``, ``self.w0`` and ``self.w1``; ``F`` is torch.nn.functional)."""
+    return f"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w0 = nn.Parameter(torch.empty(64))
+        self.w1 = nn.Parameter(torch.empty(64, 32))
+
+    def forward(self, x0):
+        return {returns}
+"""
+
+
+def tiny_mlp_shape() -> tuple[nn.Module, tuple[torch.Tensor], str, Any]:
+    """``TinyMLP`` captured at its activations: the model, the example, its up-projection task's key and the
+    ``model.shapes.Shape`` that ``model.endtoend.assemble`` takes."""
+    from kernelkiln.model.capture import capture
+    from kernelkiln.model.regions import partition
+    from kernelkiln.model.shapes import Declared, Shape
+    from kernelkiln.model.taskfile import by_structure
+
+    model, example = tiny_mlp(), activations()
+    captured = capture(model, example)
+    groups = by_structure(partition(captured).regions)
+    up = next(k for k, regions in groups.items() if "gelu" in regions[0].ops)
+    return model, example, up, Shape(Declared("", example, activations), captured, groups)

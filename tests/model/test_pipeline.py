@@ -10,18 +10,15 @@ import pytest
 import torch
 
 from kernelkiln.memory.memory import Memory
-from kernelkiln.model.capture import capture
 from kernelkiln.model.endtoend import assemble
 from kernelkiln.model.pipeline import MIN_PER_TASK, ModelResult, optimize_model
-from kernelkiln.model.regions import partition
 from kernelkiln.model.report import read
-from kernelkiln.model.shapes import Declared, Shape, declare
+from kernelkiln.model.shapes import Declared, declare
 from kernelkiln.model.splice import Kernel
-from kernelkiln.model.taskfile import by_structure
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.store import open_store
 from kernelkiln.testing.guard import fast_config
-from kernelkiln.testing.models import activations, tiny_mlp
+from kernelkiln.testing.models import activations, tiny_mlp, tiny_mlp_shape, up_kernel
 
 
 @dataclass
@@ -99,8 +96,11 @@ def test_spliced_regions_were_confirmed_faster_and_the_model_agrees_with_eager(r
 @pytest.mark.slow  # the runs
 def test_the_returned_model_runs_exactly_the_spliced_regions(runs):
     result = runs.first
-    graph = result.model.graph  # None when every kernel was dropped: the model runs in torch
-    nodes = graph.graph.nodes if graph is not None else []
+    if not result.report.saved:  # every kernel dropped: the user's model handed back as eager runs it
+        assert result.model is runs.model and result.report.handed_back == "eager"
+        return
+    assert result.report.handed_back == "spliced"  # compilers=(): no compiled form to choose
+    nodes = result.model.graph.graph.nodes
     calls = [n for n in nodes if n.op == "call_function" and str(n.target).startswith("kiln.region_")]
     assert len(calls) == sum(r.places for r in result.report.regions if r.status == "spliced")
     assert result.model.model is runs.model
@@ -152,32 +152,15 @@ def test_progress_is_said_line_by_line(runs):
     assert any(line.startswith("region 2/2: ") for line in runs.said)
 
 
-WRONG = """
-import torch
-import torch.nn as nn
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w0 = nn.Parameter(torch.empty(64))
-        self.w1 = nn.Parameter(torch.empty(64, 32))
-
-    def forward(self, x0):
-        return torch.zeros(x0.shape[0], 64)
-"""
+WRONG = up_kernel("torch.zeros(x0.shape[0], 64)")
 
 
 def test_a_kernel_that_disagrees_in_the_model_is_dropped_with_why():
-    model, example = tiny_mlp(), activations()
-    captured = capture(model, example)
-    groups = by_structure(partition(captured).regions)
-    up = next(k for k, regions in groups.items() if "gelu" in regions[0].ops)
-    shape = Shape(Declared("", example, activations), captured, groups)
+    model, example, up, shape = tiny_mlp_shape()
     done = assemble(model, [shape], {up: Kernel(up, WRONG, "generated")}, (), lambda line: None)
     assert done.kernels == {} and done.kept == [False]
     assert done.failures[up].startswith("in the model: trial 0: output 0 is off by")
-    assert done.model.graph is None  # the model runs in torch where its kernel was wrong
+    assert done.model is model and done.handed == "eager"  # no kernel kept, no compile compared: eager
     with torch.no_grad():
         torch.testing.assert_close(done.model(*example), model(*example))
 
@@ -205,7 +188,7 @@ def test_kernels_slower_than_eager_together_are_dropped_and_the_model_runs_in_to
         )
     finally:
         memory.store.close()
-    assert result.model.graph is None  # every call runs the user's module
+    assert result.model is model and result.report.handed_back == "eager"  # the user's module, as it came
     assert result.report.saved == "" and not (tmp_path / "out" / "model").exists()
     (end,) = result.report.end_to_end
     assert not end.kept and end.vs_eager == 0.5

@@ -87,6 +87,9 @@ def test_each_task_carries_one_workload_per_declared_shape(run):
 def test_the_spliced_model_runs_kernels_at_every_declared_shape_and_torch_elsewhere(run, capfd):
     spliced = run.result.model
     kept = [e.kept for e in run.result.report.end_to_end]
+    if not any(kept):  # a loaded machine: no kernel beat torch, the user's model is handed back
+        assert spliced is run.model
+        return
     assert [g is not None for g in spliced.graphs] == kept
     with torch.no_grad():
         for seq in (8, 16):
