@@ -9,44 +9,42 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import kernelkiln
-
-ROOT = Path(kernelkiln.__file__).parent
+ROOT = Path(__file__).resolve().parents[1] / "kernelkiln"  # this checkout's package, whichever is installed
 # Candidates, seeds and suite tasks are data the guard loads, not modules of the package.
 DATA = ("testing/hostile", "testing/candidates", "testing/tasks", "suites", "examples/seeds")
 
 # cli -> orchestrator -> agents -> context -> policy -> evaluation -> guard | memory -> ... -> errors.
 # A package may import only packages of a lower rank (packages of equal rank never each other).
 RANK = {
-    "errors": 0,
-    "kernelkiln": 0,
-    "stats": 0,
-    "atomic": 0,
-    "speedup": 0,
-    "rwlock": 0,
-    "torch_threads": 0,
-    "threadsafe_ast": -1,  # below the package root, which installs it before anything parses
-    "isolation": 1,
-    "task": 1,
-    "llm": 1,
-    "store": 1,
-    "native": 2,
-    "platforms": 3,
-    "lowering": 3.5,
-    "guard": 4,
-    "memory": 4,
-    "evaluation": 4.5,  # pools judge candidates with the guard; the search loop hands them over
-    "policy": 5,
-    "context": 6,
-    "agents": 7,
-    "orchestrator": 8,
-    "examples": 9,
-    "bench": 9,
-    "report": 9,
-    "model": 9.5,  # whole models: capture and splice around the orchestrator's runs; the cli drives it
-    "cli": 10,
-    "__main__": 11,
-    "testing": 12,  # fakes over every layer: tests import them, no product module does
+    "errors": 1,
+    "kernelkiln": 1,
+    "stats": 1,
+    "atomic": 1,
+    "speedup": 1,
+    "rwlock": 1,
+    "torch_threads": 1,
+    "threadsafe_ast": 0,  # below the package root, which installs it before anything parses
+    "isolation": 2,
+    "task": 2,
+    "llm": 2,
+    "store": 2,
+    "native": 3,
+    "platforms": 4,
+    "lowering": 5,
+    "guard": 6,
+    "memory": 6,
+    "evaluation": 7,  # pools judge candidates with the guard; the search loop hands them over
+    "policy": 8,
+    "context": 9,
+    "agents": 10,
+    "orchestrator": 11,
+    "examples": 12,
+    "bench": 12,
+    "report": 12,
+    "model": 13,  # whole models: capture and splice around the orchestrator's runs; the cli drives it
+    "cli": 14,
+    "__main__": 15,
+    "testing": 16,  # fakes over every layer: tests import them, no product module does
 }
 
 

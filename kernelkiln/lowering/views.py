@@ -173,10 +173,3 @@ def flip(base: Node, dims: list[int]) -> Node:
         return tuple(f"{sizes[k] - 1} - ({i})" if k in flipped and sizes[k] > 1 else i for k, i in enumerate(idx))
 
     return View(base.shape, base.ctype, base=base, where=where)
-
-
-def squeeze_dims(shape: tuple[int, ...], dims: list[int] | None) -> tuple[int, ...]:
-    if dims is None:
-        return tuple(s for s in shape if s != 1)
-    drop = {d % len(shape) for d in dims} if shape else set()
-    return tuple(s for k, s in enumerate(shape) if not (k in drop and s == 1))
