@@ -261,6 +261,8 @@ def _show(report: ModelReport, folder: Path) -> None:
             console.print(f"  the spliced model under torch.compile ({n}) failed: {error}", markup=False)
         if agreement(e):
             console.print(f"  {agreement(e)}", markup=False)
+    if report.handed_back:
+        console.print(f"handed back: {report.handed_back}", markup=False)
     if report.saved:
         console.print(
             f"saved: {folder / report.saved} (kernelkiln.load_model({str(folder)!r}, model) runs the kernels)",
