@@ -10,8 +10,13 @@ ratio above 1) at every workload. Each arm runs the region on ``CALLS`` input dr
 timed call: a region alone under torch.compile pays the compiled wrapper's per-call cost
 (tens of microseconds) that it does not pay inside a compiled model, and on a small
 region that cost alone would make the kernel look faster; the kernel pays its own
-per-call cost on every draw, as it does in the model. The kernel is kernelkiln's own code, confirmed by the
-guard, and runs in this process as splicing runs it.
+per-call cost on every draw, as it does in the model. The kernel is kernelkiln's own
+code, confirmed by the guard, and runs in this process as splicing runs it.
+
+The judge is still lenient, measured (``benchmarks/composition.py``): inside a compiled
+model a kernel pays its op's dispatch on every call, and Inductor's code for the region
+is cheaper there than compiled alone (fused across the region's edges). It drops the
+kernels that lose even alone; the end-to-end rule (``endtoend._dropped``) decides.
 """
 
 from __future__ import annotations
