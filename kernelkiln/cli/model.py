@@ -221,7 +221,7 @@ def model(
 
 
 def _show(report: ModelReport, folder: Path) -> None:
-    from kernelkiln.model.report import agreement, baseline, draws, form
+    from kernelkiln.model.report import end_to_end_lines, region_vs_fastest
 
     console = wide_console()
     table = Table(title=f"{report.model}: regions, largest share first", title_justify="left")
@@ -229,38 +229,17 @@ def _show(report: ModelReport, folder: Path) -> None:
         table.add_column(col, justify="left" if col in ("task", "status", "memory") else "right")
     for r in report.regions:
         status = r.status + (f": {r.reason}" if r.reason else "")
-        fastest = f"{fmt_x(r.vs_fastest)} ({r.fastest})" if r.vs_fastest is not None else "—"
         table.add_row(
-            r.task, str(r.places), f"{r.share:.1%}", fmt_x(r.speedup), fastest, status, r.memory or "—",
+            r.task, str(r.places), f"{r.share:.1%}", fmt_x(r.speedup), region_vs_fastest(r), status, r.memory or "—",
             str(r.evaluations),
         )  # fmt: skip
     console.print(table)
     for left in report.left:
         console.print(f"stayed in torch: {left.op} ×{left.count}: {left.reason}", markup=False)
     for e in report.end_to_end:
-        at = f" at {e.shape}" if e.shape else ""
-        verdict = "correct" if e.correct else f"WRONG ({e.failure})"
-        console.print(f"end to end{at}, {draws(e)} against eager: {verdict}", markup=False)
-        if not e.kept:
-            console.print(f"  runs in torch{at}: {e.dropped or 'no kernel applies'}", markup=False)
-        if e.spliced_ms is not None and e.eager_ms is not None:
-            compiled = "".join(f", torch.compile ({n}) {ms:.3f} ms" for n, ms in e.compile_ms.items())
-            console.print(
-                f"  eager {e.eager_ms:.3f} ms{compiled}, spliced ({form(e)}) {e.spliced_ms:.3f} ms: "
-                f"{fmt_x(e.vs_eager)} over eager"
-                + (
-                    f", {fmt_x(e.vs_fastest)} over the fastest baseline ({baseline(e.fastest)})"
-                    if e.vs_fastest is not None
-                    else ""
-                ),
-                markup=False,
-            )
-        for n, error in e.compile_error.items():
-            console.print(f"  torch.compile ({n}) failed: {error}", markup=False)
-        for n, error in e.spliced_compile_error.items():
-            console.print(f"  the spliced model under torch.compile ({n}) failed: {error}", markup=False)
-        if agreement(e):
-            console.print(f"  {agreement(e)}", markup=False)
+        console.print(f"end to end{' at ' + e.shape if e.shape else ''}:", markup=False)
+        for line in end_to_end_lines(e):
+            console.print(f"  {line}", markup=False)
     if report.handed_back:
         console.print(f"handed back: {report.handed_back}", markup=False)
     if report.saved:

@@ -33,9 +33,8 @@ from typing import Any
 import torch
 
 from kernelkiln.model import compilers, verify
-from kernelkiln.model.report import baseline
+from kernelkiln.model.report import baseline, fastest_of, short_of, spread
 from kernelkiln.model.splice import Kernel, load
-from kernelkiln.speedup import fmt_x
 from kernelkiln.task import load_task
 from kernelkiln.task.model import Task, Workload
 
@@ -75,8 +74,7 @@ class Against:
     @property
     def fastest(self) -> str:
         """The baseline to beat: "eager" or a torch.compile configuration's name."""
-        arms = {"eager": self.eager_ms or float("inf"), **self.compile_ms}
-        return min(arms, key=lambda n: arms[n])
+        return fastest_of(self.eager_ms, self.compile_ms)
 
 
 def judge(path: Path, kernel: Kernel, baselines: tuple[str, ...]) -> Against:
@@ -88,16 +86,15 @@ def judge(path: Path, kernel: Kernel, baselines: tuple[str, ...]) -> Against:
     for workload in task.workloads:
         with _importable(task.module_for(workload)):
             got = _judged(task, workload, module, baselines)
-        if isinstance(got, str):
-            return Against(workload.label() or workload.name, failure=got)
+        if got.failure:
+            return got
         if worst is None or (got.vs_fastest or 0.0) < (worst.vs_fastest or 0.0):
             worst = got
     assert worst is not None  # a task has a workload
-    if worst.interval is not None and worst.interval[0] <= 1.0:
-        low, high = worst.interval
+    if short_of(worst.interval) and worst.interval is not None:
         why = (
             f"not faster than its region under {baseline(worst.fastest)} beyond noise at {worst.workload} "
-            f"({fmt_x(worst.vs_fastest)}, rounds' 10-90% {fmt_x(low)}-{fmt_x(high)})"
+            f"({spread(worst.vs_fastest, worst.interval)})"
         )
         return replace(worst, failure=why)
     return worst
@@ -118,8 +115,8 @@ def _importable(module: types.ModuleType) -> Iterator[None]:
         sys.modules.pop(name, None)
 
 
-def _judged(task: Task, workload: Workload, module: types.ModuleType, baselines: tuple[str, ...]) -> Against | str:
-    """The kernel against its region's baselines at one workload, or why it could not be timed."""
+def _judged(task: Task, workload: Workload, module: types.ModuleType, baselines: tuple[str, ...]) -> Against:
+    """The kernel against its region's baselines at one workload (``failure``: why it could not be timed)."""
     reference = task.make_model(workload, 0)
     new = task.make_model(workload, 0, cls=module.ModelNew)
     draws = [tuple(task.make_inputs(workload, seed)) for seed in range(CALLS)]
@@ -136,7 +133,7 @@ def _judged(task: Task, workload: Workload, module: types.ModuleType, baselines:
     timing = verify.time_arms(arms)
     label = workload.label() or workload.name
     if timing.blind:
-        return f"not measured against its baselines: {timing.blind}"
+        return Against(label, compile_error=errors, failure=f"not measured against its baselines: {timing.blind}")
     ms = {k: v * 1e3 / CALLS for k, v in timing.seconds.items()}
     ratio, interval = timing.versus("kernel", [a for a in arms if a != "kernel"])
     return Against(

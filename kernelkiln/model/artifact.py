@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from kernelkiln import native
 from kernelkiln.atomic import write_atomic
 from kernelkiln.errors import UserError, described
+from kernelkiln.model.compilers import COMPILERS
 from kernelkiln.model.shapes import Shape
 from kernelkiln.model.splice import Kernel, load
 from kernelkiln.model.taskfile import structure_key
@@ -100,13 +101,19 @@ class Manifest(_Frozen):
     format: int
     model: str
     capture: Literal["export", "dynamo"] = "export"  # dynamo: the kernels run under torch.compile (``backend``)
-    # export: the spliced model runs compiled with this torch.compile configuration (``compilers``) unless "eager"
-    form: Literal["eager", "default", "strongest"] = "eager"
+    form: str = "eager"  # export: the spliced model runs compiled with this configuration unless "eager"
     torch: str
     threads: int
     machine: Machine
     kernels: list[SavedKernel]
     shapes: list[SavedShape]  # where the kernels run; a call at any other shape runs the model in torch
+
+    @field_validator("form")
+    @classmethod
+    def _known_form(cls, form: str) -> str:
+        if form != "eager" and form not in COMPILERS:
+            raise ValueError(f"unknown form {form!r}: eager or one of {', '.join(COMPILERS)}")
+        return form
 
 
 def _sha256(data: bytes) -> str:
@@ -200,7 +207,12 @@ def read(out: Path) -> Manifest:
         raise UserError(f"{out} holds no saved model ({path} is missing): {why}")
     try:
         manifest = Manifest.model_validate_json(path.read_text())
-    except (ValidationError, ValueError, OSError) as exc:
+    except ValidationError as exc:  # the first field that is wrong, by name: one line
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        field = f"{loc}: " if loc else ""  # a file that is not JSON at all names no field
+        raise UserError(f"{path} is not a saved model's manifest ({field}{first['msg']})"[:300]) from None
+    except (ValueError, OSError) as exc:
         raise UserError(f"{path} is not a saved model's manifest ({described(exc)[:200]})") from None
     if manifest.format != FORMAT:
         raise UserError(f"{path} has format {manifest.format}; this kernelkiln reads format {FORMAT}")

@@ -26,12 +26,11 @@ from kernelkiln.errors import described
 from kernelkiln.model import compilers, verify
 from kernelkiln.model.backend import Backend
 from kernelkiln.model.capture import Captured
-from kernelkiln.model.report import EndToEnd, baseline
+from kernelkiln.model.report import EndToEnd, baseline, short_of, spread
 from kernelkiln.model.shapes import Declared, Shape
 from kernelkiln.model.splice import Kernel, SpliceError, splice
 from kernelkiln.model.spliced import SplicedModel
 from kernelkiln.model.taskfile import structure_key
-from kernelkiln.speedup import fmt_x
 
 WIDE = 2  # wider-input trials per shape, as the guard's robustness trials per workload
 
@@ -130,9 +129,14 @@ def _unspliced(
 
 def _fastest(ends: Sequence[EndToEnd]) -> str:
     """The baseline fastest relative to eager summed over the shapes timed ("eager" if none was)."""
-    timed = [(e.eager_ms, e.compile_ms) for e in ends if e.eager_ms]
-    names = ["eager", *(n for n in compilers.COMPILERS if timed and all(n in ms for _, ms in timed))]
-    return min(names, key=lambda n: sum(ms.get(n, eager) / eager for eager, ms in timed))
+    return _least([{"eager": e.eager_ms, **e.compile_ms} for e in ends if e.eager_ms])
+
+
+def _least(shapes: Sequence[dict[str, float]]) -> str:
+    """Of "eager" and the configurations' names, the one whose time relative to the shape's "eager" entry sums
+    least over ``shapes`` (each a name -> time; a name is a candidate where every shape has it)."""
+    names = [n for n in ["eager", *compilers.COMPILERS] if all(n in times for times in shapes)]
+    return min(names, key=lambda n: sum(times[n] / times["eager"] for times in shapes), default="eager")
 
 
 def assemble_compiled(
@@ -211,27 +215,27 @@ def _measured(
 
 def _choose(timings: Sequence[verify.Timing | None]) -> str:
     """The form fastest relative to eager summed over the shapes where every form was timed ("eager" if none)."""
-    measured = [t for t in timings if t is not None]
-    if not measured:
-        return "eager"
-    arms = set.intersection(*(set(t.seconds) for t in measured))
-    forms = [f for f in ["eager", *compilers.COMPILERS] if _arm(f) in arms]
-    return min(forms, key=lambda f: sum(t.seconds[_arm(f)] / t.seconds["eager"] for t in measured))
+    forms = ["eager", *compilers.COMPILERS]
+    return _least(
+        [
+            {"eager": t.seconds["eager"]} | {f: t.seconds[_arm(f)] for f in forms if _arm(f) in t.seconds}
+            for t in timings
+            if t
+        ]
+    )
 
 
 def _dropped(end: EndToEnd, what: str) -> str:
     """Why the kernels are not kept at ``end``'s shape: wrong, unmeasured, or not faster than the fastest of eager
-    and the torch.compile configurations beyond noise (the rounds' 10th percentile at or below 1, and so any
-    median at or below it: a keep needs a measurement that supports it)."""
+    and the torch.compile configurations beyond noise (``report.short_of``)."""
     if not end.correct:
         return f"together the kernels disagree with eager{_at(end.shape)}: {end.failure}"
     if end.unmeasured:
         return f"the {what} model could not be timed end to end{_at(end.shape)}: {end.unmeasured}"
-    if end.vs_fastest_interval is not None and end.vs_fastest_interval[0] <= 1.0:
-        low, high = end.vs_fastest_interval
+    if short_of(end.vs_fastest_interval) and end.vs_fastest_interval is not None:
         return (
             f"the {what} model was not faster than {baseline(end.fastest)} end to end beyond noise{_at(end.shape)} "
-            f"({fmt_x(end.vs_fastest)}, rounds' 10-90% {fmt_x(low)}-{fmt_x(high)})"
+            f"({spread(end.vs_fastest, end.vs_fastest_interval)})"
         )
     return ""
 

@@ -58,7 +58,7 @@ class EndToEnd(_Frozen):
     failure: str = ""
     eager_ms: float | None = None
     compile_ms: dict[str, float] = {}  # per torch.compile configuration that ran (model/compilers.py)
-    spliced_ms: float | None = None
+    spliced_ms: float | None = None  # the spliced model in its form (``forms_ms[form]``: kept for --json readers)
     vs_eager: float | None = None
     vs_eager_interval: tuple[float, float] | None = None
     vs_compile: dict[str, float] = {}  # the spliced model over each configuration, median of per-round ratios
@@ -83,8 +83,7 @@ class EndToEnd(_Frozen):
     @property
     def fastest(self) -> str:
         """The baseline the spliced model must beat: "eager" or the fastest torch.compile configuration."""
-        arms = {"eager": self.eager_ms or float("inf"), **self.compile_ms}
-        return min(arms, key=lambda n: arms[n])
+        return fastest_of(self.eager_ms, self.compile_ms)
 
 
 class ModelReport(_Frozen):
@@ -123,8 +122,25 @@ def agreement(e: EndToEnd) -> str:
     verdict = "confirmed" if low <= e.predicted <= high else "NOT confirmed"
     return (
         f"the regions predict {fmt_x(e.predicted)} over eager (Amdahl over their shares); measured "
-        f"{fmt_x(e.vs_eager)}, rounds' 10-90% {fmt_x(low)}-{fmt_x(high)}: {verdict}"
+        f"{spread(e.vs_eager, e.vs_eager_interval)}: {verdict}"
     )
+
+
+def fastest_of(eager_ms: float | None, compile_ms: dict[str, float]) -> str:
+    """The fastest of eager and the torch.compile configurations timed: "eager" or a configuration's name."""
+    arms = {"eager": eager_ms or float("inf"), **compile_ms}
+    return min(arms, key=lambda n: arms[n])
+
+
+def short_of(interval: tuple[float, float] | None) -> bool:
+    """Not faster beyond noise: the rounds' 10th percentile at or below 1 (and so any median at or below it). A
+    keep needs a measurement that supports it."""
+    return interval is not None and interval[0] <= 1.0
+
+
+def spread(ratio: float | None, interval: tuple[float, float]) -> str:
+    """``1.01x, rounds' 10-90% 0.94x-1.14x``."""
+    return f"{fmt_x(ratio)}, rounds' 10-90% {fmt_x(interval[0])}-{fmt_x(interval[1])}"
 
 
 def baseline(name: str) -> str:
@@ -132,9 +148,9 @@ def baseline(name: str) -> str:
     return "eager" if name == "eager" else f"torch.compile ({name})"
 
 
-def form(e: EndToEnd) -> str:
-    """How the spliced model runs at ``e``: ``kernels called directly`` or ``compiled (strongest)``."""
-    return "kernels called directly" if e.form == "eager" else f"compiled ({e.form})"
+def form_name(name: str) -> str:
+    """A spliced model's form in words: ``kernels called directly`` or ``compiled (strongest)``."""
+    return "kernels called directly" if name == "eager" else f"compiled ({name})"
 
 
 def draws(e: EndToEnd) -> str:
@@ -142,13 +158,50 @@ def draws(e: EndToEnd) -> str:
     return f"{e.trials - e.wide} fresh input draws" + (f" and {e.wide} wider ones" if e.wide else "")
 
 
-def _fastest(r: RegionRow) -> str:
+def region_vs_fastest(r: RegionRow) -> str:
     """The kernel over its region's fastest baseline, naming it: ``1.30x (strongest)``."""
     return "—" if r.vs_fastest is None else f"{fmt_x(r.vs_fastest)} ({r.fastest})"
 
 
 def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
+
+
+def end_to_end_lines(e: EndToEnd) -> list[str]:
+    """What ``e`` says, a line per fact: the check, why no kernel is kept, the times, the ratios, the failures."""
+    verdict = "correct" if e.correct else f"WRONG: {e.failure}"
+    lines = [f"against eager on {draws(e)}: {verdict} (max abs error {e.max_abs_error:.3g})"]
+    if not e.kept:
+        lines.append(f"no kernel kept: the model runs in torch here ({e.dropped or 'no kernel applies'})")
+    if e.spliced_ms is not None:
+        compiled = "".join(f", torch.compile ({n}) {_ms(ms)} ms" for n, ms in e.compile_ms.items())
+        lines.append(
+            f"eager {_ms(e.eager_ms)} ms{compiled}, spliced {_ms(e.spliced_ms)} ms ({e.rounds} interleaved rounds"
+            + (f"; {e.disturbed} more dropped as disturbed and run again" if e.disturbed else "")
+            + ")"
+        )
+        if len(e.forms_ms) > 1:
+            forms = ", ".join(f"{form_name(n)} {_ms(ms)} ms" for n, ms in e.forms_ms.items())
+            lines.append(f"the spliced model's forms: {forms}; the fastest: {form_name(e.form)}")
+        low, high = e.vs_eager_interval or (None, None)
+        lines.append(
+            f"spliced over eager {fmt_x(e.vs_eager)} (rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)})"
+            + "".join(f"; over torch.compile ({n}) {fmt_x(x)}" for n, x in e.vs_compile.items())
+            + (f"; the fastest compile here: {e.fastest_compile}" if e.fastest_compile else "")
+        )
+        if e.vs_fastest is not None and e.vs_fastest_interval is not None:
+            low, high = e.vs_fastest_interval
+            lines.append(
+                f"over the fastest baseline ({baseline(e.fastest)}): {fmt_x(e.vs_fastest)} "
+                f"(rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)}; kernels are kept only above 1 at 10%)"
+            )
+        if agreement(e):
+            lines.append(agreement(e))
+    lines += [f"torch.compile ({n}) failed: {error}" for n, error in e.compile_error.items()]
+    lines += [
+        f"the spliced model under torch.compile ({n}) failed: {error}" for n, error in e.spliced_compile_error.items()
+    ]
+    return lines
 
 
 def markdown(report: ModelReport) -> str:
@@ -169,7 +222,7 @@ def markdown(report: ModelReport) -> str:
         status = r.status + (f": {r.reason}" if r.reason else "")
         lines.append(
             f"| {r.task} | {ops} | {r.places} | {r.share:.1%} | {_ms(r.reference_ms)} | {_ms(kernel)} | "
-            f"{fmt_x(r.speedup)} | {_fastest(r)} | {status} | {r.origin or '—'} | {r.memory or '—'} | "
+            f"{fmt_x(r.speedup)} | {region_vs_fastest(r)} | {status} | {r.origin or '—'} | {r.memory or '—'} | "
             f"{r.evaluations} |"
         )
     if report.left:
@@ -177,42 +230,7 @@ def markdown(report: ModelReport) -> str:
         lines += [f"| {x.op} | {x.count} | {x.reason} |" for x in report.left]
     for e in report.end_to_end:
         lines += ["", f"## End to end{' at ' + e.shape if e.shape else ''}", ""]
-        verdict = "correct" if e.correct else f"WRONG: {e.failure}"
-        lines.append(f"- against eager on {draws(e)}: {verdict} (max abs error {e.max_abs_error:.3g})")
-        if not e.kept:
-            lines.append(f"- no kernel kept: the model runs in torch here ({e.dropped or 'no kernel applies'})")
-        if e.spliced_ms is not None:
-            low, high = e.vs_eager_interval or (None, None)
-            compiled = "".join(f", torch.compile ({n}) {_ms(ms)} ms" for n, ms in e.compile_ms.items())
-            lines.append(
-                f"- eager {_ms(e.eager_ms)} ms{compiled}, spliced {_ms(e.spliced_ms)} ms "
-                f"({e.rounds} interleaved rounds"
-                + (f"; {e.disturbed} more dropped as disturbed and run again" if e.disturbed else "")
-                + ")"
-            )
-            if len(e.forms_ms) > 1:
-                forms = ", ".join(
-                    f"{'kernels called directly' if n == 'eager' else f'compiled ({n})'} {_ms(ms)} ms"
-                    for n, ms in e.forms_ms.items()
-                )
-                lines.append(f"- the spliced model's forms: {forms}; the fastest: {form(e)}")
-            lines.append(
-                f"- spliced over eager {fmt_x(e.vs_eager)} (rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)})"
-                + "".join(f"; over torch.compile ({n}) {fmt_x(x)}" for n, x in e.vs_compile.items())
-                + (f"; the fastest compile here: {e.fastest_compile}" if e.fastest_compile else "")
-            )
-            if e.vs_fastest is not None and e.vs_fastest_interval is not None:
-                low, high = e.vs_fastest_interval
-                lines.append(
-                    f"- over the fastest baseline ({baseline(e.fastest)}): {fmt_x(e.vs_fastest)} "
-                    f"(rounds' 10-90%: {fmt_x(low)}-{fmt_x(high)}; kernels are kept only above 1 at 10%)"
-                )
-            if agreement(e):
-                lines.append(f"- {agreement(e)}")
-        for n, error in e.compile_error.items():
-            lines.append(f"- torch.compile ({n}) failed: {error}")
-        for n, error in e.spliced_compile_error.items():
-            lines.append(f"- the spliced model under torch.compile ({n}) failed: {error}")
+        lines += [f"- {line}" for line in end_to_end_lines(e)]
     if report.handed_back:
         lines += ["", f"Handed back: {report.handed_back}."]
     if report.saved:

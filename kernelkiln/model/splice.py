@@ -111,10 +111,6 @@ def state_order(region: Region) -> list[fx.Node]:
     return [*region.state, *region.constants]
 
 
-def _run(place: int, inputs: list[torch.Tensor], state: list[torch.Tensor]) -> list[torch.Tensor]:
-    return _PLACES[place](inputs, state)
-
-
 def _fake(place: int, inputs: list[torch.Tensor], state: list[torch.Tensor]) -> list[torch.Tensor]:
     return [torch.empty(shape, dtype=dtype) for shape, dtype in _PLACES[place].outputs]
 
@@ -130,7 +126,7 @@ def _op(key: str) -> object:
             _LIBRARY = torch.library.Library("kiln", "FRAGMENT")
         name = f"region_{key}"
         _LIBRARY.define(f"{name}(int place, Tensor[] inputs, Tensor[] state) -> Tensor[]")
-        _LIBRARY.impl(name, _run, "CompositeExplicitAutograd")
+        _LIBRARY.impl(name, run_place, "CompositeExplicitAutograd")
         torch.library.register_fake(f"kiln::{name}", _fake, lib=_LIBRARY)
         _OPS[key] = getattr(torch.ops.kiln, name).default
         return _OPS[key]

@@ -121,3 +121,16 @@ def test_saving_again_replaces_the_folder_whole_and_discard_removes_it(lm, tmp_p
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
     artifact.discard(tmp_path)
     assert not folder.exists()
+
+
+@pytest.mark.slow  # torch.compile of the tiny model: a few seconds
+def test_the_saved_form_is_compiled_again_on_load_and_an_unknown_form_is_refused(lm, tmp_path):
+    folder = save(lm, tmp_path)
+    edit(folder, lambda m: m.update(form="default"))
+    fresh = tiny_lm(seed=3)
+    loaded = kernelkiln.load_model(tmp_path, fresh)
+    assert isinstance(loaded, torch._dynamo.eval_frame.OptimizedModule)  # compiled, the kernels' ops inside
+    assert agrees(loaded, fresh)
+    edit(folder, lambda m: m.update(form="fastest"))
+    with pytest.raises(UserError, match=r"manifest \(form: Value error, unknown form 'fastest'"):
+        kernelkiln.load_model(tmp_path, tiny_lm())
