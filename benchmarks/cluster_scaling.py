@@ -176,7 +176,7 @@ def measure(
         "tasks": len(tasks),
         "tasks_at_once": pool.tasks_at_once(AGENTS),
         "evaluations": len(calls),
-        "attempts_stored": sum(t["attempts"] for t in result["tasks"].values()),
+        "attempts_stored": sum(t.attempts for t in result.tasks.values()),
         "wall_s": wall,
         "evaluations_per_minute": len(calls) / wall * 60,
         "scheduler_overhead_ms": (round_trip - busy / len(spans) - waited / len(calls)) * 1e3,

@@ -47,7 +47,7 @@ def run(mode: str, turns: int, window: int, tmp: Path, protocol: str = "tools") 
         [TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config, tmp / mode
     )
     with memory.store.read() as conn:
-        attempts = memory.store.attempts.for_run(conn, result["run_id"])
+        attempts = memory.store.attempts.for_run(conn, result.run_id)
     return [call[0] for a in attempts for call in a.case.calls]
 
 

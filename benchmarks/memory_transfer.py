@@ -35,7 +35,7 @@ def optimize(db: Path, task: str, budget: int, out: Path) -> list:
         [TaskSpec(str(EXAMPLES / f"{task}.py"), {})], OptimizeConfig(budget=budget), out / task
     )
     with memory.store.read() as conn:
-        return memory.store.attempts.for_run(conn, result["run_id"])
+        return memory.store.attempts.for_run(conn, result.run_id)
 
 
 def best_curve(attempts: list) -> list[float]:

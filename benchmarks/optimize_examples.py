@@ -29,15 +29,15 @@ def run_task(path: Path, budget: int, tmp: Path) -> dict:
     result = Optimizer(Memory(store), tmp).start(
         [TaskSpec(str(path), {})], OptimizeConfig(budget=budget), tmp / path.stem
     )
-    task = next(iter(result["tasks"].values()))
-    best, seed = task["best_speedup"], task["seed_speedup"]
+    task = next(iter(result.tasks.values()))
+    best, seed = task.best_speedup, task.seed_speedup
     return {
         "best_speedup": best,
         "seed_speedup": seed,
         "over_seed": best / seed if best and seed else None,
-        "attempts": task["attempts"],
-        "verdicts": task["verdicts"],
-        "best_summary": task["best_summary"],
+        "attempts": task.attempts,
+        "verdicts": task.verdicts,
+        "best_summary": task.best_summary,
         "seconds": round(time.perf_counter() - started, 1),
     }
 

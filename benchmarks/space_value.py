@@ -55,7 +55,7 @@ def measure(path: Path, args, root: Path) -> dict:
     started = time.perf_counter()
     result = Optimizer(memory, root).start([TaskSpec(str(path), {})], config, root / task.name)
     with memory.store.read() as conn:
-        attempts = memory.store.attempts.for_run(conn, result["run_id"])
+        attempts = memory.store.attempts.for_run(conn, result.run_id)
     search_s = time.perf_counter() - started
     keeps = [a for a in attempts if a.verdict == "KEEP" and a.speedup]
     first = next((a for a in attempts if a.speedup), None)

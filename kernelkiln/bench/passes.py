@@ -91,7 +91,7 @@ class Units:
             [TaskSpec(str(task.path), task.overrides)], config, out / task.name
         )
         with memory.store.read() as conn:
-            attempts = memory.store.attempts.for_run(conn, result["run_id"])
+            attempts = memory.store.attempts.for_run(conn, result.run_id)
         steps = [
             Step(
                 a.case.code_hash,

@@ -153,21 +153,21 @@ class Bench:
                 self.out_dir / f"repeat-{k + 1}",
             )
             with memory.store.read() as conn:
-                attempts = memory.store.attempts.for_run(conn, result["run_id"])
+                attempts = memory.store.attempts.for_run(conn, result.run_id)
             figures = [
                 task_figures(
                     t,
                     [a for a in attempts if a.task_id == task_id_of(t)],
                     ratios[t.name],
                     peaks,
-                    result["tasks"].get(task_id_of(t), {}).get("confirmed_speedup"),
+                    result.tasks[task_id_of(t)].confirmed_speedup,
                 )
                 for t in tasks
             ]
             runs.append(
                 {
-                    "run_id": result["run_id"],
-                    "status": result["status"],
+                    "run_id": result.run_id,
+                    "status": result.status,
                     "store": url,
                     "out": str((self.out_dir / f"repeat-{k + 1}").resolve()),
                     **summarize(figures),

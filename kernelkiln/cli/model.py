@@ -204,7 +204,7 @@ def model(
             print(json.dumps({"status": "refused", "reason": str(exc)}))
         raise
     except Interrupted as stop:
-        exit_interrupted(f"the task's run {stop.result['run_id']} can be resumed with `kiln optimize --resume`")
+        exit_interrupted(f"the task's run {stop.result.run_id} can be resumed with `kiln optimize --resume`")
     finally:
         if observer is not None:
             observer.close()

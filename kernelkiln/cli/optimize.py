@@ -7,7 +7,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
@@ -28,7 +27,7 @@ from kernelkiln.cli.settings import default_note, default_of, load_settings, wit
 from kernelkiln.cli.sizing import task_overrides
 from kernelkiln.cli.stores import open_memory, shown
 from kernelkiln.errors import UserError
-from kernelkiln.orchestrator.results import VERDICTS
+from kernelkiln.orchestrator.results import VERDICTS, RunResult, TaskResult
 from kernelkiln.speedup import fmt_x
 
 HELP = """Optimize a task or a suite: agents propose candidates, the guard judges each one,
@@ -283,20 +282,20 @@ def optimize(
         if memory.lent is not None:
             again += " --memory-readonly" + (f" --out {out}" if out else "")
         memory.store.close()
-        exit_interrupted(f"resume with `kiln optimize --resume {stop.result['run_id']}{again}`")
+        exit_interrupted(f"resume with `kiln optimize --resume {stop.result.run_id}{again}`")
     finally:
         observer.close()
     _report(result, as_json)
-    _outcome(result["tasks"])
+    _outcome(result.tasks)
 
 
-def _outcome(tasks: dict[str, dict[str, Any]]) -> None:
+def _outcome(tasks: dict[str, TaskResult]) -> None:
     """One line on stderr per task whose policy gave no candidate; exit 3 when no task got one."""
     for name, t in tasks.items():
-        if t["status"] != "evaluated":
-            what = "nothing was evaluated" if t["status"] == "no candidate" else t["status"]
-            print(f"kiln: {name}: {what}: {t['reason']}", file=sys.stderr)
-    if tasks and not any(t["status"] == "evaluated" for t in tasks.values()):
+        if t.status != "evaluated":
+            what = "nothing was evaluated" if t.status == "no candidate" else t.status
+            print(f"kiln: {name}: {what}: {t.reason}", file=sys.stderr)
+    if tasks and not any(t.status == "evaluated" for t in tasks.values()):
         raise typer.Exit(NO_CANDIDATE)
 
 
@@ -321,31 +320,28 @@ def _check_endpoint(policy: PolicyConfig) -> None:
 
 
 # -- output -------------------------------------------------------------------------------
-def _report(result: dict[str, Any], as_json: bool) -> None:
+def _report(result: RunResult, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(result.json_text(), end="")
         return
     console = wide_console()
-    table = Table(title=f"run {result['run_id']} ({result['status']})", title_justify="left")
+    table = Table(title=f"run {result.run_id} ({result.status})", title_justify="left")
     for col in ("task", "best", "in search", "seed", "attempts", *VERDICTS, "tokens", "best.py"):
         table.add_column(col, justify="left" if col in ("task", "best.py") else "right")
-    for name, t in result["tasks"].items():
-        v = t["verdicts"]
-        confirmed = t.get("confirmation")
+    for name, t in result.tasks.items():
+        confirmed = t.confirmation
         best = (
-            fmt_x(t["confirmed_speedup"])
-            if confirmed and confirmed["correct"]
-            else (f"{confirmed['verdict']}" if confirmed else "—")
+            fmt_x(t.confirmed_speedup) if confirmed and confirmed.correct else (confirmed.verdict if confirmed else "—")
         )
         table.add_row(
             name,
             best,
-            fmt_x(t["best_speedup"]),
-            fmt_x(t["seed_speedup"]),
-            str(t["attempts"]),
-            *(str(v[k]) for k in VERDICTS),
-            str(t["prompt_tokens"] + t["completion_tokens"]),
-            t["best"] or "—",
+            fmt_x(t.best_speedup),
+            fmt_x(t.seed_speedup),
+            str(t.attempts),
+            *(str(t.verdicts.get(k, 0)) for k in VERDICTS),
+            str(t.tokens),
+            t.best or "—",
         )
     console.print(table)
     console.print(
@@ -353,8 +349,8 @@ def _report(result: dict[str, Any], as_json: bool) -> None:
         "judged again with a longer timing budget when its task ended; in search: as the search measured "
         "it; seed: the seed candidate's first evaluation."
     )
-    for name, t in result["tasks"].items():
-        if t.get("confirmation") and not t["confirmation"]["correct"]:
+    for name, t in result.tasks.items():
+        if t.confirmation and not t.confirmation.correct:
             console.print(
-                f"{name}: its best failed when judged again: {t['confirmation']['reason']}", style="red", markup=False
+                f"{name}: its best failed when judged again: {t.confirmation.reason}", style="red", markup=False
             )

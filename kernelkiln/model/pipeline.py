@@ -352,32 +352,28 @@ def _optimize(
     observer.notes.clear()
     result = Optimizer(memory, out / "runs", observer).start([TaskSpec(str(path), {})], config, run_dir)
     notes = list(observer.notes)
-    (summary,) = result["tasks"].values()
-    confirmation = summary.get("confirmation")
-    if confirmation is not None:
-        speedup = summary["confirmed_speedup"] if confirmation["correct"] else None
-    else:
-        speedup = summary["best_speedup"]
+    (summary,) = result.tasks.values()
     origin = "generated" if config.policy.kind == "tuner" else "model-written"
     row = row.model_copy(
         update={
             "budget": config.budget,
-            "evaluations": summary["attempts"],
-            "speedup": speedup,
-            "origin": origin if summary["best"] else "",
+            "evaluations": summary.attempts,
+            "speedup": summary.speedup,
+            "origin": origin if summary.best else "",
             "memory": "reused" if any("exact match" in n for n in notes) else ("transfer" if notes else "new"),
             "run": str(run_dir.relative_to(out)),
         }
     )
-    if summary["best"] is None:
-        return row.model_copy(update={"status": "failed", "reason": summary["reason"] or "no correct candidate"}), None
-    if confirmation is not None and not confirmation["correct"]:
-        return row.model_copy(update={"status": "failed", "reason": confirmation["reason"]}), None
-    beat = confirmation["verdict"] == "KEEP" if confirmation is not None else (speedup or 0.0) > 1.0
+    confirmation = summary.confirmation
+    if summary.best is None:
+        return row.model_copy(update={"status": "failed", "reason": summary.reason or "no correct candidate"}), None
+    if confirmation is not None and not confirmation.correct:
+        return row.model_copy(update={"status": "failed", "reason": confirmation.reason}), None
+    beat = confirmation.verdict == "KEEP" if confirmation is not None else (summary.speedup or 0.0) > 1.0
     if not beat:
         return row.model_copy(update={"status": "slower", "reason": "its best did not beat torch beyond noise"}), None
     if origin == "model-written" and not splice_model_kernels:
         reason = "written by a model: splicing runs it in your process (--splice-model-kernels)"
         return row.model_copy(update={"status": "unchecked", "reason": reason}), None
-    kernel = Kernel(key, Path(summary["best"]).read_text(), origin)
+    kernel = Kernel(key, Path(summary.best).read_text(), origin)
     return row.model_copy(update={"status": "spliced"}), kernel

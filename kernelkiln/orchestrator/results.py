@@ -6,13 +6,73 @@ import json
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from kernelkiln.atomic import write_atomic
 from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Unconfirmed, Verdict
 
 VERDICTS: tuple[Verdict, ...] = ("KEEP", "ACCEPT", "REVERT", "REJECT")
 TaskStatus = Literal["evaluated", "no candidate", "no candidate from the model"]
+
+
+class TaskResult(BaseModel):
+    """One task's figures: its entry in run.json (a field an earlier kernelkiln did not write reads as empty)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: TaskStatus = "evaluated"
+    reason: str = ""  # why the policy gave no candidate; "" when evaluated
+    best_speedup: float | None = None  # the best candidate's, as the search measured it
+    confirmed_speedup: float | None = None  # the best judged again when the task ended (None: not confirmed)
+    confirmation: Confirmation | None = None
+    seed_speedup: float | None = None  # the starting candidate's first evaluation, when correct
+    attempts: int = 0
+    verdicts: dict[Verdict, int] = Field(default_factory=dict)
+    turns_without_candidate: int = 0
+    prompt_tokens: int = 0  # every model call's, those of turns that gave no candidate too
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    best_summary: str | None = None
+    best_attempt: str | None = None
+    best: str | None = None  # the path of best.py
+    unconfirmed_requests: int = 0  # model requests given up on a timeout
+    unconfirmed_prompt_tokens: int = 0  # their prompts' estimated tokens, never in prompt_tokens
+
+    @property
+    def speedup(self) -> float | None:
+        """The figure to report: the confirmed one where the best was judged again (None when it then
+        failed), else the search's."""
+        if self.confirmation is not None:
+            return self.confirmed_speedup if self.confirmation.correct else None
+        return self.best_speedup
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class RunResult(BaseModel):
+    """A run's figures: run.json, and what ``Optimizer.start`` and ``resume`` return."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    status: str
+    started_at: str | None = None  # ISO 8601, UTC
+    ended_at: str | None = None
+    wall_s: float | None = None
+    tasks: dict[str, TaskResult]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unconfirmed_requests: int = 0
+    unconfirmed_prompt_tokens: int = 0
+
+    def json_text(self) -> str:
+        """run.json's text."""
+        return json.dumps(self.model_dump(mode="json"), indent=2) + "\n"
 
 
 def incumbent(attempts: list[Attempt]) -> Attempt | None:
@@ -52,7 +112,8 @@ def task_summary(
     confirmation: Confirmation | None = None,
     no_candidate: NoCandidate | None = None,
     model_written: bool = False,
-) -> dict[str, Any]:
+    unconfirmed: Unconfirmed | None = None,
+) -> TaskResult:
     """One task's figures (the run.json entry); ``model_written``: a model wrote the candidates.
 
     Tokens and cost count every model call, those of turns that gave no candidate too;
@@ -64,23 +125,26 @@ def task_summary(
     spent = no_candidate or NoCandidate()
     status = task_status(attempts, model_written)
     unknown = "the task ended before the model gave a candidate" if attempts else "not started"
-    return {
-        "status": status,
-        "reason": "" if status == "evaluated" else spent.why() or unknown,
-        "best_speedup": best.speedup if best else None,  # as the search measured it
-        "confirmed_speedup": confirmation.speedup if confirmation else None,
-        "confirmation": confirmation.model_dump(mode="json") if confirmation else None,
-        "seed_speedup": seed.speedup if seed else None,
-        "attempts": len(attempts),
-        "verdicts": {v: counts.get(v, 0) for v in VERDICTS},
-        "turns_without_candidate": spent.turns,
-        "prompt_tokens": sum(a.tokens_in for a in attempts) + spent.prompt_tokens,
-        "completion_tokens": sum(a.tokens_out for a in attempts) + spent.completion_tokens,
-        "cost_usd": round(sum(a.case.cost_usd for a in attempts) + spent.cost_usd, 6),
-        "best_summary": best.summary if best else None,
-        "best_attempt": best.id if best else None,
-        "best": str(best_path) if best_path is not None and best is not None else None,
-    }
+    timed_out = unconfirmed or Unconfirmed()
+    return TaskResult(
+        status=status,
+        reason="" if status == "evaluated" else spent.why() or unknown,
+        best_speedup=best.speedup if best else None,
+        confirmed_speedup=confirmation.speedup if confirmation else None,
+        confirmation=confirmation,
+        seed_speedup=seed.speedup if seed else None,
+        attempts=len(attempts),
+        verdicts={v: counts.get(v, 0) for v in VERDICTS},
+        turns_without_candidate=spent.turns,
+        prompt_tokens=sum(a.tokens_in for a in attempts) + spent.prompt_tokens,
+        completion_tokens=sum(a.tokens_out for a in attempts) + spent.completion_tokens,
+        cost_usd=round(sum(a.case.cost_usd for a in attempts) + spent.cost_usd, 6),
+        best_summary=best.summary if best else None,
+        best_attempt=best.id if best else None,
+        best=str(best_path) if best_path is not None and best is not None else None,
+        unconfirmed_requests=timed_out.requests,
+        unconfirmed_prompt_tokens=timed_out.prompt_tokens,
+    )
 
 
 def safe_name(task_id: str) -> str:
@@ -100,8 +164,8 @@ def write_outputs(
     unconfirmed: dict[str, Unconfirmed] | None = None,
     started_at: float | None = None,
     ended_at: float | None = None,
-) -> dict[str, Any]:
-    """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns run.json's object.
+) -> RunResult:
+    """Write ``DIR/<task>/best.py`` for every task with a best and ``DIR/run.json``; returns what it holds.
 
     ``confirmed``: each task's confirmation record (see ``orchestrator.confirm``), when it has one;
     ``no_candidate``: the turns of each task that gave no candidate; ``model_written``: a model wrote
@@ -121,28 +185,23 @@ def write_outputs(
             (confirmed or {}).get(task_id),
             (no_candidate or {}).get(task_id),
             model_written,
-        ) | _unconfirmed((unconfirmed or {}).get(task_id))
-    result = {
-        "run_id": run_id,
-        "status": status,
-        "started_at": _iso(started_at),
-        "ended_at": _iso(ended_at),
-        "wall_s": round(ended_at - started_at, 1) if started_at is not None and ended_at is not None else None,
-        "tasks": tasks,
-        "prompt_tokens": sum(t["prompt_tokens"] for t in tasks.values()),
-        "completion_tokens": sum(t["completion_tokens"] for t in tasks.values()),
-        "cost_usd": round(sum(t["cost_usd"] for t in tasks.values()), 6),
-        "unconfirmed_requests": sum(t["unconfirmed_requests"] for t in tasks.values()),
-        "unconfirmed_prompt_tokens": sum(t["unconfirmed_prompt_tokens"] for t in tasks.values()),
-    }
-    write_atomic(out_dir / "run.json", json.dumps(result, indent=2) + "\n")
+            (unconfirmed or {}).get(task_id),
+        )
+    result = RunResult(
+        run_id=run_id,
+        status=status,
+        started_at=_iso(started_at),
+        ended_at=_iso(ended_at),
+        wall_s=round(ended_at - started_at, 1) if started_at is not None and ended_at is not None else None,
+        tasks=tasks,
+        prompt_tokens=sum(t.prompt_tokens for t in tasks.values()),
+        completion_tokens=sum(t.completion_tokens for t in tasks.values()),
+        cost_usd=round(sum(t.cost_usd for t in tasks.values()), 6),
+        unconfirmed_requests=sum(t.unconfirmed_requests for t in tasks.values()),
+        unconfirmed_prompt_tokens=sum(t.unconfirmed_prompt_tokens for t in tasks.values()),
+    )
+    write_atomic(out_dir / "run.json", result.json_text())
     return result
-
-
-def _unconfirmed(count: Unconfirmed | None) -> dict[str, int]:
-    """A task's requests given up on a timeout, and their prompts' estimated tokens (run.json's fields)."""
-    count = count or Unconfirmed()
-    return {"unconfirmed_requests": count.requests, "unconfirmed_prompt_tokens": count.prompt_tokens}
 
 
 def _iso(ts: float | None) -> str | None:

@@ -25,7 +25,7 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.model_waits import AgentWaits, UnconfirmedLedger
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.replay_settings import check_replay
-from kernelkiln.orchestrator.results import got_candidate, write_outputs
+from kernelkiln.orchestrator.results import RunResult, got_candidate, write_outputs
 from kernelkiln.orchestrator.search import Search
 from kernelkiln.orchestrator.seeds import GENERATED, starting_code
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
@@ -47,8 +47,8 @@ from kernelkiln.task import Task, load_task
 class Interrupted(Exception):
     """The run was stopped with Ctrl-C; ``result`` holds what it had finished."""
 
-    def __init__(self, result: dict[str, Any]):
-        super().__init__(f"interrupted: resume with `kiln optimize --resume {result['run_id']}`")
+    def __init__(self, result: RunResult):
+        super().__init__(f"interrupted: resume with `kiln optimize --resume {result.run_id}`")
         self.result = result
 
 
@@ -89,8 +89,8 @@ class Optimizer:
         self.out_root = out_root
         self.observer = observer or Observer()
 
-    def start(self, specs: list[TaskSpec], config: OptimizeConfig, out_dir: Path | None = None) -> dict[str, Any]:
-        """A new run over ``specs``; returns run.json's object."""
+    def start(self, specs: list[TaskSpec], config: OptimizeConfig, out_dir: Path | None = None) -> RunResult:
+        """A new run over ``specs``; returns what its run.json holds."""
         get_platform(config.platform)  # one clear line, before tasks load, when this machine lacks it
         check_replay(config, self.observer.note)  # a replay's prompts are its recording's, before anything runs
         tasks = order_tasks([load_task(Path(s.path), s.overrides) for s in specs])
@@ -117,7 +117,7 @@ class Optimizer:
             raise
         return self._execute(run, tasks, config, starts, pool)
 
-    def resume(self, run_id: str, cluster: str | None = None) -> dict[str, Any]:
+    def resume(self, run_id: str, cluster: str | None = None) -> RunResult:
         """Continue ``run_id`` where it stopped; ``cluster``: another address of its cluster (--cluster)."""
         with self.store.read() as conn:
             run = self.store.runs.get(conn, run_id)
@@ -154,7 +154,7 @@ class Optimizer:
         config: OptimizeConfig,
         starts: dict[str, tuple[str, str]],
         pool: EvaluationPool,
-    ) -> dict[str, Any]:
+    ) -> RunResult:
         try:
             return self._execute_on(pool, run, tasks, config, starts)
         finally:
@@ -167,7 +167,7 @@ class Optimizer:
         tasks: list[Task],
         config: OptimizeConfig,
         starts: dict[str, tuple[str, str]],
-    ) -> dict[str, Any]:
+    ) -> RunResult:
         self.memory = self.memory.configured(config.memory)
         control = RunControl(
             config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None, pool=pool
@@ -297,7 +297,7 @@ class Optimizer:
             update["no_candidate"] = no_candidate
         return self._save_state(run, **update)
 
-    def _outputs(self, run: Run) -> dict[str, Any]:
+    def _outputs(self, run: Run) -> RunResult:
         attempts = self._attempts(run.id)
         by_task: dict[str, list[Attempt]] = {t.id: [] for t in run.state.tasks}
         for attempt in attempts:

@@ -12,7 +12,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.memory.graph import ExperienceGraph
 from kernelkiln.memory.rules import priority
 from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.orchestrator.results import VERDICTS, incumbent, task_summary
+from kernelkiln.orchestrator.results import VERDICTS, RunResult, TaskResult, incumbent, task_summary
 from kernelkiln.report.records import Point, Report, RuleRow, RunReport, TaskReport
 from kernelkiln.report.sources import bench_sol, read_run_json, sibling_store_url
 from kernelkiln.stats import geomean
@@ -39,7 +39,7 @@ def collect(targets: list[str], store: Store | None, store_error: str = "", *, a
             rules.setdefault(store.url, tuple(resident_rules(store)))
             continue
         folder, data = found
-        run_id = str(data.get("run_id") or folder.name)
+        run_id = data.run_id
         holder, owned = _holder(store, folder, run_id)
         try:
             if holder is None:
@@ -91,43 +91,43 @@ def _with_sol(run: RunReport, fractions: dict[str, tuple[float, str]]) -> RunRep
     return replace(run, tasks=tasks)
 
 
-def from_run_json(data: dict[str, Any], out: str | None, note: str = "") -> RunReport:
+def from_run_json(data: RunResult, out: str | None, note: str = "") -> RunReport:
     """A run as run.json alone describes it (no attempts, no memory)."""
-    tasks = tuple(_task_from_json(task_id, t) for task_id, t in data["tasks"].items())
     return RunReport(
-        run_id=str(data.get("run_id", "?")),
-        status=str(data.get("status", "unknown")),
-        tasks=tasks,
-        created_at=_timestamp(data.get("started_at")),
-        finished_at=_timestamp(data.get("ended_at")),
-        prompt_tokens=int(data.get("prompt_tokens") or 0),
-        completion_tokens=int(data.get("completion_tokens") or 0),
-        cost_usd=float(data.get("cost_usd") or 0.0),
+        run_id=data.run_id,
+        status=data.status,
+        tasks=tuple(_task_from(task_id, t) for task_id, t in data.tasks.items()),
+        created_at=_timestamp(data.started_at),
+        finished_at=_timestamp(data.ended_at),
+        prompt_tokens=data.prompt_tokens,
+        completion_tokens=data.completion_tokens,
+        cost_usd=data.cost_usd,
         out=out,
         history=False,
         note=note,
     )
 
 
-def _task_from_json(task_id: str, t: dict[str, Any]) -> TaskReport:
-    verdicts = t.get("verdicts") or {}
+def _task_from(task_id: str, t: TaskResult, **more: Any) -> TaskReport:
+    """A task's report row from its run.json entry; ``more``: what the store adds (points, the path to its best)."""
+    failed = t.confirmation is not None and not t.confirmation.correct
     return TaskReport(
         task_id=task_id,
-        best_speedup=t.get("confirmed_speedup") or t.get("best_speedup"),
-        search_speedup=t.get("best_speedup"),
-        confirmed=t.get("confirmed_speedup") is not None,
-        confirm_failure=_failure(t.get("confirmation")),
-        seed_speedup=t.get("seed_speedup"),
-        attempts=int(t.get("attempts") or 0),
-        verdicts={v: int(verdicts.get(v, 0)) for v in VERDICTS},
-        prompt_tokens=int(t.get("prompt_tokens") or 0),
-        completion_tokens=int(t.get("completion_tokens") or 0),
-        cost_usd=float(t.get("cost_usd") or 0.0),
-        best_summary=t.get("best_summary"),
-        best_attempt=t.get("best_attempt"),
-        sol_fraction=_number(t.get("sol_fraction")),
-        status=str(t.get("status") or "evaluated"),
-        reason=str(t.get("reason") or ""),
+        best_speedup=t.confirmed_speedup or t.best_speedup,
+        search_speedup=t.best_speedup,
+        confirmed=t.confirmed_speedup is not None,
+        confirm_failure=f"{t.confirmation.verdict}: {t.confirmation.reason}" if failed and t.confirmation else "",
+        seed_speedup=t.seed_speedup,
+        attempts=t.attempts,
+        verdicts={v: t.verdicts.get(v, 0) for v in VERDICTS},
+        prompt_tokens=t.prompt_tokens,
+        completion_tokens=t.completion_tokens,
+        cost_usd=t.cost_usd,
+        best_summary=t.best_summary,
+        best_attempt=t.best_attempt,
+        status=t.status,
+        reason=t.reason,
+        **more,
     )
 
 
@@ -172,12 +172,6 @@ def _from_store(store: Store, run_id: str, out: str | None) -> RunReport:
     )
 
 
-def _failure(confirmation: dict[str, Any] | None) -> str:
-    if not confirmation or confirmation.get("correct"):
-        return ""
-    return f"{confirmation.get('verdict', 'REJECT')}: {confirmation.get('reason', '')}"
-
-
 def task_report(
     task_id: str,
     attempts: list[Attempt],
@@ -186,7 +180,6 @@ def task_report(
     model_written: bool = False,
 ) -> TaskReport:
     """One task's figures (as run.json has them), its attempts as points and the path to its best."""
-    s = task_summary(attempts, None, confirmation, no_candidate, model_written)
     points = tuple(
         Point(
             index=i,
@@ -204,25 +197,12 @@ def task_report(
         for i, a in enumerate(attempts, start=1)
     )
     best = incumbent(attempts)
-    return TaskReport(
-        task_id=task_id,
-        best_speedup=s["confirmed_speedup"] or s["best_speedup"],
-        search_speedup=s["best_speedup"],
-        confirmed=s["confirmed_speedup"] is not None,
-        confirm_failure=_failure(s["confirmation"]),
-        seed_speedup=s["seed_speedup"],
-        attempts=s["attempts"],
-        verdicts=s["verdicts"],
-        prompt_tokens=s["prompt_tokens"],
-        completion_tokens=s["completion_tokens"],
-        cost_usd=s["cost_usd"],
-        best_summary=s["best_summary"],
-        best_attempt=s["best_attempt"],
+    return _task_from(
+        task_id,
+        task_summary(attempts, None, confirmation, no_candidate, model_written),
         sol_fraction=attempt_sol(best) if best else None,
         points=points,
         best_path=path_to(attempts, best),
-        status=s["status"],
-        reason=s["reason"],
     )
 
 

@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from kernelkiln.errors import UserError
+from kernelkiln.orchestrator.results import RunResult
 
 
-def read_run_json(target: str) -> tuple[Path, dict[str, Any]] | None:
-    """``(DIR, run.json's object)`` when ``target`` is an output DIR (or its run.json); None for a run id."""
+def read_run_json(target: str) -> tuple[Path, RunResult] | None:
+    """``(DIR, what its run.json holds)`` when ``target`` is an output DIR (or its run.json); None for a run id."""
     path = Path(target)
     if path.is_file() and path.name == "run.json":
         path = path.parent
@@ -24,7 +27,13 @@ def read_run_json(target: str) -> tuple[Path, dict[str, Any]] | None:
             f"{path}: no run.json or ablation.json (give an output DIR of `kiln optimize` or "
             "`kiln ablate`, or a run id)"
         )
-    return path.resolve(), _object(file, "tasks", "`kiln optimize`")
+    data = _object(file, "tasks", "`kiln optimize`")
+    try:
+        return path.resolve(), RunResult.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise UserError(f"{file}: not a run.json this kernelkiln reads: {where}: {error['msg']}") from None
 
 
 def read_ablation_json(target: str) -> tuple[Path, dict[str, Any]] | None:

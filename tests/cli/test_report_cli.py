@@ -56,23 +56,24 @@ def test_a_real_run_reported_from_its_dir_and_as_markdown(tmp_path):
         )
     finally:
         store.close()
-    assert result["started_at"] <= result["ended_at"] and result["wall_s"] is not None
+    assert result.started_at and result.ended_at and result.started_at <= result.ended_at
+    assert result.wall_s is not None
     done = kiln("report", str(tmp_path / "out"), "--store", url)
     assert done.returncode == 0, done.stderr
-    assert done.stderr == f"kiln: run {result['run_id']}: read from store {url}\n"
+    assert done.stderr == f"kiln: run {result.run_id}: read from store {url}\n"
     page_path = tmp_path / "out" / "report.html"
     assert done.stdout.strip() == str(page_path)
     page = page_path.read_text()
-    assert result["run_id"] in page and "tiny_softmax" in page and "<svg" in page and "KEEP" in page
+    assert result.run_id in page and "tiny_softmax" in page and "<svg" in page and "KEEP" in page
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.IGNORECASE) and "<script" not in page
-    confirmed = result["tasks"]["tiny_softmax"]["confirmed_speedup"]
+    confirmed = result.tasks["tiny_softmax"].confirmed_speedup
     assert "best in search" in page and f"best {confirmed:.2f}x vs torch when judged again" in page
     assert "no model tokens (offline tuner)" in page
 
-    done = kiln("report", result["run_id"], "--store", url, "--markdown")
+    done = kiln("report", result.run_id, "--store", url, "--markdown")
     assert done.returncode == 0, done.stderr
     assert re.search(r"^\| tiny\\_softmax \| \*\*\d+\.\d\dx\*\* \| \d+\.\d\dx \|", done.stdout, re.MULTILINE)
     assert "in search: as the search measured it" in done.stdout
 
-    done = kiln("report", result["run_id"], "--store", url, cwd=tmp_path)
-    assert done.returncode == 0 and (tmp_path / f"kiln-report-{result['run_id']}.html").is_file()
+    done = kiln("report", result.run_id, "--store", url, cwd=tmp_path)
+    assert done.returncode == 0 and (tmp_path / f"kiln-report-{result.run_id}.html").is_file()

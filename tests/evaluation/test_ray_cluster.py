@@ -89,8 +89,8 @@ def test_a_suite_runs_across_both_nodes_and_every_attempt_is_stored_once(on_clus
     notes = _Notes()
     # One agent per task and two devices: two tasks run at once, one on each node.
     result = Optimizer(Memory(store), tmp_path, notes).start(specs, _config(agents=1), tmp_path / "out")
-    attempts, run = _attempts(store, result["run_id"])
-    assert result["status"] == "done"
+    attempts, run = _attempts(store, result.run_id)
+    assert result.status == "done"
     _stored_once(attempts, len(SUITE), 4)
     assert len({a.case.device for a in attempts}) == 2, "both nodes' devices judged candidates"
     assert run.state.device is not None and run.state.device.startswith("cpu: ")
@@ -120,9 +120,9 @@ def test_a_node_killed_mid_run_has_its_candidate_judged_elsewhere_and_loses_noth
         result = Optimizer(Memory(store), tmp_path, observer).start(
             [TaskSpec(str(TASKS / "tiny_softmax.py"), {})], config, tmp_path / "out"
         )
-        attempts, _ = _attempts(store, result["run_id"])
+        attempts, _ = _attempts(store, result.run_id)
         store.close()
-    assert result["status"] == "done"
+    assert result.status == "done"
     assert any("died" in line and "evaluated again elsewhere" in line for line in observer.notes), observer.notes
     _stored_once(attempts, 1, 6)
 
@@ -148,7 +148,7 @@ def test_a_driver_killed_with_sigkill_resumes_on_the_cluster_repeating_nothing(o
     result = Optimizer(Memory(store), tmp_path).resume(run_id)
     attempts, _ = _attempts(store, run_id)
     store.close()
-    assert result["status"] == "done"
+    assert result.status == "done"
     assert {a.id for a in before} <= {a.id for a in attempts}
     _stored_once(attempts, 1, BUDGET)
     assert all(a.case.device for a in attempts), "every attempt, before and after the kill, was judged on the cluster"
@@ -277,4 +277,4 @@ def test_cluster_ray_without_an_address_starts_a_local_cluster_and_runs(monkeypa
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "cluster: 1 node(s), 1 device(s) of cpu: " in out.stderr
-    assert json.loads(out.stdout)["status"] == "done", "stdout holds the JSON alone (Ray's messages go to stderr)"
+    assert json.loads(out.stdout).status == "done", "stdout holds the JSON alone (Ray's messages go to stderr)"

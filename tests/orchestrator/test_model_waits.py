@@ -45,16 +45,16 @@ def test_a_try_given_up_on_the_timeout_is_said_shown_and_counted_as_unconfirmed(
             )
             result = Optimizer(Memory(store), tmp_path, heard).start([TaskSpec(str(TINY), {})], config, tmp_path / "o")
         with store.read() as conn:
-            state = store.runs.get(conn, result["run_id"]).state
+            state = store.runs.get(conn, result.run_id).state
     finally:
         store.close()
 
-    task = result["tasks"]["tiny_softmax"]
-    assert task["attempts"] == 2  # the seed, then the model's candidate from the retry
-    assert task["prompt_tokens"] == 900 and task["completion_tokens"] == 50  # what the server confirmed, alone
-    estimated = task["unconfirmed_prompt_tokens"]
-    assert task["unconfirmed_requests"] == 1 and estimated > 0
-    assert (result["unconfirmed_requests"], result["unconfirmed_prompt_tokens"]) == (1, estimated)
+    task = result.tasks["tiny_softmax"]
+    assert task.attempts == 2  # the seed, then the model's candidate from the retry
+    assert task.prompt_tokens == 900 and task.completion_tokens == 50  # what the server confirmed, alone
+    estimated = task.unconfirmed_prompt_tokens
+    assert task.unconfirmed_requests == 1 and estimated > 0
+    assert (result.unconfirmed_requests, result.unconfirmed_prompt_tokens) == (1, estimated)
     assert state.unconfirmed == {"tiny_softmax": Unconfirmed(requests=1, prompt_tokens=estimated)}
     said = [n for n in heard.notes if "asking again" in n]
     assert len(said) == 1 and said[0].startswith(

@@ -12,18 +12,19 @@ from kernelkiln.errors import UserError
 from kernelkiln.llm.session import read_stream
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.results import RunResult
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.store import open_store
 from kernelkiln.testing.sessions.make import TINY, run_scripted, session_config
 from kernelkiln.testing.tasks import tiny_suite
 
 
-def by_agent(result: dict, tmp_path, name: str) -> dict[str, list[str]]:
+def by_agent(result: RunResult, tmp_path, name: str) -> dict[str, list[str]]:
     """The llm attempts' summaries of each agent, in order, from the run's store."""
     store = open_store(f"sqlite:///{tmp_path / name / 'kiln.db'}")
     try:
         with store.read() as conn:
-            attempts = store.attempts.for_run(conn, result["run_id"])
+            attempts = store.attempts.for_run(conn, result.run_id)
     finally:
         store.close()
     out: dict[str, list[str]] = {}
@@ -45,9 +46,9 @@ def test_a_replay_runs_the_recorded_replies_again_with_no_endpoint(tmp_path):
         == by_agent(recorded, tmp_path, "record")
         == {"a1": [e.response.tool_calls[0].arguments["summary"] for e in exchanges]}
     )
-    old, new = recorded["tasks"]["tiny_softmax"], replayed["tasks"]["tiny_softmax"]
-    assert new["attempts"] == old["attempts"] == 3
-    assert (new["prompt_tokens"], new["completion_tokens"]) == (old["prompt_tokens"], old["completion_tokens"])
+    old, new = recorded.tasks["tiny_softmax"], replayed.tasks["tiny_softmax"]
+    assert new.attempts == old.attempts == 3
+    assert (new.prompt_tokens, new.completion_tokens) == (old.prompt_tokens, old.completion_tokens)
 
 
 def test_a_replay_takes_its_model_settings_from_the_recording():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -11,6 +10,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.guard import GuardSession
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.results import RunResult
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.store.records import Experience
 from kernelkiln.task import knobs as K
@@ -40,41 +40,41 @@ def attempts(memory: Memory, run_id: str):
 
 def test_a_tuner_run_stores_every_attempt_and_writes_best_py_and_run_json(memory, tmp_path):
     result = Optimizer(memory, tmp_path).start([TINY], config(budget=3), tmp_path / "out")
-    task = result["tasks"]["tiny_softmax"]
-    assert result["status"] == "done" and task["attempts"] == 3 == sum(task["verdicts"].values())
+    task = result.tasks["tiny_softmax"]
+    assert result.status == "done" and task.attempts == 3 == sum(task.verdicts.values())
     # Figures only: two measurements of different candidates promise no order between them.
-    assert task["seed_speedup"] > 0 and task["best_speedup"] > 0
-    assert json.loads((tmp_path / "out" / "run.json").read_text()) == result
-    stored = attempts(memory, result["run_id"])
+    assert task.seed_speedup > 0 and task.best_speedup > 0
+    assert RunResult.model_validate_json((tmp_path / "out" / "run.json").read_text()) == result
+    stored = attempts(memory, result.run_id)
     assert len(stored) == 3 and stored[0].case.move == "seed" and stored[0].verdict == "KEEP"
     assert len({a.case.code_hash for a in stored}) == 3  # nothing evaluated twice
     best = (tmp_path / "out" / "tiny_softmax" / "best.py").read_text()
-    assert task["best"].endswith("best.py") and K.read_knobs(best)
+    assert task.best.endswith("best.py") and K.read_knobs(best)
     with GuardSession(load_task(TASKS / "tiny_softmax.py"), fast_config()) as guard:
         assert guard.evaluate(best, timed=False).correct  # a standalone candidate, as `kiln eval` takes it
 
 
 def test_each_tasks_best_is_judged_again_and_that_figure_is_recorded(memory, tmp_path):
     result = Optimizer(memory, tmp_path).start([TINY], config(budget=2), tmp_path / "out")
-    task = result["tasks"]["tiny_softmax"]
-    confirmation = task["confirmation"]
-    assert confirmation["attempt_id"] == task["best_attempt"] and confirmation["correct"]
-    assert task["confirmed_speedup"] == confirmation["speedup"] > 0
-    assert confirmation["time_budget_s"] == 20.0 and set(confirmation["workloads"]) == {"w0", "w1"}
+    task = result.tasks["tiny_softmax"]
+    confirmation = task.confirmation
+    assert confirmation is not None and confirmation.attempt_id == task.best_attempt and confirmation.correct
+    assert task.confirmed_speedup == confirmation.speedup > 0
+    assert confirmation.time_budget_s == 20.0 and set(confirmation.workloads) == {"w0", "w1"}
     with memory.store.read() as conn:
-        stored = memory.store.runs.get(conn, result["run_id"]).state.confirmed
-    assert stored["tiny_softmax"].model_dump(mode="json") == confirmation  # a resumed or reported run finds it
+        stored = memory.store.runs.get(conn, result.run_id).state.confirmed
+    assert stored["tiny_softmax"] == confirmation  # a resumed or reported run finds it
 
 
 def test_without_a_confirmation_budget_the_search_figure_stands_alone(memory, tmp_path):
     result = Optimizer(memory, tmp_path).start([TINY], config(budget=2, confirm_time_budget_s=None), tmp_path / "out")
-    task = result["tasks"]["tiny_softmax"]
-    assert task["confirmation"] is None and task["confirmed_speedup"] is None and task["best_speedup"] > 0
+    task = result.tasks["tiny_softmax"]
+    assert task.confirmation is None and task.confirmed_speedup is None and task.best_speedup > 0
 
 
 def test_every_new_best_derived_from_a_parent_leaves_an_experience(memory, tmp_path):
     result = Optimizer(memory, tmp_path).start([TINY], config(budget=4), tmp_path / "out")
-    stored = attempts(memory, result["run_id"])
+    stored = attempts(memory, result.run_id)
     with memory.store.read() as conn:
         sources = {e.source_attempt_id for e in memory.store.experiences.list(conn, kind="experience")}
     wins = [a for a in stored if a.verdict == "KEEP" and a.parent_id is not None]
@@ -93,7 +93,7 @@ def test_a_later_task_applies_a_retrieved_configuration_first_and_records_the_ad
     )
     memory.add_experience(lesson)
     result = Optimizer(memory, tmp_path).start([TINY], config(budget=2), tmp_path / "out")
-    second = attempts(memory, result["run_id"])[1]
+    second = attempts(memory, result.run_id)[1]
     assert second.case.move == "experience" and second.case.knobs["REPEAT"] == 1
     with memory.store.read() as conn:
         records = {a.experience_id: a.adopted for a in memory.store.adoptions.for_attempt(conn, second.id)}
@@ -112,7 +112,7 @@ def test_a_runs_memory_settings_take_effect(memory, tmp_path):
 def test_resuming_continues_without_repeating_or_losing_an_attempt(memory, tmp_path):
     optimizer = Optimizer(memory, tmp_path)
     first = optimizer.start([TINY], config(budget=2), tmp_path / "out")
-    run_id = first["run_id"]
+    run_id = first.run_id
     # Pretend the run was interrupted after two evaluations of a budget of five.
     with memory.store.write() as conn:
         run = memory.store.runs.get(conn, run_id)
@@ -127,7 +127,7 @@ def test_resuming_continues_without_repeating_or_losing_an_attempt(memory, tmp_p
         )
     resumed = Optimizer(Memory(memory.store), tmp_path).resume(run_id)
     stored = attempts(memory, run_id)
-    assert resumed["status"] == "done" and resumed["tasks"]["tiny_softmax"]["attempts"] == 5 == len(stored)
+    assert resumed.status == "done" and resumed.tasks["tiny_softmax"].attempts == 5 == len(stored)
     assert len({a.case.code_hash for a in stored}) == 5
     with pytest.raises(UserError, match="already finished"):
         optimizer.resume(run_id)
@@ -135,7 +135,7 @@ def test_resuming_continues_without_repeating_or_losing_an_attempt(memory, tmp_p
 
 def test_a_run_stored_by_an_earlier_version_with_flat_policy_keys_resumes(memory, tmp_path):
     optimizer = Optimizer(memory, tmp_path)
-    run_id = optimizer.start([TINY], config(budget=2), tmp_path / "out")["run_id"]
+    run_id = optimizer.start([TINY], config(budget=2), tmp_path / "out").run_id
     with memory.store.write() as conn:
         run = memory.store.runs.get(conn, run_id)
         flat = {k: v for k, v in run.config.items() if k != "policy"}
@@ -144,7 +144,7 @@ def test_a_run_stored_by_an_earlier_version_with_flat_policy_keys_resumes(memory
         state = run.state.model_copy(update={"status": "interrupted", "finished": []})
         memory.store.runs.update(conn, run.model_copy(update={"config": flat, "state": state}))
     resumed = Optimizer(Memory(memory.store), tmp_path).resume(run_id)
-    assert resumed["status"] == "done" and resumed["tasks"]["tiny_softmax"]["attempts"] == 4
+    assert resumed.status == "done" and resumed.tasks["tiny_softmax"].attempts == 4
 
 
 def test_resume_of_an_unknown_run_is_a_one_line_error(memory, tmp_path):
@@ -163,7 +163,7 @@ def test_the_tuner_without_a_seed_names_the_operations_kernelkiln_cannot_lower(m
 
 def test_two_agents_get_different_lenses_and_never_evaluate_the_same_code(memory, tmp_path):
     result = Optimizer(memory, tmp_path).start([TINY], config(agents=2, budget=4), tmp_path / "out")
-    stored = attempts(memory, result["run_id"])
+    stored = attempts(memory, result.run_id)
     assert len(stored) == 4 and {a.agent for a in stored} == {"a1", "a2"}
     assert len({a.lens for a in stored}) == 2
     assert len({a.case.code_hash for a in stored}) == 4
@@ -186,9 +186,9 @@ def test_a_token_budget_stops_the_run_after_the_turn_that_reached_it(memory, tmp
         context={"max_experiences": 0},
     )
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
-    task = result["tasks"]["tiny_softmax"]
-    assert result["status"] == "stopped" and task["attempts"] == 2  # the seed (no call), then one model turn
-    assert (task["prompt_tokens"], task["completion_tokens"]) == (900, 200)
+    task = result.tasks["tiny_softmax"]
+    assert result.status == "stopped" and task.attempts == 2  # the seed (no call), then one model turn
+    assert (task.prompt_tokens, task.completion_tokens) == (900, 200)
 
 
 def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
@@ -210,10 +210,10 @@ def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
     client = ScriptedClient([submit])
     cfg = config(policy={"kind": "llm", "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}}, budget=2)
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
-    stored = attempts(memory, result["run_id"])
+    stored = attempts(memory, result.run_id)
     assert [a.case.move for a in stored] == ["seed", "llm"]
     assert stored[1].tokens_in > 0 and stored[1].case.calls == [(stored[1].tokens_in, stored[1].tokens_out)]
-    assert result["tasks"]["tiny_softmax"]["prompt_tokens"] == stored[1].tokens_in
+    assert result.tasks["tiny_softmax"].prompt_tokens == stored[1].tokens_in
 
 
 def test_a_task_whose_model_never_submits_says_why_and_counts_every_call(memory, tmp_path):
@@ -229,17 +229,15 @@ def test_a_task_whose_model_never_submits_says_why_and_counts_every_call(memory,
         budget=2,
     )
     result = Optimizer(memory, tmp_path, client=client).start([plain], cfg, tmp_path / "out")
-    task = result["tasks"]["tiny_relu"]
-    assert (task["status"], task["attempts"], task["turns_without_candidate"]) == ("no candidate", 0, 3)
-    assert task["reason"].startswith("a1 stopped after 3 turns in a row without a candidate; the last turn: ")
-    assert "submit_candidate" in task["reason"] and client.remaining == 0
+    task = result.tasks["tiny_relu"]
+    assert (task.status, task.attempts, task.turns_without_candidate) == ("no candidate", 0, 3)
+    assert task.reason.startswith("a1 stopped after 3 turns in a row without a candidate; the last turn: ")
+    assert "submit_candidate" in task.reason and client.remaining == 0
     assert (
-        (task["prompt_tokens"], task["completion_tokens"])
-        == (4500, 180)
-        == (result["prompt_tokens"], result["completion_tokens"])
+        (task.prompt_tokens, task.completion_tokens) == (4500, 180) == (result.prompt_tokens, result.completion_tokens)
     )
     with memory.store.read() as conn:
-        stored = memory.store.runs.get(conn, result["run_id"]).state.no_candidate["tiny_relu"]
+        stored = memory.store.runs.get(conn, result.run_id).state.no_candidate["tiny_relu"]
     assert (stored.turns, stored.prompt_tokens) == (3, 4500)  # a resumed run or a report finds it
 
 
@@ -270,9 +268,9 @@ def test_an_agent_that_keeps_proposing_evaluated_code_is_stopped(memory, tmp_pat
         context={"max_experiences": 0},
     )
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
-    task = result["tasks"]["tiny_softmax"]
-    assert task["attempts"] == 1 and client.remaining == 0
+    task = result.tasks["tiny_softmax"]
+    assert task.attempts == 1 and client.remaining == 0
     # Only the seed was evaluated: the model's repeats are turns without a candidate, their calls counted.
-    assert task["status"] == "no candidate from the model" and task["turns_without_candidate"] == 3
-    assert task["reason"].startswith("a1 stopped after 3 proposals in a row of code already evaluated")
-    assert (task["prompt_tokens"], task["completion_tokens"]) == (900, 90)
+    assert task.status == "no candidate from the model" and task.turns_without_candidate == 3
+    assert task.reason.startswith("a1 stopped after 3 proposals in a row of code already evaluated")
+    assert (task.prompt_tokens, task.completion_tokens) == (900, 90)

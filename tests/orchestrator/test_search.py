@@ -10,6 +10,7 @@ from kernelkiln.evaluation.pool import EvaluationInput
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.results import RunResult
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.simulated_pool import SimulatedPool, simulated_verdict
@@ -47,9 +48,9 @@ def _verdict(item: EvaluationInput) -> Verdict:
 def test_every_agents_candidate_is_in_flight_at_once_and_a_later_one_may_come_back_first(tmp_path, sqlite_store):
     pool = HeldPool()
     config = OptimizeConfig(guard=fast_config(), agents=3, budget=3, confirm_time_budget_s=None)
-    result: dict = {}
+    results: list[RunResult] = []
     runner = threading.Thread(
-        target=lambda: result.update(Optimizer(Memory(sqlite_store), tmp_path, pool=pool).start([TINY], config))
+        target=lambda: results.append(Optimizer(Memory(sqlite_store), tmp_path, pool=pool).start([TINY], config))
     )
     runner.start()
     first = pool.wait_for(3)  # all three agents' candidates, submitted before any verdict came back
@@ -58,7 +59,8 @@ def test_every_agents_candidate_is_in_flight_at_once_and_a_later_one_may_come_ba
         future.set_result(_verdict(item))
     runner.join(60)
     assert not runner.is_alive()
-    assert result["status"] == "done" and result["tasks"]["tiny_softmax"]["attempts"] == 3
+    (result,) = results
+    assert result.status == "done" and result.tasks["tiny_softmax"].attempts == 3
     assert pool.held == []  # the budget was three: nothing more was submitted
 
 

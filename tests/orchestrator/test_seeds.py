@@ -115,7 +115,7 @@ def test_the_tuner_on_a_task_without_a_kiln_seed_evaluates_the_generated_candida
     cfg = config(budget=2, confirm_time_budget_s=None)
     result = Optimizer(memory, tmp_path).start([TaskSpec(str(TASKS / "tiny_relu.py"), {})], cfg, tmp_path / "out")
     with memory.store.read() as conn:
-        stored = memory.store.attempts.for_run(conn, result["run_id"])
-    assert result["status"] == "done" and len(stored) == 2
+        stored = memory.store.attempts.for_run(conn, result.run_id)
+    assert result.status == "done" and len(stored) == 2
     assert stored[0].case.move == "seed" and stored[0].correct  # correctness only: no claim about speed
     assert stored[0].code == starting_code(load_task(TASKS / "tiny_relu.py"), cfg)[0]

@@ -48,32 +48,32 @@ def test_a_model_that_never_submits_after_the_seed_is_no_candidate_from_the_mode
     client = ScriptedClient([PROSE] * 2)
     cfg = llm_config(budget=3, max_turns_without_candidate=2)
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
-    task = result["tasks"]["tiny_softmax"]
-    assert client.remaining == 0 and task["attempts"] == 1 and task["seed_speedup"] is not None
-    assert task["status"] == "no candidate from the model" and task["turns_without_candidate"] == 2
-    assert task["reason"].startswith("a1 stopped after 2 turns in a row without a candidate; the last turn: ")
-    assert "without calling submit_candidate" in task["reason"]
-    assert (task["prompt_tokens"], task["completion_tokens"]) == (800, 20)
+    task = result.tasks["tiny_softmax"]
+    assert client.remaining == 0 and task.attempts == 1 and task.seed_speedup is not None
+    assert task.status == "no candidate from the model" and task.turns_without_candidate == 2
+    assert task.reason.startswith("a1 stopped after 2 turns in a row without a candidate; the last turn: ")
+    assert "without calling submit_candidate" in task.reason
+    assert (task.prompt_tokens, task.completion_tokens) == (800, 20)
 
 
 def test_a_turn_without_a_candidate_does_not_end_the_agent(memory, tmp_path):
     client = ScriptedClient([PROSE, submit(K.apply(SEED, {"REPEAT": 1}))])
     result = Optimizer(memory, tmp_path, client=client).start([TINY], llm_config(budget=2), tmp_path / "out")
-    task = result["tasks"]["tiny_softmax"]
-    assert client.remaining == 0 and task["attempts"] == 2  # the seed, then the model's candidate
-    assert (task["status"], task["reason"], task["turns_without_candidate"]) == ("evaluated", "", 1)
-    assert (task["prompt_tokens"], task["completion_tokens"]) == (1000, 60)
+    task = result.tasks["tiny_softmax"]
+    assert client.remaining == 0 and task.attempts == 2  # the seed, then the model's candidate
+    assert (task.status, task.reason, task.turns_without_candidate) == ("evaluated", "", 1)
+    assert (task.prompt_tokens, task.completion_tokens) == (1000, 60)
 
 
 def test_a_budget_spent_on_the_seed_says_so(memory, tmp_path):
     client = ScriptedClient([])
     result = Optimizer(memory, tmp_path, client=client).start([TINY], llm_config(budget=1), tmp_path / "out")
-    task = result["tasks"]["tiny_softmax"]
-    assert (task["status"], task["attempts"]) == ("no candidate from the model", 1)
-    assert task["reason"] == "the task's budget of 1 evaluation went to the seed"
+    task = result.tasks["tiny_softmax"]
+    assert (task.status, task.attempts) == ("no candidate from the model", 1)
+    assert task.reason == "the task's budget of 1 evaluation went to the seed"
 
 
 def test_the_tuners_seed_is_its_own_candidate(memory, tmp_path):
     cfg = OptimizeConfig(guard=fast_config(), budget=1, confirm_time_budget_s=None)
     result = Optimizer(memory, tmp_path).start([TINY], cfg, tmp_path / "out")
-    assert result["tasks"]["tiny_softmax"]["status"] == "evaluated"
+    assert result.tasks["tiny_softmax"].status == "evaluated"

@@ -36,10 +36,10 @@ def test_a_task_run_again_starts_from_its_stored_best_and_tries_no_stored_settin
     # Verdicts fixed by the code (a simulated device): the stored best cannot depend on a busy machine's timing.
     memory, pool = Memory(sqlite_store), SimulatedPool(devices=1, duration_s=0.0)
     run = Optimizer(memory, tmp_path, pool=pool).start([TINY], config(budget=4), tmp_path / "1")
-    first = attempts(memory, run["run_id"])
+    first = attempts(memory, run.run_id)
     best = max((a for a in first if a.verdict == "KEEP"), key=lambda a: a.speedup)
     run = Optimizer(memory, tmp_path, pool=pool).start([TINY], config(budget=4), tmp_path / "2")
-    second = attempts(memory, run["run_id"])
+    second = attempts(memory, run.run_id)
     assert second[0].case.move == "reuse" and second[0].code == best.code
     assert not {a.case.code_hash for a in second[1:]} & {a.case.code_hash for a in first}
     assert {a.case.signature for a in first + second} == {first[0].case.signature} != {""}
@@ -58,7 +58,7 @@ def test_without_exact_reuse_the_second_run_starts_from_the_seed(sqlite_store, t
     memory = Memory(sqlite_store)
     Optimizer(memory, tmp_path).start([TINY], config(budget=2), tmp_path / "1")
     off = config(budget=2, memory=MemoryConfig(transfer={"exact": False, "neighbours": 0}))
-    second = attempts(memory, Optimizer(memory, tmp_path).start([TINY], off, tmp_path / "2")["run_id"])
+    second = attempts(memory, Optimizer(memory, tmp_path).start([TINY], off, tmp_path / "2").run_id)
     assert second[0].case.move == "seed"
 
 
@@ -72,7 +72,7 @@ def test_read_only_memory_applies_the_lent_store_and_never_writes_it(sqlite_stor
     memory = Memory(own, lent=lent)
     readonly = config(budget=3, memory=MemoryConfig(readonly=True))
     result = Optimizer(memory, tmp_path).start([TINY], readonly, tmp_path / "2")
-    made = attempts(memory, result["run_id"])
+    made = attempts(memory, result.run_id)
     assert made[0].case.move == "reuse" and len(made) == 3
     with own.read() as conn:
         assert own.experiences.count(conn, "experience") == 0 and own.stages.count_since(conn, 0) == 0

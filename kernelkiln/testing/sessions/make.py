@@ -19,6 +19,7 @@ from kernelkiln.llm.messages import Message, ToolSpec
 from kernelkiln.llm.scripted import ScriptedClient
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.results import RunResult
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.store import open_store
 from kernelkiln.task import knobs as K
@@ -70,8 +71,8 @@ def session_config(directory: Path | None = None, *, agents: int = 1, budget: in
 
 
 def run_scripted(config: OptimizeConfig, store_dir: Path, task: Path = TINY, protocol: str = "tools",
-                 overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``config`` on ``task`` with a fresh store under ``store_dir`` and the scripted model; run.json's object."""
+                 overrides: dict[str, Any] | None = None) -> RunResult:
+    """``config`` on ``task`` with a fresh store under ``store_dir`` and the scripted model; what run.json holds."""
     store_dir.mkdir(parents=True, exist_ok=True)
     store = open_store(f"sqlite:///{store_dir / 'kiln.db'}")
     try:
