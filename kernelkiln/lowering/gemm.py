@@ -5,8 +5,11 @@ dimension, the threads pack B's block into NR-wide slivers; for each block of MC
 they pack A's rows into MR-tall slivers (both read through the graph, so a transposed,
 broadcast or elementwise operand is packed where it is read) and share out B's
 slivers; the micro-kernel keeps an MR×NR tile of C in vector registers over KC steps
-of FMAs. After the last KC block, the writes that read the product at their own
-position (bias, activations, scaling, also through a reshape: the epilogue) run on
+of FMAs. Where B comes in several NC-wide blocks and A is small (an LM head: 128 rows, a
+50k-column vocabulary), A is packed whole once per call instead of once per block; and while
+the first tile of a B sliver computes, the next sliver is prefetched into L2, so a weight
+streamed from memory does not stall it. After the last KC block, the writes that read the
+product at their own position (bias, activations, scaling, also through a reshape: the epilogue) run on
 the tile just finished, while it is in L1.
 
 The micro-kernel's vector width follows the compiler's target: 16 floats when the CPU
@@ -71,21 +74,29 @@ GEMM_HEADER = r"""#include <immintrin.h>
 #endif
 #define KILN_NV (NR / KILN_VW)
 #define KILN_MCP ((MC + MR - 1) / MR * MR)
+#define KILN_PAD(m) (((m) + MR - 1) / MR * MR)
+/* the most floats of A packed whole, once per call, where B comes in several NC-wide blocks */
+#define KILN_A_WHOLE (1 << 17)
 #define KILN_NCP ((NC + NR - 1) / NR * NR)
 typedef float kiln_vf __attribute__((vector_size(KILN_VW * 4)));
 typedef float kiln_vfu __attribute__((vector_size(KILN_VW * 4), aligned(4)));
 
 /* C[MR x NR] (row stride ldc) = (add ? C : 0) + A sliver (kc x MR) . B sliver (kc x NR); A_AT(i, p) is the
    address of A's element at the tile's row i, step p: packed (kiln_micro) or where A lies (kiln_micro_rows,
-   a skinny product's A, used once: not packed; its tile's rows at a[i]) */
+   a skinny product's A, used once: not packed; its tile's rows at a[i]). ``next``, when not null, is the
+   B sliver the following tiles read: fetched into L2 while this one computes, so a B streamed from memory
+   (a large weight, read once per call) does not stall the first tile of each sliver */
 #define KILN_MICRO_DEF(name, a_type, A_AT)                                                                  \
     static inline void name(int64_t kc, a_type a, const float* restrict b, float* restrict c, int64_t ldc,   \
-                            int add) {                                                                       \
+                            int add, const float* next) {                                                    \
         kiln_vf acc[MR][KILN_NV];                                                                            \
         KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)                                              \
             KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = (kiln_vf){0};            \
         for (int64_t p = 0; p < kc; ++p) {                                                                   \
             kiln_vf bv[KILN_NV];                                                                             \
+            if (next)                                                                                        \
+                KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)                                  \
+                    __builtin_prefetch(next + p * NR + j * KILN_VW, 0, 2);                                   \
             KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)                                      \
                 bv[j] = *(const kiln_vf*)(b + p * NR + j * KILN_VW);                                         \
             KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i) {                                        \
@@ -202,10 +213,22 @@ def _emit_packed(
         emit_prepack(w, buffers, names, mm, tag)
         w("#endif")
     w(f"static float* {tag}_bs; static size_t {tag}_bh; static float* {tag}_as; static size_t {tag}_ah;")
+    # A packed whole, once, rather than again for each NC-wide block of B (a large N: an LM head's vocabulary)
+    w(f"const int a_whole = {n} > NC && {n} > NR && (int64_t)KILN_PAD({m}) * {k} <= KILN_A_WHOLE;")
     w(f"float* bp = kiln_grow(&{tag}_bs, &{tag}_bh, (size_t)KC * KILN_NCP);")
-    w(f"float* ap = kiln_grow(&{tag}_as, &{tag}_ah, (size_t)KC * KILN_MCP);")
+    w(f"float* ap = kiln_grow(&{tag}_as, &{tag}_ah, a_whole ? (size_t)KILN_PAD({m}) * {k} : (size_t)KC * KILN_MCP);")
     w("if (!bp || !ap) abort();")
     lead = _open_batches(w, buffers, mm)
+    w.open("if (a_whole)")
+    w.open(f"for (int64_t pc = 0; pc < {k}; pc += KC)")
+    w(f"const int64_t kc = KILN_MIN((int64_t)KC, {k} - pc);")
+    w.open(f"for (int64_t ib = 0; ib < {m}; ib += KILN_MCP)")
+    w(f"const int64_t ie = KILN_MIN(ib + KILN_MCP, (int64_t){m});")
+    w(f"float* restrict apb = ap + pc * KILN_PAD({m}) + ib * kc;")
+    _pack_a(w, buffers, names, mm, lead, "apb")
+    w.close()
+    w.close()
+    w.close()
     open_b_blocks(w, n, k)
     # B's block in NR-wide slivers bp[js][p][r], then per block of MC rows A's MR-tall slivers ap[is][p][r],
     # packed just before the block is used (it stays in L2); each read along its contiguous dim.
@@ -219,22 +242,13 @@ def _emit_packed(
         w("#endif")
     w.open(f"for (int64_t ib = 0; ib < {m}; ib += KILN_MCP)")  # blocks of MC rows rounded up to MR
     w(f"const int64_t ie = KILN_MIN(ib + KILN_MCP, (int64_t){m});")
+    w(f"float* restrict apb = a_whole ? ap + pc * KILN_PAD({m}) + ib * kc : ap;")
     rows = _stored_rows(mm, buffers)
     if rows is not None:  # N <= NR: each element of A feeds one tile, so packing it costs more than it saves
         w(f"#if {n} > NR")
-    pack(
-        w,
-        buffers,
-        names,
-        mm.a,
-        (*lead, "i", "pc + p"),
-        "is",
-        "(ie - ib + MR - 1) / MR",
-        "MR",
-        "i = ib + is * MR + r",
-        "i < ie",
-        "ap[(is * kc + p) * MR + r]",
-    )
+    w.open("if (!a_whole)")
+    _pack_a(w, buffers, names, mm, lead, "apb")
+    w.close()
     if rows is not None:
         w("#endif")
     # the threads share out the block's tiles in (sliver of B, sliver of A) order: with many of B's slivers
@@ -253,16 +267,17 @@ def _emit_packed(
         w("#define KILN_A_TILE ar")
         w("#define KILN_MICRO kiln_micro_rows")
         w("#else")
-    w("#define KILN_A_TILE (ap + (ti - ib) * kc)")
+    w("#define KILN_A_TILE (apb + (ti - ib) * kc)")
     w("#define KILN_MICRO kiln_micro")
     if rows is not None:
         w("#endif")
+    w("const float* next = ti == ib ? bq + (js + 1) * kc * NR : 0; /* only prefetched: never read */")
     w.open("if (mr == MR && nr == NR)")
-    w(f"KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0);")
+    w(f"KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0, next);")
     w.close("} else {")
     w.depth += 1
     w("float tile[MR * NR] __attribute__((aligned(64)));")
-    w("KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, tile, NR, 0);")
+    w("KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, tile, NR, 0, next);")
     w.open("for (int64_t i = 0; i < mr; ++i)")
     w.open("for (int64_t j = 0; j < nr; ++j)")
     w(f"float* dst = cb + (ti + i) * {n} + tj + j;")
@@ -283,6 +298,25 @@ def _emit_packed(
     w.close()  # jc
     w.close()  # bt
     w.close()  # parallel
+
+
+def _pack_a(
+    w: Writer, buffers: dict[int, str], names: Iterator[int], mm: Matmul, lead: tuple[str, ...], into: str
+) -> None:
+    """Pack rows ``[ib, ie)`` of A's block at ``pc`` (``kc`` deep) into MR-tall slivers ``into[is][p][r]``."""
+    pack(
+        w,
+        buffers,
+        names,
+        mm.a,
+        (*lead, "i", "pc + p"),
+        "is",
+        "(ie - ib + MR - 1) / MR",
+        "MR",
+        "i = ib + is * MR + r",
+        "i < ie",
+        f"{into}[(is * kc + p) * MR + r]",
+    )
 
 
 def _stored_rows(mm: Matmul, buffers: dict[int, str]) -> str | None:

@@ -474,3 +474,19 @@ def test_a_product_of_forward_s_inputs_is_packed_on_every_call(tmp_path):
     task = write_task(tmp_path, "task", "torch.matmul(A, B)", {"M": 67, "K": 129, "N": 45}, PAIR, signature="A, B")
     source = generate(task).source
     assert "PREPACK" not in {k.name for k in K.read_knobs(source)} and "#if PREPACK" not in source
+
+
+@pytest.mark.parametrize("kc", [128, 512])
+def test_a_batched_product_over_several_blocks_of_b_packs_each_batch_s_a_whole_once_and_matches(tmp_path, kc):
+    # N = 1100: three NC-wide blocks of 512 (the last partial); M = 13 and K = 300 leave tails in every sliver
+    task = write_task(
+        tmp_path,
+        "task",
+        "torch.matmul(A, B)",
+        {"M": 13, "K": 300, "N": 1100},
+        "[torch.randn(3, M, K), torch.randn(3, K, N)]",
+        signature="A, B",
+    )
+    source = generate(task).source
+    assert "a_whole ? ap + pc * KILN_PAD(13) + ib * kc : ap" in source
+    assert mismatch(task, K.apply(source, {"NC": 512, "KC": kc, "MR": 4})) is None
