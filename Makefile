@@ -10,7 +10,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e ".[test]"
 	touch $@
 
-.PHONY: install demo test lint
+.PHONY: install demo test lint docs
 install: $(VENV)/.installed
 
 demo: install
@@ -18,6 +18,11 @@ demo: install
 
 test: install
 	bash -c 'set -e; if [ -x .ci/services ]; then . .ci/services; fi; $(VENV)/bin/python -m pytest -q'
+
+# The documentation site, strict: a broken link, a missing page or a generated page out of step fails it.
+docs: install
+	$(VENV)/bin/python scripts/docs_pages.py --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -q
 
 # ruff (lint and format) over the tree, mypy over the package (strict on guard, memory, store, isolation).
 lint: install

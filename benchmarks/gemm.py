@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+from provenance import provenance
 
 from kernelkiln.lowering import generate
 from kernelkiln.lowering.gemm import gemm_vocabulary
@@ -170,6 +171,7 @@ def main() -> None:
                     file=sys.stderr,
                 )
     out = {
+        "provenance": provenance(),
         "cpu_features": simd,
         "micro_kernel": {k: defaults[k] for k in ("MR", "NR")},
         "blocking": {k: defaults[k] for k in ("MC", "KC", "NC")},

@@ -48,6 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+from provenance import provenance
 
 from kernelkiln.memory.memory import Memory
 from kernelkiln.memory.signature import exact_code
@@ -231,7 +232,11 @@ def main() -> None:
         for spec in args.models.split(",")
     ]
     if args.json:
-        print(json.dumps({"scale": args.scale, "threads": args.threads, "models": rows}, indent=2))
+        print(
+            json.dumps(
+                {"provenance": provenance(), "scale": args.scale, "threads": args.threads, "models": rows}, indent=2
+            )
+        )
         return
     print(f"scale {args.scale}, {args.threads} thread(s); reports under {out}")
     print(f"{'model':<12} {'tasks':>5} {'spliced':>7} {'reused':>6} {'evals':>5} {'check':>7} "

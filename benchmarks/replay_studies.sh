@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The replayed studies of docs/SPACES.md over every task of benchmarks/data/spaces-cpu.jsonl (build it with
+# The replayed studies of docs/guide/spaces.md over every task of benchmarks/data/spaces-cpu.jsonl (build it with
 # benchmarks/spaces_cpu.sh). Each study is a resumable `kiln ablate` (run again to continue); its summary is
 # copied to benchmarks/figures/. STUDY_DIR (default /tmp/kiln-studies) holds the runs: tens of MB, not kept.
 #

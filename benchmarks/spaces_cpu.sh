@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds benchmarks/data/spaces-cpu.jsonl: the measured knob spaces the replay studies run on (docs/SPACES.md).
+# Builds benchmarks/data/spaces-cpu.jsonl: the measured knob spaces the replay studies run on (docs/guide/spaces.md).
 # Resumable: run it again and every judgement already in the dataset for this machine is skipped. Each group is
 # measured whole (both rounds) before the next starts, so an interrupted build leaves complete tasks behind.
 #

@@ -26,8 +26,11 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show full traceback
     _state["debug"] = debug
 
 
-def _register() -> None:
-    # Imported here so `kiln --help` stays fast and each command lives in its own module.
+def register_commands() -> None:
+    """Add every sub-command to ``app`` (once): imported here so `kiln --help` stays fast and each command
+    lives in its own module."""
+    if app.registered_commands:
+        return
     from kernelkiln.cli import ablate as ablate_cmd
     from kernelkiln.cli import bench as bench_cmd
     from kernelkiln.cli import config as config_cmd
@@ -73,7 +76,7 @@ def _terminated(signum, frame) -> None:
 def main() -> None:
     """Run ``kiln``; user errors become one line on stderr and exit code 2."""
     signal.signal(signal.SIGTERM, _terminated)
-    _register()
+    register_commands()
     try:
         code = app(standalone_mode=False)
     except UserError as exc:

@@ -24,7 +24,7 @@ the seed's knobs when the space has at most --whole-up-to configurations, else t
 seeded uniform sample (--sample configurations in all; a study then searches only those). Each
 configuration is judged against the reference --rounds times, each round a pass over every task,
 so its samples come from different processes at different times. DATASET is JSON Lines (see
-docs/SPACES.md): this machine's signature, then one row per judgement with every kept timing
+docs/guide/spaces.md): this machine's signature, then one row per judgement with every kept timing
 round. Rows are appended as they are made: run the same command again to continue.
 Cost: about rounds x configurations x (build + check + --time-budget) seconds.
 

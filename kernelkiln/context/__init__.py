@@ -1,4 +1,4 @@
-"""Budgeted, layered prompt assembly (KOPE): hot, recent, warm and cold layers under B_k (docs/ARCHITECTURE.md)."""
+"""Budgeted, layered prompt assembly (KOPE): hot, recent, warm and cold layers under B_k (docs/architecture.md)."""
 
 from __future__ import annotations
 

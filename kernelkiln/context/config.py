@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class ContextConfig(BaseModel):
-    """What an agent sees each turn, and how its prompt is filled (docs/ARCHITECTURE.md § Budgeted, layered context).
+    """What an agent sees each turn, and how its prompt is filled (docs/architecture.md § Budgeted, layered context).
 
     The ``max_*`` counts bound what memory retrieves for a turn (the tuner reads it too),
     and the prompt's sections.

@@ -28,7 +28,7 @@ from kernelkiln.lowering.rowcache import ROWCACHE_HEADER
 from kernelkiln.lowering.schedule import Kernel, Plan, plan
 from kernelkiln.lowering.stream import STREAM_HEADER
 from kernelkiln.lowering.trace import Traced, trace
-from kernelkiln.lowering.vmath import VMATH_HEADER, uses_vmath
+from kernelkiln.lowering.vmath import VMATH_HEADER
 from kernelkiln.native.build import MAX_SOURCE_BYTES
 from kernelkiln.platforms.host import default_threads, last_level_cache_bytes, simd_floats
 from kernelkiln.task.model import Task, Workload
@@ -63,12 +63,13 @@ def _scheduled(traced: Traced, name: str, temp_prefix: str = "tmp") -> tuple[Pla
 
 def _function(
     task: Task, workload: Workload, name: str
-) -> tuple[Traced, Plan, FunctionEmitter, list[tuple[int, Node]], str, list[Kernel], bool]:
-    """(traced, plan, emitter, temps, C function, kernels, has a ROWCACHE form) of one workload; a convolution's
+) -> tuple[Traced, Plan, FunctionEmitter, list[tuple[int, Node]], str, list[Kernel], set[str]]:
+    """(traced, plan, emitter, temps, C function, kernels, the knobs it reads) of one workload; a convolution's
     holds both CONV forms."""
     traced = trace(task, workload)
     p, emitter, body = _scheduled(traced, name)
     params, temps, rowcache = emitter.params(), list(emitter.temps), emitter.rowcache
+    knobs = set(emitter.w.knobs)
     if "convolution" in traced.graph.ops:
         token = conv_mode.set("direct")
         try:
@@ -79,23 +80,21 @@ def _function(
         params += demitter.temp_params()
         temps += demitter.temps
         rowcache = rowcache or demitter.rowcache
+        knobs |= demitter.w.knobs | {"CONV"}
         body = f"#ifdef CONV_direct\n{dbody}\n#else\n{body}\n#endif"
         kernels = p.kernels + dp.kernels
     else:
         kernels = p.kernels
     # stamp: changes when a parameter a prepacked operand reads is written (packing.emit_prepack)
     code = f"void {name}({', '.join([*params, 'int64_t stamp', 'int nt'])}) {{\n{body}\n}}\n"
-    return traced, p, emitter, temps, code, kernels, rowcache
+    if rowcache:  # only where a row group's passes share a value: elsewhere it would change nothing
+        knobs.add("ROWCACHE")
+    return traced, p, emitter, temps, code, kernels, knobs
 
 
-# What the emitted functions must mention for a knob to change their code (the header's macros built on it
-# included): a knob the code never reads would only make the search evaluate the same binary again.
-_USES = {
-    "ACC": r"\bACC\b",
-    "UNROLL": r"\bUNROLL\b|\bKILN_UNROLL\b|\bKILN_LOOP\b",
-    "VEC": r"\bVEC\b|\bKILN_SIMD(_REDUCE)?\b|\bKILN_LOOP\b",
-    "TILE": r"\bTILE\b",
-}
+# The knobs a candidate declares, in this order: those its functions read as the emitters wrote them (a knob
+# the code never reads would only make the search evaluate the same binary again).
+_KNOB_ORDER = ("ACC", "UNROLL", "VEC", "TILE", "ROWCACHE", "VMATH", *GEMM_KNOBS, "CONV", "PREPACK", "STREAM")
 
 
 # An elementwise recurrence (an LSTM's cell state over its steps) is one expression as deep as the sequence is
@@ -119,12 +118,12 @@ def generate(task: Task, threads: int | None = None) -> Generated:
 
 
 def _generate(task: Task, threads: int | None) -> Generated:
-    entries, functions, kinds, ops, fused, rowcache = [], [], [], [], None, False
+    entries, functions, kinds, ops, fused, reads = [], [], [], [], None, set[str]()
     streamed, streamed_calls = 0, False  # STREAM's start: emit.FunctionEmitter.streamed, .streamed_calls
     gemms, blocked = 0, list[tuple[int, int]]()  # gemm loop nests; the convolutions among them with CONV=blocked
     seen: dict[tuple[tuple[int, ...], ...], str] = {}
     for k, workload in enumerate(task.workloads):
-        traced, p, emitter, temps, code, kernels, cached = _function(task, workload, f"kiln_w{k}")
+        traced, p, emitter, temps, code, kernels, knobs_read = _function(task, workload, f"kiln_w{k}")
         gemms, blocked = gemms + emitter.gemms, blocked + emitter.blocked
         streamed, streamed_calls = max(streamed, emitter.streamed), streamed_calls or emitter.streamed_calls
         params = tuple(t.removeprefix("param:") for t in traced.tensors if t.startswith("param:"))
@@ -143,7 +142,7 @@ def _generate(task: Task, threads: int | None) -> Generated:
         seen[inputs] = same
         fused = fused if fused is not None else len(p.kernels)
         kinds += [kernel.kind for kernel in kernels]
-        rowcache = rowcache or cached
+        reads |= knobs_read
         ops += traced.graph.ops
         functions.append(code)
         entries.append(
@@ -156,25 +155,11 @@ def _generate(task: Task, threads: int | None) -> Generated:
                 outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
                 temps=tuple((j, t.numel, t.ctype) for j, t in temps),
                 single=traced.single,
-                prepacked="PREPACK" in code,
+                prepacked="PREPACK" in knobs_read,
             )
         )
-    body = "\n".join(functions)
-    knobs = [k for k in ("ACC", "UNROLL", "VEC", "TILE") if re.search(_USES[k], body)]
-    if rowcache:  # only where a row group's passes share a value: elsewhere it would change nothing
-        knobs.append("ROWCACHE")
-    vmath = uses_vmath(body)
-    if vmath:
-        knobs.append("VMATH")
-    if "gemm" in kinds:
-        knobs += GEMM_KNOBS
-    if "convolution" in ops:
-        knobs.append("CONV")
-    if "PREPACK" in body:  # a product whose B is parameters only
-        knobs.append("PREPACK")
-    stream = "kiln_stream(" in body
-    if stream:  # an elementwise output nothing reads again in the call
-        knobs.append("STREAM")
+    knobs = [k for k in _KNOB_ORDER if k in reads]
+    rowcache, vmath, stream = "ROWCACHE" in reads, "VMATH" in reads, "STREAM" in reads
     unique_kinds = tuple(dict.fromkeys(kinds))
     summary = ", ".join(dict.fromkeys(ops)) or "no operations"
     cap = threads or default_threads()

@@ -18,7 +18,7 @@ from kernelkiln.lowering.graph import (
     linear,
     promote,
 )
-from kernelkiln.lowering.pointwise import BOOLEAN, literal, render
+from kernelkiln.lowering.pointwise import BOOLEAN, literal, render_calling
 
 
 class NotFusable(Exception):
@@ -51,6 +51,7 @@ class Body:
         self.scalars = scalars or {}
         self.row = row or {}
         self.lines: list[str] = []
+        self.knobs: set[str] = set()  # read by the statements (VMATH, where a float exp, tanh or erf is inlined)
         self.memo: dict[tuple[int, Index], str] = {}
         self.indent = indent
         self.names = names if names is not None else itertools.count(1)  # shared by a kernel's bodies: one C scope
@@ -123,7 +124,10 @@ class Body:
             cast = [values[0]] + [_cast(v, a, compute) for v, a in zip(values[1:], node.args[1:], strict=True)]
         else:
             cast = [_cast(v, a, compute) for v, a in zip(values, node.args, strict=True)]
-        return self.temp(node.ctype, render(node.op, cast, compute, node.params))
+        expression, inlined = render_calling(node.op, cast, compute, node.params)
+        if inlined:
+            self.knobs.add("VMATH")
+        return self.temp(node.ctype, expression)
 
     def _concat(self, node: Concat, idx: Index) -> str:
         """Each part in its own branch: a part is read only inside its range of ``dim``."""

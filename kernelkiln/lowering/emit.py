@@ -21,14 +21,17 @@ from kernelkiln.lowering.graph import FLOATS, Graph, Matmul, Node, Reduce, linea
 from kernelkiln.lowering.loops import (
     FLAT,
     INIT,
+    LOOP,
     OMP,
     PARALLEL_MIN,
+    UNROLL,
     Writer,
     combine,
     decompose,
     flat_position,
     open_loops,
     parallel,
+    simd_reduce,
     split_index,
     var,
 )
@@ -191,13 +194,14 @@ class FunctionEmitter:
             v = self._arg_at(r, shape, scalars, row)
             w(f"const {acc} {name} = {_scaled(r, f'({acc}){v}')};")
         else:
+            w.reads("ACC")
             w("#if ACC > 1")
             w(f"{acc} {name}_l[ACC];")
             w(f"for (int a = 0; a < ACC; ++a) {name}_l[a] = {INIT[r.op]};")
             open_loops(w, shape, live[:-1])
             last = live[-1]
             w.open(f"for (int64_t j = 0; j < {shape[last]}; j += ACC)")
-            w("KILN_UNROLL")
+            w.pragma(UNROLL)
             w.open(f"for (int a = 0; a < ACC && j + a < {shape[last]}; ++a)")
             w(f"const int64_t i{last} = j + a;")
             v = self._arg_at(r, shape, scalars, row)
@@ -211,7 +215,7 @@ class FunctionEmitter:
             w(f"const {acc} {name} = {_scaled(r, f'{name}_c')};")
             w("#else")
             w(f"{acc} {name}_a = {INIT[r.op]};")
-            open_loops(w, shape, live, f"KILN_SIMD_REDUCE({OMP[r.op]}, {name}_a)")
+            open_loops(w, shape, live, simd_reduce(OMP[r.op], f"{name}_a"))
             v = self._arg_at(r, shape, scalars, row)
             w(f"{name}_a = {combine(r.op, f'{name}_a', f'({acc}){v}')};")
             for _ in live:
@@ -269,7 +273,7 @@ class FunctionEmitter:
         else:
             if threads and live:
                 w(threads)
-            opened = open_loops(w, shape, live, "KILN_LOOP")
+            opened = open_loops(w, shape, live, LOOP)
         body = self._body(scalars, row, out)
         idx = tuple(var(shape, d) for d in range(len(shape)))
         v = body.value_of(out, idx)
@@ -290,7 +294,7 @@ class FunctionEmitter:
                 w(f"{acc} {name}_a = {INIT[r.op]};")
                 w(f"#pragma omp parallel for num_threads(nt) schedule(static) reduction({OMP[r.op]}:{name}_a)")
                 w.open(f"for (int64_t i{live[0]} = 0; i{live[0]} < {shape[live[0]]}; ++i{live[0]})")
-                opened = open_loops(w, shape, live[1:], f"KILN_SIMD_REDUCE({OMP[r.op]}, {name}_a)")
+                opened = open_loops(w, shape, live[1:], simd_reduce(OMP[r.op], f"{name}_a"))
                 v = self._arg_at(r, shape, scalars, {})
                 w(f"{name}_a = {combine(r.op, f'{name}_a', f'({acc}){v}')};")
                 for _ in range(opened + 1):
@@ -330,6 +334,7 @@ class FunctionEmitter:
         n = math.prod(shape[d] for d in run)
         walk = f"i{run[0]}" if len(run) == 1 else FLAT
         at = split_index(shape, run, walk)
+        w.reads("TILE")
         w(f"const int64_t nb = ({n} + TILE - 1) / TILE;")
         pragma = parallel(math.prod(shape))
         if pragma:
@@ -353,6 +358,7 @@ class FunctionEmitter:
                 self.streamed_calls = self.streamed_calls or bool(_CALLS.search("\n".join(w.lines[first:])))
                 start = re.sub(rf"\b{walk}\b", "b", linear(idx, shape))
                 w(f"kiln_stream({buffer} + {start}, kiln_sb, e - b);")
+                w.reads("STREAM")
                 w.close()
                 w("#else")
             self._pointwise_store(out, idx, walk, f"{buffer}[{linear(idx, shape)}]")
@@ -366,7 +372,7 @@ class FunctionEmitter:
 
     def _pointwise_store(self, out: Node, idx: tuple[str, ...], walk: str, target: str) -> None:
         w = self.w
-        w("KILN_LOOP")
+        w.pragma(LOOP)
         w.open(f"for (int64_t {walk} = b; {walk} < e; ++{walk})")
         body = self._body()
         v = body.value_of(out, idx)

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.conv_blocked import alloc_blocked, blocked_patches, close_blocked, emit_blocked, stored
 from kernelkiln.lowering.graph import Matmul, Node, Patches, contiguous_strides, linear
-from kernelkiln.lowering.loops import Writer, decompose
+from kernelkiln.lowering.loops import LOOP, Writer, decompose
 from kernelkiln.lowering.packing import PREPACKED_AT, emit_prepack, open_b_blocks, pack, pack_b, prepackable
 from kernelkiln.platforms.host import cpu_flags
 
@@ -150,6 +150,7 @@ def emit_gemm(
     """The loop nest computing ``mm`` into its buffer and ``writes`` (its epilogue) tile by tile; a stride-1
     convolution's also as a register-blocked direct one, under ``CONV_blocked`` (``conv_blocked``): then its
     patches are returned."""
+    w.reads(*GEMM_KNOBS)
     patches = blocked_patches(mm, buffers)
     if patches is not None:
         w("#ifdef CONV_blocked")
@@ -187,7 +188,7 @@ def emit_epilogue(
     if not writes:
         return
     w.open("for (int64_t i = ti; i < ti + mr; ++i)")
-    w("KILN_LOOP")
+    w.pragma(LOOP)
     w.open("for (int64_t j = tj; j < tj + nr; ++j)")
     body = Body(buffers, names=names)
     idx = (*lead, "i", "j")
@@ -209,6 +210,7 @@ def _emit_packed(
     m = mm.shape[-2]
     once = prepackable(mm)  # B packed once, not per call: under PREPACK (packing.emit_prepack)
     if once:
+        w.reads("PREPACK")
         w("#if PREPACK")
         emit_prepack(w, buffers, names, mm, tag)
         w("#endif")

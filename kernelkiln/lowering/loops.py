@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from kernelkiln.lowering.body import Body
 
@@ -53,15 +54,42 @@ def combine(op: str, acc: str, v: str) -> str:
     }[op]
 
 
+@dataclass(frozen=True)
+class Pragma:
+    """A loop pragma the header defines, and the knobs its definition reads."""
+
+    text: str
+    knobs: tuple[str, ...]
+
+
+LOOP = Pragma("KILN_LOOP", ("UNROLL", "VEC"))
+SIMD = Pragma("KILN_SIMD", ("VEC",))
+UNROLL = Pragma("KILN_UNROLL", ("UNROLL",))
+
+
+def simd_reduce(op: str, into: str) -> Pragma:
+    """The simd pragma of a reduction by ``op`` into ``into``."""
+    return Pragma(f"KILN_SIMD_REDUCE({op}, {into})", ("VEC",))
+
+
 class Writer:
-    """Lines with indentation."""
+    """Lines with indentation, and the knobs they read (each emitter says which as it writes them)."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.depth = 1
+        self.knobs: set[str] = set()
 
     def __call__(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
+
+    def reads(self, *knobs: str) -> None:
+        """The code being written reads ``knobs`` (macros a tuner sets)."""
+        self.knobs.update(knobs)
+
+    def pragma(self, pragma: Pragma) -> None:
+        self(pragma.text)
+        self.reads(*pragma.knobs)
 
     def open(self, text: str) -> None:
         self(text + " {")
@@ -74,6 +102,7 @@ class Writer:
     def body(self, body: Body) -> None:
         for line in body.lines:
             self(line)
+        self.reads(*body.knobs)
 
 
 def var(shape: tuple[int, ...], k: int) -> str:
@@ -107,12 +136,13 @@ def split_index(shape: tuple[int, ...], run: list[int], flat: str) -> dict[int, 
     return at
 
 
-def open_loops(w: Writer, shape: tuple[int, ...], dims: list[int], innermost: str | None = None) -> int:
-    """Open a loop per dim of ``dims`` with size > 1; ``innermost`` pragma(s) on the last. Returns loops opened."""
+def open_loops(w: Writer, shape: tuple[int, ...], dims: list[int], innermost: Pragma | str | None = None) -> int:
+    """Open a loop per dim of ``dims`` with size > 1; ``innermost`` pragma(s) on the last (a ``Pragma``, or
+    an OpenMP line that reads no knob). Returns loops opened."""
     live = [k for k in dims if shape[k] != 1]
     for position, k in enumerate(live):
         if position == len(live) - 1 and innermost:
-            w(innermost)
+            w.pragma(innermost) if isinstance(innermost, Pragma) else w(innermost)
         w.open(f"for (int64_t i{k} = 0; i{k} < {shape[k]}; ++i{k})")
     return len(live)
 

@@ -7,7 +7,18 @@ from typing import cast
 
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.graph import FLOATS, Reduce, Scan, Window, linear
-from kernelkiln.lowering.loops import INIT, Writer, combine, decompose, flat_position, open_loops, parallel, var
+from kernelkiln.lowering.loops import (
+    INIT,
+    LOOP,
+    SIMD,
+    Writer,
+    combine,
+    decompose,
+    flat_position,
+    open_loops,
+    parallel,
+    var,
+)
 from kernelkiln.lowering.pointwise import literal
 from kernelkiln.lowering.schedule import Kernel
 from kernelkiln.platforms.host import simd_floats
@@ -20,6 +31,7 @@ _WHOLE_ROW_VECTORS = 16  # a kept row this many vectors wide or less is one chun
 def _blocks(w: Writer, shape: tuple[int, ...], outer: list[int], first: int) -> None:
     """One parallel loop over (outer row, block of TILE indices of dim ``first``); declares b, e and i{outer}."""
     rows = math.prod(shape[d] for d in outer)
+    w.reads("TILE")
     w(f"const int64_t nb = ({shape[first]} + TILE - 1) / TILE;")
     pragma = parallel(math.prod(shape))
     if pragma:
@@ -38,9 +50,9 @@ def _slot(shape: tuple[int, ...], first: int, rest: list[int]) -> str:
 
 def _block_loops(w: Writer, shape: tuple[int, ...], first: int, rest: list[int]) -> int:
     if not any(shape[d] != 1 for d in rest):
-        w("KILN_LOOP")
+        w.pragma(LOOP)
     w.open(f"for (int64_t i{first} = b; i{first} < e; ++i{first})")
-    return 1 + open_loops(w, shape, rest, "KILN_LOOP")
+    return 1 + open_loops(w, shape, rest, LOOP)
 
 
 def column(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
@@ -120,7 +132,7 @@ def _chunked_column(
         w(f"int32_t pos[{chunk}];")  # half the registers of int64_t positions (column: extents under 2^31)
         w(f"for (int c = 0; c < {chunk}; ++c) pos[c] = 0;")
     opened = open_loops(w, shape, reduced)
-    w("KILN_SIMD")
+    w.pragma(SIMD)
     w.open(f"for (int c = 0; c < {chunk}; ++c)")
     w(f"const int64_t i{first} = cb + c;")
     body = Body(buffers)

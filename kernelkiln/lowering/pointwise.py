@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from kernelkiln.lowering.graph import FLOATS, Unsupported
@@ -58,9 +59,27 @@ def literal(value: float | int | bool, ctype: str) -> str:
     return f"(({ctype}){int(value)})"
 
 
+_INLINED: ContextVar[set[str] | None] = ContextVar("inlined", default=None)  # filled by render_calling
+
+
 def _fn(name: str, ctype: str) -> str:
     """The C function ``name`` for ``ctype``: float takes the 'f' variant, or VMATH's inline one where it has it."""
-    return VMATH_FUNCTIONS.get(name, f"{name}f") if ctype == "float" else name
+    if ctype != "float":
+        return name
+    inlined = _INLINED.get()
+    if inlined is not None and name in VMATH_FUNCTIONS:
+        inlined.add(name)
+    return VMATH_FUNCTIONS.get(name, f"{name}f")
+
+
+def render_calling(op: str, args: list[str], ctype: str, params: tuple[Any, ...]) -> tuple[str, frozenset[str]]:
+    """``render``'s expression, and the VMATH functions it calls (its handlers name them as they write them)."""
+    inlined: set[str] = set()
+    token = _INLINED.set(inlined)
+    try:
+        return render(op, args, ctype, params), frozenset(inlined)
+    finally:
+        _INLINED.reset(token)
 
 
 def render(op: str, args: list[str], ctype: str, params: tuple[Any, ...]) -> str:

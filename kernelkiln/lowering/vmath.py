@@ -20,16 +20,8 @@ compiled the same way may.
 
 from __future__ import annotations
 
-import re
-
 # the calls pointwise.render writes for float math that VMATH replaces
 VMATH_FUNCTIONS = {"exp": "kiln_expf", "expm1": "kiln_expm1f", "tanh": "kiln_tanhf", "erf": "kiln_erff"}
-_USED = re.compile(r"\b(" + "|".join(VMATH_FUNCTIONS.values()) + r")\(")
-
-
-def uses_vmath(c_source: str) -> bool:
-    """Whether generated functions call any of the VMATH functions (the header and knob are added only then)."""
-    return _USED.search(c_source) is not None
 
 
 VMATH_HEADER = r"""#ifndef VMATH

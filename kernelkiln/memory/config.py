@@ -1,4 +1,4 @@
-"""Configuration of memory: every formula's constants and defaults (docs/ARCHITECTURE.md § The formulas)."""
+"""Configuration of memory: every formula's constants and defaults (docs/architecture.md § The formulas)."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ class TransferConfig(BaseModel):
         "comes first): never, always, or when the seed was generated from the reference (`kiln seed`: tuned "
         "defaults, often the best there is, so every neighbour tried before it is an evaluation lost; held out over 34 "
         "measured tasks, 0.81 [0.70, 0.93] of the evaluations to 95% that an empty store needs, against 1.00 with "
-        "never: docs/SPACES.md).",
+        "never: docs/guide/spaces.md).",
     )
     max_distance: float = Field(
         default=1.5,

@@ -3,7 +3,7 @@
 ``optimize_model`` is the entry point (``kiln model`` on the command line); ``load_model``
 runs the kernels it saved in ``OUT/model/`` again, and ``backend`` runs them under
 ``torch.compile``; see
-``pipeline`` for the stages and ``docs/ARCHITECTURE.md`` for where each lives.
+``pipeline`` for the stages and ``docs/architecture.md`` for where each lives.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""An agent's state on one task, and how verdicts move it (docs/ARCHITECTURE.md § The loop, step 8).
+"""An agent's state on one task, and how verdicts move it (docs/architecture.md § The loop, step 8).
 
 - REJECT: nothing moves (a failed candidate does not count toward the plateau);
 - KEEP: a new global best, archived as the task's incumbent; the agent continues from it;

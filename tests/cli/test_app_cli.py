@@ -11,7 +11,7 @@ import pytest
 
 def test_registering_every_command_does_not_load_torch():
     # `kiln --help` and usage errors must not wait seconds for torch to import.
-    code = "import sys, kernelkiln.cli.app as app; app._register(); print('torch' in sys.modules)"
+    code = "import sys, kernelkiln.cli.app as app; app.register_commands(); print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 
@@ -29,7 +29,7 @@ def test_help_prose_is_reflowed_but_blocks_marked_b_keep_their_lines():
 
 def test_every_command_help_is_reflowed_when_registered():
     code = (
-        "import kernelkiln.cli.app as app; app._register(); "
+        "import kernelkiln.cli.app as app; app.register_commands(); "
         "info = next(c for c in app.app.registered_commands if c.name == 'ablate'); "
         "print(repr(info.help.split(chr(10) + chr(10))[2]))"
     )
@@ -40,7 +40,7 @@ def test_every_command_help_is_reflowed_when_registered():
 def _blocks_kept_as_typed() -> dict[str, list[str]]:
     """Each command's lines that typer prints as typed (its ``\\b`` blocks), by command name."""
     code = (
-        "import json, kernelkiln.cli.app as app; app._register(); "
+        "import json, kernelkiln.cli.app as app; app.register_commands(); "
         "apps = [app.app, *(g.typer_instance for g in app.app.registered_groups)]; "
         "print(json.dumps({c.name: [line for p in (c.help or '').split(chr(10) * 2) if p.startswith(chr(8)) "
         "for line in p.split(chr(10))[1:]] for a in apps for c in a.registered_commands}))"

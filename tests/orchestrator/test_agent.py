@@ -1,4 +1,4 @@
-"""Verdict actions and the plateau counter (docs/ARCHITECTURE.md § The loop, step 8)."""
+"""Verdict actions and the plateau counter (docs/architecture.md § The loop, step 8)."""
 
 from __future__ import annotations
 

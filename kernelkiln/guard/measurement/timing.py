@@ -214,7 +214,7 @@ class Timer:
         reply is not the batch's. A single-threaded one has no pool: it has answered and waits
         for its next request, and is read as it is. (Whether stopping has side effects is not
         settled: single workers that ran twice as slow for a whole evaluation were seen with
-        and without it on this VM, see docs/GUARD_SOAK.md.)
+        and without it on this VM, see docs/guide/guard-soak.md.)
         """
         if self.threads > 1:
             worker.freeze()

@@ -1,0 +1,29 @@
+"""What produced a figure file: the command, the machine and the commit, for the results pages to cite."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kernelkiln.platforms.host import cpu_flags, usable_cores
+from kernelkiln.platforms.machine import cpu_name
+
+
+def provenance() -> dict[str, str]:
+    """``{"command", "machine", "commit"}`` of this run (the commit marked ``+changes`` when the tree differs)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
+        sha = commit.stdout.strip() + ("+changes" if dirty.stdout.strip() else "") if commit.returncode == 0 else ""
+    except OSError:
+        sha = ""
+    simd = "AVX-512" if "avx512f" in cpu_flags() else "AVX2" if "avx2" in cpu_flags() else "no AVX2"
+    return {
+        "command": "python " + " ".join([str(Path(sys.argv[0]).relative_to(root)), *sys.argv[1:]])
+        if Path(sys.argv[0]).resolve().is_relative_to(root)
+        else " ".join(sys.argv),
+        "machine": f"{usable_cores()} cores of {cpu_name()} ({simd})",
+        "commit": sha or "unknown",
+    }
