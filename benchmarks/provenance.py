@@ -20,10 +20,10 @@ def provenance() -> dict[str, str]:
     except OSError:
         sha = ""
     simd = "AVX-512" if "avx512f" in cpu_flags() else "AVX2" if "avx2" in cpu_flags() else "no AVX2"
+    script = Path(sys.argv[0]).resolve()
+    shown = script.relative_to(root) if script.is_relative_to(root) else script
     return {
-        "command": "python " + " ".join([str(Path(sys.argv[0]).relative_to(root)), *sys.argv[1:]])
-        if Path(sys.argv[0]).resolve().is_relative_to(root)
-        else " ".join(sys.argv),
+        "command": " ".join(["python", str(shown), *sys.argv[1:]]),
         "machine": f"{usable_cores()} cores of {cpu_name()} ({simd})",
         "commit": sha or "unknown",
     }

@@ -6,11 +6,11 @@ they pack A's rows into MR-tall slivers (both read through the graph, so a trans
 broadcast or elementwise operand is packed where it is read) and share out B's
 slivers; the micro-kernel keeps an MR×NR tile of C in vector registers over KC steps
 of FMAs. Where B comes in several NC-wide blocks and A is small (an LM head: 128 rows, a
-50k-column vocabulary), A is packed whole once per call instead of once per block; and while
-the first tile of a B sliver computes, the next sliver is prefetched into L2, so a weight
-streamed from memory does not stall it. After the last KC block, the writes that read the
-product at their own position (bias, activations, scaling, also through a reshape: the epilogue) run on
-the tile just finished, while it is in L1.
+50k-column vocabulary), A is packed whole once per call instead of once per block; and each
+tile of a B sliver prefetches its share of the next sliver into L2, so a weight streamed from
+memory does not stall the next sliver. After the last KC block, the writes that read the
+product at their own position (bias, activations, scaling, also through a reshape: the
+epilogue) run on the tile just finished, while it is in L1.
 
 The micro-kernel's vector width follows the compiler's target: 16 floats when the CPU
 has AVX-512 and NR is a multiple of 16, 8 with AVX, else 4; the knob options follow the
@@ -83,20 +83,19 @@ typedef float kiln_vfu __attribute__((vector_size(KILN_VW * 4), aligned(4)));
 
 /* C[MR x NR] (row stride ldc) = (add ? C : 0) + A sliver (kc x MR) . B sliver (kc x NR); A_AT(i, p) is the
    address of A's element at the tile's row i, step p: packed (kiln_micro) or where A lies (kiln_micro_rows,
-   a skinny product's A, used once: not packed; its tile's rows at a[i]). ``next``, when not null, is the
-   B sliver the following tiles read: fetched into L2 while this one computes, so a B streamed from memory
-   (a large weight, read once per call) does not stall the first tile of each sliver */
+   a skinny product's A, used once: not packed; its tile's rows at a[i]). ``next`` is this tile's share of
+   the B sliver the following tiles read, ``lines`` cache lines of it fetched into L2 one per step: each
+   tile of a sliver fetches its share, so a B streamed from memory (a large weight, read once per call)
+   does not stall the next sliver, and the fetches never come in a burst the cache drops */
 #define KILN_MICRO_DEF(name, a_type, A_AT)                                                                  \
     static inline void name(int64_t kc, a_type a, const float* restrict b, float* restrict c, int64_t ldc,   \
-                            int add, const float* next) {                                                    \
+                            int add, const float* next, int64_t lines) {                                     \
         kiln_vf acc[MR][KILN_NV];                                                                            \
         KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i)                                              \
             KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j) acc[i][j] = (kiln_vf){0};            \
         for (int64_t p = 0; p < kc; ++p) {                                                                   \
             kiln_vf bv[KILN_NV];                                                                             \
-            if (next)                                                                                        \
-                KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)                                  \
-                    __builtin_prefetch(next + p * NR + j * KILN_VW, 0, 2);                                   \
+            if (p < lines) __builtin_prefetch(next + p * 16, 0, 2);                                          \
             KILN_PRAGMA(GCC unroll 8) for (int j = 0; j < KILN_NV; ++j)                                      \
                 bv[j] = *(const kiln_vf*)(b + p * NR + j * KILN_VW);                                         \
             KILN_PRAGMA(GCC unroll 16) for (int i = 0; i < MR; ++i) {                                        \
@@ -111,6 +110,11 @@ typedef float kiln_vfu __attribute__((vector_size(KILN_VW * 4), aligned(4)));
                 *dst = add ? *dst + acc[i][j] : acc[i][j];                                                   \
             }                                                                                                \
     }
+/* the rows of C the next tile down writes, fetched for writing while this tile computes (a C too large for
+   the cache, an LM head's logits, otherwise stalls each tile's stores on reading its lines first) */
+#define KILN_PREFETCH_C(c, ldc)                                                                             \
+    for (int r_ = 0; r_ < MR; ++r_)                                                                          \
+        for (int l_ = 0; l_ < NR; l_ += 16) __builtin_prefetch((c) + r_ * (ldc) + l_, 1, 3)
 #define KILN_PACKED_AT(i, p) (a + (p) * MR + (i))
 #define KILN_ROWS_AT(i, p) (a[i] + (p))
 KILN_MICRO_DEF(kiln_micro, const float* restrict, KILN_PACKED_AT)
@@ -273,13 +277,17 @@ def _emit_packed(
     w("#define KILN_MICRO kiln_micro")
     if rows is not None:
         w("#endif")
-    w("const float* next = ti == ib ? bq + (js + 1) * kc * NR : 0; /* only prefetched: never read */")
+    # this tile's share of the next sliver's lines (only prefetched: never read, so past the end is harmless)
+    w("const int64_t tiles = (ie - ib + MR - 1) / MR, all = (kc * NR + 15) / 16, share = (all + tiles - 1) / tiles;")
+    w("const int64_t lines = KILN_MIN(share, all - (ti - ib) / MR * share);")
+    w("const float* next = bq + (js + 1) * kc * NR + (ti - ib) / MR * share * 16;")
+    w(f"KILN_PREFETCH_C(cb + (ti + MR) * {n} + tj, {n});")
     w.open("if (mr == MR && nr == NR)")
-    w(f"KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0, next);")
+    w(f"KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, cb + ti * {n} + tj, {n}, pc > 0, next, lines);")
     w.close("} else {")
     w.depth += 1
     w("float tile[MR * NR] __attribute__((aligned(64)));")
-    w("KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, tile, NR, 0, next);")
+    w("KILN_MICRO(kc, KILN_A_TILE, bq + js * kc * NR, tile, NR, 0, next, lines);")
     w.open("for (int64_t i = 0; i < mr; ++i)")
     w.open("for (int64_t j = 0; j < nr; ++j)")
     w(f"float* dst = cb + (ti + i) * {n} + tj + j;")
