@@ -1,7 +1,7 @@
 """Whole models through `kiln model`'s pipeline: spliced against eager and torch.compile, side by side.
 
     python benchmarks/models.py [--json] [--models gpt2,llama,bert,vit,resnet50] [--scale tiny|base]
-                                [--budget N] [--threads 1] [--seqs 1,32] [--store URL] [--out DIR]
+                                [--model-budget N] [--threads 1] [--seqs 1,32] [--store URL] [--out DIR]
                                 [--compile default,strongest]
 
 Each model is built from its Hugging Face ``transformers`` config with random weights (nothing is
@@ -56,7 +56,7 @@ from kernelkiln.model import verify
 from kernelkiln.model.backend import backend
 from kernelkiln.model.compilers import COMPILERS, names
 from kernelkiln.model.load import load_model
-from kernelkiln.model.pipeline import optimize_model
+from kernelkiln.model.pipeline import model_config, optimize_model
 from kernelkiln.model.shapes import declare
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.speedup import fmt_x
@@ -126,10 +126,13 @@ def run(
     name, _, layers = spec.partition(":")
     model, draw = build(name, int(layers or 2), scale)
     sizes = {"seq": seqs} if seqs and name in ("gpt2", "llama", "bert") else {}
-    config = OptimizeConfig.model_validate({"guard": {"threads": threads}})
+    defaults = model_config()  # kiln model's: budget per task and wall time
+    config = OptimizeConfig.model_validate(
+        {"budget": defaults.budget, "max_wall_s": defaults.max_wall_s, "guard": {"threads": threads}}
+    )
     start = time.monotonic()
     result = optimize_model(
-        model, declare(draw, sizes), out / spec.replace(":", "-"), memory, config, budget=budget, name=spec,
+        model, declare(draw, sizes), out / spec.replace(":", "-"), memory, config, model_budget=budget, name=spec,
         compilers=compilers, say=lambda line: print(f"[{spec}] {line}", file=sys.stderr),
     )  # fmt: skip
     report = result.report
@@ -212,7 +215,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="gpt2,llama,bert,vit,resnet50")
     parser.add_argument("--scale", choices=sorted(SEQUENCE), default="tiny")
-    parser.add_argument("--budget", type=int, default=None, help="evaluations per model (default: 15 per task)")
+    parser.add_argument("--model-budget", type=int, default=None, help="evaluations per model (default: 15 per task)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--seqs", default="", help="declared sequence lengths for the token models (1,32: a task serves both)"
@@ -228,7 +231,7 @@ def main() -> None:
     seqs = [int(x) for x in args.seqs.split(",") if x]
     earlier: dict[str, int] = {}
     rows = [
-        run(spec, args.scale, args.budget, args.threads, memory, out, seqs, earlier, names(args.compile))
+        run(spec, args.scale, args.model_budget, args.threads, memory, out, seqs, earlier, names(args.compile))
         for spec in args.models.split(",")
     ]
     if args.json:

@@ -163,11 +163,11 @@ def ablate(
     settings = load_settings(
         config_file,
         {
-            "--budget": ("budget", budget),
-            "--time-budget": ("guard.time_budget_s", time_budget),
-            "--confirm-budget": ("confirm_time_budget_s", confirm),
-            "--threads": ("guard.threads", threads),
-            "--cluster": ("cluster.address", cluster),
+            "--budget": budget,
+            "--time-budget": time_budget,
+            "--confirm-budget": confirm,
+            "--threads": threads,
+            "--cluster": cluster,
         },
         set_config,
         defaults={"budget": ABLATE_BUDGET},

@@ -64,12 +64,12 @@ def bench(
     settings = load_settings(
         config_file,
         {
-            "--agents": ("agents", agents),
-            "--budget": ("budget", budget),
-            "--store": ("store.url", store),
-            "--threads": ("guard.threads", threads),
-            "--cluster": ("cluster.address", cluster),
-            "--confirm-budget": ("confirm_time_budget_s", confirm),
+            "--agents": agents,
+            "--budget": budget,
+            "--store": store,
+            "--threads": threads,
+            "--cluster": cluster,
+            "--confirm-budget": confirm,
         },
         set_config,
     )

@@ -70,7 +70,7 @@ def measure(
 
     settings = load_settings(
         config_file,
-        {"--time-budget": ("guard.time_budget_s", time_budget), "--threads": ("guard.threads", threads)},
+        {"--time-budget": time_budget, "--threads": threads},
         set_config,
     )
     config = settings.config

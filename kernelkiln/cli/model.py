@@ -16,6 +16,7 @@ from kernelkiln.cli.progress import exit_interrupted, progress_observer
 from kernelkiln.cli.settings import default_note, load_settings
 from kernelkiln.cli.stores import open_memory
 from kernelkiln.errors import UserError
+from kernelkiln.orchestrator.config import MODEL_BUDGET_PER_TASK, MODEL_WALL_S
 from kernelkiln.speedup import fmt_x
 
 if TYPE_CHECKING:
@@ -95,14 +96,21 @@ def model(
         None,
         "--budget",
         min=1,
-        help="Evaluations for the whole model, split between tasks by time share (default: 15 per task).",
+        help=f"Evaluations per task on average (default {MODEL_BUDGET_PER_TASK}): the model's total is split "
+        "between its tasks by time share.",
+    ),
+    model_budget: int = typer.Option(
+        None,
+        "--model-budget",
+        min=1,
+        help="Evaluations for the whole model instead, split between its tasks by time share.",
     ),
     max_wall: float = typer.Option(
-        1200.0,
+        None,
         "--max-wall",
         metavar="SECONDS",
-        help="Wall time for all the searches, split between tasks by time share like the budget (at least 60 s "
-        "each; 0: no limit). Each task's best is still judged again after its share ends.",
+        help=f"Wall time for all the searches, split between tasks by time share like the budget (at least 60 s "
+        f"each; 0: no limit; default {MODEL_WALL_S:.0f}). Each task's best is still judged again after its share ends.",
     ),
     out: Path = typer.Option(
         None,
@@ -166,13 +174,16 @@ def model(
         settings = load_settings(
             config_file,
             {
-                "--agents": ("agents", agents),
-                "--store": ("store.url", store),
-                "--threads": ("guard.threads", threads),
-                "--time-budget": ("guard.time_budget_s", time_budget),
-                "--confirm-budget": ("confirm_time_budget_s", confirm),
+                "--budget": budget,
+                "--max-wall": max_wall,
+                "--agents": agents,
+                "--store": store,
+                "--threads": threads,
+                "--time-budget": time_budget,
+                "--confirm-budget": confirm,
             },
             set_config,
+            defaults={"budget": MODEL_BUDGET_PER_TASK, "max_wall_s": MODEL_WALL_S},
         )
         try:
             compilers = () if no_compile else names(compile_with)
@@ -191,8 +202,7 @@ def model(
             folder,
             memory,
             settings.config,
-            budget=budget,
-            max_wall_s=max_wall or None,
+            model_budget=model_budget,
             name=name,
             observer=observer,
             splice_model_kernels=splice_model_kernels,

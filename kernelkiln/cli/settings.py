@@ -40,7 +40,36 @@ from kernelkiln.orchestrator.migration import policy_layer, settled
 from kernelkiln.platforms.host import fit_threads
 
 Source = Literal["default", "file", "flag", "endpoint"]
-Flags = dict[str, tuple[str, Any]]  # flag as typed (e.g. "--budget") -> (dotted field, value; None: not given)
+# Every flag that sets a configuration field, and that field: one meaning per flag in every command, and
+# every such option a field a TOML file can set too (commands pass {flag: value}; tests check the map).
+FIELD_OF: dict[str, str] = {
+    "--policy": "policy.kind",
+    "--agents": "agents",
+    "--budget": "budget",  # evaluations per task, in every command
+    "--model": "policy.llm.model",
+    "--base-url": "policy.llm.base_url",
+    "--provider": "policy.llm.provider",
+    "--api-key-env": "policy.llm.api_key_env",
+    "--context-window": "policy.llm.context_window",
+    "--context": "context.mode",
+    "--reply-protocol": "policy.llm.reply_protocol",
+    "--max-tokens": "max_tokens",
+    "--max-wall": "max_wall_s",
+    "--store": "store.url",
+    "--threads": "guard.threads",
+    "--platform": "platform",
+    "--cluster": "cluster.address",
+    "--lock-clocks": "guard.lock_clocks_mhz",
+    "--confirm-budget": "confirm_time_budget_s",
+    "--time-budget": "guard.time_budget_s",
+    "--isolation": "guard.isolation",
+    "--record": "policy.record",
+    "--replay": "policy.session",
+    "--seed": "seed_file",
+    "--no-seed": "policy.start_from_seed",
+    "--memory-readonly": "memory.readonly",
+}
+Flags = dict[str, Any]  # flag as typed (a key of FIELD_OF) -> its value (None: not given)
 
 
 @dataclass(frozen=True)
@@ -63,7 +92,7 @@ def load_settings(
     layers: list[tuple[Source, dict[str, Any]]] = [("default", _tree(dict(defaults or {})))]
     if file is not None:
         layers.append(("file", _read(file)))
-    given = {path: value for path, value in flags.values() if value is not None}
+    given = {FIELD_OF[flag]: value for flag, value in flags.items() if value is not None}
     given.update(_parse_set(item) for item in sets)
     layers.append(("flag", _tree(given)))
     merged: dict[str, Any] = {}
@@ -253,7 +282,7 @@ def _one_line(exc: ValidationError, file: Path | None, flags: Flags, sources: di
     given = [p for p in sources if dotted == p or dotted.startswith(p + ".") or p.startswith(dotted + ".")]
     origin = sources.get(given[0]) if given else None
     if origin == "flag":
-        flag = next((name for name, (path, _) in flags.items() if path in given), f"--set-config {given[0]}")
+        flag = next((name for name in flags if FIELD_OF[name] in given), f"--set-config {given[0]}")
         return f"bad option {flag}: {message}"
     if origin == "file" and file is not None:
         return f"{file}: {dotted}: {message}"

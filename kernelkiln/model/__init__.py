@@ -18,7 +18,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
 from kernelkiln.model.backend import backend
 from kernelkiln.model.load import load_model
-from kernelkiln.model.pipeline import ModelResult
+from kernelkiln.model.pipeline import ModelResult, model_config
 from kernelkiln.model.pipeline import optimize_model as _optimize
 from kernelkiln.model.shapes import Declared, declare
 from kernelkiln.orchestrator.config import OptimizeConfig
@@ -31,7 +31,7 @@ def optimize_model(
     model: torch.nn.Module,
     example_inputs: tuple[Any, ...] | None = None,
     out: str | Path = "kiln-models/model",
-    budget: int | None = None,
+    model_budget: int | None = None,
     store: str | None = None,
     threads: int | None = None,
     config: OptimizeConfig | None = None,
@@ -42,8 +42,9 @@ def optimize_model(
 
     Inputs: ``example_inputs``, or ``make_inputs()`` (called again under fresh seeds for the
     end-to-end check); with ``shapes`` (``{"seq": [1, 128]}``), ``make_inputs(seq=1)`` and so
-    on for every combination, each a declared shape the kernels serve. ``budget``:
-    evaluations for the whole model; ``store``: memory's URL (default: the user's). Where
+    on for every combination, each a declared shape the kernels serve. ``model_budget``:
+    evaluations for the whole model, split between its tasks by time share (default: ``config.budget``
+    per task, 15 without a config); ``store``: memory's URL (default: the user's). Where
     ``torch.export`` fails, dynamo captures the model, which resets dynamo
     (``torch._dynamo.reset()``): functions compiled earlier in the process compile again.
     """
@@ -57,11 +58,11 @@ def optimize_model(
         declared = [Declared("", example, lambda: tuple(draw()))]
     else:
         declared = declare(make_inputs, shapes or {})
-    config = config or OptimizeConfig()
+    config = config or model_config()
     if threads is not None:
         config = config.model_copy(update={"guard": config.guard.model_copy(update={"threads": threads})})
     memory = Memory(open_store(store, config.store))
     try:
-        return _optimize(model, declared, Path(out), memory, config, budget=budget)
+        return _optimize(model, declared, Path(out), memory, config, model_budget=model_budget)
     finally:
         memory.store.close()

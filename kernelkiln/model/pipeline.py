@@ -35,7 +35,7 @@ from kernelkiln.model.report import LeftRow, ModelReport, RegionRow, amdahl
 from kernelkiln.model.shapes import Declared, Place, Shape, places
 from kernelkiln.model.splice import Kernel
 from kernelkiln.model.taskfile import Spread, Unrenderable, render_workloads, workloads_key
-from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.config import MODEL_BUDGET_PER_TASK, MODEL_WALL_S, OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
 from kernelkiln.orchestrator.seeds import GENERATED, starting_code
@@ -45,9 +45,14 @@ from kernelkiln.platforms.host import fit_threads
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import load_task
 
-PER_TASK = 15  # evaluations per distinct region when no budget is given
 MIN_PER_TASK = 3  # the seed, and two tries of memory's best guesses
-WALL_S = 1200.0  # the searches' wall time when none is given: a large region's evaluation takes most of a minute
+
+
+def model_config() -> OptimizeConfig:
+    """The configuration a whole model is optimized with when none is given (``kiln model``'s defaults too)."""
+    return OptimizeConfig(budget=MODEL_BUDGET_PER_TASK, max_wall_s=MODEL_WALL_S)
+
+
 MIN_WALL_S = 60.0  # a task's least: its seed and a few tries, whatever its share
 
 
@@ -96,10 +101,8 @@ def _task_name(k: int, region: Region) -> str:
     return f"region_{k:02d}_{re.sub(r'[^a-z0-9]+', '_', main.lower()).strip('_')}"
 
 
-def _budgets(shares: dict[str, float], total: int | None) -> dict[str, int]:
+def _budgets(shares: dict[str, float], total: int) -> dict[str, int]:
     """Each task's evaluations: ``total`` split by time share, at least ``MIN_PER_TASK``."""
-    if total is None:
-        total = PER_TASK * len(shares)
     whole = sum(shares.values()) or 1.0
     return {k: max(MIN_PER_TASK, round(total * s / whole)) for k, s in shares.items()}
 
@@ -189,8 +192,7 @@ def optimize_model(
     out: Path,
     memory: Memory,
     config: OptimizeConfig | None = None,
-    budget: int | None = None,
-    max_wall_s: float | None = WALL_S,
+    model_budget: int | None = None,
     name: str | None = None,
     observer: Observer | None = None,
     splice_model_kernels: bool = False,
@@ -199,12 +201,13 @@ def optimize_model(
 ) -> ModelResult:
     """Optimize ``model`` at the declared ``shapes``; tasks, runs, the report and the saved kernels go under ``out``.
 
-    ``budget``: evaluations for the whole model (default ``PER_TASK`` per distinct region);
-    ``max_wall_s``: seconds for all the searches (split by share like the budget; None: no limit);
+    ``config.budget``: evaluations per task on average (the model's total, split between its tasks by time
+    share), or ``model_budget`` for the whole model; ``config.max_wall_s``: seconds for all the searches
+    (split by share like the budget; None: no limit); without a config, ``model_config()``;
     ``splice_model_kernels``: splice kernels an LLM wrote (they run in this process, unsandboxed);
     ``compilers``: the torch.compile configurations timed beside it (``model.compilers``; none: eager alone).
     """
-    config = config or OptimizeConfig()
+    config = config or model_config()
     threads = fit_threads(config.guard.threads)[0]  # the guard's rule, never every core (the CLI says so once)
     torch.set_num_threads(threads)
     config = config.model_copy(update={"guard": config.guard.model_copy(update={"threads": threads})})
@@ -231,8 +234,9 @@ def optimize_model(
         rows[key], path = _write_task(k, groups[key], shares[key], timed, shapes, out, config)
         if path is not None:
             paths[key] = path
-    budgets = _budgets({k: shares[k] for k in paths}, budget)
-    walls = _walls({k: shares[k] for k in paths}, max_wall_s)
+    total = model_budget if model_budget is not None else config.budget * len(paths)
+    budgets = _budgets({k: shares[k] for k in paths}, total)
+    walls = _walls({k: shares[k] for k in paths}, config.max_wall_s)
     kernels: dict[str, Kernel] = {}
     optimizer_observer = _Notes(observer or Observer())
     for n, key in enumerate([k for k in order if k in paths], 1):

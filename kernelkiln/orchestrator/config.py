@@ -19,6 +19,10 @@ from kernelkiln.orchestrator.migration import migrated
 from kernelkiln.store.config import StoreConfig
 
 SEARCH_TIME_BUDGET_S = 8.0
+# A whole model's searches when nothing sets them (`kiln model`, `kernelkiln.optimize_model`): evaluations per
+# task on average, and seconds for all of them (a large region's evaluation takes most of a minute)
+MODEL_BUDGET_PER_TASK = 15
+MODEL_WALL_S = 1200.0
 
 
 def search_guard(**overrides: object) -> GuardConfig:
@@ -46,7 +50,10 @@ class OptimizeConfig(BaseModel):
         None, ge=1, description="Stop starting new turns once the run's prompt plus completion tokens reach this."
     )
     max_wall_s: float | None = Field(
-        None, gt=0, description="Stop starting new turns after this many seconds (counted afresh when a run resumes)."
+        None,
+        gt=0,
+        description="Stop starting new turns after this many seconds (counted afresh when a run resumes; 0: no "
+        "limit). For a whole model: the seconds for all its tasks' searches, split by time share.",
     )
     r_draft: int = Field(
         5,
@@ -89,6 +96,11 @@ class OptimizeConfig(BaseModel):
     def stored(cls, data: dict[str, Any]) -> OptimizeConfig:
         """The configuration a run stored, including runs stored by earlier versions (moved keys moved)."""
         return cls.model_validate(migrated(data))
+
+    @field_validator("max_wall_s", mode="before")
+    @classmethod
+    def _zero_is_no_limit(cls, value: object) -> object:
+        return None if value == 0 else value  # TOML has no null: 0 is no limit, as --max-wall 0 is
 
     @field_validator("confirm_time_budget_s", mode="before")
     @classmethod

@@ -15,6 +15,7 @@ from kernelkiln.cli import optimize as optimize_cli
 from kernelkiln.cli import stores as stores_cli
 from kernelkiln.cli.settings import load_settings
 from kernelkiln.orchestrator.config import OptimizeConfig
+from kernelkiln.orchestrator.results import RunResult
 from kernelkiln.orchestrator.run import Optimizer
 from kernelkiln.testing.cli import command_app, kiln
 from kernelkiln.testing.llm import LoopbackServer
@@ -72,7 +73,7 @@ def test_a_file_loads_the_whole_tree(toml):
 def test_flags_given_override_the_file_and_flags_left_out_do_not(toml):
     settings = load_settings(
         toml(),
-        {"--budget": ("budget", 7), "--agents": ("agents", None), "--threads": ("guard.threads", None)},
+        {"--budget": 7, "--agents": None, "--threads": None},
         ["memory.retrieval.pool_size=9"],
     )
     c = settings.config
@@ -96,7 +97,7 @@ def _captured(monkeypatch):
 
     def start(self, specs, config, out_dir=None):
         seen["config"] = config
-        return {"run_id": "r-test", "status": "done", "tasks": {}}
+        return RunResult(run_id="r-test", status="done", tasks={})
 
     monkeypatch.setattr(stores_cli, "open_store", open_store)
     monkeypatch.setattr(Optimizer, "start", start)
@@ -246,12 +247,12 @@ def test_a_file_of_an_earlier_version_with_flat_policy_keys_loads_into_the_polic
 
 def test_flags_override_a_files_policy_whichever_version_wrote_it(toml):
     new = toml('[policy]\nkind = "llm"\nreasks = 5\n[policy.llm]\nmodel = "a"\n')
-    flags = {"--model": ("policy.llm.model", "b"), "--record": ("policy.record", "rec")}
+    flags = {"--model": "b", "--record": "rec"}
     policy = load_settings(new, flags).config.policy
     assert (policy.llm.model, policy.reasks, policy.record) == ("b", 5, "rec")
     old = toml('policy = "llm"\nreasks = 5\n[llm]\nmodel = "a"\n')
     assert load_settings(old, flags).config.policy == policy
-    tuner = load_settings(old, {"--policy": ("policy.kind", "tuner")}).config.policy  # the llm's keys were ignored
+    tuner = load_settings(old, {"--policy": "tuner"}).config.policy  # the llm's keys were ignored
     assert tuner == TunerConfig()
 
 
@@ -283,7 +284,15 @@ def test_threads_beyond_the_cores_but_one_are_kept_as_given_and_said_on_stderr(c
     from kernelkiln.platforms.host import default_threads, usable_cores
 
     asked = usable_cores() + 1
-    settings = load_settings(None, {"--threads": ("guard.threads", asked)})
+    settings = load_settings(None, {"--threads": asked})
     assert settings.config.guard.threads == asked  # `kiln config show` shows what was asked
     said = capsys.readouterr().err
     assert f"asked for {asked} threads, timed at {default_threads()}" in said and said.count("\n") == 1
+
+
+def test_every_flag_that_sets_configuration_names_a_field_a_file_can_set():
+    from kernelkiln.cli.settings import FIELD_OF, default_of
+
+    for flag, field in FIELD_OF.items():
+        default_of(field)  # a KeyError names a flag whose field is not in the tree
+        assert flag.startswith("--"), flag

@@ -134,3 +134,24 @@ def test_an_unknown_compile_configuration_is_refused_before_any_work_naming_the_
     reason = json.loads(done.stdout)["reason"]
     assert reason == "--compile: unknown torch.compile configuration 'fastest': choose from default, strongest"
     assert not out.exists()
+
+
+def test_budget_and_max_wall_are_fields_a_file_sets_and_model_budget_is_the_whole_models(
+    app, models, tmp_path, monkeypatch
+):
+    seen: list[tuple] = []
+
+    def optimize_model(model, shapes, out, memory, config, model_budget=None, **_):
+        seen.append((config.budget, config.max_wall_s, model_budget))
+        raise UserError("captured")
+
+    monkeypatch.setattr("kernelkiln.model.pipeline.optimize_model", optimize_model)
+    toml = tmp_path / "kiln.toml"
+    toml.write_text("budget = 7\nmax_wall_s = 99\n")
+    base = ["model", f"{models}:linear_gelu", "--inputs", f"{models}:rows", "--store", f"sqlite:///{tmp_path / 'k.db'}"]
+    for extra in ([], ["--config", str(toml)], ["--config", str(toml), "--budget", "4", "--max-wall", "0"],
+                  ["--model-budget", "20"]):  # fmt: skip
+        done = CliRunner().invoke(app, [*base, *extra])
+        assert isinstance(done.exception, UserError) and str(done.exception) == "captured", done.output
+    # kiln model's own defaults (15 per task, 1200 s), then the file's, then the flags' (0: no limit)
+    assert seen == [(15, 1200.0, None), (7, 99.0, None), (4, None, None), (15, 1200.0, 20)]

@@ -100,9 +100,9 @@ def test_a_run_probes_once_unless_the_user_set_the_window_and_says_which_it_uses
     routes = {"GET /v1/models": {"data": [{"id": "qwen", "max_model_len": 32768}]}}
     with LoopbackServer([], routes) as server:
         flags = {
-            "--policy": ("policy.kind", "llm"),
-            "--model": ("policy.llm.model", "qwen"),
-            "--base-url": ("policy.llm.base_url", server.base_url),
+            "--policy": "llm",
+            "--model": "qwen",
+            "--base-url": server.base_url,
         }
         probed = with_endpoint_window(load_settings(None, flags), said.append)
         assert (
@@ -110,14 +110,14 @@ def test_a_run_probes_once_unless_the_user_set_the_window_and_says_which_it_uses
             and probed.source("policy.llm.context_window") == "endpoint"
         )
         assert said == [f"kiln: context window 32768 tokens (max_model_len at {server.base_url}/models)"]
-        chosen = {**flags, "--context-window": ("policy.llm.context_window", 4096)}
+        chosen = {**flags, "--context-window": 4096}
         kept = with_endpoint_window(load_settings(None, chosen), said.append)
         assert kept.config.policy.llm.context_window == 4096 and len(server.requests) == 1  # not asked
         assert said[1:] == ["kiln: context window 4096 tokens (set by --context-window)"]
-        replay = {"--policy": ("policy.kind", "replay"), "--replay": ("policy.session", "s")}
+        replay = {"--policy": "replay", "--replay": "s"}
         replayed = with_endpoint_window(load_settings(None, replay), said.append)
         assert replayed.source("policy.llm.context_window") == "default" and len(server.requests) == 1  # not asked
-    gone = {**flags, "--base-url": ("policy.llm.base_url", "http://127.0.0.1:9/v1")}
+    gone = {**flags, "--base-url": "http://127.0.0.1:9/v1"}
     fallback = with_endpoint_window(load_settings(None, gone), said.append)
     assert fallback.config.policy.llm.context_window == 128_000
     assert said[-1] == "kiln: context window 128000 tokens (the default: http://127.0.0.1:9/v1 does not say)"

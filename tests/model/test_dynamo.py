@@ -50,7 +50,7 @@ def test_a_model_captured_through_dynamo_runs_its_kernels_compiled_and_loads_aga
     config = OptimizeConfig(guard=fast_config(time_budget_s=0.3), confirm_time_budget_s=0.3)
     try:
         result = optimize_model(
-            model, declare(activations, {}), tmp_path / "out", memory, config, budget=4, compilers=(),
+            model, declare(activations, {}), tmp_path / "out", memory, config, model_budget=4, compilers=(),
             say=said.append,
         )  # fmt: skip
     finally:

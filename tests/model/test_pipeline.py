@@ -53,7 +53,7 @@ def runs(tmp_path_factory) -> Runs:
                     folder / f"out{k}",
                     memory,
                     config(),
-                    budget=4,
+                    model_budget=4,
                     compilers=(),
                     say=said.append,
                 )
@@ -184,7 +184,7 @@ def test_kernels_slower_than_eager_together_are_dropped_and_the_model_runs_in_to
     memory = Memory(open_store(f"sqlite:///{tmp_path / 's.db'}"))
     try:
         result = optimize_model(
-            model, declare(activations, {}), tmp_path / "out", memory, config(), budget=2, compilers=()
+            model, declare(activations, {}), tmp_path / "out", memory, config(), model_budget=2, compilers=()
         )
     finally:
         memory.store.close()

@@ -63,7 +63,7 @@ def run(tmp_path_factory) -> Run:
     config = OptimizeConfig(guard=fast_config(time_budget_s=0.3), confirm_time_budget_s=0.3)
     try:
         result = optimize_model(
-            model, declare(tokens, {"seq": [8, 16]}), out / "run", memory, config, budget=6, compilers=()
+            model, declare(tokens, {"seq": [8, 16]}), out / "run", memory, config, model_budget=6, compilers=()
         )
     finally:
         memory.store.close()
