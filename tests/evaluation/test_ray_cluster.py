@@ -277,4 +277,4 @@ def test_cluster_ray_without_an_address_starts_a_local_cluster_and_runs(monkeypa
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "cluster: 1 node(s), 1 device(s) of cpu: " in out.stderr
-    assert json.loads(out.stdout).status == "done", "stdout holds the JSON alone (Ray's messages go to stderr)"
+    assert json.loads(out.stdout)["status"] == "done", "stdout holds the JSON alone (Ray's messages go to stderr)"
