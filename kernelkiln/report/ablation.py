@@ -101,7 +101,7 @@ def render_markdown(ablation: Ablation) -> str:
     """The header and every study's table (the reuse study's sentence) in GitHub Markdown."""
     tasks = ", ".join(md(t) for t in ablation.tasks) or "none"
     lines = [
-        f"### kiln ablation: {len(ablation.studies)} studies",
+        f"### kiln ablation: {len(ablation.studies)} stud{'y' if len(ablation.studies) == 1 else 'ies'}",
         "",
         f"{len(ablation.tasks)} tasks ({tasks}), budget {ablation.budget}, {ablation.repeat} repeats, "
         f"wall time {fmt_duration(ablation.seconds)}. Figures: {md(ablation.figures or 'as measured')}.",
