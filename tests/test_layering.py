@@ -1,5 +1,7 @@
 """The package's imports flow one way: no module circle, no package reaching up a layer.
 
+docs/architecture.md's table is the one description of the layers; a test below holds it to ``RANK``.
+
 Every import counts, including those inside functions (a deferred import is still a
 dependency) and under TYPE_CHECKING.
 """
@@ -204,3 +206,15 @@ def test_the_crossing_finder_finds_a_command_importing_another():
         "kernelkiln.cli.a -> kernelkiln.cli.b",
         "kernelkiln.cli.floor -> kernelkiln.cli.b",
     ]
+
+
+def test_the_architecture_page_gives_every_package_the_rank_this_test_holds_it_to():
+    # docs/architecture.md is the one description of the layering: its table and RANK must agree
+    import re
+
+    page = (ROOT.parent / "docs" / "architecture.md").read_text()
+    described: dict[str, int] = {}
+    for rank, packages in re.findall(r"^\| (\d+) \| (.+?) \|", page, flags=re.MULTILINE):
+        for name in re.findall(r"`([a-z_]+)/?`", packages):
+            described[name] = int(rank)
+    assert described == {name: rank for name, rank in RANK.items() if name != "kernelkiln"}
