@@ -62,6 +62,9 @@ class LocalPool:
     def judgeable(self, task: Task) -> frozenset[str] | None:
         return None
 
+    def measured_seed(self, task: Task) -> str | None:
+        return None
+
     @contextmanager
     def _session(self, task: Task, guard: GuardConfig) -> Iterator[GuardSession]:
         owner = task_key(task)

@@ -248,6 +248,9 @@ class RayPool:
     def judgeable(self, task: Task) -> frozenset[str] | None:
         return None
 
+    def measured_seed(self, task: Task) -> str | None:
+        return None
+
     def close(self) -> None:
         queue = getattr(self, "queue", None)
         if queue is not None:

@@ -159,6 +159,12 @@ class ReplayPool:
         """The configurations measured (TenSet's rule: a sampled space is searched over its sample only)."""
         return frozenset(self.space(task))
 
+    def measured_seed(self, task: Task) -> str | None:
+        """The seed the dataset measured ``task``'s space of: a run replays from it, whatever the lowering
+        generates today."""
+        space = self.dataset.seeds.get((self.machine, task.id))
+        return space.seed if space is not None else None
+
     def release(self, task: Task) -> None:
         pass  # nothing is kept per task
 

@@ -168,6 +168,10 @@ class Optimizer:
         config: OptimizeConfig,
         starts: dict[str, tuple[str, str]],
     ) -> RunResult:
+        for task in tasks:  # a replay starts from the code it measured, where it came from as the run's would
+            measured = pool.measured_seed(task)
+            if measured is not None and starts[task_id_of(task)][0]:
+                starts[task_id_of(task)] = (measured, starts[task_id_of(task)][1])
         self.memory = self.memory.configured(config.memory)
         control = RunControl(
             config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None, pool=pool

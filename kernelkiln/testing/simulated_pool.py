@@ -155,6 +155,9 @@ class SimulatedPool:
     def judgeable(self, task: Task) -> frozenset[str] | None:
         return None
 
+    def measured_seed(self, task: Task) -> str | None:
+        return None
+
     def release(self, task: Task) -> None:
         pass  # nothing is kept per task
 

@@ -20,7 +20,7 @@ from kernelkiln.store import open_store
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
 from kernelkiln.testing.guard import fast_config
-from kernelkiln.testing.tasks import tiny_suite
+from kernelkiln.testing.tasks import TASKS, tiny_suite
 from kernelkiln.testing.turns import tiny_task
 
 
@@ -326,3 +326,21 @@ def test_a_resumed_study_runs_a_finished_builder_again_when_the_stores_its_held_
     assert "1 of them again" in said[0]
     assert (out / "runs" / empty / "held-task-0.db").exists()
     assert summary["studies"]["held-out"]["arms"]
+
+
+def test_a_replay_starts_each_task_from_the_seed_its_space_was_measured_of_not_today_s(tmp_path):
+    # the lowering changes (a faster GEMM); a dataset measured before still replays, from its own seed
+    from kernelkiln.evaluation.replay_pool import ReplayPool
+    from kernelkiln.evaluation.spaces import Dataset
+    from kernelkiln.task import knobs as K
+    from kernelkiln.testing.spaces import made_up
+
+    measured = (CANDIDATES / "softmax_knobs.py").read_text() + "\n# as the lowering wrote it when measured\n"
+    own = K.settings_of(K.read_knobs(measured))
+    with tiny_suite(("tiny_a",)) as suite:
+        task = load_task(suite / "tiny_a.py")
+        made_up(tmp_path / "d.jsonl", task, measured, {K.key(own): 1.0, K.key({**own, "REPEAT": 1}): 1.2})
+        pool = ReplayPool(Dataset(tmp_path / "d.jsonl"))
+        assert pool.measured_seed(task) == measured and pool.measured_seed(load_task(TASKS / "tiny_relu.py")) is None
+        result = Units(tmp_path / "u", None, lambda t: None, pool).empty("e", [task], base(3))
+    assert result["tiny_a"]["-"]["steps"]  # judged, where starting from the task's own seed was refused
