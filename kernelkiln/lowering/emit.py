@@ -65,7 +65,6 @@ class FunctionEmitter:
         self.streamed, self.streamed_calls = 0, False
         self.gemms = 0  # gemm loop nests, and of them the convolutions with a CONV=blocked form: (channels, width)
         self.blocked: list[tuple[int, int]] = []
-        self.products: list[tuple[int, int, int]] = []  # each gemm's (M, N, K), for the tiles it starts from
 
     def signature_types(self, temps: list[tuple[int, Node]]) -> list[str]:
         """The C function's argument types for ``temps`` (this plan's scratch buffers, maybe with another's)."""
@@ -91,7 +90,6 @@ class FunctionEmitter:
                 mm = cast(Matmul, kernel.node)
                 patches = emit_gemm(self.w, self.plan.buffers, mm, kernel.writes, self.names, f"{self.name}_g{n}")
                 self.gemms += 1
-                self.products.append((mm.shape[-2], mm.shape[-1], mm.a.shape[-1]))
                 if patches is not None:
                     self.blocked.append((mm.shape[-2], patches.shape[-1]))
             else:

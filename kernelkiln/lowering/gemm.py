@@ -76,7 +76,7 @@ GEMM_HEADER = r"""#include <immintrin.h>
 #define KILN_MCP ((MC + MR - 1) / MR * MR)
 #define KILN_PAD(m) (((m) + MR - 1) / MR * MR)
 /* the most floats of A packed whole, once per call, where B comes in several NC-wide blocks */
-#define KILN_A_WHOLE (1 << 17) /* gemm.A_WHOLE */
+#define KILN_A_WHOLE (1 << 17)
 #define KILN_NCP ((NC + NR - 1) / NR * NR)
 typedef float kiln_vf __attribute__((vector_size(KILN_VW * 4)));
 typedef float kiln_vfu __attribute__((vector_size(KILN_VW * 4), aligned(4)));
@@ -146,29 +146,6 @@ def gemm_vocabulary() -> tuple[dict[str, list[int]], dict[str, int]]:
         tiles, defaults = {"MR": [4, 6, 8], "NR": [4, 8, 12]}, {"MR": 6, "NR": 8}
     options = {**tiles, "MC": [48, 96, 144, 192, 288], "KC": [128, 256, 384, 512], "NC": [512, 1024, 4096, 8192]}
     return options, {**defaults, "MC": 96, "KC": 256, "NC": 4096}
-
-
-A_WHOLE = 1 << 17  # KILN_A_WHOLE: the most floats of A packed whole, once per call
-
-
-def fitted_start(products: list[tuple[int, int, int]], defaults: dict[str, int]) -> dict[str, int]:
-    """Where a candidate's GEMM knobs start for its largest product (M, N, K), by multiply-adds: the register
-    tile with the default's accumulators whose MR divides M (no edge tile: 128 tokens take MR=8, NR=48 rather
-    than 12x32, 2-4% faster), and NC = 512 where N spans many blocks and A is packed whole (an LM head: 6%
-    faster, its C block staying in L2 between KC steps); the defaults where neither applies."""
-    m, n, k = max(products, key=lambda p: p[0] * p[1] * p[2])
-    options = gemm_vocabulary()[0]
-    size = defaults["MR"] * defaults["NR"]
-    tiles = [(defaults["MR"], defaults["NR"])] + [
-        (mr, nr) for mr in options["MR"] for nr in options["NR"] if mr * nr == size and mr != defaults["MR"]
-    ]
-    start = {}
-    mr, nr = next((t for t in tiles if m % t[0] == 0), tiles[0])
-    if (mr, nr) != (defaults["MR"], defaults["NR"]):
-        start["MR"], start["NR"] = mr, nr
-    if n > defaults["NC"] and -(-m // mr) * mr * k <= A_WHOLE:
-        start["NC"] = 512
-    return start
 
 
 def emit_gemm(
