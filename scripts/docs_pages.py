@@ -107,14 +107,11 @@ def config_page() -> str:
     """Every field of the configuration tree: dotted path, type, default, description."""
     lines = [GENERATED, "# Configuration reference\n", CONFIG_INTRO]
     lines.append("| field | type | default | meaning |\n| --- | --- | --- | --- |")
-    seen: set[str] = set()
-    rows = list(walk(OptimizeConfig()))
+    rows = {path: (info, value) for path, info, value in walk(OptimizeConfig())}
     for policy in POLICIES:  # every policy's fields, not only the default one's
-        rows += [(path, info, value) for path, info, value in walk(policy, "policy.") if path not in seen]
-    for path, info, value in rows:
-        if path in seen:
-            continue
-        seen.add(path)
+        for path, info, value in walk(policy, "policy."):
+            rows.setdefault(path, (info, value))
+    for path, (info, value) in rows.items():
         lines.append(f"| `{path}` | {_type(info.annotation)} | {_value(value)} | {_cell(info.description or '')} |")
     return "\n".join(lines).rstrip() + "\n"
 

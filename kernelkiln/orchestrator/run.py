@@ -27,7 +27,7 @@ from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.replay_settings import check_replay
 from kernelkiln.orchestrator.results import RunResult, got_candidate, write_outputs
 from kernelkiln.orchestrator.search import Search
-from kernelkiln.orchestrator.seeds import GENERATED, starting_code
+from kernelkiln.orchestrator.seeds import GENERATED, measured_starts, starting_code
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.policy.lens import assign_lenses
@@ -168,10 +168,7 @@ class Optimizer:
         config: OptimizeConfig,
         starts: dict[str, tuple[str, str]],
     ) -> RunResult:
-        for task in tasks:  # a replay starts from the code it measured, where it came from as the run's would
-            measured = pool.measured_seed(task)
-            if measured is not None and starts[task_id_of(task)][0]:
-                starts[task_id_of(task)] = (measured, starts[task_id_of(task)][1])
+        starts = measured_starts(pool, tasks, starts)
         self.memory = self.memory.configured(config.memory)
         control = RunControl(
             config, deadline=time.monotonic() + config.max_wall_s if config.max_wall_s else None, pool=pool

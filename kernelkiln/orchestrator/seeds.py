@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from kernelkiln.errors import UserError
+from kernelkiln.evaluation.pool import EvaluationPool
 from kernelkiln.lowering import Unsupported, generate
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.platforms.host import fit_threads
@@ -17,6 +18,20 @@ GENERATED = "generated from the reference"  # the origin of a seed ``kiln seed``
 
 class NoSeed(UserError):
     """The tuner has nothing to start a task from (a bench skips such a task and says so)."""
+
+
+def measured_starts(
+    pool: EvaluationPool, tasks: list[Task], starts: dict[str, tuple[str, str]]
+) -> dict[str, tuple[str, str]]:
+    """``starts`` (task id -> (code, origin)) with each task a replay measured starting from the seed it measured,
+    whatever the lowering generates today; the origin stays the run's, so memory's signatures do not move."""
+    replayed = dict(starts)
+    for task in tasks:
+        code, origin = starts[task.id]
+        seed = pool.measured_seed(task)
+        if code and seed is not None:
+            replayed[task.id] = (seed, origin)
+    return replayed
 
 
 def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:

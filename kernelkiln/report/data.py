@@ -110,13 +110,14 @@ def from_run_json(data: RunResult, out: str | None, note: str = "") -> RunReport
 
 def _task_from(task_id: str, t: TaskResult, **more: Any) -> TaskReport:
     """A task's report row from its run.json entry; ``more``: what the store adds (points, the path to its best)."""
-    failed = t.confirmation is not None and not t.confirmation.correct
+    confirmation = t.confirmation
+    failure = f"{confirmation.verdict}: {confirmation.reason}" if confirmation and not confirmation.correct else ""
     return TaskReport(
         task_id=task_id,
         best_speedup=t.confirmed_speedup or t.best_speedup,
         search_speedup=t.best_speedup,
         confirmed=t.confirmed_speedup is not None,
-        confirm_failure=f"{t.confirmation.verdict}: {t.confirmation.reason}" if failed and t.confirmation else "",
+        confirm_failure=failure,
         seed_speedup=t.seed_speedup,
         attempts=t.attempts,
         verdicts={v: t.verdicts.get(v, 0) for v in VERDICTS},
