@@ -22,7 +22,7 @@ test: install
 # The documentation site, strict: a broken link, a missing page or a generated page out of step fails it.
 docs: install
 	$(VENV)/bin/python scripts/docs_pages.py --check
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -q
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict  # not -q: it hides the warnings strict mode fails on
 
 # ruff (lint and format) over the tree, mypy over the package (strict on guard, memory, store, isolation).
 lint: install

@@ -30,7 +30,7 @@ def run_task(path: Path, budget: int, tmp: Path) -> dict:
         [TaskSpec(str(path), {})], OptimizeConfig(budget=budget), tmp / path.stem
     )
     task = next(iter(result.tasks.values()))
-    best, seed = task.best_speedup, task.seed_speedup
+    best, seed = task.best_speedup, task.start_speedup
     return {
         "best_speedup": best,
         "seed_speedup": seed,

@@ -43,7 +43,7 @@ def plans(data: Dataset, machine: str, share: float) -> list[SpacePlan]:
         tasks.setdefault(task.id, task)
     chosen = []
     for task_id, configs in sorted(data.spaces(machine).items()):
-        task, space = tasks.get(task_id), data.seeds.get((machine, task_id))
+        task, space = tasks.get(task_id), data.space_records.get((machine, task_id))
         if task is None or space is None:
             continue
         figures = {key: f for key, rows in configs.items() if (f := figure(rows)) is not None}

@@ -41,9 +41,9 @@ def main() -> None:
     arms = list(dict.fromkeys(arm for per in evals.values() for arm in per))
     values = {v.task: v for v in space_values(data, machine, list(evals))}
     print("task".ljust(34) + "opt/seed " + " ".join(a[:14].rjust(14) for a in arms))
-    for task in sorted(evals, key=lambda t: values[t].over_seed or 0):
+    for task in sorted(evals, key=lambda t: values[t].over_start or 0):
         cells = [f"{statistics.mean(evals[task][a]):14.1f}" if evals[task][a] else " " * 14 for a in arms]
-        print(task[:33].ljust(34) + f"{values[task].over_seed or 0:8.2f} " + " ".join(cells))
+        print(task[:33].ljust(34) + f"{values[task].over_start or 0:8.2f} " + " ".join(cells))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from kernelkiln.guard import GuardSession
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig, search_guard
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
-from kernelkiln.orchestrator.seeds import NoSeed, starting_code
+from kernelkiln.orchestrator.starts import NoStart, starting_code
 from kernelkiln.store import open_store
 from kernelkiln.task import load_suite, load_task
 
@@ -45,8 +45,8 @@ def measure(path: Path, args, root: Path) -> dict:
         guard=search_guard(time_budget_s=args.time_budget, min_rounds=3, robustness_trials=0),
     )
     try:
-        seed_code, _ = starting_code(task, config)
-    except NoSeed as exc:
+        start_code, _ = starting_code(task, config)
+    except NoStart as exc:
         return {"task": task.name, "status": "no seed", "reason": str(exc)}
     db = root / f"{task.name}.db"
     for stale in root.glob(f"{db.name}*"):
@@ -72,12 +72,12 @@ def measure(path: Path, args, root: Path) -> dict:
         ],
     }
     best = keeps[-1] if keeps else None
-    if best is None or best.code == seed_code:
+    if best is None or best.code == start_code:
         row["best_over_seed"] = 1.0
         return row
     guard = search_guard(time_budget_s=args.confirm_budget, isolation="best-effort")
     with GuardSession(task, guard) as session:
-        verdict = session.evaluate(best.code, incumbent=seed_code)
+        verdict = session.evaluate(best.code, incumbent=start_code)
     row["best_over_seed"] = verdict.speedup_vs_incumbent if verdict.correct else None
     row["best_vs_reference"] = verdict.speedup if verdict.correct else None
     return row

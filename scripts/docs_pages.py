@@ -73,7 +73,8 @@ EXIT_CODES = """## Exit codes
 def _commands(command: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
     if hasattr(command, "commands"):
         for name in sorted(command.commands):
-            yield from _commands(command.commands[name], (*path, name))
+            if not command.commands[name].hidden:  # an earlier name kept for old scripts (kiln seed)
+                yield from _commands(command.commands[name], (*path, name))
     else:
         yield path, command
 

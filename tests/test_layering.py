@@ -186,7 +186,7 @@ def _command_crossings(graph: dict[str, set[str]], commands: set[str]) -> list[s
 
 
 def test_the_commands_are_the_modules_the_app_registers():
-    assert {"kernelkiln.cli.optimize", "kernelkiln.cli.eval", "kernelkiln.cli.seed"} <= _commands()
+    assert {"kernelkiln.cli.optimize", "kernelkiln.cli.eval", "kernelkiln.cli.lower"} <= _commands()
     assert "kernelkiln.cli.settings" not in _commands()
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from kernelkiln.llm.config import LLMConfig
 
 Isolation = Literal["strict", "best-effort"]
 KIND = (
-    "The policy (--policy): tuner: offline knob search of the seed candidate (no network); llm: a model "
+    "The policy (--policy): tuner: offline knob search of the starting candidate (no network); llm: a model "
     "writes whole candidates (needs `llm`); replay: the llm policy answered offline by a recorded session "
     "(needs `session`). Each has only its own fields."
 )
@@ -29,8 +29,8 @@ class _Policy(BaseModel):
 
     # The guard's isolation this policy's candidates run under unless the guard sets one.
     isolation: ClassVar[Isolation] = "strict"
-    # Whether the policy needs a seed candidate to start from (the run cannot go on without one).
-    needs_seed: ClassVar[bool] = False
+    # Whether the policy needs a starting candidate to start from (the run cannot go on without one).
+    needs_start: ClassVar[bool] = False
     # Whether a model writes the candidates (evaluating the seed alone is then no candidate of the policy's).
     model_written: ClassVar[bool] = False
 
@@ -52,12 +52,12 @@ class _Policy(BaseModel):
 
 
 class TunerConfig(_Policy):
-    """The offline knob search of the seed candidate: no network."""
+    """The offline knob search of the starting candidate: no network."""
 
     kind: Literal["tuner"] = Field("tuner", description=KIND)
     # The tuner rewrites seeds the user installed; a model's code is untrusted.
     isolation: ClassVar[Isolation] = "best-effort"
-    needs_seed: ClassVar[bool] = True
+    needs_start: ClassVar[bool] = True
 
     search: Literal["tpe", "enumerate", "random"] = Field(
         "tpe",
@@ -108,16 +108,17 @@ class _ModelPolicy(_Policy):
         "(request, reply, usage, latency), one JSON-lines stream per task "
         "and agent, for `--policy replay`.",
     )
-    start_from_seed: bool = Field(
+    start_from_candidate: bool = Field(
         True,
-        description="Agents start from a seed: seed_file, else the task's KILN seed "
-        "for the platform, else (cpu) the candidate `kiln seed` generates "
-        "from the reference's operations. False (--no-seed): agents "
+        validation_alias=AliasChoices("start_from_candidate", "start_from_seed"),  # start_from_seed: earlier name
+        description="Agents start from a candidate: start_file, else the task's KILN start "
+        "for the platform, else (cpu) the candidate `kiln lower` generates "
+        "from the reference's operations. False (--from-scratch): agents "
         "write their first candidate from scratch.",
     )
 
     def from_scratch(self) -> bool:
-        return not self.start_from_seed
+        return not self.start_from_candidate
 
     def turns_without_candidate(self) -> int:
         return self.max_turns_without_candidate

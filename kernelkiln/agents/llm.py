@@ -104,7 +104,7 @@ class LLMPolicy:
                 code=turn.code,
                 summary="seed: the task's starting candidate, as written",
                 parent_id=None,
-                journal="## Strategy\nMeasure the seed candidate first.\n",
+                journal="## Strategy\nMeasure the starting candidate first.\n",
                 case=Case(move="seed"),
             )
         chat = self._open(turn, self.protocol.mode, _Spent())

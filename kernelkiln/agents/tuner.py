@@ -1,11 +1,11 @@
-"""The offline tuner: searches the knobs a seed candidate declares, memory's settings first.
+"""The offline tuner: searches the knobs a starting candidate declares, memory's settings first.
 
 Each turn it proposes one setting of the knobs, as a standalone candidate:
 1. what memory lends (``Turn.prior``): the best of a stored task that matches this one
    exactly, which one evaluation confirms; then the best settings of the nearest stored
    tasks, nearest first;
 2. the seed (the task's starting code, ``Turn.origin``), once, even when a KEEP on memory's starting
-   point has already moved the working code on (a generated seed is often the best there is);
+   point has already moved the working code on (a generated starting candidate is often the best there is);
 3. settings that resident rules record (``set NAME=value`` conditions), highest Q first; then
    settings that retrieved experiences record, whole configurations first, then single changes,
    each group in memory's ranking. Each rule or experience applied is recorded as adopted;
@@ -147,14 +147,14 @@ class Tuner:
         options = {k.name: k.options for k in knobs}
         # Memory's starting points come first, once: before any move of the agent's own (the seed's too, unless
         # seed_first puts it before the neighbours' bests).
-        first = ("reuse", "transfer", "seed") if prior.seed_first else ("reuse", "transfer")
+        first = ("reuse", "transfer", "seed") if prior.start_first else ("reuse", "transfer")
         starting = all(a.case.move in first for a in self.tried.values())
         if starting and prior.reuse is not None and (settings := self._fit(prior.reuse, options, base)) is not None:
             yield _Move(settings, "reuse", f"the best of {prior.reused_from}, which matches this task exactly")
         origin = K.settings_of(K.read_knobs(turn.origin)) if turn.origin else base
-        seed = _Move(self._fit(origin, options, base) or base, "seed", "evaluate the seed as it is")
-        if prior.seed_first:
-            yield seed
+        start = _Move(self._fit(origin, options, base) or base, "seed", "evaluate the seed as it is")
+        if prior.start_first:
+            yield start
         for n in prior.neighbours if starting else ():
             if n.best is not None and (settings := self._fit(n.best, options, base, partial=True)) is not None:
                 yield _Move(
@@ -164,7 +164,7 @@ class Tuner:
                     f"a stored task at distance {n.distance:.2f}",
                 )
         # The seed: the task's starting code, which a KEEP on memory's starting point has left behind.
-        yield seed
+        yield start
         if not knobs:
             return
         if self.search == "random":

@@ -186,8 +186,8 @@ class Ablation:
         def client_for(task: Task):
             if not unit.scripted:
                 return None
-            seed = task.seed_for(unit.config.platform)
-            return scripted_player(seed.read_text() if seed else "", unit.config.budget, salt=unit.repeat)
+            start = task.start_for(unit.config.platform)
+            return scripted_player(start.read_text() if start else "", unit.config.budget, salt=unit.repeat)
 
         pool = self.replay.pool(unit.repeat) if self.replay is not None else None
         units = Units(self.out_dir / "runs", self.observer, client_for, pool)

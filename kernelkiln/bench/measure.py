@@ -40,10 +40,10 @@ SAMPLE = 300
 
 @dataclass(frozen=True)
 class SpacePlan:
-    """The configurations of one task to measure, in order (the seed's first)."""
+    """The configurations of one task to measure, in order (the starting candidate's first)."""
 
     task: Task
-    seed: str
+    start: str  # the starting candidate's code
     size: int  # configurations in the whole space
     configs: list[K.Settings]
 
@@ -52,22 +52,22 @@ class SpacePlan:
         return len(self.configs) == self.size
 
 
-def plan_space(task: Task, seed: str, whole_up_to: int = WHOLE_UP_TO, sample: int = SAMPLE) -> SpacePlan:
-    """Every configuration of ``seed``'s knobs, or (more than ``whole_up_to``) its own and a seeded sample."""
-    knobs = K.read_knobs(seed)
+def plan_space(task: Task, start: str, whole_up_to: int = WHOLE_UP_TO, sample: int = SAMPLE) -> SpacePlan:
+    """Every configuration of ``start``'s knobs, or (more than ``whole_up_to``) its own and a seeded sample."""
+    knobs = K.read_knobs(start)
     if not knobs:
-        return SpacePlan(task, seed, 1, [{}])
+        return SpacePlan(task, start, 1, [{}])
     names = [k.name for k in knobs]
     size = math.prod(len(k.options) for k in knobs)
     own = K.settings_of(knobs)
     if size <= whole_up_to:
         every = [dict(zip(names, values, strict=True)) for values in itertools.product(*(k.options for k in knobs))]
-        return SpacePlan(task, seed, size, [own] + [s for s in every if K.key(s) != K.key(own)])
+        return SpacePlan(task, start, size, [own] + [s for s in every if K.key(s) != K.key(own)])
     rng, chosen = random.Random(f"measure:{task.id}"), {K.key(own): own}
     while len(chosen) < min(sample, size):
         settings = {k.name: rng.choice(k.options) for k in knobs}
         chosen.setdefault(K.key(settings), settings)
-    return SpacePlan(task, seed, size, list(chosen.values()))
+    return SpacePlan(task, start, size, list(chosen.values()))
 
 
 class Recorder:
@@ -115,7 +115,7 @@ class Measurer:
         )
         for plan in plans:
             space = Space(
-                machine=self.machine.key, task=plan.task.id, seed=plan.seed, size=plan.size, planned=len(plan.configs)
+                machine=self.machine.key, task=plan.task.id, seed=plan.start, size=plan.size, planned=len(plan.configs)
             )
             self.dataset.add_space(space)
         for rnd in range(self.rounds):
@@ -127,13 +127,13 @@ class Measurer:
                 with GuardSession(plan.task, self.guard, observe=recorder) as guard:
                     for settings in todo:
                         recorder.workloads = []
-                        verdict = guard.evaluate(K.apply(plan.seed, settings))
+                        verdict = guard.evaluate(K.apply(plan.start, settings))
                         self.dataset.add(self._row(plan, settings, rnd, verdict, recorder.workloads))
                         made += 1
                         figure = f"{verdict.speedup:.3f}x" if verdict.speedup is not None else verdict.reason[:60]
                         self.progress(
                             f"[{before + made}/{total}] round {rnd + 1} {plan.task.id} "
-                            f"{K.describe(settings) or 'the seed'}: {verdict.verdict} {figure}"
+                            f"{K.describe(settings) or 'the starting candidate'}: {verdict.verdict} {figure}"
                         )
         return made
 
@@ -145,7 +145,7 @@ class Measurer:
             machine=self.machine.key,
             task=plan.task.id,
             task_sha=task_sha(plan.task),
-            seed_sha=sha(plan.seed),
+            seed_sha=sha(plan.start),
             config=K.key(settings),
             settings=settings,
             seed=K.key(settings) == K.key(plan.configs[0]),

@@ -21,7 +21,7 @@ from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.results import incumbent
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec, order_tasks
-from kernelkiln.orchestrator.seeds import NoSeed, starting_code
+from kernelkiln.orchestrator.starts import NoStart, starting_code
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.platforms.host import fit_threads
@@ -119,7 +119,7 @@ class Bench:
             try:
                 starting_code(task, config)
                 kept.append(task)
-            except NoSeed as exc:  # the tuner without a seed for it: the figures cover the others
+            except NoStart as exc:  # the tuner without a seed for it: the figures cover the others
                 skipped[task_id_of(task)] = str(exc).removeprefix(f"{task.path}: ")
                 self.progress(f"{task.name}: skipped: {skipped[task_id_of(task)]}")
         tasks = kept

@@ -27,11 +27,11 @@ class SpaceValue:
     task: str
     configs: int  # configurations measured
     timed: int  # of them, with a figure
-    seed: float | None
+    start: float | None
     median: float | None
     optimum: float | None
     optimum_config: str | None
-    over_seed: float | None
+    over_start: float | None
     over_median: float | None
     flat: bool
     random_evals_to_95: float | None  # expected, for random search without replacement: (n + 1) / (good + 1)
@@ -54,14 +54,14 @@ def band(rows: list[Measurement]) -> float:
 def space_value(task: str, configs: dict[str, list[Measurement]]) -> SpaceValue:
     """The value of one task's measured space."""
     figures = {key: f for key, rows in configs.items() if (f := figure(rows)) is not None}
-    seed_key = next((key for key, rows in configs.items() if rows[0].seed), next(iter(configs)))
-    seed = figures.get(seed_key)
+    start_key = next((key for key, rows in configs.items() if rows[0].seed), next(iter(configs)))
+    start = figures.get(start_key)
     if not figures:
-        return SpaceValue(task, len(configs), 0, seed, None, None, None, None, None, True, None)
+        return SpaceValue(task, len(configs), 0, start, None, None, None, None, None, True, None)
     best = max(figures, key=figures.__getitem__)
     optimum, median = figures[best], statistics.median(figures.values())
-    over_seed = optimum / seed if seed else None
-    flat = over_seed is not None and math.log(over_seed) <= max(band(configs[best]), band(configs[seed_key]))
+    over_start = optimum / start if start else None
+    flat = over_start is not None and math.log(over_start) <= max(band(configs[best]), band(configs[start_key]))
     good = sum(f >= 0.95 * optimum for f in figures.values())
     evals = (len(configs) + 1) / (good + 1)
     pairs = [(rows[0].speedup, rows[1].speedup) for rows in configs.values() if len(rows) > 1]
@@ -71,11 +71,11 @@ def space_value(task: str, configs: dict[str, list[Measurement]]) -> SpaceValue:
         task,
         len(configs),
         len(figures),
-        seed,
+        start,
         median,
         optimum,
         best,
-        over_seed,
+        over_start,
         optimum / median,
         flat,
         evals,
@@ -114,7 +114,7 @@ class TableConsensus(Consensus):
         self.figures: dict[str, list[float]] = {}
         self.optimum: dict[str, float] = {}
         for task, configs in dataset.spaces(machine).items():
-            space = dataset.seeds.get((machine, task))
+            space = dataset.space_records.get((machine, task))
             for rows in configs.values():
                 value = figure(rows)
                 if value is None:

@@ -178,7 +178,7 @@ _EXPERIENCE_ID = re.compile(r"\be-[0-9a-f]{16}\b")
 
 
 def scripted_player(
-    seed_code: str, turns: int, salt: int = 0, protocol: Literal["tools", "text"] = "tools"
+    start_code: str, turns: int, salt: int = 0, protocol: Literal["tools", "text"] = "tools"
 ) -> ScriptedClient:
     """A scripted model that submits ``turns`` variants of ``seed_code``, adopting the first experience shown.
 
@@ -188,15 +188,15 @@ def scripted_player(
     """
     from kernelkiln.llm.scripted import ScriptedClient  # only the context study needs it
 
-    knobs = [k for k in K.read_knobs(seed_code) if len(k.options) > 1] if seed_code else []
+    knobs = [k for k in K.read_knobs(start_code) if len(k.options) > 1] if start_code else []
 
     def reply(number: int):
         def submit(messages, tools):
             ids = list(dict.fromkeys(_EXPERIENCE_ID.findall(" ".join(m.content for m in messages))))
-            code = seed_code
+            code = start_code
             if knobs:
                 knob = knobs[(number + salt) % len(knobs)]
-                code = K.apply(seed_code, {knob.name: knob.options[(number + salt) % len(knob.options)]})
+                code = K.apply(start_code, {knob.name: knob.options[(number + salt) % len(knob.options)]})
             code = f"{code}\n# variant {number}\n"
             if protocol == "text":
                 adoptions = {"adopted": ids[:1], "not_adopted": [{"id": i, "why": "scripted"} for i in ids[1:]]}

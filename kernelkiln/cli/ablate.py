@@ -49,9 +49,9 @@ study's first arm and over best-of-N, paired by repeat. Arms with the same setti
 finished runs are kept in DIR/runs.jsonl: run the same command again to continue.
 Cost: about (arms) x repeats x tasks x budget evaluations of --time-budget seconds each (a
 cross-fitted arm builds its store too: twice that); with --replay DATASET, the search loop's own
-time only (the dataset's tasks' seeds must be the runs' seeds), --jobs N repeats side by side,
-and tasks whose optimum lies within their seed's noise band left out (--keep-flat keeps them).
-`kiln report DIR` draws the result.
+time only (the dataset's starting candidates must be the runs'), --jobs N repeats side by side,
+and tasks whose optimum is within the noise of their starting candidate left out (--keep-flat keeps
+them). To draw the result: `kiln report DIR`.
 
 \b
 Examples:
@@ -134,8 +134,9 @@ def ablate(
     keep_flat: bool = typer.Option(
         False,
         "--keep-flat",
-        help="With --replay: keep the tasks whose measured optimum lies within the noise band of their seed (left "
-        "out by default, and named: no search can show anything there, only what trying other settings first costs).",
+        help="With --replay: keep the tasks whose measured optimum lies within the noise band of their starting "
+        "candidate (left out by default, and named: no search can show anything there, only what trying "
+        "other settings first costs).",
     ),
     jobs: int = typer.Option(
         1,
@@ -202,7 +203,8 @@ def ablate(
         flat = [] if keep_flat else replayed.flat([t.id for t in loaded])
         if flat:
             print(
-                f"left out, flat (the optimum within the seed's noise band; --keep-flat keeps them): {', '.join(flat)}",
+                "left out, flat (the optimum within the starting candidate's noise band; --keep-flat keeps them): "
+                + ", ".join(flat),
                 file=sys.stderr,
                 flush=True,
             )

@@ -35,13 +35,13 @@ def register_commands() -> None:
     from kernelkiln.cli import bench as bench_cmd
     from kernelkiln.cli import config as config_cmd
     from kernelkiln.cli import eval as eval_cmd
+    from kernelkiln.cli import lower as lower_cmd
     from kernelkiln.cli import machine as machine_cmd
     from kernelkiln.cli import measure as measure_cmd
     from kernelkiln.cli import memory as memory_cmd
     from kernelkiln.cli import model as model_cmd
     from kernelkiln.cli import optimize as optimize_cmd
     from kernelkiln.cli import report as report_cmd
-    from kernelkiln.cli import seed as seed_cmd
     from kernelkiln.cli import tasks as tasks_cmd
 
     ablate_cmd.register(app)
@@ -53,7 +53,7 @@ def register_commands() -> None:
     model_cmd.register(app)
     optimize_cmd.register(app)
     report_cmd.register(app)
-    seed_cmd.register(app)
+    lower_cmd.register(app)
     tasks_cmd.register(app)
     memory_cmd.register(app)
     groups = [group.typer_instance for group in app.registered_groups if group.typer_instance is not None]

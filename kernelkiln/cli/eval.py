@@ -27,7 +27,7 @@ from kernelkiln.task import Task, load_task
 def read_source(path: Path | None, task: Task, what: str, platform: str = "cpu") -> str:
     """The candidate file's text; without a path, the task's seed for ``platform``."""
     if path is None:
-        path = task.seed_for(platform)
+        path = task.start_for(platform)
         if path is None and platform == "cpu" and what == "candidate":
             from kernelkiln.lowering import Unsupported, generate  # imports torch
 
@@ -35,10 +35,10 @@ def read_source(path: Path | None, task: Task, what: str, platform: str = "cpu")
                 return generate(task).source
             except Unsupported as exc:
                 raise UserError(
-                    f"{task.path}: no candidate given, no KILN['seed'], and kernelkiln cannot generate one: {exc}"
+                    f"{task.path}: no candidate given, no KILN['start'], and kernelkiln cannot generate one: {exc}"
                 ) from None
         if path is None:
-            raise UserError(f"{task.path}: no {what} given and the task declares no KILN['seed'] for {platform}")
+            raise UserError(f"{task.path}: no {what} given and the task declares no KILN['start'] for {platform}")
     try:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -154,8 +154,8 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Argument(..., help="A KernelBench-format task file, or a bundled task name (`kiln tasks`)."),
         candidate: Path = typer.Argument(
             None,
-            help="Python file defining ModelNew (default: the task's seed candidate, "
-            "else the one `kiln seed` generates).",
+            help="Python file defining ModelNew (default: the task's starting candidate, "
+            "else the one `kiln lower` generates).",
         ),
         incumbent: Path = typer.Option(
             None, "--incumbent", help="Judge against this candidate instead of the reference."
@@ -199,7 +199,7 @@ def register(app: typer.Typer) -> None:
         noise), ACCEPT (within the noise band) or REVERT (slower). Exit code 0 whenever a verdict was reached,
         2 for unusable input.
 
-        Examples: `kiln eval row_softmax` (a bundled task and its seed candidate);
+        Examples: `kiln eval row_softmax` (a bundled task and its starting candidate);
         `kiln eval task.py new.py --set batch_size=64 --json`;
         `kiln eval level2/19_ConvTranspose2d_GELU_GroupNorm.py new.py --shrink 8`;
         `kiln eval task.py new.py --incumbent best.py`.
@@ -230,7 +230,8 @@ def register(app: typer.Typer) -> None:
         with GuardSession(loaded, GuardConfig(**settings)) as session:
             with (
                 err.status(
-                    f"evaluating {candidate or loaded.seed_for(platform) or 'the generated seed'} on {loaded.name} "
+                    f"evaluating {candidate or loaded.start_for(platform) or 'the generated starting candidate'} "
+                    f"on {loaded.name} "
                     f"({len(loaded.workloads)} workload(s))…",
                     spinner="dots",
                 )

@@ -19,8 +19,8 @@ from kernelkiln.errors import UserError
 HELP = """Measure tasks' knob spaces once, with the real guard, so that search studies replay them
 (`kiln ablate SUITE --replay DATASET`) in minutes instead of hours.
 
-For each task: its seed (the task's, or one generated from the reference), and every setting of
-the seed's knobs when the space has at most --whole-up-to configurations, else the seed and a
+For each task: its starting candidate (the task's, or one generated from the reference), and every
+setting of its knobs when the space has at most --whole-up-to configurations, else it and a
 seeded uniform sample (--sample configurations in all; a study then searches only those). Each
 configuration is judged against the reference --rounds times, each round a pass over every task,
 so its samples come from different processes at different times. DATASET is JSON Lines (see
@@ -65,7 +65,7 @@ def measure(
     from kernelkiln.bench.measure import Measurer, plan_space
     from kernelkiln.bench.space_values import space_values
     from kernelkiln.evaluation.spaces import Dataset
-    from kernelkiln.orchestrator.seeds import NoSeed, starting_code
+    from kernelkiln.orchestrator.starts import NoStart, starting_code
     from kernelkiln.task import load_task
 
     settings = load_settings(
@@ -81,15 +81,15 @@ def measure(
     for path in target_paths(target, tasks):
         task = load_task(path)
         try:
-            seed, _ = starting_code(task, config)
-        except NoSeed as exc:
+            start, _ = starting_code(task, config)
+        except NoStart as exc:
             skipped.append(f"{task.id}: {exc}")
             continue
-        plans.append(plan_space(task, seed, whole_up_to, sample))
+        plans.append(plan_space(task, start, whole_up_to, sample))
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr, flush=True)
     if not plans:
-        raise UserError("no task to measure: none has a seed with knobs (see the lines above)")
+        raise UserError("no task to measure: none has a starting candidate with knobs (see the lines above)")
     measurer = Measurer(dataset, config.guard, rounds)
 
     def work(observer, progress) -> int:
@@ -115,15 +115,17 @@ def _table(result: dict, console: Console) -> None:
         f"kiln measure: {result['judgements_made']} judgements made this time; {result['dataset']} "
         f"(machine {result['machine']})"
     )
-    table = Table(title="space values (optimum over the seed and over the space's median)", title_justify="left")
+    table = Table(
+        title="space values (optimum over the starting candidate and over the space's median)", title_justify="left"
+    )
     columns = (
         "task",
         "configs",
         "measured",
-        "seed",
+        "start",
         "median",
         "optimum",
-        "opt/seed",
+        "opt/start",
         "opt/median",
         "random to 95%",
         "rounds' rank corr.",
@@ -136,8 +138,8 @@ def _table(result: dict, console: Console) -> None:
             row["task"],
             str(planned["size"]),
             f"{row['timed']}" + ("" if planned["whole"] else " (sample)"),
-            *(f"{row[k]:.3f}x" if row[k] is not None else "-" for k in ("seed", "median", "optimum")),
-            *(f"{row[k]:.3f}" if row[k] is not None else "-" for k in ("over_seed", "over_median")),
+            *(f"{row[k]:.3f}x" if row[k] is not None else "-" for k in ("start", "median", "optimum")),
+            *(f"{row[k]:.3f}" if row[k] is not None else "-" for k in ("over_start", "over_median")),
             f"{row['random_evals_to_95']:.1f}" if row["random_evals_to_95"] is not None else "-",
             f"{row['rounds_agreement']:.2f}" if row["rounds_agreement"] is not None else "-",
             "yes" if row["flat"] else "",

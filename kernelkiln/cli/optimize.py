@@ -34,7 +34,7 @@ HELP = """Optimize a task or a suite: agents propose candidates, the guard judge
 memory learns from every verdict.
 
 TASK|SUITE is a task file, a bundled task (`kiln tasks`), a suite folder or a bundled suite.
-The default policy is the offline tuner: it searches the knobs the task's seed candidate
+The default policy is the offline tuner: it searches the knobs the task's starting candidate
 declares, trying first what memory says worked on similar tasks. `--policy llm` lets a
 model write whole candidates (any OpenAI-compatible server, or Anthropic).
 
@@ -53,15 +53,15 @@ Examples:
 Results: a table per task, DIR/<task>/best.py (a standalone candidate `kiln eval` accepts)
 and DIR/run.json (the same figures; --json prints it). Ctrl-C stops cleanly; the run
 resumes with --resume RUN_ID, losing only the evaluations that were in flight.
-A task that got no candidate (llm, replay: none from the model; the seed is not
-the model's) has a line on stderr saying why, and its reason in run.json.
+A task that got no candidate (llm, replay: none from the model; the starting candidate
+is not the model's) has a line on stderr saying why, and its reason in run.json.
 
 \b
 Exit codes (2 and 3 say why on stderr, one line per problem):
   0    a task got a candidate (llm, replay: from the model)
   2    bad input, or an endpoint down, refusing the key or lacking the model
   3    no task got a candidate: each evaluated nothing, or (llm, replay)
-       only its seed: the model never gave a usable candidate
+       only its starting candidate: the model never gave a usable one
   130  interrupted (Ctrl-C or SIGTERM); resume with --resume RUN_ID
 """
 
@@ -153,16 +153,18 @@ def optimize(
     ),
     overrides: list[str] = set_option("NAME=VALUE"),
     shrink: str | None = shrink_option(),
-    seed_file: Path = typer.Option(
+    start_file: Path = typer.Option(
         None,
-        "--seed",
+        "--start",
         metavar="FILE",
-        help="Start from this candidate (one task). Default: the task's KILN seed, else "
-        "the candidate `kiln seed` generates from the reference's operations.",
+        help="Start from this candidate (one task). Default: the task's KILN start, else "
+        "the candidate `kiln lower` generates from the reference's operations.",
     ),
-    no_seed: bool = typer.Option(
-        False, "--no-seed", help="llm policy: write the first candidate from scratch instead of starting from a seed."
+    from_scratch: bool = typer.Option(
+        False, "--from-scratch", help="llm policy: the model writes the first candidate instead of starting from one."
     ),
+    earlier_start: Path = typer.Option(None, "--seed", hidden=True),  # --start's earlier name
+    earlier_scratch: bool = typer.Option(False, "--no-seed", hidden=True),  # --from-scratch's earlier name
     threads: int = THREADS_OPTION,
     platform: str = typer.Option(
         None,
@@ -247,8 +249,8 @@ def optimize(
             "--isolation": isolation,
             "--record": record,
             "--replay": replay,
-            "--seed": str(seed_file) if seed_file else None,
-            "--no-seed": False if no_seed else None,
+            "--start": str(start_file or earlier_start) if start_file or earlier_start else None,
+            "--from-scratch": False if from_scratch or earlier_scratch else None,
             "--memory-readonly": True if memory_readonly else None,
         },
         set_config,
@@ -326,7 +328,7 @@ def _report(result: RunResult, as_json: bool) -> None:
         return
     console = wide_console()
     table = Table(title=f"run {result.run_id} ({result.status})", title_justify="left")
-    for col in ("task", "best", "in search", "seed", "attempts", *VERDICTS, "tokens", "best.py"):
+    for col in ("task", "best", "in search", "start", "attempts", *VERDICTS, "tokens", "best.py"):
         table.add_column(col, justify="left" if col in ("task", "best.py") else "right")
     for name, t in result.tasks.items():
         confirmed = t.confirmation
@@ -337,7 +339,7 @@ def _report(result: RunResult, as_json: bool) -> None:
             name,
             best,
             fmt_x(t.best_speedup),
-            fmt_x(t.seed_speedup),
+            fmt_x(t.start_speedup),
             str(t.attempts),
             *(str(t.verdicts.get(k, 0)) for k in VERDICTS),
             str(t.tokens),
@@ -347,7 +349,7 @@ def _report(result: RunResult, as_json: bool) -> None:
     console.print(
         "Speedups over the PyTorch reference (geometric mean over workloads). best: the best candidate "
         "judged again with a longer timing budget when its task ended; in search: as the search measured "
-        "it; seed: the seed candidate's first evaluation."
+        "it; start: the starting candidate's first evaluation."
     )
     for name, t in result.tasks.items():
         if t.confirmation and not t.confirmation.correct:

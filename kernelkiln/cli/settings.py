@@ -65,8 +65,8 @@ FIELD_OF: dict[str, str] = {
     "--isolation": "guard.isolation",
     "--record": "policy.record",
     "--replay": "policy.session",
-    "--seed": "seed_file",
-    "--no-seed": "policy.start_from_seed",
+    "--start": "start_file",
+    "--from-scratch": "policy.start_from_candidate",
     "--memory-readonly": "memory.readonly",
 }
 Flags = dict[str, Any]  # flag as typed (a key of FIELD_OF) -> its value (None: not given)

@@ -62,7 +62,7 @@ class LocalPool:
     def judgeable(self, task: Task) -> frozenset[str] | None:
         return None
 
-    def measured_seed(self, task: Task) -> str | None:
+    def measured_start(self, task: Task) -> str | None:
         return None
 
     @contextmanager

@@ -64,7 +64,7 @@ class EvaluationPool(Protocol):
         """The knob settings (``knobs.key``) of ``task``'s seed this pool can judge; None: any candidate."""
         ...
 
-    def measured_seed(self, task: Task) -> str | None:
+    def measured_start(self, task: Task) -> str | None:
         """The seed this pool's judgements are of, which the run starts ``task`` from (a replay's measured seed:
         the lowering may have changed since it was measured); None: the run's own starting code."""
         ...

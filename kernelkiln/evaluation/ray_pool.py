@@ -248,7 +248,7 @@ class RayPool:
     def judgeable(self, task: Task) -> frozenset[str] | None:
         return None
 
-    def measured_seed(self, task: Task) -> str | None:
+    def measured_start(self, task: Task) -> str | None:
         return None
 
     def close(self) -> None:

@@ -85,7 +85,7 @@ class ReplayPool:
         rows = self.space(task).get(key)
         if rows is None:
             raise UserError(f"{self.dataset.path} has no measurement of {task.id} at {settings or 'the seed'}")
-        space = self.dataset.seeds.get((self.machine, task.id))
+        space = self.dataset.space_records.get((self.machine, task.id))
         if space is not None and K.apply(space.seed, settings) != K.apply(code, settings):
             raise UserError(f"{task.id}: the candidate is not the measured seed at {K.describe(settings)}")
         return rows
@@ -159,10 +159,10 @@ class ReplayPool:
         """The configurations measured (TenSet's rule: a sampled space is searched over its sample only)."""
         return frozenset(self.space(task))
 
-    def measured_seed(self, task: Task) -> str | None:
+    def measured_start(self, task: Task) -> str | None:
         """The seed the dataset measured ``task``'s space of: a run replays from it, whatever the lowering
         generates today."""
-        space = self.dataset.seeds.get((self.machine, task.id))
+        space = self.dataset.space_records.get((self.machine, task.id))
         return space.seed if space is not None else None
 
     def release(self, task: Task) -> None:

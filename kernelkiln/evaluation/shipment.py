@@ -39,4 +39,4 @@ class TaskShipment:
         path.write_text(self.source, encoding="utf-8")
         from kernelkiln.task import load_task
 
-        return load_task(path, self.overrides, seeds=False)
+        return load_task(path, self.overrides, starts=False)

@@ -147,7 +147,7 @@ class Dataset:
     def __init__(self, path: Path):
         self.path = path
         self.machines: dict[str, MachineSignature] = {}
-        self.seeds: dict[tuple[str, str], Space] = {}  # by (machine, task)
+        self.space_records: dict[tuple[str, str], Space] = {}  # by (machine, task)
         self.rows: list[Measurement] = []
         if path.exists():
             self._load()
@@ -167,7 +167,7 @@ class Dataset:
                     self.machines[machine.key] = machine
                 elif data.get("kind") == "space":
                     space = Space.model_validate(data)
-                    self.seeds[(space.machine, space.task)] = space
+                    self.space_records[(space.machine, space.task)] = space
                 else:
                     self.rows.append(Measurement.model_validate(data))
             except (json.JSONDecodeError, ValidationError, AttributeError) as exc:
@@ -181,8 +181,8 @@ class Dataset:
 
     def add_space(self, space: Space) -> None:
         """Record (again, when it changed) the seed and plan a task's measurements on a machine follow."""
-        if self.seeds.get((space.machine, space.task)) != space:
-            self.seeds[(space.machine, space.task)] = space
+        if self.space_records.get((space.machine, space.task)) != space:
+            self.space_records[(space.machine, space.task)] = space
             self._append(space.model_dump_json())
 
     def add(self, row: Measurement) -> None:

@@ -35,5 +35,5 @@ KILN = {
     ],
     "flops": lambda batch_size, dim, **_: 8.0 * batch_size * dim,
     "bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim + 8.0 * dim,
-    "seed": {"cpu": "seeds/layer_norm.py", "cuda": "seeds/layer_norm_triton.py"},
+    "start": {"cpu": "seeds/layer_norm.py", "cuda": "seeds/layer_norm_triton.py"},
 }

@@ -34,5 +34,5 @@ KILN = {
     ],
     "flops": lambda batch_size, dim, **_: 5.0 * batch_size * dim,
     "bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim,
-    "seed": "seeds/log_softmax.py",
+    "start": "seeds/log_softmax.py",
 }

@@ -35,5 +35,5 @@ KILN = {
     ],
     "flops": lambda M, K, N, **_: 2.0 * M * K * N,
     "bytes": lambda M, K, N, **_: 4.0 * (M * K + K * N + M * N),
-    "seed": {"cpu": "seeds/matmul.py", "cuda": "seeds/matmul_triton.py"},
+    "start": {"cpu": "seeds/matmul.py", "cuda": "seeds/matmul_triton.py"},
 }

@@ -34,5 +34,5 @@ KILN = {
     ],
     "flops": lambda batch_size, dim, **_: 5.0 * batch_size * dim,
     "bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim,
-    "seed": {"cpu": "seeds/row_softmax.py", "cuda": "seeds/row_softmax_triton.py"},
+    "start": {"cpu": "seeds/row_softmax.py", "cuda": "seeds/row_softmax_triton.py"},
 }

@@ -1,4 +1,4 @@
-"""Lower a task's reference to a standalone C/C++ candidate with KNOBS: ``kiln seed``.
+"""Lower a task's reference to a standalone C/C++ candidate with KNOBS: ``kiln lower``.
 
 trace (ATen ops at the task's real inputs) → graph (pointwise nodes, views, reductions,
 scans, windows) → plan (row groups fuse reductions with their elementwise neighbours)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
 
 from kernelkiln.store.records import SUMMARY_CHARS
 
@@ -135,10 +135,11 @@ class TransferConfig(BaseModel):
         "anywhere, fastest first, so what is lent is the globally best configurations, not the similar tasks' "
         "(`kiln ablate --study held-out`).",
     )
-    seed_first: Literal["never", "generated", "always"] = Field(
+    start_first: Literal["never", "generated", "always"] = Field(
         default="generated",
-        description="When the task's seed is evaluated before the neighbours' bests (an exact match's best still "
-        "comes first): never, always, or when the seed was generated from the reference (`kiln seed`: tuned "
+        validation_alias=AliasChoices("start_first", "seed_first"),  # seed_first: its earlier name
+        description="When the task's starting candidate is evaluated before the neighbours' bests (an exact match's "
+        "best still comes first): never, always, or when it was generated from the reference (`kiln lower`: tuned "
         "defaults, often the best there is, so every neighbour tried before it is an evaluation lost; held out over 34 "
         "measured tasks, 0.81 [0.70, 0.93] of the evaluations to 95% that an empty store needs, against 1.00 with "
         "never: docs/guide/spaces.md).",

@@ -67,18 +67,18 @@ def win(attempt: Attempt, parent: Attempt | None, op_family: str | None, platfor
     )
 
 
-def best_configuration(best: Attempt, seed: Attempt | None, op_family: str | None, platform: str) -> Experience | None:
+def best_configuration(best: Attempt, start: Attempt | None, op_family: str | None, platform: str) -> Experience | None:
     """The lesson of a task's final best knob settings, or None when it has none or gained nothing."""
     settings = best.case.knobs
     if not settings or not best.speedup:
         return None
-    if seed is not None and seed.speedup and best.speedup <= seed.speedup:
+    if start is not None and start.speedup and best.speedup <= start.speedup:
         return None
     family = op_family or "unknown"
-    over_seed = f", {best.speedup / seed.speedup:.2f}x its seed" if seed is not None and seed.speedup else ""
+    over_start = f", {best.speedup / start.speedup:.2f}x its seed" if start is not None and start.speedup else ""
     text = (
         f"Best configuration for {family} on {platform} (task {best.task_id}): {K.describe(settings)}, "
-        f"{best.speedup:.2f}x the reference{over_seed}."
+        f"{best.speedup:.2f}x the reference{over_start}."
     )
     conditions = [K.condition(n, v) for n, v in sorted(settings.items())]
     return Experience(

@@ -63,7 +63,7 @@ class Prior:
     neighbours: tuple[Neighbour, ...] = ()
     traps: frozenset[K.Value] = frozenset()
     loss_evidence: int = 3  # the tuner sets a knob value aside after this many evaluations, all lost
-    seed_first: bool = False  # the seed before the neighbours' bests (TransferConfig.seed_first)
+    start_first: bool = False  # the seed before the neighbours' bests (TransferConfig.seed_first)
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -211,6 +211,6 @@ def build(store: Store, mine: Signature, run_id: str | None, config: TransferCon
         neighbours=tuple(neighbours),
         traps=traps,
         loss_evidence=config.loss_evidence,
-        seed_first=config.seed_first == "always",
+        start_first=config.start_first == "always",
         notes=tuple(notes),
     )

@@ -1,10 +1,10 @@
 """What memory matches a task on: an exact key for reuse, and features for the nearest stored tasks.
 
 The *exact* key is a digest of everything that decides a candidate's figures: the seed
-candidate's code (a generated seed is a function of the traced computation, its shapes and
+candidate's code (a generated starting candidate is a function of the traced computation, its shapes and
 dtypes and the code generator; a hand-written one is not, so the reference's source with its
 size overrides joins the key then), the machine kind, the compiler and the guard's threads.
-The code is digested as its syntax tree without the module docstring: a generated seed's
+The code is digested as its syntax tree without the module docstring: a generated starting candidate's
 docstring names the task it was made for (``kiln model`` numbers a model's regions by their
 share, so the same layer is ``region_03`` in one model and ``region_05`` in a deeper one),
 and neither it nor comments or layout change a figure. Nor do the statistics of drawn values
@@ -112,14 +112,14 @@ def exact_code(code: str) -> str:
     return ast.unparse(_Undrawn().visit(tree))
 
 
-def signature(task: Task, task_id: str, seed_code: str, *, generated: bool, platform: str, machine: str) -> Signature:
+def signature(task: Task, task_id: str, start_code: str, *, generated: bool, platform: str, machine: str) -> Signature:
     """``task``'s signature when its agents start from ``seed_code`` on ``machine`` (``platforms.machine_kind``)."""
     try:
-        knobs = tuple(k.name for k in K.read_knobs(seed_code)) if seed_code else ()
+        knobs = tuple(k.name for k in K.read_knobs(start_code)) if start_code else ()
     except K.KnobError:
         knobs = ()
     reference = None if generated else [task.source, sorted(task.overrides.items())]
-    exact = _digest(exact_code(seed_code), reference, platform, machine, _compiler(platform))
+    exact = _digest(exact_code(start_code), reference, platform, machine, _compiler(platform))
     elements, inner = _sizes(task)
     return Signature(
         exact=exact,

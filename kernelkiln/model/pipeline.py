@@ -38,7 +38,7 @@ from kernelkiln.model.taskfile import Spread, Unrenderable, render_workloads, wo
 from kernelkiln.orchestrator.config import MODEL_BUDGET_PER_TASK, MODEL_WALL_S, OptimizeConfig
 from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
-from kernelkiln.orchestrator.seeds import GENERATED, starting_code
+from kernelkiln.orchestrator.starts import GENERATED, starting_code
 from kernelkiln.orchestrator.task_run import task_id_of
 from kernelkiln.platforms import machine_kind
 from kernelkiln.platforms.host import fit_threads

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kernelkiln.agents.config import DEFAULT_POLICY, PolicyConfig
 from kernelkiln.context.config import ContextConfig
@@ -62,13 +62,16 @@ class OptimizeConfig(BaseModel):
         "drafts: it abandons local tuning and changes strategy.",
     )
     platform: Literal["cpu", "cuda"] = Field(
-        "cpu", description="Where candidates run and are timed; the task's seed for this platform starts the search."
+        "cpu",
+        description="Where candidates run and are timed; the task's starting candidate for this platform starts "
+        "the search.",
     )
-    # Every policy starts from it (the tuner must, a model may), and the run's seeds read it beside platform.
-    seed_file: str | None = Field(
+    # Every policy starts from it (the tuner must, a model may), and the run's starting code reads it beside platform.
+    start_file: str | None = Field(
         None,
+        validation_alias=AliasChoices("start_file", "seed_file"),  # seed_file: its earlier name
         description="A candidate file every agent starts from, instead of the task's "
-        "KILN seed or the generated one (--seed FILE; one task per run).",
+        "KILN start or the generated one (--start FILE; one task per run).",
     )
     confirm_time_budget_s: float | None = Field(
         20.0,
@@ -122,10 +125,10 @@ class OptimizeConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _seed_or_scratch(self) -> OptimizeConfig:
+    def _start_or_scratch(self) -> OptimizeConfig:
         # The one check across the policy's config: a file to start from is the run's, scratch the model's.
-        if self.seed_file and self.policy.from_scratch():
-            raise ValueError("--seed FILE and --no-seed contradict each other: give one")
+        if self.start_file and self.policy.from_scratch():
+            raise ValueError("--start FILE and --from-scratch contradict each other: give one")
         return self
 
     @model_validator(mode="after")

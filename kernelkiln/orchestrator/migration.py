@@ -31,7 +31,7 @@ _POLICY_KEYS = {
     "llm": "llm",
     "record": "record",
     "replay": "session",
-    "start_from_seed": "start_from_seed",
+    "start_from_seed": "start_from_candidate",
 }
 # Flat keys a policy that does not read them refused when set (the others it ignored, and they are dropped).
 _REFUSED = {

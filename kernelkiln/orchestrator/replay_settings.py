@@ -55,12 +55,12 @@ def prompt_settings(config: OptimizeConfig) -> dict[str, str]:
     """The settings that shape an llm agent's prompts, by the name a user sets them with, as shown."""
     policy = config.policy
     if policy.from_scratch():
-        seed = "none (--no-seed)"
-    elif config.seed_file:
-        seed = "a file (--seed FILE)"
+        start = "none (--from-scratch)"
+    elif config.start_file:
+        start = "a file (--start FILE)"
     else:
-        seed = "the task's seed"
-    shaped = {"seed": seed, "agents (one lens each)": str(config.agents), "platform": config.platform}
+        start = "the task's own"
+    shaped = {"starting candidate": start, "agents (one lens each)": str(config.agents), "platform": config.platform}
     if isinstance(policy, LLMPolicyConfig | ReplayConfig):
         shaped["policy.tool_calls"] = str(policy.tool_calls)
         shaped["policy.reasks"] = str(policy.reasks)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from kernelkiln.atomic import write_atomic
 from kernelkiln.store.records import Attempt, Confirmation, NoCandidate, Unconfirmed, Verdict
@@ -27,7 +27,8 @@ class TaskResult(BaseModel):
     best_speedup: float | None = None  # the best candidate's, as the search measured it
     confirmed_speedup: float | None = None  # the best judged again when the task ended (None: not confirmed)
     confirmation: Confirmation | None = None
-    seed_speedup: float | None = None  # the starting candidate's first evaluation, when correct
+    # The starting candidate's first evaluation, when correct (seed_speedup: its earlier name in run.json).
+    start_speedup: float | None = Field(None, validation_alias=AliasChoices("start_speedup", "seed_speedup"))
     attempts: int = 0
     verdicts: dict[Verdict, int] = Field(default_factory=dict)
     turns_without_candidate: int = 0
@@ -81,8 +82,8 @@ def incumbent(attempts: list[Attempt]) -> Attempt | None:
     return max(keeps, key=lambda a: a.created_at) if keeps else None
 
 
-def seed_attempt(attempts: list[Attempt]) -> Attempt | None:
-    """The first evaluation of the task's seed candidate, when it was correct."""
+def start_attempt(attempts: list[Attempt]) -> Attempt | None:
+    """The first evaluation of the task's starting candidate, when it was correct."""
     return next((a for a in attempts if a.case.move == "seed" and a.correct), None)
 
 
@@ -119,7 +120,7 @@ def task_summary(
     Tokens and cost count every model call, those of turns that gave no candidate too;
     ``status`` is "evaluated" unless the policy gave no candidate (``task_status``), ``reason`` then says why.
     """
-    best, seed = incumbent(attempts), seed_attempt(attempts)
+    best, start = incumbent(attempts), start_attempt(attempts)
     counts = Counter(a.verdict for a in attempts)
     confirmation = confirmation_of(best, confirmation)
     spent = no_candidate or NoCandidate()
@@ -132,7 +133,7 @@ def task_summary(
         best_speedup=best.speedup if best else None,
         confirmed_speedup=confirmation.speedup if confirmation else None,
         confirmation=confirmation,
-        seed_speedup=seed.speedup if seed else None,
+        start_speedup=start.speedup if start else None,
         attempts=len(attempts),
         verdicts={v: counts.get(v, 0) for v in VERDICTS},
         turns_without_candidate=spent.turns,

@@ -27,7 +27,7 @@ from kernelkiln.orchestrator.observer import Observer
 from kernelkiln.orchestrator.replay_settings import check_replay
 from kernelkiln.orchestrator.results import RunResult, got_candidate, write_outputs
 from kernelkiln.orchestrator.search import Search
-from kernelkiln.orchestrator.seeds import GENERATED, measured_starts, starting_code
+from kernelkiln.orchestrator.starts import GENERATED, measured_starts, starting_code
 from kernelkiln.orchestrator.task_run import RunControl, TaskRunner, task_id_of
 from kernelkiln.platforms import get_platform
 from kernelkiln.policy.lens import assign_lenses
@@ -94,8 +94,8 @@ class Optimizer:
         get_platform(config.platform)  # one clear line, before tasks load, when this machine lacks it
         check_replay(config, self.observer.note)  # a replay's prompts are its recording's, before anything runs
         tasks = order_tasks([load_task(Path(s.path), s.overrides) for s in specs])
-        if config.seed_file and len(tasks) > 1:
-            raise UserError(f"--seed FILE starts one task; this run has {len(tasks)}")
+        if config.start_file and len(tasks) > 1:
+            raise UserError(f"--start FILE starts one task; this run has {len(tasks)}")
         starts = {task_id_of(t): starting_code(t, config) for t in tasks}  # refuses, before the run exists
         run = Run(config=config.model_dump(mode="json"))
         out = out_dir or self.out_root / run.id
@@ -224,19 +224,19 @@ class Optimizer:
         control: RunControl,
         policies: RunPolicies,
         stored: list[Attempt],
-        seed_code: str,
+        start_code: str,
         origin: str,
     ) -> TaskRunner:
         task_id = task_id_of(task)
         state = TaskState(task_id=task_id, budget=config.budget)
         agents = [
-            AgentState(name=f"a{i + 1}", lens=lens, code=seed_code, policy=policies.make(f"a{i + 1}", task_id))
+            AgentState(name=f"a{i + 1}", lens=lens, code=start_code, policy=policies.make(f"a{i + 1}", task_id))
             for i, lens in enumerate(assign_lenses(task.op_family, config.agents))
         ]
         with control.memory_lock.exclusive():  # tasks of a cluster run start while others' agents write
             self._replay(run.id, task_id, state, agents, stored, config)
         return TaskRunner(
-            task, state, agents, self.memory, control, run.id, self.observer, seed_code, generated=origin == GENERATED
+            task, state, agents, self.memory, control, run.id, self.observer, start_code, generated=origin == GENERATED
         )
 
     def _replay(

@@ -101,11 +101,11 @@ class TaskRunner:
         control: RunControl,
         run_id: str,
         observer: Observer,
-        seed_code: str = "",
+        start_code: str = "",
         generated: bool = False,
     ):
-        """``seed_code``: what the agents start from (``generated``: by ``kiln seed`` from the reference)."""
-        self.task, self.state, self.agents, self.seed_code = task, state, agents, seed_code
+        """``seed_code``: what the agents start from (``generated``: by ``kiln lower`` from the reference)."""
+        self.task, self.state, self.agents, self.start_code = task, state, agents, start_code
         self.memory, self.control, self.run_id, self.observer = memory, control, run_id, observer
         self.config = control.config
         self.judgeable = control.pool.judgeable(task)  # a replay judges its measured configurations only
@@ -119,12 +119,12 @@ class TaskRunner:
             self.config.platform, fit_threads(self.config.guard.threads)[0]
         )
         self.signature = signature(
-            task, state.task_id, seed_code, generated=generated, platform=self.config.platform, machine=machine
+            task, state.task_id, start_code, generated=generated, platform=self.config.platform, machine=machine
         )
         with control.memory_lock.shared():
             self.prior = memory.prior(self.signature, run_id)
-        if generated and memory.config.transfer.seed_first == "generated":
-            self.prior = dataclasses.replace(self.prior, seed_first=True)
+        if generated and memory.config.transfer.start_first == "generated":
+            self.prior = dataclasses.replace(self.prior, start_first=True)
         for note in self.prior.notes:
             observer.note(f"{state.task_id}: {note}")
         # Memory first: what the progress line reports is already stored.
@@ -277,7 +277,7 @@ class TaskRunner:
             peers=tuple(a for other in others for a in other.history) if shared else (),
             evaluated=evaluated,
             prior=self.prior,
-            origin=self.seed_code,
+            origin=self.start_code,
             judgeable=self.judgeable,
             diagnose=diagnose.diagnoser(
                 PoolJudge(self.control.pool, self.task, cfg.guard), profile_budget_s=cfg.guard.time_budget_s / 4

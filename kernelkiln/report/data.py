@@ -118,7 +118,7 @@ def _task_from(task_id: str, t: TaskResult, **more: Any) -> TaskReport:
         search_speedup=t.best_speedup,
         confirmed=t.confirmed_speedup is not None,
         confirm_failure=failure,
-        seed_speedup=t.seed_speedup,
+        start_speedup=t.start_speedup,
         attempts=t.attempts,
         verdicts={v: t.verdicts.get(v, 0) for v in VERDICTS},
         prompt_tokens=t.prompt_tokens,

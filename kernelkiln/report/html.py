@@ -126,7 +126,7 @@ def _suite_table(run: RunReport) -> str:
     searched = "<th>best in search</th>" if run.confirmed else ""
     tokens = run.prompt_tokens or run.completion_tokens
     head = (
-        f"<tr><th>task</th><th>best vs torch</th>{searched}<th>seed vs torch</th><th>best / seed</th>"
+        f"<tr><th>task</th><th>best vs torch</th>{searched}<th>start vs torch</th><th>best / start</th>"
         f"<th>attempts<br>{_verdict_words()}</th>{'<th>tokens</th>' if tokens else ''}<th>the best's change</th>"
         "</tr>"
     )
@@ -135,7 +135,7 @@ def _suite_table(run: RunReport) -> str:
         rows.append(
             f'<tr><td><a href="#{_anchor(run, t)}">{esc(t.task_id)}</a></td><td class=n><b>{fmt_x(t.best_speedup)}'
             f"</b></td>{f'<td class=n>{fmt_x(t.search_speedup)}</td>' if run.confirmed else ''}"
-            f"<td class=n>{fmt_x(t.seed_speedup)}</td><td class=n>{fmt_x(t.best_over_seed)}</td>"
+            f"<td class=n>{fmt_x(t.start_speedup)}</td><td class=n>{fmt_x(t.best_over_start)}</td>"
             f"<td class=n>{_attempts(run, t)}: {_badges(t.verdicts)}</td>"
             f"{f'<td class=n>{fmt_tokens(t.tokens)}</td>' if tokens else ''}<td>{esc(t.best_summary or '—')}</td></tr>"
         )
@@ -151,7 +151,7 @@ def _suite_table(run: RunReport) -> str:
     if any(run.short(t) for t in run.tasks):
         note += (
             f"N of {run.budget} attempts: the search ran out of candidates before the budget (the tuner had "
-            "tried every setting the seed's knobs allow)."
+            "tried every setting the starting candidate's knobs allow)."
         )
     return f"<table>{head}{''.join(rows)}</table>" + (f'<p class="meta">{esc(note)}</p>' if note else "")
 
@@ -172,13 +172,14 @@ def _run_section(run: RunReport, heading: bool) -> str:
         parts.append(f'<p class="note">{esc(run.note)}</p>')
     parts.append(f"<h3>Suite</h3>{_suite_table(run)}")
     rows = [
-        (t.task_id if t.attempts else f"{t.task_id} (not started)", [t.seed_speedup, t.best_speedup]) for t in run.tasks
+        (t.task_id if t.attempts else f"{t.task_id} (not started)", [t.start_speedup, t.best_speedup])
+        for t in run.tasks
     ]
     parts.append("<h4>Speedup vs torch (higher is better)</h4>")
     parts.append(
         hbars(
             rows,
-            [("seed candidate", "#b0bec5"), ("best found", "#2e7d32")],
+            [("starting candidate", "#b0bec5"), ("best found", "#2e7d32")],
             unit="x vs torch (1.0 = as fast as the PyTorch reference)",
             ref=1.0,
             ref_label="torch 1.0x",
@@ -226,7 +227,7 @@ def _task_section(run: RunReport, task: TaskReport) -> str:
         if task.attempts
         else "not started"
     )
-    seed = f", seed {fmt_x(task.seed_speedup)}" if task.seed_speedup is not None else ""
+    start = f", start {fmt_x(task.start_speedup)}" if task.start_speedup is not None else ""
     if task.confirmed:
         best += f" when judged again (in search: {fmt_x(task.search_speedup)})"
     if task.confirm_failure:
@@ -234,7 +235,7 @@ def _task_section(run: RunReport, task: TaskReport) -> str:
     change = f" — best's change: {task.best_summary}" if task.best_summary else ""
     agents = f" · agents {esc(', '.join(task.agents))}" if task.agents else ""
     parts.append(
-        f'<p class="meta">{esc(best + seed)} · {task.attempts} attempts ({_badges(task.verdicts)})'
+        f'<p class="meta">{esc(best + start)} · {task.attempts} attempts ({_badges(task.verdicts)})'
         f"{agents}{esc(change)}</p>"
     )
     if task.status != "evaluated":

@@ -42,7 +42,7 @@ def render_run(run: RunReport) -> str:
     sol = run.has_sol
     searched = run.confirmed
     lines.append(
-        f"| task | best vs torch |{' in search |' if searched else ''} seed vs torch | best / seed | attempts "
+        f"| task | best vs torch |{' in search |' if searched else ''} start vs torch | best / start | attempts "
         f"| KEEP | ACCEPT | REVERT | REJECT | tokens |{' SOL |' if sol else ''}"
     )
     lines.append(
@@ -54,15 +54,15 @@ def render_run(run: RunReport) -> str:
         best = f"**{fmt_x(t.best_speedup)}**" if t.best_speedup is not None else "—"
         search = f" {fmt_x(t.search_speedup)} |" if searched else ""
         lines.append(
-            f"| {md(t.task_id)} | {best} |{search} {fmt_x(t.seed_speedup)} | "
-            f"{fmt_x(t.best_over_seed)} | {t.attempts} | {counts} | {fmt_tokens(t.tokens)} |"
+            f"| {md(t.task_id)} | {best} |{search} {fmt_x(t.start_speedup)} | "
+            f"{fmt_x(t.best_over_start)} | {t.attempts} | {counts} | {fmt_tokens(t.tokens)} |"
             + (f" {fmt_pct(t.sol_fraction)}{f' ({md(t.reached)})' if t.reached else ''} |" if sol else "")
         )
     lines.append("")
     for t in run.tasks:
         if t.status != "evaluated":
-            seed = f" (the seed alone: {fmt_x(t.seed_speedup)} vs torch)" if t.attempts else ""
-            lines.append(f"- **{md(t.task_id)}**: {md(t.status)}: {md(t.reason)}{seed}")
+            start = f" (the starting candidate alone: {fmt_x(t.start_speedup)} vs torch)" if t.attempts else ""
+            lines.append(f"- **{md(t.task_id)}**: {md(t.status)}: {md(t.reason)}{start}")
             continue
         if not t.attempts:
             lines.append(f"- **{md(t.task_id)}**: not started")
@@ -72,7 +72,7 @@ def render_run(run: RunReport) -> str:
                 f"- **{md(t.task_id)}**: no correct candidate in {t.attempts} attempts ({fmt_verdicts(t.verdicts)})"
             )
             continue
-        over = f" ({fmt_x(t.best_over_seed)} over the seed)" if t.best_over_seed is not None else ""
+        over = f" ({fmt_x(t.best_over_start)} over the starting candidate)" if t.best_over_start is not None else ""
         change = f"; best: {md(t.best_summary)}" if t.best_summary else ""
         lines.append(
             f"- **{md(t.task_id)}**: {fmt_x(t.best_speedup)} vs torch{over} after {t.attempts} attempts "

@@ -34,7 +34,7 @@ class TaskReport:
 
     task_id: str
     best_speedup: float | None  # confirmed (judged again when the task ended) when it was, else the search's
-    seed_speedup: float | None
+    start_speedup: float | None
     attempts: int
     verdicts: dict[str, int]
     prompt_tokens: int = 0
@@ -53,11 +53,11 @@ class TaskReport:
     reason: str = ""  # why the policy gave no candidate
 
     @property
-    def best_over_seed(self) -> float | None:
-        """How many times faster the best is than the seed candidate."""
-        if self.best_speedup is None or not self.seed_speedup:
+    def best_over_start(self) -> float | None:
+        """How many times faster the best is than the starting candidate."""
+        if self.best_speedup is None or not self.start_speedup:
             return None
-        return self.best_speedup / self.seed_speedup
+        return self.best_speedup / self.start_speedup
 
     @property
     def tokens(self) -> int:

@@ -24,7 +24,8 @@ _KILN_KEYS = {
     "bytes",
     "forbidden_ops",
     "allowed_ops",
-    "seed",
+    "start",
+    "seed",  # start's earlier name
     "level",
     "robustness",
 }
@@ -150,14 +151,14 @@ def read_task_source(path: Path) -> str:
 
 
 def load_task(
-    path: str | Path, overrides: dict[str, Any] | None = None, analyze: bool = True, seeds: bool = True
+    path: str | Path, overrides: dict[str, Any] | None = None, analyze: bool = True, starts: bool = True
 ) -> Task:
     """Load a task file; ``overrides`` (from ``--set``) replace module-level size variables.
 
     Unless ``analyze`` is False (a guard worker, which needs neither), a forward of the reference
     on the meta device fills what KILN leaves out: the op family from its calls
     (kernelkiln.task.reference_calls) and each workload's FLOPs and bytes (kernelkiln.task.roofline).
-    ``seeds=False`` skips KILN["seed"] (the guard, which judges candidates, needs no seed; an
+    ``starts=False`` skips KILN["start"] (the guard, which judges candidates, needs no starting candidate; an
     evaluation actor gets the task file alone).
     """
     path = Path(path)
@@ -193,7 +194,9 @@ def load_task(
     robustness = meta.get("robustness", True)
     if not isinstance(robustness, bool):
         raise UserError(f"{path}: KILN['robustness'] must be True or False, got {robustness!r}")
-    seed_paths = _seeds(meta.get("seed"), path) if seeds else {}
+    if "start" in meta and "seed" in meta:
+        raise UserError(f"{path}: KILN gives both 'start' and 'seed' (its earlier name): keep 'start'")
+    start_paths = _starts(meta.get("start", meta.get("seed")), path) if starts else {}
     module = (
         execute(path, tree, pristine.__name__, overrides, f"{path}: --set {_shown(overrides)}")
         if overrides
@@ -211,8 +214,8 @@ def load_task(
         tolerances=_tolerances(meta.get("tolerance"), str(path)),
         forbidden_ops=_ops(meta.get("forbidden_ops"), "forbidden_ops", str(path)),
         allowed_ops=_ops(meta.get("allowed_ops"), "allowed_ops", str(path)) or (),
-        seed_path=seed_paths.get("cpu"),
-        seeds=seed_paths,
+        start_path=start_paths.get("cpu"),
+        starts=start_paths,
         level=level,
         robustness=robustness,
     )
@@ -235,20 +238,20 @@ def _folder_level(path: Path) -> int:
     return int(parent[-1]) if parent in ("level1", "level2", "level3") else 1
 
 
-def _seeds(raw: Any, path: Path) -> dict[str, Path]:
-    """KILN['seed']: a path (the CPU seed) or {platform: path}; paths are relative to the task file."""
+def _starts(raw: Any, path: Path) -> dict[str, Path]:
+    """KILN['start']: a path (the CPU starting candidate) or {platform: path}, relative to the task file."""
     if raw is None:
         return {}
     by_platform = {"cpu": raw} if isinstance(raw, str) else raw
     if not isinstance(by_platform, dict) or not all(isinstance(v, str) for v in by_platform.values()):
-        raise UserError(f"{path}: KILN['seed'] must be a path or a dict of platform -> path")
-    seeds = {}
+        raise UserError(f"{path}: KILN['start'] must be a path or a dict of platform -> path")
+    starts = {}
     for platform, rel in by_platform.items():
-        seed_path = (path.parent / rel).resolve()
-        if not seed_path.is_file():
-            raise UserError(f"{path}: KILN['seed'] names a missing file: {seed_path}")
-        seeds[platform] = seed_path
-    return seeds
+        start_path = (path.parent / rel).resolve()
+        if not start_path.is_file():
+            raise UserError(f"{path}: KILN['start'] names a missing file: {start_path}")
+        starts[platform] = start_path
+    return starts
 
 
 def _probe(task: Task) -> None:

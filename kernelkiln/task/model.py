@@ -88,8 +88,8 @@ class Task:
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
     forbidden_ops: tuple[str, ...] | None = None
     allowed_ops: tuple[str, ...] = ()
-    seed_path: Path | None = None  # the CPU seed
-    seeds: dict[str, Path] = field(default_factory=dict)  # seed candidate per platform
+    start_path: Path | None = None  # the CPU starting candidate
+    starts: dict[str, Path] = field(default_factory=dict)  # starting candidate per platform
     level: int = 1  # KernelBench's: 1 single op, 2 fusion, 3 block; a suite runs easier levels first
     robustness: bool = True  # KILN["robustness"]: False when inputs must come from get_inputs' own domain
     modules: dict[str, types.ModuleType] = field(default_factory=dict, repr=False, compare=False)  # by sizes
@@ -101,9 +101,9 @@ class Task:
             return self.name
         return self.name + "[" + ",".join(f"{k}={v}" for k, v in sorted(self.overrides.items())) + "]"
 
-    def seed_for(self, platform: str) -> Path | None:
-        """The seed candidate for ``platform`` (None when the task has none for it)."""
-        return self.seeds.get(platform)
+    def start_for(self, platform: str) -> Path | None:
+        """The starting candidate for ``platform`` (None when the task has none for it)."""
+        return self.starts.get(platform)
 
     def tolerance(self, dtype: torch.dtype) -> Tolerance:
         key = str(dtype).removeprefix("torch.")
@@ -186,7 +186,7 @@ class Task:
             "path": str(self.path),
             "op_family": self.op_family,
             "workloads": [w.to_dict() for w in self.workloads],
-            "seed": str(self.seed_path) if self.seed_path else None,
-            "seeds": {k: str(v) for k, v in self.seeds.items()},
+            "start": str(self.start_path) if self.start_path else None,
+            "starts": {k: str(v) for k, v in self.starts.items()},
             "level": self.level,
         }

@@ -155,7 +155,7 @@ class SimulatedPool:
     def judgeable(self, task: Task) -> frozenset[str] | None:
         return None
 
-    def measured_seed(self, task: Task) -> str | None:
+    def measured_start(self, task: Task) -> str | None:
         return None
 
     def release(self, task: Task) -> None:

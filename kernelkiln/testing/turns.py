@@ -13,7 +13,7 @@ from kernelkiln.store.records import Experience
 from kernelkiln.task import Task, load_task
 from kernelkiln.testing.tasks import TASKS
 
-SEED_CODE = """import torch
+START_CODE = """import torch
 import torch.nn as nn
 from kernelkiln import native
 
@@ -49,7 +49,7 @@ def make_turn(**overrides: Any) -> Turn:
         lens=lens(),
         objective="optimization",
         turn=1,
-        code=SEED_CODE,
+        code=START_CODE,
         parent_id=None,
         best_speedup=None,
         feedback=None,

@@ -19,9 +19,9 @@ from kernelkiln.llm.fit import MIN_REPLY_TOKENS
 from kernelkiln.policy.turn import GaveUp, code_hash
 from kernelkiln.store.records import SUMMARY_CHARS
 from kernelkiln.testing.llm import LoopbackServer, ScriptedClient
-from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
+from kernelkiln.testing.turns import START_CODE, make_turn, retrieved
 
-CANDIDATE = SEED_CODE.replace("def forward", "# vectorized\n    def forward")
+CANDIDATE = START_CODE.replace("def forward", "# vectorized\n    def forward")
 
 
 def config(**fields) -> LLMPolicyConfig:
@@ -63,7 +63,7 @@ def user_messages(messages) -> list[str]:
 def test_first_turn_with_seed_code_proposes_the_seed_without_calling_the_model():
     llm, client = policy([])
     proposal = llm.propose(make_turn())
-    assert proposal.code == SEED_CODE
+    assert proposal.code == START_CODE
     assert proposal.case.move == "seed"
     assert proposal.parent_id is None
     assert client.calls == []
@@ -72,7 +72,7 @@ def test_first_turn_with_seed_code_proposes_the_seed_without_calling_the_model()
 
 def test_a_seed_the_run_already_evaluated_goes_to_the_model():
     llm, client = policy([submit()])
-    proposal = llm.propose(make_turn(evaluated=frozenset({code_hash(SEED_CODE)})))
+    proposal = llm.propose(make_turn(evaluated=frozenset({code_hash(START_CODE)})))
     assert proposal.case.move == "llm"
     assert len(client.calls) == 1
 

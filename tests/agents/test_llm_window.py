@@ -7,9 +7,9 @@ from kernelkiln.agents.llm import SUBMIT, LLMPolicy
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.policy.turn import GaveUp, Proposal
 from kernelkiln.testing.llm import LoopbackServer
-from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
+from kernelkiln.testing.turns import START_CODE, make_turn, retrieved
 
-CANDIDATE = SEED_CODE.replace("def forward", "# vectorized\n    def forward")
+CANDIDATE = START_CODE.replace("def forward", "# vectorized\n    def forward")
 KNOWLEDGE = "Platform notes: " + "keep loads contiguous and the inner loop free of branches. " * 400
 SUBMITTED = {"tool_calls": [{"name": SUBMIT, "arguments": {"code": CANDIDATE, "summary": "fits", "adoptions": []}}]}
 

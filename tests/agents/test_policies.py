@@ -63,6 +63,6 @@ def test_the_replay_answers_with_the_recorded_model_and_the_replay_configs_limit
 
 
 def test_only_the_tuner_needs_a_seed_and_only_a_model_may_start_from_scratch():
-    assert TunerConfig().needs_seed and not LLMPolicyConfig(llm=LLM).needs_seed
-    assert not TunerConfig().from_scratch() and LLMPolicyConfig(llm=LLM, start_from_seed=False).from_scratch()
+    assert TunerConfig().needs_start and not LLMPolicyConfig(llm=LLM).needs_start
+    assert not TunerConfig().from_scratch() and LLMPolicyConfig(llm=LLM, start_from_candidate=False).from_scratch()
     assert TunerConfig().for_repeat(3).seed == 3 and LLMPolicyConfig(llm=LLM).for_repeat(3) == LLMPolicyConfig(llm=LLM)

@@ -8,9 +8,9 @@ from kernelkiln.agents.reply import parse_text_reply
 from kernelkiln.policy.turn import Choice
 from kernelkiln.store.records import SUMMARY_CHARS
 from kernelkiln.testing.llm import text_reply
-from kernelkiln.testing.turns import SEED_CODE
+from kernelkiln.testing.turns import START_CODE
 
-CODE = SEED_CODE.strip()
+CODE = START_CODE.strip()
 
 
 def parts(problems) -> list[str]:

@@ -12,9 +12,9 @@ from kernelkiln.context.config import ContextConfig
 from kernelkiln.llm import LLMError, ToolsRejected
 from kernelkiln.policy.turn import GaveUp, Proposal
 from kernelkiln.testing.llm import ScriptedClient, text_reply
-from kernelkiln.testing.turns import SEED_CODE, make_turn, retrieved
+from kernelkiln.testing.turns import START_CODE, make_turn, retrieved
 
-CANDIDATE = SEED_CODE.replace("def forward", "# text protocol\n    def forward")
+CANDIDATE = START_CODE.replace("def forward", "# text protocol\n    def forward")
 REJECTED = {"status": 400, "message": "registry.ollama.ai/library/gemma:2b does not support tools"}
 
 

@@ -22,11 +22,11 @@ from kernelkiln.testing.knob_spaces import NAMES, SPACE, Speedup, interacting
 from kernelkiln.testing.turns import lens, make_turn, retrieved
 
 SEED = (CANDIDATES / "softmax_knobs.py").read_text()
-SEED_SETTINGS = {"REPEAT": 4, "FLAGS": ["-O2"]}
+START_SETTINGS = {"REPEAT": 4, "FLAGS": ["-O2"]}
 ALL_SETTINGS = [{"REPEAT": r, "FLAGS": f} for r in (4, 2, 1) for f in (["-O2"], ["-O1"])]
 
 
-def turn_on_seed(**overrides):
+def turn_on_start(**overrides):
     return make_turn(code=SEED, **overrides)
 
 
@@ -42,8 +42,8 @@ def attempt_of(proposal, verdict: str = "REVERT", **fields) -> Attempt:
     )
 
 
-def tried_seed(tuner: Tuner) -> None:
-    tuner.observe(Attempt(task_id="tiny_softmax", verdict="ACCEPT", case={"knobs": dict(SEED_SETTINGS)}))
+def tried_start(tuner: Tuner) -> None:
+    tuner.observe(Attempt(task_id="tiny_softmax", verdict="ACCEPT", case={"knobs": dict(START_SETTINGS)}))
 
 
 def run_out(tuner: Tuner, turn) -> list[dict]:
@@ -60,10 +60,10 @@ def run_out(tuner: Tuner, turn) -> list[dict]:
 
 # -- the seed first --------------------------------------------------------------------------
 def test_first_proposal_is_the_working_code_itself():
-    proposal = Tuner("a0").propose(turn_on_seed())
+    proposal = Tuner("a0").propose(turn_on_start())
     assert proposal.code == SEED
     assert proposal.case.move == "seed"
-    assert proposal.case.knobs == SEED_SETTINGS
+    assert proposal.case.knobs == START_SETTINGS
     assert proposal.case.changed == {}
     assert proposal.summary.startswith("seed")
     assert proposal.parent_id is None
@@ -71,15 +71,15 @@ def test_first_proposal_is_the_working_code_itself():
 
 def test_proposal_parent_is_the_turn_parent():
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    assert tuner.propose(turn_on_seed(parent_id="a-parent")).parent_id == "a-parent"
+    tried_start(tuner)
+    assert tuner.propose(turn_on_start(parent_id="a-parent")).parent_id == "a-parent"
 
 
 # -- the enumerate search: neighbours, lens first ---------------------------------------------
 def test_after_the_seed_the_enumerate_search_proposes_single_knob_neighbours_in_declaration_order():
     tuner = Tuner("a0", search="enumerate")
-    tried_seed(tuner)
-    turn = turn_on_seed()  # the general lens prefers no knob
+    tried_start(tuner)
+    turn = turn_on_start()  # the general lens prefers no knob
     moves = []
     for _ in range(3):
         proposal = tuner.propose(turn)
@@ -94,8 +94,8 @@ def test_under_the_enumerate_search_a_lens_that_prefers_flags_tries_flags_first(
     precision = lens("precision")
     assert precision.prefers("FLAGS") and not precision.prefers("REPEAT")
     tuner = Tuner("a0", search="enumerate")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(lens=precision))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(lens=precision))
     assert proposal.case.move == "neighbour"
     assert proposal.case.changed == {"FLAGS": ["-O1"]}
     assert proposal.case.knobs == {"REPEAT": 4, "FLAGS": ["-O1"]}
@@ -103,15 +103,15 @@ def test_under_the_enumerate_search_a_lens_that_prefers_flags_tries_flags_first(
 
 def test_under_the_enumerate_search_the_vectorization_lens_also_tries_flags_first():
     tuner = Tuner("a0", search="enumerate")
-    tried_seed(tuner)
-    assert tuner.propose(turn_on_seed(lens=lens("vectorization"))).case.changed == {"FLAGS": ["-O1"]}
+    tried_start(tuner)
+    assert tuner.propose(turn_on_start(lens=lens("vectorization"))).case.changed == {"FLAGS": ["-O1"]}
 
 
 def test_the_proposal_is_a_standalone_file_whose_knobs_read_back_as_its_settings():
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(lens=lens("precision")))
-    assert proposal.case.move == "sampled" and proposal.case.knobs != SEED_SETTINGS
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(lens=lens("precision")))
+    assert proposal.case.move == "sampled" and proposal.case.knobs != START_SETTINGS
     ast.parse(proposal.code)
     assert "class ModelNew" in proposal.code
     assert K.settings_of(K.read_knobs(proposal.code)) == proposal.case.knobs
@@ -124,8 +124,8 @@ def test_a_retrieved_experience_with_knob_settings_is_applied_first_and_recorded
     lesson = retrieved("e-repeat", "REPEAT=1 is faster", conditions=[K.condition("REPEAT", 1)])
     other = retrieved("e-prose", "vectorize the inner loop", conditions=["inner loop"])
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(experiences=(lesson, other)))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(experiences=(lesson, other)))
     assert proposal.case.move == "experience"
     assert proposal.case.knobs == {"REPEAT": 1, "FLAGS": ["-O2"]}
     assert [c.experience_id for c in proposal.choices] == ["e-repeat", "e-prose"]
@@ -138,12 +138,12 @@ def test_a_resident_rule_is_applied_before_retrieved_experiences_and_recorded_as
     lesson = retrieved("e-repeat", "REPEAT=1 is faster", conditions=[K.condition("REPEAT", 1)])
     rule = Experience(id="e-rule", text="FLAGS=-O1", conditions=[K.condition("FLAGS", ["-O1"])], resident=True)
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(experiences=(lesson,), rule_sources=(rule,)))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(experiences=(lesson,), rule_sources=(rule,)))
     assert proposal.case.move == "rule" and proposal.case.changed == {"FLAGS": ["-O1"]}
     assert {(c.experience_id, c.adopted) for c in proposal.choices} == {("e-rule", True), ("e-repeat", False)}
     tuner.observe(attempt_of(proposal))
-    follow = tuner.propose(turn_on_seed(experiences=(lesson,), rule_sources=(rule,)))
+    follow = tuner.propose(turn_on_start(experiences=(lesson,), rule_sources=(rule,)))
     assert follow.case.move == "experience"
     assert {(c.experience_id, c.adopted) for c in follow.choices} == {("e-rule", False), ("e-repeat", True)}
 
@@ -151,16 +151,16 @@ def test_a_resident_rule_is_applied_before_retrieved_experiences_and_recorded_as
 def test_a_resident_rule_without_settings_for_this_candidate_is_not_recorded():
     rule = Experience(id="e-rule", text="unroll", conditions=["inner loop"], resident=True)
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(rule_sources=(rule,)))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(rule_sources=(rule,)))
     assert proposal.case.move == "sampled" and proposal.choices == ()
 
 
 def test_an_experience_is_applied_even_before_the_lens_preferred_knobs():
     lesson = retrieved("e-repeat", "REPEAT=1", conditions=[K.condition("REPEAT", 1)])
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(experiences=(lesson,), lens=lens("precision")))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(experiences=(lesson,), lens=lens("precision")))
     assert proposal.case.changed == {"REPEAT": 1}
 
 
@@ -168,8 +168,8 @@ def test_a_lower_ranked_applicable_experience_is_not_adopted_and_says_which_was(
     first = retrieved("e-first", "REPEAT=1", conditions=[K.condition("REPEAT", 1)])
     second = retrieved("e-second", "FLAGS=-O1", conditions=[K.condition("FLAGS", ["-O1"])])
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(experiences=(first, second)))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(experiences=(first, second)))
     assert [(c.experience_id, c.adopted) for c in proposal.choices] == [("e-first", True), ("e-second", False)]
     assert "e-first" in proposal.choices[1].why
 
@@ -177,8 +177,8 @@ def test_a_lower_ranked_applicable_experience_is_not_adopted_and_says_which_was(
 def test_an_experience_naming_a_value_outside_the_options_is_not_applied():
     lesson = retrieved("e-bad", "REPEAT=3", conditions=[K.condition("REPEAT", 3)])
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(experiences=(lesson,)))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(experiences=(lesson,)))
     assert proposal.case.move == "sampled"
     assert proposal.case.knobs["REPEAT"] != 3
     (choice,) = proposal.choices
@@ -188,8 +188,8 @@ def test_an_experience_naming_a_value_outside_the_options_is_not_applied():
 def test_an_experience_naming_an_unknown_knob_is_not_applied():
     lesson = retrieved("e-tile", "TILE=64", conditions=[K.condition("REPEAT", 1), K.condition("TILE", 64)])
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(experiences=(lesson,)))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(experiences=(lesson,)))
     assert proposal.case.move == "sampled"
     assert proposal.choices[0].adopted is False
 
@@ -197,8 +197,8 @@ def test_an_experience_naming_an_unknown_knob_is_not_applied():
 def test_an_experience_whose_settings_were_tried_is_not_adopted_again():
     lesson = retrieved("e-repeat", "REPEAT=1", conditions=[K.condition("REPEAT", 1)])
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    turn = turn_on_seed(experiences=(lesson,))
+    tried_start(tuner)
+    turn = turn_on_start(experiences=(lesson,))
     first = tuner.propose(turn)
     tuner.observe(attempt_of(first))
     second = tuner.propose(turn)
@@ -210,23 +210,23 @@ def test_an_experience_whose_settings_were_tried_is_not_adopted_again():
 def test_settings_whose_code_was_evaluated_by_the_run_are_skipped():
     repeat2 = K.apply(SEED, {"REPEAT": 2, "FLAGS": ["-O2"]})  # as any tuner writes it: every knob rewritten
     enumerate_ = Tuner("a0", search="enumerate")
-    proposal = enumerate_.propose(turn_on_seed(evaluated=frozenset({code_hash(SEED), code_hash(repeat2)})))
+    proposal = enumerate_.propose(turn_on_start(evaluated=frozenset({code_hash(SEED), code_hash(repeat2)})))
     assert proposal.case.knobs == {"REPEAT": 1, "FLAGS": ["-O2"]}
     others = [{"REPEAT": r, "FLAGS": ["-O2"]} for r in (4, 2, 1)]  # every setting but the -O1 ones
-    turn = turn_on_seed(evaluated=frozenset(code_hash(K.apply(SEED, s)) for s in others) | {code_hash(SEED)})
+    turn = turn_on_start(evaluated=frozenset(code_hash(K.apply(SEED, s)) for s in others) | {code_hash(SEED)})
     seen = run_out(Tuner("a0"), turn)
     assert sorted(map(K.key, seen)) == sorted(K.key({"REPEAT": r, "FLAGS": ["-O1"]}) for r in (4, 2, 1))
 
 
 def test_the_seed_is_skipped_when_the_run_already_evaluated_it():
-    proposal = Tuner("a0").propose(turn_on_seed(evaluated=frozenset({code_hash(SEED)})))
+    proposal = Tuner("a0").propose(turn_on_start(evaluated=frozenset({code_hash(SEED)})))
     assert proposal.case.move != "seed"
 
 
 def test_the_seed_settings_are_not_proposed_again_when_another_agent_evaluated_the_seed():
     tuner = Tuner("a1")  # never observed the seed: another agent of the run evaluated it
-    seen = run_out(tuner, turn_on_seed(evaluated=frozenset({code_hash(SEED)})))
-    assert K.key(SEED_SETTINGS) not in [K.key(s) for s in seen]
+    seen = run_out(tuner, turn_on_start(evaluated=frozenset({code_hash(SEED)})))
+    assert K.key(START_SETTINGS) not in [K.key(s) for s in seen]
 
 
 # -- drafting ------------------------------------------------------------------------------
@@ -234,8 +234,8 @@ def test_drafting_takes_the_settings_of_another_agent_on_the_leaderboard():
     theirs = K.apply(SEED, {"REPEAT": 1, "FLAGS": ["-O1"]})
     snapshot = Snapshot(agent="a1", lens="precision", attempt_id="a-best", speedup=3.0, summary="best", code=theirs)
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(objective="draft", leaderboard=(snapshot,)))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(objective="draft", leaderboard=(snapshot,)))
     assert proposal.case.move == "draft"
     assert proposal.case.knobs == {"REPEAT": 1, "FLAGS": ["-O1"]}
     assert "a1" in proposal.journal
@@ -245,38 +245,38 @@ def test_drafting_prefers_the_fastest_snapshot():
     slow = Snapshot("a1", "general", "a-1", 1.5, "", K.apply(SEED, {"REPEAT": 2}))
     fast = Snapshot("a2", "general", "a-2", 2.5, "", K.apply(SEED, {"REPEAT": 1}))
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(objective="draft", leaderboard=(slow, fast)))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(objective="draft", leaderboard=(slow, fast)))
     assert proposal.case.knobs["REPEAT"] == 1
 
 
 def test_drafting_without_a_leaderboard_jumps_to_an_untried_setting():
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(objective="draft"))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(objective="draft"))
     assert proposal.case.move == "draft"
-    assert proposal.case.knobs != SEED_SETTINGS
+    assert proposal.case.knobs != START_SETTINGS
 
 
 def test_a_leaderboard_snapshot_with_unusable_knobs_is_ignored():
     broken = Snapshot("a1", "general", "a-1", 9.0, "", "REPEAT = 1\nKNOBS = {'REPEAT': []}\n")
     tuner = Tuner("a0")
-    tried_seed(tuner)
-    proposal = tuner.propose(turn_on_seed(objective="draft", leaderboard=(broken,)))
+    tried_start(tuner)
+    proposal = tuner.propose(turn_on_start(objective="draft", leaderboard=(broken,)))
     assert proposal is not None and "a1" not in proposal.journal
 
 
 # -- exhaustion and resume -----------------------------------------------------------------
 def test_the_tuner_returns_none_once_every_setting_is_tried():
     tuner = Tuner("a0")
-    turn = turn_on_seed()
+    turn = turn_on_start()
     seen = run_out(tuner, turn)
     assert sorted(map(K.key, seen)) == sorted(map(K.key, ALL_SETTINGS))
     assert tuner.propose(turn) is None
 
 
 def test_every_proposal_until_exhaustion_is_distinct():
-    seen = run_out(Tuner("a0"), turn_on_seed(lens=lens("precision")))
+    seen = run_out(Tuner("a0"), turn_on_start(lens=lens("precision")))
     assert len(seen) == len({K.key(s) for s in seen}) == 6
 
 
@@ -290,7 +290,7 @@ def test_a_candidate_without_knobs_gets_only_the_seed():
 
 
 def test_replaying_attempts_through_observe_makes_a_fresh_tuner_skip_them():
-    turn = turn_on_seed()
+    turn = turn_on_start()
     first = Tuner("a0")
     attempts = []
     for _ in range(3):
@@ -309,7 +309,7 @@ def test_replaying_attempts_through_observe_makes_a_fresh_tuner_skip_them():
 def test_observing_an_attempt_without_knobs_changes_nothing():
     tuner = Tuner("a0")
     tuner.observe(Attempt(task_id="tiny_softmax", verdict="REJECT", case={"move": "llm"}))
-    assert tuner.propose(turn_on_seed()).case.move == "seed"
+    assert tuner.propose(turn_on_start()).case.move == "seed"
 
 
 # -- the TPE search, on a synthetic space (4 knobs x 6 values, deterministic speedups) -----------

@@ -263,10 +263,10 @@ def test_where_the_pool_judges_a_sample_only_every_proposal_is_in_it_and_the_sea
 def test_seed_first_evaluates_the_seed_before_the_neighbours_bests_then_takes_them():
     neighbours = tuple(Neighbour(f"n{i}", 0.5, {n: i for n in NAMES}, 2.0, ()) for i in (3, 4))
     moves = {}
-    for seed_first in (False, True):
+    for start_first in (False, True):
         tuner = Tuner("a0")
-        made = run(tuner, lambda s: 0.5, 3, Prior(neighbours=neighbours, seed_first=seed_first))
-        moves[seed_first] = [K.key(s) for s in made]
+        made = run(tuner, lambda s: 0.5, 3, Prior(neighbours=neighbours, start_first=start_first))
+        moves[start_first] = [K.key(s) for s in made]
     seed, n3, n4 = (K.key({n: i for n in NAMES}) for i in (0, 3, 4))
     assert moves[False] == [n3, n4, seed]
     assert moves[True] == [seed, n3, n4]

@@ -341,6 +341,6 @@ def test_a_replay_starts_each_task_from_the_seed_its_space_was_measured_of_not_t
         task = load_task(suite / "tiny_a.py")
         made_up(tmp_path / "d.jsonl", task, measured, {K.key(own): 1.0, K.key({**own, "REPEAT": 1}): 1.2})
         pool = ReplayPool(Dataset(tmp_path / "d.jsonl"))
-        assert pool.measured_seed(task) == measured and pool.measured_seed(load_task(TASKS / "tiny_relu.py")) is None
+        assert pool.measured_start(task) == measured and pool.measured_start(load_task(TASKS / "tiny_relu.py")) is None
         result = Units(tmp_path / "u", None, lambda t: None, pool).empty("e", [task], base(3))
     assert result["tiny_a"]["-"]["steps"]  # judged, where starting from the task's own seed was refused

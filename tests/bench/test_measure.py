@@ -37,8 +37,8 @@ def test_a_space_s_value_is_its_optimum_over_its_seed_and_median_and_random_sear
     keys = [K.key(s) for s in plan_space(tiny_task(), SEED).configs]  # the seed's first
     figures = dict(zip(keys, [1.0, 1.2, 1.9, 2.0, 0.5, 0.8], strict=True))
     (value,) = space_values(made_up(tmp_path / "d.jsonl", tiny_task(), SEED, figures), MACHINE.key)
-    assert value.seed == pytest.approx(1.0, rel=1e-3) and value.optimum == pytest.approx(2.0, rel=1e-3)
-    assert value.over_seed == pytest.approx(2.0, rel=1e-3) and value.over_median == pytest.approx(2.0 / 1.1, rel=1e-3)
+    assert value.start == pytest.approx(1.0, rel=1e-3) and value.optimum == pytest.approx(2.0, rel=1e-3)
+    assert value.over_start == pytest.approx(2.0, rel=1e-3) and value.over_median == pytest.approx(2.0 / 1.1, rel=1e-3)
     assert value.random_evals_to_95 == pytest.approx(7 / 3) and not value.flat  # 1.9 and 2.0 are within 5%
     flat = dict(zip(keys, [1.0, 1.01, 0.9, 0.7, 0.5, 0.8], strict=True))
     (value,) = space_values(made_up(tmp_path / "f.jsonl", tiny_task(), SEED, flat), MACHINE.key)

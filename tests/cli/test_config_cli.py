@@ -239,7 +239,7 @@ def test_a_file_of_an_earlier_version_with_flat_policy_keys_loads_into_the_polic
     settings = load_settings(toml(OLD_LLM_TOML), {})
     policy = settings.config.policy
     assert isinstance(policy, LLMPolicyConfig) and (policy.llm.model, policy.llm.context_window) == ("qwen", 4096)
-    assert (policy.tool_calls, policy.reasks, policy.start_from_seed, policy.record) == (1, 3, False, "session")
+    assert (policy.tool_calls, policy.reasks, policy.start_from_candidate, policy.record) == (1, 3, False, "session")
     assert settings.source("policy.llm.context_window") == "file" and settings.source("policy.reasks") == "file"
     tuned = load_settings(toml('search = "enumerate"\nseed = 4\n[llm]\nmodel = "unused"\n'), {}).config.policy
     assert tuned == TunerConfig(search="enumerate", seed=4)  # no policy: the tuner, which read no [llm]
@@ -262,7 +262,9 @@ def test_the_optimize_flags_build_the_policys_config(tmp_path, monkeypatch):
     store = ["--store", f"sqlite:///{tmp_path / 'kiln.db'}", "--json"]
     with LoopbackServer([]) as server:  # it answers, and lists no models
         llm = ["--policy", "llm", "--model", "m", "--base-url", server.base_url, "--context-window", "2048"]
-        done = CliRunner().invoke(app, ["optimize", TINY, *llm, "--record", str(tmp_path / "rec"), "--no-seed", *store])
+        done = CliRunner().invoke(
+            app, ["optimize", TINY, *llm, "--record", str(tmp_path / "rec"), "--no-seed", *store]
+        )  # --from-scratch by its earlier name
     assert done.exit_code == 0, done.output
     policy = seen["config"].policy
     assert isinstance(policy, LLMPolicyConfig) and (policy.llm.model, policy.llm.context_window) == ("m", 2048)

@@ -12,7 +12,7 @@ import pytest
 from kernelkiln.testing.llm import LoopbackServer
 from kernelkiln.testing.tasks import TASKS
 
-PLAIN = str(TASKS / "tiny_relu.py")  # with --no-seed: every candidate must come from the model
+PLAIN = str(TASKS / "tiny_relu.py")  # with --from-scratch: every candidate must come from the model
 KEY = "sk-test-0123456789abcdef"
 
 
@@ -42,7 +42,7 @@ def optimize(tmp_path, base_url: str, *extra: str) -> subprocess.CompletedProces
         "0",
         "--set-config",
         "llm.max_retries=0",
-        "--no-seed",
+        "--from-scratch",
         *extra,
     ]
     return subprocess.run(

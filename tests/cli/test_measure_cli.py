@@ -25,7 +25,7 @@ def test_a_measured_space_resumes_and_a_study_replays_it_without_timing_anything
         assert value["configs"] == 6 and value["optimum"] is not None
         again = kiln(*args)
         assert again.returncode == 0, again.stderr
-        assert "0 judgements made this time" in again.stdout and "opt/seed" in again.stdout
+        assert "0 judgements made this time" in again.stdout and "opt/start" in again.stdout
         dataset = Dataset(data)
         assert len(dataset.rows) == 12 and {r.round for r in dataset.rows} == {0, 1}
         assert all(r.timed == bool(r.workloads) for r in dataset.rows)

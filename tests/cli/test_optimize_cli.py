@@ -30,7 +30,7 @@ def test_json_prints_run_json_and_best_py_is_written(tmp_path):
     task = out["tasks"]["tiny_softmax"]
     assert set(task) >= {
         "best_speedup",
-        "seed_speedup",
+        "start_speedup",
         "attempts",
         "verdicts",
         "prompt_tokens",

@@ -12,7 +12,7 @@ from kernelkiln.testing.cli import kiln
 from kernelkiln.testing.llm import LoopbackServer
 from kernelkiln.testing.tasks import TASKS
 
-RELU = str(TASKS / "tiny_relu.py")  # without --no-seed its agents start from the generated seed
+RELU = str(TASKS / "tiny_relu.py")  # without --from-scratch its agents start from the generated candidate
 CODE = (CANDIDATES / "relu_c.py").read_text()
 MODELS = {"GET /v1/models": {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "me"}]}}
 PROSE = {"text": "First I will think about the kernel.", "prompt_tokens": 700, "completion_tokens": 40}
@@ -51,7 +51,7 @@ def test_a_model_that_never_submits_after_the_seed_exits_3_saying_why_and_the_re
     task = json.loads(done.stdout)["tasks"]["tiny_relu"]
     assert json.loads((tmp_path / "out" / "run.json").read_text())["tasks"]["tiny_relu"] == task
     assert (task["status"], task["attempts"], task["turns_without_candidate"]) == ("no candidate from the model", 1, 3)
-    assert task["seed_speedup"] is not None and task["reason"] == lines[0].split("no candidate from the model: ")[1]
+    assert task["start_speedup"] is not None and task["reason"] == lines[0].split("no candidate from the model: ")[1]
     report = kiln("report", str(tmp_path / "out"), "--markdown", "--store", f"sqlite:///{tmp_path / 'kiln.db'}")
     assert report.returncode == 0, report.stderr
     says = "- **tiny\\_relu**: no candidate from the model: a1 stopped after 3 turns in a row without a candidate"
@@ -60,7 +60,7 @@ def test_a_model_that_never_submits_after_the_seed_exits_3_saying_why_and_the_re
 
 def test_a_model_that_fails_one_turn_then_submits_gets_its_candidate_evaluated(tmp_path):
     with LoopbackServer([PROSE, SUBMIT], routes=MODELS) as server:
-        done = optimize(tmp_path, server.base_url, 1, "--no-seed")
+        done = optimize(tmp_path, server.base_url, 1, "--from-scratch")
     assert done.returncode == 0, done.stderr
     assert "no candidate" not in done.stderr and "nothing was evaluated" not in done.stderr
     assert "tiny_relu: 1 agent, 1 evaluation to go" in done.stderr

@@ -62,10 +62,11 @@ def test_record_then_replay_offline_then_a_changed_prompt_is_one_line_and_exit_2
     assert "diverged at exchange 1 of a1 on tiny_softmax: message 0 (system) differs" in lines[-1], done.stderr
     assert "Traceback" not in done.stderr and sum(line.startswith("kiln: error") for line in lines) == 1
 
-    # A recording made from the task's seed is not replayed from scratch (other prompts): one line, at once.
-    done = replay(session, "--no-seed", "--store", f"sqlite:///{tmp_path / 'd.db'}", *QUICK)
+    # A recording made from the task's starting candidate is not replayed from scratch (other prompts): one line,
+    # at once.
+    done = replay(session, "--from-scratch", "--store", f"sqlite:///{tmp_path / 'd.db'}", *QUICK)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "recorded with seed the task's seed, this run has none (--no-seed)" in done.stderr
+    assert "recorded with starting candidate the task's own, this run has none (--from-scratch)" in done.stderr
 
 
 def replay(session, *args):

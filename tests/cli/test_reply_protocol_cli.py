@@ -49,7 +49,7 @@ def optimize(tmp_path, base_url: str, *extra: str) -> subprocess.CompletedProces
         "0",
         "--set-config",
         "llm.max_retries=0",
-        "--no-seed",
+        "--from-scratch",
         "--json",
         *extra,
     ]

@@ -16,7 +16,7 @@ def _sessions(pool: LocalPool) -> list:
 
 def test_submitted_candidates_come_back_as_futures_of_their_verdicts_in_order():
     task = load_task(TASKS / "tiny_softmax.py")
-    seed, guard = task.seed_for("cpu").read_text(), fast_config()
+    seed, guard = task.start_for("cpu").read_text(), fast_config()
     pool = LocalPool()
     try:
         futures = pool.submit(
@@ -31,7 +31,7 @@ def test_submitted_candidates_come_back_as_futures_of_their_verdicts_in_order():
 
 def test_a_task_keeps_one_warm_session_per_guard_setting_until_it_is_released():
     task = load_task(TASKS / "tiny_softmax.py")
-    seed = task.seed_for("cpu").read_text()
+    seed = task.start_for("cpu").read_text()
     pool = LocalPool()
     try:
         for _ in range(2):  # one after the other: the second reuses the first's session
@@ -52,7 +52,7 @@ def test_the_diagnostic_tools_run_through_the_pool():
     pool = LocalPool()
     try:
         run = diagnose.diagnoser(PoolJudge(pool, task, fast_config()), profile_budget_s=0.3)
-        assert run("run_checks", task.seed_for("cpu").read_text()).startswith("PASS")
+        assert run("run_checks", task.start_for("cpu").read_text()).startswith("PASS")
         assert run("run_checks", "def broken(").startswith("FAIL at gate")
     finally:
         pool.close()

@@ -177,7 +177,7 @@ def test_a_hostile_candidate_that_kills_its_worker_leaves_the_actor_judging(on_c
             item = EvaluationInput(task, guard, (HOSTILE / hostile).read_text(), timed=False)
             verdict = pool.submit([item])[0].result()
             assert verdict.verdict == "REJECT" and verdict.stage == "check", verdict.reason
-        seed = EvaluationInput(task, guard, task.seed_for("cpu").read_text(), timed=False)
+        seed = EvaluationInput(task, guard, task.start_for("cpu").read_text(), timed=False)
         verdicts = [f.result() for f in pool.submit([seed] * len(pool.queue.devices))]  # every device still judges
         assert all(v.correct for v in verdicts)
         assert pool.queue.stats().retried == 0, "no actor died"
@@ -245,7 +245,7 @@ def test_ray_client_address_judges_on_the_cluster(cluster, monkeypatch):
     task = load_task(TASKS / "tiny_softmax.py")
     pool = RayPool(ClusterConfig(address=cluster.client_address), "cpu", "postgresql://kiln@127.0.0.1/x")
     try:
-        item = EvaluationInput(task, fast_config(time_budget_s=0.3), task.seed_for("cpu").read_text())
+        item = EvaluationInput(task, fast_config(time_budget_s=0.3), task.start_for("cpu").read_text())
         verdict = pool.submit([item])[0].result()
     finally:
         pool.close()

@@ -23,7 +23,7 @@ def test_a_dataset_reloads_its_machine_spaces_and_measurements_by_task_and_confi
     space = dataset.spaces(MACHINE.key)["tiny_softmax"]
     assert set(space) == {OWN, OTHER} and [r.round for r in space[OTHER]] == [0, 1]
     assert space[OTHER][0].speedup == pytest.approx(1.5, rel=1e-3) and space[OWN][0].seed
-    assert dataset.seeds[(MACHINE.key, "tiny_softmax")].seed == SEED
+    assert dataset.space_records[(MACHINE.key, "tiny_softmax")].seed == SEED
     assert ("tiny_softmax", OTHER, 1) in dataset.done(MACHINE.key)
 
 

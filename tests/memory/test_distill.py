@@ -8,7 +8,7 @@ from kernelkiln.memory import distill
 from kernelkiln.store.records import Attempt
 from kernelkiln.task import knobs as K
 
-SEED_KNOBS = {"REPEAT": 4, "FLAGS": ["-O2"]}
+START_KNOBS = {"REPEAT": 4, "FLAGS": ["-O2"]}
 
 
 def attempt(verdict: str = "KEEP", speedup: float | None = 2.0, task_id: str = "tiny_softmax", **fields) -> Attempt:
@@ -18,7 +18,7 @@ def attempt(verdict: str = "KEEP", speedup: float | None = 2.0, task_id: str = "
 
 
 def seed(task_id: str = "tiny_softmax", speedup: float = 1.0) -> Attempt:
-    return attempt("ACCEPT", speedup, task_id, parent_id=None, case={"knobs": dict(SEED_KNOBS), "move": "seed"})
+    return attempt("ACCEPT", speedup, task_id, parent_id=None, case={"knobs": dict(START_KNOBS), "move": "seed"})
 
 
 def knob_win(task_id: str = "tiny_softmax", speedup: float = 2.0, **changed) -> Attempt:
@@ -28,7 +28,7 @@ def knob_win(task_id: str = "tiny_softmax", speedup: float = 2.0, **changed) -> 
         speedup,
         task_id,
         summary="neighbour: " + K.describe(changed),
-        case={"knobs": {**SEED_KNOBS, **changed}, "changed": changed, "move": "neighbour"},
+        case={"knobs": {**START_KNOBS, **changed}, "changed": changed, "move": "neighbour"},
     )
 
 
@@ -91,7 +91,7 @@ def test_a_verdict_other_than_keep_teaches_nothing(verdict):
 
 
 def test_a_kept_root_teaches_nothing():
-    root = attempt("KEEP", 3.0, parent_id=None, case={"knobs": dict(SEED_KNOBS), "changed": {}, "move": "seed"})
+    root = attempt("KEEP", 3.0, parent_id=None, case={"knobs": dict(START_KNOBS), "changed": {}, "move": "seed"})
     assert distill.win(root, None, "softmax", "cpu") is None
 
 

@@ -24,7 +24,7 @@ from kernelkiln.model.taskfile import (
     workloads_key,
 )
 from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.orchestrator.seeds import GENERATED, starting_code
+from kernelkiln.orchestrator.starts import GENERATED, starting_code
 from kernelkiln.task import load_task
 from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.models import HIDDEN, SEQ, tiny_lm, tokens

@@ -39,7 +39,7 @@ def test_a_run_stored_with_flat_policy_keys_loads_into_the_policys_config():
         tool_calls=3,
         reasks=1,
         record="sessions/a",
-        start_from_seed=False,
+        start_from_candidate=False,
     )
     assert (config.agents, config.budget, config.guard.isolation) == (2, 12, "strict")
 
@@ -49,7 +49,7 @@ def test_stored_tuner_and_replay_runs_keep_their_own_fields_and_drop_the_others(
     assert OptimizeConfig.stored(tuner).policy == TunerConfig(search="random", seed=7)
     replay = {**OLD_STORED, "policy": "replay", "replay": "sessions/a", "record": None, "llm": None}
     assert OptimizeConfig.stored(replay).policy == ReplayConfig(
-        session="sessions/a", tool_calls=3, reasks=1, start_from_seed=False
+        session="sessions/a", tool_calls=3, reasks=1, start_from_candidate=False
     )
 
 
@@ -69,3 +69,13 @@ def test_a_policy_field_outside_its_policy_cannot_be_set():
         OptimizeConfig(policy={"kind": "tuner", "reasks": 3})
     with pytest.raises(ValueError, match="Extra inputs"):
         OptimizeConfig(search="tpe")  # the flat key of earlier versions is a stored run's or a file's only
+
+
+def test_the_earlier_names_of_the_starting_candidate_s_fields_still_set_them():
+    from kernelkiln.memory.config import TransferConfig
+
+    assert OptimizeConfig(seed_file="mine.py").start_file == "mine.py"
+    llm = {"kind": "llm", "llm": {"model": "m", "base_url": "http://localhost:1/v1"}, "start_from_seed": False}
+    assert OptimizeConfig(policy=llm).policy.from_scratch()
+    assert TransferConfig(seed_first="never").start_first == "never"
+    assert "start_file" in OptimizeConfig(seed_file="mine.py").model_dump()

@@ -78,9 +78,9 @@ def test_a_replay_with_other_prompt_shaping_settings_is_refused_before_anything_
     session = tmp_path / "session"
     run_scripted(session_config(session, budget=2), tmp_path / "record")
     replay = session_config(replay=session, budget=2)
-    scratch = replay.model_copy(update={"policy": replay.policy.model_copy(update={"start_from_seed": False})})
+    scratch = replay.model_copy(update={"policy": replay.policy.model_copy(update={"start_from_candidate": False})})
     cases = [
-        (scratch, "recorded with seed the task's seed, this run has none (--no-seed)"),
+        (scratch, "recorded with starting candidate the task's own, this run has none (--from-scratch)"),
         (session_config(replay=session, budget=2, agents=2), "recorded with agents (one lens each) 1, this run has 2"),
         (
             session_config(replay=session, budget=2, context={"max_experiences": 0}),

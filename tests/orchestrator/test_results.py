@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kernelkiln.orchestrator.results import task_summary, write_outputs
+from kernelkiln.orchestrator.results import TaskResult, task_summary, write_outputs
 from kernelkiln.store.records import Attempt, Confirmation
 
 
@@ -26,3 +26,8 @@ def test_run_json_carries_the_runs_start_end_and_wall_time_not_its_last_attempts
     assert (result.started_at, result.ended_at) == ("1970-01-01T00:16:30+00:00", "1970-01-01T00:23:11+00:00")
     assert json.loads((tmp_path / "run.json").read_text())["wall_s"] == 401.0
     assert write_outputs(tmp_path, "r-1", "running", {"t": [seed]}, started_at=990.0).wall_s is None
+
+
+def test_a_run_json_written_before_the_rename_reads_seed_speedup_as_the_start_speedup():
+    assert TaskResult.model_validate({"seed_speedup": 0.5, "attempts": 1}).start_speedup == 0.5
+    assert "start_speedup" in TaskResult(start_speedup=0.5).model_dump()

@@ -43,7 +43,7 @@ def test_a_tuner_run_stores_every_attempt_and_writes_best_py_and_run_json(memory
     task = result.tasks["tiny_softmax"]
     assert result.status == "done" and task.attempts == 3 == sum(task.verdicts.values())
     # Figures only: two measurements of different candidates promise no order between them.
-    assert task.seed_speedup > 0 and task.best_speedup > 0
+    assert task.start_speedup > 0 and task.best_speedup > 0
     assert RunResult.model_validate_json((tmp_path / "out" / "run.json").read_text()) == result
     stored = attempts(memory, result.run_id)
     assert len(stored) == 3 and stored[0].case.move == "seed" and stored[0].verdict == "KEEP"
@@ -155,7 +155,7 @@ def test_resume_of_an_unknown_run_is_a_one_line_error(memory, tmp_path):
 def test_the_tuner_without_a_seed_names_the_operations_kernelkiln_cannot_lower(memory, tmp_path):
     with pytest.raises(
         UserError,
-        match=r"needs a seed candidate that declares KNOBS, and kernelkiln cannot generate "
+        match=r"needs a starting candidate that declares KNOBS, and kernelkiln cannot generate "
         r"one: no lowering yet for aten\.sort",
     ):
         Optimizer(memory, tmp_path).start([TaskSpec(str(TASKS / "tiny_sort.py"), {})], config(), tmp_path)
@@ -217,7 +217,7 @@ def test_an_llm_run_records_each_calls_tokens_and_adoptions(memory, tmp_path):
 
 
 def test_a_task_whose_model_never_submits_says_why_and_counts_every_call(memory, tmp_path):
-    plain = TaskSpec(str(TASKS / "tiny_relu.py"), {})  # --no-seed: nothing to evaluate unless the model writes it
+    plain = TaskSpec(str(TASKS / "tiny_relu.py"), {})  # --from-scratch: nothing to evaluate unless the model writes it
     # Three turns of three calls (the reply and two re-asks): three turns in a row without a candidate stop it.
     client = ScriptedClient([{"text": "I would vectorize it.", "prompt_tokens": 500, "completion_tokens": 20}] * 9)
     cfg = config(

@@ -49,7 +49,7 @@ def test_a_model_that_never_submits_after_the_seed_is_no_candidate_from_the_mode
     cfg = llm_config(budget=3, max_turns_without_candidate=2)
     result = Optimizer(memory, tmp_path, client=client).start([TINY], cfg, tmp_path / "out")
     task = result.tasks["tiny_softmax"]
-    assert client.remaining == 0 and task.attempts == 1 and task.seed_speedup is not None
+    assert client.remaining == 0 and task.attempts == 1 and task.start_speedup is not None
     assert task.status == "no candidate from the model" and task.turns_without_candidate == 2
     assert task.reason.startswith("a1 stopped after 2 turns in a row without a candidate; the last turn: ")
     assert "without calling submit_candidate" in task.reason

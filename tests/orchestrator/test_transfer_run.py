@@ -108,11 +108,11 @@ def test_agents_sharing_the_board_see_each_others_trials_and_private_ones_do_not
 
 
 @pytest.mark.parametrize(
-    ("seed_first", "generated", "first"),
+    ("start_first", "generated", "first"),
     [("generated", True, True), ("generated", False, False), ("always", False, True), ("never", True, False)],
 )
-def test_seed_first_follows_where_the_seed_came_from(sqlite_store, seed_first, generated, first):
-    cfg = config(memory=MemoryConfig(transfer={"seed_first": seed_first}))
+def test_start_first_follows_where_the_starting_candidate_came_from(sqlite_store, start_first, generated, first):
+    cfg = config(memory=MemoryConfig(transfer={"start_first": start_first}))
     agent = AgentState(name="a1", lens=lens(), policy=_Layered(), code="")
     runner = TaskRunner(
         tiny_task(),
@@ -124,4 +124,4 @@ def test_seed_first_follows_where_the_seed_came_from(sqlite_store, seed_first, g
         Observer(),
         generated=generated,
     )
-    assert runner.prior.seed_first is first
+    assert runner.prior.start_first is first

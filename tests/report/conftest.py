@@ -93,7 +93,7 @@ def stored(tmp_path):
 
 
 @pytest.fixture
-def seed_only(tmp_path):
+def start_only(tmp_path):
     """``(store URL, run id)``: an llm run whose one task evaluated only its seed, and why the model gave nothing."""
     url = f"sqlite:///{tmp_path / 'seed-only.db'}"
     store = open_store(url)

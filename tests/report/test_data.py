@@ -41,13 +41,13 @@ def test_the_run_figures_are_run_json_s(stored):
     run = report_of(url, run_id).runs[0]
     expected = json.loads((out / "run.json").read_text())["tasks"]
     for task in run.tasks:
-        assert (task.best_speedup, task.seed_speedup, task.attempts, task.verdicts) == (
+        assert (task.best_speedup, task.start_speedup, task.attempts, task.verdicts) == (
             expected[task.task_id]["best_speedup"],
             expected[task.task_id]["seed_speedup"],
             expected[task.task_id]["attempts"],
             expected[task.task_id]["verdicts"],
         )
-    assert run.tasks[1].best_over_seed == pytest.approx(1.5)
+    assert run.tasks[1].best_over_start == pytest.approx(1.5)
 
 
 def test_the_best_path_runs_from_the_root_to_the_latest_keep(stored):
@@ -174,10 +174,10 @@ def test_a_bench_repeat_is_read_from_its_own_store_with_the_sol_fractions_bench_
     assert [url.endswith("/out.db") for url in report.rules] == [True]
 
 
-def test_an_llm_task_that_evaluated_only_its_seed_is_no_candidate_from_the_model_with_the_reason(seed_only):
-    url, run_id = seed_only
+def test_an_llm_task_that_evaluated_only_its_seed_is_no_candidate_from_the_model_with_the_reason(start_only):
+    url, run_id = start_only
     (task,) = report_of(url, run_id).runs[0].tasks
-    assert (task.status, task.attempts, task.seed_speedup) == ("no candidate from the model", 1, 0.5)
+    assert (task.status, task.attempts, task.start_speedup) == ("no candidate from the model", 1, 0.5)
     assert task.reason == (
         "a1 stopped after 3 turns in a row without a candidate; "
         "the last turn: the model answered 3 times in text without a usable python block"

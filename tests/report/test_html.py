@@ -88,8 +88,8 @@ def test_a_task_that_ran_out_of_candidates_shows_its_attempts_of_the_budget(repo
     assert "ran out of candidates before the budget" in page
 
 
-def test_a_task_the_model_gave_no_candidate_says_why(seed_only):
-    url, run_id = seed_only
+def test_a_task_the_model_gave_no_candidate_says_why(start_only):
+    url, run_id = start_only
     store = open_store(url)
     try:
         page = render_html(collect([run_id], store))

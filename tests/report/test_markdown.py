@@ -23,7 +23,7 @@ def test_the_table_has_a_row_per_task_and_a_line_per_task(stored):
     text = markdown(url, run_id)
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 3 and rows[1].startswith("| softmax | **0.90x** | 0.50x | 1.80x | 5 | 2 | 1 | 1 | 1 |")
-    assert "- **row\\_sum**: 1.50x vs torch (1.50x over the seed) after 2 attempts" in text
+    assert "- **row\\_sum**: 1.50x vs torch (1.50x over the starting candidate) after 2 attempts" in text
     assert "SOL: not available (run `kiln machine`)" in text
 
 
@@ -44,19 +44,19 @@ def test_a_task_that_never_started_says_so(stored):
 
     def unstarted(report):
         run = report.runs[0]
-        idle = TaskReport(task_id="matmul", best_speedup=None, seed_speedup=None, attempts=0, verdicts={})
+        idle = TaskReport(task_id="matmul", best_speedup=None, start_speedup=None, attempts=0, verdicts={})
         return replace(report, runs=(replace(run, tasks=(*run.tasks, idle)),))
 
     text = markdown(url, run_id, edit=unstarted)
     assert "- **matmul**: not started" in text and "| matmul | — |" in text
 
 
-def test_a_task_the_model_gave_no_candidate_says_why(seed_only):
-    text = markdown(*seed_only)
+def test_a_task_the_model_gave_no_candidate_says_why(start_only):
+    text = markdown(*start_only)
     assert (
         "- **softmax**: no candidate from the model: a1 stopped after 3 turns in a row without a candidate; "
         "the last turn: the model answered 3 times in text without a usable python block "
-        "(the seed alone: 0.50x vs torch)"
+        "(the starting candidate alone: 0.50x vs torch)"
     ) in text
 
 

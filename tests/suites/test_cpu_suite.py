@@ -10,7 +10,7 @@ import pytest
 
 from kernelkiln.guard import GuardSession
 from kernelkiln.orchestrator.config import OptimizeConfig
-from kernelkiln.orchestrator.seeds import starting_code
+from kernelkiln.orchestrator.starts import starting_code
 from kernelkiln.task import bundled_suites, load_task
 from kernelkiln.task import knobs as K
 from kernelkiln.testing.guard import fast_config
@@ -53,7 +53,7 @@ def test_every_task_has_three_workloads_with_flops_and_bytes():
 
 def test_every_seed_declares_knobs_whose_current_values_are_options_and_flags_include_fast_math():
     for path in HAND:
-        source = load_task(path).seed_for("cpu").read_text()
+        source = load_task(path).start_for("cpu").read_text()
         knobs = K.read_knobs(source)
         assert 2 <= len(knobs) <= 4, path
         for knob in knobs:
@@ -66,7 +66,7 @@ def test_every_seed_declares_knobs_whose_current_values_are_options_and_flags_in
 def test_the_matmul_shaped_tasks_have_no_hand_seed_and_start_from_the_generated_gemm():
     for path in TASKS:
         task = load_task(path)
-        assert (task.seed_for("cpu") is None) == (path.stem in GENERATED), path
+        assert (task.start_for("cpu") is None) == (path.stem in GENERATED), path
         if path.stem in GENERATED:
             code, origin = starting_code(task, OptimizeConfig())
             assert "generated" in origin and "kiln_micro" in code, path
@@ -75,7 +75,7 @@ def test_the_matmul_shaped_tasks_have_no_hand_seed_and_start_from_the_generated_
 @pytest.mark.parametrize("path", TASKS, ids=lambda p: p.stem)
 def test_each_seed_is_correct_as_shipped_and_with_every_knob_at_its_most_aggressive(path):
     task = load_task(path, SMALL[path.stem])
-    source = starting_code(task, OptimizeConfig())[0] if path.stem in GENERATED else task.seed_for("cpu").read_text()
+    source = starting_code(task, OptimizeConfig())[0] if path.stem in GENERATED else task.start_for("cpu").read_text()
     aggressive = K.apply(source, {k.name: k.options[-1] for k in K.read_knobs(source)})
     with GuardSession(task, fast_config()) as guard:
         for label, candidate in (("seed", source), ("aggressive", aggressive)):

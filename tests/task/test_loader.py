@@ -67,7 +67,7 @@ def test_kiln_metadata_gives_workloads_metrics_tolerances_and_seed():
     assert task.workloads[0].flops == 5.0 * 256 * 1024
     assert task.workloads[1].bytes == 8.0 * 32 * 8192
     assert task.op_family == "softmax"
-    assert task.seed_path is not None and task.seed_path.is_file()
+    assert task.start_path is not None and task.start_path.is_file()
     assert task.tolerance(torch.float32).atol == pytest.approx(1e-4)
 
 
@@ -139,7 +139,7 @@ def test_a_suite_is_a_folder_of_task_files():
         load_suite("not-a-suite")
 
 
-def test_a_task_may_name_a_seed_per_platform(tmp_path):
+def test_a_task_may_name_a_starting_candidate_per_platform(tmp_path):
     from kernelkiln.task import load_task
 
     (tmp_path / "cpu_seed.py").write_text("# cpu\n")
@@ -149,11 +149,11 @@ def test_a_task_may_name_a_seed_per_platform(tmp_path):
         "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
         "        return x * 2\n\n\nn = 8\n\n\ndef get_inputs():\n    return [torch.randn(n)]\n\n\n"
         "def get_init_inputs():\n    return []\n\n\n"
-        "KILN = {'seed': {'cpu': 'cpu_seed.py', 'cuda': 'gpu_seed.py'}}\n"
+        "KILN = {'start': {'cpu': 'cpu_seed.py', 'cuda': 'gpu_seed.py'}}\n"
     )
     task = load_task(task_file)
-    assert task.seed_for("cpu").name == "cpu_seed.py" and task.seed_for("cuda").name == "gpu_seed.py"
-    assert task.seed_path == task.seed_for("cpu") and task.seed_for("xpu") is None
+    assert task.start_for("cpu").name == "cpu_seed.py" and task.start_for("cuda").name == "gpu_seed.py"
+    assert task.start_path == task.start_for("cpu") and task.start_for("xpu") is None
 
 
 def test_a_seed_that_is_neither_a_path_nor_a_platform_map_is_a_one_line_error(tmp_path):
@@ -170,3 +170,22 @@ def test_a_seed_that_is_neither_a_path_nor_a_platform_map_is_a_one_line_error(tm
     )
     with pytest.raises(UserError, match="path or a dict"):
         load_task(task_file)
+
+
+def test_kiln_seed_the_earlier_name_of_start_still_names_the_starting_candidate_and_both_is_an_error(tmp_path):
+    import pytest
+
+    from kernelkiln.errors import UserError
+    from kernelkiln.task import load_task
+
+    (tmp_path / "mine.py").write_text("# cpu\n")
+    body = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return x * 2\n\n\ndef get_inputs():\n    return [torch.randn(8)]\n\n\n"
+        "def get_init_inputs():\n    return []\n\n\n"
+    )
+    (tmp_path / "old.py").write_text(body + "KILN = {'seed': 'mine.py'}\n")
+    assert load_task(tmp_path / "old.py").start_for("cpu").name == "mine.py"
+    (tmp_path / "both.py").write_text(body + "KILN = {'seed': 'mine.py', 'start': 'mine.py'}\n")
+    with pytest.raises(UserError, match="KILN gives both 'start' and 'seed' \\(its earlier name\\): keep 'start'"):
+        load_task(tmp_path / "both.py")

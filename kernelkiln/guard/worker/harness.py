@@ -89,7 +89,7 @@ class Harness:
     def __init__(self, conn: Connection, init: dict[str, Any]):
         self.conn = conn
         # The parent inferred the family; the worker needs no seed.
-        self.task: Task = load_task(init["task_path"], init["overrides"], analyze=False, seeds=False)
+        self.task: Task = load_task(init["task_path"], init["overrides"], analyze=False, starts=False)
         self.model_seed = int(init["model_seed"])
         self.cls: type | None = None  # None: the reference, each workload's own Model (its module's sizes)
         self.platform = get_platform(init.get("platform", "cpu"))

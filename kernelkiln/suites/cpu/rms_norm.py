@@ -38,5 +38,5 @@ KILN = {
     "flops": lambda batch_size, dim, **_: 4.0 * batch_size * dim,
     # x read, y written, weight read once
     "bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim + 4.0 * dim,
-    "seed": "seeds/rms_norm.py",
+    "start": "seeds/rms_norm.py",
 }

@@ -35,5 +35,5 @@ KILN = {
     ],
     "flops": lambda batch_size, dim, **_: 1.0 * batch_size * dim,
     "bytes": lambda batch_size, dim, **_: 4.0 * batch_size * (dim + 1),
-    "seed": "seeds/row_mean.py",
+    "start": "seeds/row_mean.py",
 }

@@ -36,5 +36,5 @@ KILN = {
     # max, subtract, exp, sum, scale per element
     "flops": lambda batch_size, dim, **_: 5.0 * batch_size * dim,
     "bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim,
-    "seed": "seeds/softmax.py",
+    "start": "seeds/softmax.py",
 }

@@ -38,5 +38,5 @@ KILN = {
     # The reference is all plumbing (a view and a copy), so name the spellings of a transposed view.
     "forbidden_ops": ["t", "transpose", "permute", "swapaxes", "swapdims", "movedim", "moveaxis", "mT", "T",
                       "adjoint", "mH", "H", "as_strided"],
-    "seed": "seeds/transpose.py",
+    "start": "seeds/transpose.py",
 }

@@ -21,8 +21,8 @@ def tiny_suite(names: tuple[str, ...] = ("tiny",)) -> Iterator[Path]:
     from kernelkiln.testing.candidates import CANDIDATES
 
     text = (TASKS / "tiny_softmax.py").read_text().replace(
-        '"seed": "../candidates/softmax_knobs.py"',
-        f'"seed": "{CANDIDATES / "softmax_knobs.py"}", "flops": lambda batch_size, dim, **_: 5.0 * batch_size * dim, '
+        '"start": "../candidates/softmax_knobs.py"',
+        f'"start": "{CANDIDATES / "softmax_knobs.py"}", "flops": lambda batch_size, dim, **_: 5.0 * batch_size * dim, '
         '"bytes": lambda batch_size, dim, **_: 8.0 * batch_size * dim')
     suite = Path(tempfile.mkdtemp(prefix="kiln-suite-"))
     try:

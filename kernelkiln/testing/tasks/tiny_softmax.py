@@ -29,5 +29,5 @@ def get_init_inputs():
 KILN = {
     "op_family": "softmax",
     "workloads": [{"batch_size": 16, "dim": 64}, {"batch_size": 8, "dim": 256}],
-    "seed": "../candidates/softmax_knobs.py",
+    "start": "../candidates/softmax_knobs.py",
 }

@@ -3,7 +3,7 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    """Rows sorted: an operation kernelkiln's lowering does not have (aten.sort), and no KILN seed."""
+    """Rows sorted: an operation kernelkiln's lowering does not have (aten.sort), and no KILN start."""
 
     def __init__(self):
         super().__init__()

@@ -28,15 +28,15 @@ def test_the_matmul_example_and_the_suite_matmul_share_one_op_family():
 def test_every_example_has_a_cpu_seed_with_knobs():
     for path in EXAMPLES:
         task = load_task(path)
-        assert task.seed_for("cpu") is not None, path
-        assert K.read_knobs(task.seed_for("cpu").read_text()), path
+        assert task.start_for("cpu") is not None, path
+        assert K.read_knobs(task.start_for("cpu").read_text()), path
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_each_seed_is_correct_on_small_workloads(path):
     task = load_task(path, SMALL[path.stem])
     with GuardSession(task, fast_config()) as guard:
-        for platform, seed in sorted(task.seeds.items()):
+        for platform, seed in sorted(task.starts.items()):
             verdict = guard.evaluate(seed.read_text(), timed=False)
             assert verdict.correct, (platform, verdict.reason)
             if platform == "cuda":  # a Triton seed: interpreted on this CPU-only check, never timed

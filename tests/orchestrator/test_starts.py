@@ -1,4 +1,4 @@
-"""Where agents start: --seed FILE, else the task's KILN seed, else the candidate generated from its reference."""
+"""Where agents start: --start FILE, else the task's KILN start, else the candidate generated from its reference."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from kernelkiln.errors import UserError
 from kernelkiln.memory.memory import Memory
 from kernelkiln.orchestrator.config import OptimizeConfig
 from kernelkiln.orchestrator.run import Optimizer, TaskSpec
-from kernelkiln.orchestrator.seeds import starting_code
+from kernelkiln.orchestrator.starts import starting_code
 from kernelkiln.task import knobs as K
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
@@ -17,7 +17,7 @@ from kernelkiln.testing.guard import fast_config
 from kernelkiln.testing.tasks import TASKS
 
 LLM = {"kind": "llm", "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}}
-SOFTMAX_SEED = CANDIDATES / "softmax_knobs.py"
+SOFTMAX_START = CANDIDATES / "softmax_knobs.py"
 
 
 def config(**overrides) -> OptimizeConfig:
@@ -26,7 +26,7 @@ def config(**overrides) -> OptimizeConfig:
 
 @pytest.fixture
 def softmax():
-    return load_task(TASKS / "tiny_softmax.py")  # has a KILN seed
+    return load_task(TASKS / "tiny_softmax.py")  # has a KILN start
 
 
 @pytest.fixture
@@ -36,24 +36,24 @@ def relu():
 
 @pytest.fixture
 def unlowerable():
-    return load_task(TASKS / "tiny_sort.py")  # no KILN seed, and kernelkiln cannot lower aten.sort
+    return load_task(TASKS / "tiny_sort.py")  # no KILN start, and kernelkiln cannot lower aten.sort
 
 
 @pytest.fixture
-def own_seed(tmp_path):
+def own_start(tmp_path):
     path = tmp_path / "mine.py"
-    path.write_text(K.apply(SOFTMAX_SEED.read_text(), {"REPEAT": 1}))
+    path.write_text(K.apply(SOFTMAX_START.read_text(), {"REPEAT": 1}))
     return path
 
 
-def test_a_seed_file_beats_the_tasks_kiln_seed(softmax, own_seed):
-    code, origin = starting_code(softmax, config(seed_file=str(own_seed)))
-    assert code == own_seed.read_text() and origin == str(own_seed)
+def test_a_seed_file_beats_the_tasks_kiln_seed(softmax, own_start):
+    code, origin = starting_code(softmax, config(start_file=str(own_start)))
+    assert code == own_start.read_text() and origin == str(own_start)
 
 
 def test_the_tasks_kiln_seed_beats_the_generated_candidate(softmax):
     code, origin = starting_code(softmax, config())
-    assert code == SOFTMAX_SEED.read_text() and origin == str(softmax.seed_for("cpu"))
+    assert code == SOFTMAX_START.read_text() and origin == str(softmax.start_for("cpu"))
 
 
 def test_a_task_without_a_seed_starts_from_the_candidate_generated_from_its_reference(relu):
@@ -62,15 +62,15 @@ def test_a_task_without_a_seed_starts_from_the_candidate_generated_from_its_refe
     assert "class ModelNew" in code and K.read_knobs(code)  # something the tuner can search
 
 
-def test_a_seed_file_beats_the_generated_candidate_too(relu, own_seed):
-    assert starting_code(relu, config(seed_file=str(own_seed))) == (own_seed.read_text(), str(own_seed))
+def test_a_seed_file_beats_the_generated_candidate_too(relu, own_start):
+    assert starting_code(relu, config(start_file=str(own_start))) == (own_start.read_text(), str(own_start))
 
 
 def test_the_tuner_without_any_seed_says_the_lowering_cannot_generate_one(unlowerable):
     with pytest.raises(
         UserError,
-        match=r"the tuner needs a seed candidate that declares KNOBS, and kernelkiln cannot "
-        r"generate one: no lowering yet for aten\.sort; give one with --seed FILE",
+        match=r"the tuner needs a starting candidate that declares KNOBS, and kernelkiln cannot "
+        r"generate one: no lowering yet for aten\.sort; give one with --start FILE",
     ):
         starting_code(unlowerable, config())
 
@@ -86,8 +86,8 @@ def test_no_seed_with_the_llm_policy_starts_from_nothing_even_when_a_seed_exists
 
 def test_an_unreadable_seed_file_is_a_user_error_naming_it(softmax, tmp_path):
     missing = tmp_path / "no_such_seed.py"
-    with pytest.raises(UserError, match=r"cannot read --seed .*no_such_seed\.py"):
-        starting_code(softmax, config(seed_file=str(missing)))
+    with pytest.raises(UserError, match=r"cannot read --start .*no_such_seed\.py"):
+        starting_code(softmax, config(start_file=str(missing)))
 
 
 def test_the_tuner_has_no_no_seed_and_an_old_config_asking_for_it_is_refused_in_its_words():
@@ -97,15 +97,15 @@ def test_the_tuner_has_no_no_seed_and_an_old_config_asking_for_it_is_refused_in_
         OptimizeConfig.stored({"policy": "tuner", "start_from_seed": False})
 
 
-def test_a_seed_file_and_no_seed_contradict_each_other(own_seed):
-    with pytest.raises(pydantic.ValidationError, match="--seed FILE and --no-seed contradict"):
-        config(policy={**LLM, "start_from_seed": False}, seed_file=str(own_seed))
+def test_a_seed_file_and_no_seed_contradict_each_other(own_start):
+    with pytest.raises(pydantic.ValidationError, match="--start FILE and --from-scratch contradict"):
+        config(policy={**LLM, "start_from_seed": False}, start_file=str(own_start))
 
 
-def test_a_seed_file_starts_one_task_only(sqlite_store, tmp_path, own_seed):
+def test_a_seed_file_starts_one_task_only(sqlite_store, tmp_path, own_start):
     specs = [TaskSpec(str(TASKS / "tiny_softmax.py"), {}), TaskSpec(str(TASKS / "tiny_relu.py"), {})]
-    with pytest.raises(UserError, match="--seed FILE starts one task; this run has 2"):
-        Optimizer(Memory(sqlite_store), tmp_path).start(specs, config(seed_file=str(own_seed)), tmp_path / "out")
+    with pytest.raises(UserError, match="--start FILE starts one task; this run has 2"):
+        Optimizer(Memory(sqlite_store), tmp_path).start(specs, config(start_file=str(own_start)), tmp_path / "out")
     with sqlite_store.read() as conn:
         assert not sqlite_store.runs.all(conn)  # refused before the run existed
 

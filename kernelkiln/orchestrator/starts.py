@@ -13,10 +13,10 @@ from kernelkiln.platforms.host import fit_threads
 from kernelkiln.task.model import Task
 
 _GENERATED: dict[tuple, str | Unsupported] = {}
-GENERATED = "generated from the reference"  # the origin of a seed ``kiln seed`` made
+GENERATED = "generated from the reference"  # the origin of a seed ``kiln lower`` made
 
 
-class NoSeed(UserError):
+class NoStart(UserError):
     """The tuner has nothing to start a task from (a bench skips such a task and says so)."""
 
 
@@ -28,29 +28,29 @@ def measured_starts(
     replayed = dict(starts)
     for task in tasks:
         code, origin = starts[task.id]
-        seed = pool.measured_seed(task)
-        if code and seed is not None:
-            replayed[task.id] = (seed, origin)
+        start = pool.measured_start(task)
+        if code and start is not None:
+            replayed[task.id] = (start, origin)
     return replayed
 
 
 def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
     """(code, where it came from) for ``task``; "" when llm agents write from scratch.
 
-    Order: ``--seed FILE``, the task's KILN seed for the platform, then (cpu) the candidate
+    Order: ``--start FILE``, the task's KILN start for the platform, then (cpu) the candidate
     generated from the reference's operations. The tuner needs one and says why there is none.
     """
     if config.policy.from_scratch():
-        return "", "none (--no-seed)"
-    if config.seed_file:
-        path = Path(config.seed_file)
+        return "", "none (--from-scratch)"
+    if config.start_file:
+        path = Path(config.start_file)
         try:
             return path.read_text(), str(path)
         except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(f"cannot read --seed {path}: {exc}") from None
-    seed = task.seed_for(config.platform)
-    if seed is not None:
-        return seed.read_text(), str(seed)
+            raise UserError(f"cannot read --start {path}: {exc}") from None
+    start = task.start_for(config.platform)
+    if start is not None:
+        return start.read_text(), str(start)
     why = f"kernelkiln generates seeds for the cpu platform only, not {config.platform}"
     if config.platform == "cpu":
         threads = config.guard.threads  # a cluster's devices fit them to their own cores; here, the guard's rule
@@ -65,9 +65,9 @@ def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
         if isinstance(generated, str):
             return generated, GENERATED
         why = f"kernelkiln cannot generate one: {generated}"
-    if config.policy.needs_seed:
-        raise NoSeed(
-            f"{task.path}: the tuner needs a seed candidate that declares KNOBS, and {why}; "
-            "give one with --seed FILE, or use --policy llm"
+    if config.policy.needs_start:
+        raise NoStart(
+            f"{task.path}: the tuner needs a starting candidate that declares KNOBS, and {why}; "
+            "give one with --start FILE, or use --policy llm"
         )
     return "", f"none ({why})"
