@@ -1,31 +1,42 @@
 """The llm policy: a model writes whole candidates from a budgeted, layered prompt.
 
-Each turn the context builder assembles the prompt, and the model hands in the code, a
-≤160-character strategy summary and an adoption record for every retrieved experience it
-was shown, in one of two reply protocols (``llm.reply_protocol``, switched by ``ReplyProtocol``):
+Each turn the context builder assembles the prompt in the largest tier that leaves the reply its
+room (``prompt_fit``; ``context/tiers.py``), and the model hands in the code, a ≤160-character
+strategy summary and an adoption record for every retrieved experience it was shown, in one of
+two reply protocols (``llm.reply_protocol``, switched by ``ReplyProtocol``):
 - tools: it may call diagnostic tools (checks, profile, vectorization report) and ends
   with one ``submit_candidate`` call;
 - text: no tools are sent; the reply carries a python block, a Summary line and an adoption
   JSON block (``reply.py``).
-A reply that lacks any part is asked again (``reasks`` times), never guessed; a turn that
-gets nothing usable returns GaveUp with a one-line reason. Every call's tokens are counted,
-and nothing is read out of a model's reasoning.
+A reply without usable code or summary is asked again (``reasks`` times), never guessed; a turn
+that gets nothing usable returns GaveUp with a one-line reason. An incomplete adoption record
+never costs the candidate: the record alone is asked for once, and what is still missing is
+recorded as not stated (``adoption.py``). A reply cut at the window, or a refusal naming it,
+teaches the window and the turn starts again with a prompt built for it. Every call's tokens are
+counted, and nothing is read out of a model's reasoning.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
+from kernelkiln.agents.adoption import candidate_problems, merged, records_request, submitted_records
 from kernelkiln.agents.config import LLMPolicyConfig
+from kernelkiln.agents.prompt_fit import ladder, prompt_tokens, refusal, scaled
 from kernelkiln.agents.protocol import Mode, ReplyProtocol
-from kernelkiln.agents.reply import Problem, parse_text_reply, prose
+from kernelkiln.agents.reply import parse_text_reply, prose, records_in
+from kernelkiln.agents.spent import Spent
 from kernelkiln.context import ContextBuilder, Prompt, TokenEstimator
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.context.reask import reask
+from kernelkiln.context.tiers import FLOOR_TOKENS, REPLY_TOKENS
 from kernelkiln.guard import diagnose
 from kernelkiln.llm import (
     ChatClient,
@@ -39,12 +50,20 @@ from kernelkiln.llm import (
 )
 from kernelkiln.llm.fit import MIN_REPLY_TOKENS
 from kernelkiln.policy.turn import Choice, GaveUp, Proposal, Turn, code_hash
-from kernelkiln.store.records import SUMMARY_CHARS, Attempt, Case
+from kernelkiln.store.records import Attempt, Case
 
 SUBMIT = "submit_candidate"
 DIAGNOSTICS = tuple(diagnose.TOOLS)
 SWITCHED = "tool calls are not used any more on this endpoint: answer in text, in the format below"
 CUT_OFF = "the reply was cut off at the output token limit: think and explain more briefly"
+RECORD_REPLY_TOKENS = 256  # the record re-ask's reply: one short JSON block
+
+_SAID: set[tuple[str, ...]] = set()  # lines any policy of this process already said
+_SAID_LOCK = threading.Lock()
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 @lru_cache(maxsize=1)
@@ -67,7 +86,12 @@ class _Chat:
     prompt: Prompt
     tools: tuple[ToolSpec, ...]
     messages: list[Message]
-    spent: _Spent
+    spent: Spent
+    record_asked: bool = False  # the one re-ask for an adoption record alone was made
+    # The conversation's size by the server's own count of the last request (its prompt tokens) and its
+    # characters then: only what was added since (the reply's text, a re-ask) is estimated. None before a
+    # reply, or once trimmed. (A reply's completion tokens may include reasoning that is not sent back.)
+    counted: tuple[int, int] | None = None
 
 
 class LLMPolicy:
@@ -84,16 +108,19 @@ class LLMPolicy:
         client: ChatClient | None = None,
         builder: ContextBuilder | None = None,
         protocol: ReplyProtocol | None = None,
+        say: Callable[[str], None] = _to_stderr,
     ):
         """``config`` is the model and its turn's limits, ``context`` what each prompt shows;
-        ``protocol`` is the run's shared switch (default: one of this policy's own)."""
+        ``protocol`` is the run's shared switch (default: one of this policy's own); ``say`` hears
+        the lines a run shows once (the prompt's tier, records not stated)."""
         self.config, self.context = config, context
         self.agent = agent
         self.client = client or make_client(config.llm)
         self.estimator = TokenEstimator()
         self.builder = builder or ContextBuilder(context, self.estimator)
         self.protocol = protocol or ReplyProtocol(config.llm.reply_protocol)
-        self.window = config.llm.context_window  # the server's own, once a refusal for length names it
+        self.window = config.llm.context_window  # the server's own, once a refusal or a cut reply names it
+        self._say = say
 
     def observe(self, attempt: Attempt) -> None:
         """Nothing to keep: the context builder reads the agent's history from each Turn."""
@@ -107,11 +134,15 @@ class LLMPolicy:
                 journal="## Strategy\nMeasure the starting candidate first.\n",
                 case=Case(move="seed"),
             )
-        chat = self._open(turn, self.protocol.mode, _Spent())
+        chat = self._open(turn, self.protocol.mode, Spent())
+        if isinstance(chat, GaveUp):
+            return chat
         diagnostics_left, reasks_left = self.config.tool_calls, self.config.reasks
         while True:
-            if chat.mode != self.protocol.mode:  # another agent's turn switched the run to text
-                chat = self._open(turn, "text", chat.spent)
+            if chat.mode == "tools" and self.protocol.mode == "text":  # another agent's turn switched the run
+                if isinstance(chat := self._open(turn, "text", chat.spent), GaveUp):
+                    return chat
+            self._trim(chat)
             if (too_long := self._beyond_window(chat)) is not None:
                 return too_long
             try:
@@ -126,27 +157,35 @@ class LLMPolicy:
                 if exc.window >= self.window:
                     return chat.spent.gave_up(chat.mode, reason=str(exc))
                 self.window = exc.window  # this turn starts again with a prompt built for it, as later ones are
-                chat = self._open(turn, chat.mode, chat.spent)
+                if isinstance(chat := self._open(turn, chat.mode, chat.spent), GaveUp):
+                    return chat
                 continue
             if not chat.spent.calls:
                 self.estimator.observe(
                     len(chat.prompt.system) + len(chat.prompt.user) + sum(len(t.model_dump_json()) for t in chat.tools),
                     reply.prompt_tokens,
                 )
+            if reply.window is not None and reply.window < self.window:
+                chat.spent.add(reply, "")  # cut at the window the server has: counted, and learned from
+                self.window = reply.window
+                if isinstance(chat := self._open(turn, chat.mode, chat.spent), GaveUp):
+                    return chat
+                continue
             if chat.mode == "text":
                 chat.spent.add(reply, prose(reply.text))
-                chat.messages.append(Message(role="assistant", content=reply.text))
+                self._answered(chat, Message(role="assistant", content=reply.text), reply)
                 done, problems = self._text_turn(turn, chat, reply)
             else:
                 chat.spent.add(reply, reply.text)
-                chat.messages.append(reply.as_message())
+                self._answered(chat, reply.as_message(), reply)
                 done, problems, diagnostics_left = self._tools_turn(turn, chat, reply, diagnostics_left)
                 # A reply cut off while still reasoning is no text answer: it neither counts nor resets.
                 answered = bool(reply.tool_calls or reply.text.strip())
                 if answered and self.protocol.replied(bool(reply.tool_calls)) and done is None:
                     done, problems = self._text_turn(turn, chat, reply)  # it may already be a text reply
                     if done is None:  # the switch's re-ask is free: it happens once a run
-                        chat = self._open(turn, "text", chat.spent)
+                        if isinstance(chat := self._open(turn, "text", chat.spent), GaveUp):
+                            return chat
                         chat.messages += [
                             Message(role="assistant", content=reply.text),
                             self._reask(chat, [SWITCHED, *problems]),
@@ -165,7 +204,8 @@ class LLMPolicy:
     def _text_turn(self, turn: Turn, chat: _Chat, reply: Completion) -> tuple[Proposal | None, list[str]]:
         parsed, problems = parse_text_reply(reply.text, chat.prompt.shown_experiences)
         if parsed is not None:
-            return self._proposal(turn, parsed.code, parsed.summary, parsed.choices, chat.spent), []
+            choices = self._records(chat, parsed.choices, list(parsed.record_problems), None)
+            return self._proposal(turn, parsed.code, parsed.summary, choices, chat), []
         if chat.mode == "text":  # a reply of tools mode, read at the switch, was not made in text
             chat.spent.text_problems.append(problems)
         said = [p.text for p in problems] + ([CUT_OFF] if reply.finish_reason == "length" else [])
@@ -176,15 +216,22 @@ class LLMPolicy:
     ) -> tuple[Proposal | None, list[str], int]:
         """A proposal; or the problems to re-ask with (none: diagnostics were answered, call again)."""
         submit = next((c for c in reply.tool_calls if c.name == SUBMIT), None)
-        problems = _problems(submit, chat.prompt.shown_experiences) if submit else []
+        problems = candidate_problems(submit) if submit else []
         if submit is not None and not problems:
             args = submit.arguments
-            records = {a["experience_id"]: a for a in args["adoptions"]}
-            choices = tuple(
-                Choice(i, bool(records[i]["adopted"]), str(records[i].get("why", ""))[:300])
-                for i in chat.prompt.shown_experiences
-            )
-            return self._proposal(turn, args["code"], args["summary"], choices, chat.spent), [], diagnostics_left
+            choices, lacking = submitted_records(args, chat.prompt.shown_experiences)
+            taken = "taken: it is evaluated" + (f" (its adoption record: {'; '.join(lacking)})" if lacking else "")
+            chat.messages += [  # every call answered, as the APIs require, should the record be asked for
+                Message(
+                    role="tool",
+                    content=taken if c is submit else "not run: the turn ended",
+                    tool_call_id=c.id,
+                    name=c.name,
+                )
+                for c in reply.tool_calls
+            ]
+            choices = self._records(chat, choices, lacking, submit)
+            return self._proposal(turn, args["code"], args["summary"], choices, chat), [], diagnostics_left
         if submit is not None:
             chat.spent.submit_problems = problems
         wants_tools = [c for c in reply.tool_calls if c.name in DIAGNOSTICS] if turn.diagnose else []
@@ -197,19 +244,74 @@ class LLMPolicy:
             problems.append(CUT_OFF)
         return None, problems, diagnostics_left
 
+    def _records(
+        self, chat: _Chat, choices: tuple[Choice, ...], lacking: list[str], submit: ToolCall | None
+    ) -> tuple[Choice, ...]:
+        """``choices`` with what one re-ask for the record alone adds, where the record was incomplete and the
+        conversation leaves room for it (the candidate is evaluated either way)."""
+        shown = chat.prompt.shown_experiences
+        missing = [i for i in shown if i not in {c.experience_id for c in choices}]
+        if not missing or not lacking or chat.record_asked:
+            return choices
+        chat.record_asked = True
+        chat.messages.append(Message(role="user", content=records_request(missing)))
+        if self._room(chat) < RECORD_REPLY_TOKENS:
+            chat.messages.pop()
+            return choices
+        try:
+            reply = self.client.complete(chat.messages, chat.tools, max_tokens=RECORD_REPLY_TOKENS)
+        except ContextExceeded:
+            return choices
+        chat.spent.add(reply, "")
+        again = next((c for c in reply.tool_calls if c.name == SUBMIT), None)
+        later = submitted_records(again.arguments, missing)[0] if again and not again.malformed else ()
+        return merged(choices, later or records_in(reply.text, missing)[0], shown)
+
     # -- conversation -----------------------------------------------------------------------------
-    def _open(self, turn: Turn, mode: Mode, spent: _Spent) -> _Chat:
-        """A fresh conversation for ``turn`` in ``mode``: the system and user prompt, and the tools on offer."""
+    def _open(self, turn: Turn, mode: Mode, spent: Spent) -> _Chat | GaveUp:
+        """A fresh conversation for ``turn``: the largest tier (and, failing tools, the text protocol) whose prompt
+        leaves the reply its room; GaveUp, before any request, when even the minimal one leaves under the floor."""
+        llm, passive = self.config.llm, self.context.mode == "passive"
+        room, floor = min(llm.max_output_tokens, REPLY_TOKENS), min(llm.max_output_tokens, FLOOR_TOKENS)
+        steps = (("full", mode),) if passive else ladder(mode)
+        sizes: dict[str, int] = {}
+        for tier, step_mode in steps:
+            tools = self._tools(turn, step_mode)
+            tools_tokens = self.estimator.estimate("x" * sum(len(t.model_dump_json()) for t in tools)) if tools else 0
+            prompt = self.builder.build(
+                turn,
+                window=self.window,
+                generation=self._reserved(),
+                tools_tokens=tools_tokens,
+                protocol=step_mode,
+                tier=tier,
+            )
+            needed = sizes[tier] = prompt_tokens(prompt, self.estimator)
+            last = tier == "minimal" and self.window - needed >= floor
+            if passive or self.window - needed >= room or last:
+                messages = [Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)]
+                if tier != "full":
+                    dropped = ", no tools" if step_mode != mode else ""
+                    self._once(
+                        ("tier", turn.task.name, tier, str(self.window)),
+                        f"kiln: {turn.task.name}: {tier} prompts (about {needed} tokens{dropped}) so the reply keeps "
+                        f"{self.window - needed} of the model's window of {self.window} tokens; the full prompt "
+                        f"needs about {sizes['full']}",
+                    )
+                return _Chat(step_mode, prompt, tools, messages, spent)
+        return spent.gave_up("text", reason=refusal(turn.task.name, sizes["minimal"], self.window, floor))
+
+    def _tools(self, turn: Turn, mode: Mode) -> tuple[ToolSpec, ...]:
         if mode == "text":
-            tools: tuple[ToolSpec, ...] = ()
-        else:
-            tools = tool_specs() if turn.diagnose is not None else tuple(t for t in tool_specs() if t.name == SUBMIT)
-        tools_tokens = self.estimator.estimate("x" * sum(len(t.model_dump_json()) for t in tools)) if tools else 0
-        prompt = self.builder.build(
-            turn, window=self.window, generation=self._reserved(), tools_tokens=tools_tokens, protocol=mode
-        )
-        messages = [Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)]
-        return _Chat(mode, prompt, tools, messages, spent)
+            return ()
+        return tool_specs() if turn.diagnose is not None else tuple(t for t in tool_specs() if t.name == SUBMIT)
+
+    def _once(self, key: tuple[str, ...], line: str) -> None:
+        with _SAID_LOCK:
+            if key in _SAID:
+                return
+            _SAID.add(key)
+        self._say(line)
 
     def _reserved(self) -> int:
         """Tokens the prompt leaves for the reply: ``max_output_tokens``, or half the window where that is less.
@@ -220,24 +322,51 @@ class LLMPolicy:
         """
         return min(self.config.llm.max_output_tokens, self.window // 2)
 
+    def _answered(self, chat: _Chat, message: Message, reply: Completion) -> None:
+        """Append the model's reply, having noted the size of the request it answered as the server counted it."""
+        if reply.prompt_tokens > 0:  # the tools are in the server's prompt count
+            chat.counted = (reply.prompt_tokens, len(_text(chat.messages)))
+        chat.messages.append(message)
+
+    def _trim(self, chat: _Chat) -> None:
+        """Drop the replies a re-ask answers where the conversation would leave the next reply under its room.
+
+        The prompt and the re-ask (which names what was wrong) stay; the model's unusable replies between
+        them go. A conversation that ends in tool answers is left whole: each answer follows its call.
+        """
+        room = min(self.config.llm.max_output_tokens, REPLY_TOKENS)
+        if self.context.mode == "passive" or len(chat.messages) <= 3 or chat.messages[-1].role != "user":
+            return
+        if self._room(chat) < room:
+            del chat.messages[2:-1]
+            chat.counted = None
+
+    def _room(self, chat: _Chat) -> int:
+        """What the window leaves the reply after the conversation as it stands: the server's count at its last
+        reply and, scaled as a prompt's size is (``prompt_fit.scaled``), an estimate of what was added since."""
+        text = _text(chat.messages)
+        if chat.counted is None:
+            text += "".join(t.model_dump_json() for t in chat.tools)
+        tokens, chars = chat.counted or (0, 0)  # messages are only appended until a trim: text[chars:] is new
+        return self.window - tokens - scaled(self.estimator.estimate(text[chars:]), self.estimator)
+
     def _beyond_window(self, chat: _Chat) -> GaveUp | None:
         """GaveUp when the conversation leaves too little of the model's window for a reply, else None.
 
         The reply may have what the window leaves after the conversation, down to
-        ``MIN_REPLY_TOKENS`` (or ``max_output_tokens`` where that is less). The builder fits the
-        first prompt; the hot layer (the task, its reference, the working
-        code) is never cut, and re-asks and tool rounds make the conversation grow. Passive
-        context (the context ablation's other arm) accumulates past any window by design: it is
-        not held to it, and a real endpoint refuses what does not fit.
+        ``MIN_REPLY_TOKENS`` (or ``max_output_tokens`` where that is less). ``_open`` fits the
+        first prompt; re-asks and tool rounds make the conversation grow. Passive context (the
+        context ablation's other arm) accumulates past any window by design: it is not held to
+        it, and a real endpoint refuses what does not fit.
         """
         llm = self.config.llm
         if self.context.mode == "passive":
             return None
-        text = "".join(m.content + "".join(c.name + str(c.arguments) for c in m.tool_calls) for m in chat.messages)
-        needed = self.estimator.estimate(text + "".join(t.model_dump_json() for t in chat.tools))
+        room = self._room(chat)
         least = min(llm.max_output_tokens, MIN_REPLY_TOKENS)
-        if self.window - needed >= least:
+        if room >= least:
             return None
+        needed = self.window - room
         what = (
             "the prompt (the task, its reference and the working code are never cut)"
             if not chat.spent.calls
@@ -252,7 +381,7 @@ class LLMPolicy:
             chat.mode,
             reason=(
                 f"{what} needs about {needed} tokens of the model's window of {self.window}, leaving "
-                f"{max(0, self.window - needed)} for the reply where at least {least} are needed: {advice}"
+                f"{max(0, room)} for the reply where at least {least} are needed: {advice}"
             ),
         )
 
@@ -282,103 +411,17 @@ class LLMPolicy:
             answers.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
         return answers, left
 
-    def _proposal(self, turn: Turn, code: str, summary: str, choices: tuple[Choice, ...], spent: _Spent) -> Proposal:
-        summary = " ".join(str(summary).split())[:SUMMARY_CHARS]
-        notes = spent.text.strip()
-        journal = (
-            f"## Strategy\n{summary}\n\n## Adoptions\n"
-            + "".join(f"- {c.experience_id}: {'adopted' if c.adopted else 'not adopted'} ({c.why})\n" for c in choices)
-            + (f"\n## Model's notes\n{notes[:1200]}\n" if notes else "")
-        )
-        return Proposal(
-            code=code,
-            summary=summary,
-            parent_id=turn.parent_id,
-            choices=choices,
-            journal=journal,
-            case=Case(move="llm", calls=list(spent.calls)),
-            prompt_tokens=spent.prompt,
-            completion_tokens=spent.completion,
-            cost_usd=spent.cost,
-        )
-
-
-@dataclass
-class _Spent:
-    """Tokens and cost of one turn's calls, and what its unusable replies lacked."""
-
-    prompt: int = 0
-    completion: int = 0
-    cost: float = 0.0
-    calls: list[tuple[int, int]] = field(default_factory=list)
-    text: str = ""  # the replies' prose, for the journal
-    submit_problems: list[str] = field(default_factory=list)  # the last incomplete submit_candidate's
-    text_problems: list[list[Problem]] = field(default_factory=list)  # each unusable reply's in text mode
-
-    def add(self, reply: Completion, notes: str) -> None:
-        self.prompt += reply.prompt_tokens
-        self.completion += reply.completion_tokens
-        self.cost += reply.cost_usd
-        self.calls.append((reply.prompt_tokens, reply.completion_tokens))
-        if notes.strip():
-            self.text += notes.strip() + "\n"
-
-    def gave_up(self, mode: Mode, reason: str = "") -> GaveUp:
-        """The turn's end without a candidate, and everything it cost; ``reason`` (default: what the
-        replies lacked) says what to do."""
-        return GaveUp(
-            reason=" ".join((reason or self._lacked(mode)).split())[:400],
-            prompt_tokens=self.prompt,
-            completion_tokens=self.completion,
-            cost_usd=self.cost,
-            calls=tuple(self.calls),
-        )
-
-    def _lacked(self, mode: Mode) -> str:
-        if mode == "text":  # the replies since the switch to text (those before it were asked for tool calls)
-            texts = len(self.text_problems)
-            parts = dict.fromkeys(p.part for problems in self.text_problems for p in problems)
-            last = "; ".join(p.text for p in self.text_problems[-1]) if self.text_problems else ""
-            return (
-                f"the model answered {_times(texts)} in text without a usable {' / '.join(parts) or 'reply'} "
-                f"(last: {last})"
+    def _proposal(self, turn: Turn, code: str, summary: str, choices: tuple[Choice, ...], chat: _Chat) -> Proposal:
+        proposal = chat.spent.proposed(turn.parent_id, code, summary, choices, chat.prompt)
+        if proposal.case.not_stated:
+            self._once(
+                ("not stated", self.agent),
+                f"kiln: {self.agent}: the model did not state whether its candidate adopted some retrieved "
+                "experiences; the candidates are evaluated, and those records are left out of memory's "
+                "adoption credit (run.json: adoptions_not_stated)",
             )
-        n = len(self.calls)
-        if self.submit_problems:
-            replies = "1 reply" if n == 1 else f"{n} replies"
-            return (
-                f"the model gave no complete submit_candidate call in {replies} "
-                f"(last: {'; '.join(self.submit_problems)})"
-            )
-        return (
-            f"the model answered {_times(n)} without calling submit_candidate; this endpoint may not "
-            "support tool calls: try --reply-protocol text"
-        )
+        return proposal
 
 
-def _times(n: int) -> str:
-    return "once" if n == 1 else f"{n} times"
-
-
-def _problems(submit: ToolCall, shown: tuple[str, ...]) -> list[str]:
-    """What a submit_candidate call lacks (empty when it is complete)."""
-    args = submit.arguments
-    if submit.malformed:
-        return ["the submit_candidate arguments were not a JSON object"]
-    problems = []
-    code = args.get("code")
-    if not isinstance(code, str) or "ModelNew" not in code:
-        problems.append("`code` must be the complete Python file defining ModelNew")
-    if not isinstance(args.get("summary"), str) or not args["summary"].strip():
-        problems.append(f"`summary` is missing: name the strategy in at most {SUMMARY_CHARS} characters")
-    adoptions = args.get("adoptions")
-    if not isinstance(adoptions, list) or not all(
-        isinstance(a, dict) and isinstance(a.get("experience_id"), str) and isinstance(a.get("adopted"), bool)
-        for a in adoptions
-    ):
-        problems.append("`adoptions` must be a list of {experience_id, adopted: true|false, why}")
-    else:
-        missing = [i for i in shown if i not in {a["experience_id"] for a in adoptions}]
-        if missing:
-            problems.append(f"no adoption record for {', '.join(missing)}")
-    return problems
+def _text(messages: list[Message]) -> str:
+    return "".join(m.content + "".join(c.name + str(c.arguments) for c in m.tool_calls) for m in messages)

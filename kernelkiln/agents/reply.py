@@ -6,10 +6,12 @@ A reply holds, anywhere among its prose:
   ``#`` are fine): the strategy, clipped to SUMMARY_CHARS characters;
 - one fenced block tagged ``json``, ``{"adopted": [ids], "not_adopted": [{"id": …, "why": …}]}``,
   naming every shown experience id in exactly one list (an adopted entry may also be
-  ``{"id": …, "why": …}``; ids that were not shown are ignored). With no experience shown the
-  block may be left out, but one that is given must still parse.
-Fences tagged otherwise (```c, untagged) are prose. A reply that lacks, repeats or garbles a
-part is asked again, never guessed; only the reply's text is read, never its reasoning.
+  ``{"id": …, "why": …}``; ids that were not shown are ignored).
+Fences tagged otherwise (```c, untagged) are prose. A reply that lacks, repeats or garbles the
+code or the Summary is asked again, never guessed; only the reply's text is read, never its
+reasoning. The adoption record is bookkeeping: a reply whose record is absent, garbled or
+incomplete still hands in its candidate, the ids it does not account for being *not stated*
+(``TextReply.not_stated``, with ``record_problems`` saying why).
 """
 
 from __future__ import annotations
@@ -46,8 +48,10 @@ class TextReply:
 
     code: str
     summary: str
-    choices: tuple[Choice, ...]  # one per shown experience, in shown order
+    choices: tuple[Choice, ...]  # one per shown experience the record states, in shown order
     notes: str  # the prose around the parts
+    not_stated: tuple[str, ...] = ()  # shown experiences the record does not account for
+    record_problems: tuple[str, ...] = ()  # why (empty when the record is complete)
 
 
 @dataclass(frozen=True)
@@ -73,11 +77,19 @@ def parse_text_reply(text: str, shown: Sequence[str]) -> tuple[TextReply | None,
                 "Summary line", f"no `Summary: ...` line (at most {SUMMARY_CHARS} characters, outside the code blocks)"
             )
         )
-    choices = _choices(fences, shown, problems)
     if problems:
         return None, problems
+    choices, unstated = records_in(text, shown)
     notes = "\n".join(line for line in prose if not _SUMMARY.match(line)).strip()
-    return TextReply(code=code or "", summary=summary, choices=choices or (), notes=notes), []
+    missing = tuple(i for i in shown if i not in {c.experience_id for c in choices})
+    return TextReply(code or "", summary, choices, notes, missing, tuple(p.text for p in unstated)), []
+
+
+def records_in(text: str, shown: Sequence[str]) -> tuple[tuple[Choice, ...], list[Problem]]:
+    """The adoption records a reply's ```json block states for ``shown`` ids, in shown order, and what it lacks."""
+    problems: list[Problem] = []
+    choices = _choices(_split(text)[0], shown, problems)
+    return choices, problems
 
 
 def _split(text: str) -> tuple[list[_Fence], list[str]]:
@@ -115,16 +127,18 @@ def _one(
     return found[0] if len(found) == 1 else None
 
 
-def _choices(fences: list[_Fence], shown: Sequence[str], problems: list[Problem]) -> tuple[Choice, ...] | None:
-    """One Choice per shown id from the adoption JSON; None (with problems) when it is absent or malformed."""
-    block = _one(fences, ("json",), "adoption JSON", problems, required=bool(shown))
+def _choices(fences: list[_Fence], shown: Sequence[str], problems: list[Problem]) -> tuple[Choice, ...]:
+    """A Choice for each shown id the adoption JSON states once (with problems for the rest)."""
+    if not shown:
+        return ()
+    block = _one(fences, ("json",), "adoption JSON", problems)
     if block is None:
-        return () if not shown and not any(f.tag == "json" for f in fences) else None
+        return ()
     try:
         data = json.loads(block)
     except json.JSONDecodeError as exc:
         problems.append(Problem("adoption JSON", f"the ```json block is not valid JSON ({exc.msg}, line {exc.lineno})"))
-        return None
+        return ()
     records = _records(data)
     if records is None:
         problems.append(
@@ -133,17 +147,15 @@ def _choices(fences: list[_Fence], shown: Sequence[str], problems: list[Problem]
                 'the ```json block must be {"adopted": [ids], "not_adopted": [{"id": ..., "why": ...}]}',
             )
         )
-        return None
+        return ()
     twice = sorted({i for i, _, _ in records if sum(1 for j, _, _ in records if j == i) > 1} & set(shown))
     missing = [i for i in shown if i not in {r[0] for r in records}]
     if twice:
         problems.append(Problem("adoption JSON", f"listed more than once: {', '.join(twice)}"))
     if missing:
         problems.append(Problem("adoption JSON", f"no adoption record for {', '.join(missing)}"))
-    if twice or missing:
-        return None
-    by_id = {i: (adopted, why) for i, adopted, why in records}
-    return tuple(Choice(i, by_id[i][0], by_id[i][1][:WHY_CHARS]) for i in shown)
+    by_id = {i: (adopted, why) for i, adopted, why in records if i not in twice}
+    return tuple(Choice(i, by_id[i][0], by_id[i][1][:WHY_CHARS]) for i in shown if i in by_id)
 
 
 def _records(data: Any) -> list[tuple[str, bool, str]] | None:

@@ -38,6 +38,7 @@ from kernelkiln.context.sections import (
     knowledge_pieces,
     rule_pieces,
 )
+from kernelkiln.context.tiers import Tier
 from kernelkiln.policy.turn import Turn
 from kernelkiln.store.records import SUMMARY_CHARS
 
@@ -64,14 +65,23 @@ class ContextBuilder:
         self._lock = threading.Lock()
 
     def build(
-        self, turn: Turn, *, window: int, generation: int, tools_tokens: int = 0, protocol: str = "tools"
+        self,
+        turn: Turn,
+        *,
+        window: int,
+        generation: int,
+        tools_tokens: int = 0,
+        protocol: str = "tools",
+        tier: Tier = "full",
     ) -> Prompt:
         """The prompt for ``turn`` within a ``window``-token model that keeps ``generation`` tokens for its reply.
 
-        ``protocol``: how the reply hands in the candidate, "tools" (submit_candidate) or "text".
+        ``protocol``: how the reply hands in the candidate, "tools" (submit_candidate) or "text";
+        ``tier``: how long each section is said (``tiers.py``; minimal shows no context layer).
         """
         c, passive = self.config, self.config.mode == "passive"
-        system = render("system", platform=turn.platform, summary_chars=SUMMARY_CHARS, protocol=protocol)
+        name = "system" if tier == "full" else f"system-{tier}"
+        system = render(name, platform=turn.platform, summary_chars=SUMMARY_CHARS, protocol=protocol)
         system_tokens = self.estimator.estimate(system) + tools_tokens
         hot = [
             (name, (piece,))
@@ -79,9 +89,12 @@ class ContextBuilder:
                 turn,
                 max_diagnostics=10**9 if passive else c.max_diagnostics,
                 code_chars=None if passive else c.code_excerpt_chars,
+                tier=tier,
             )
         ]
         blocks = self._passive_blocks(turn) if passive else self._active_blocks(turn)
+        if tier == "minimal":  # the task, the code, the verdict and one instruction: no layer of context
+            blocks = [_Block(b.name, b.layer, ()) for b in blocks]
         recent, warm, cold = (
             blocks[0],
             [b for b in blocks if b.layer == "warm"],
@@ -124,6 +137,7 @@ class ContextBuilder:
             budget=budget,
             estimated_tokens=system_tokens + self.estimator.estimate(user),
             shown_experiences=tuple(p.key for p in chosen["experiences"]),
+            tier=tier,
         )
 
     # -- what each layer offers ----------------------------------------------------------------

@@ -30,6 +30,7 @@ class Prompt:
     budget: int  # B_k, tokens for the warm and cold layers (passive mode: computed, not enforced)
     estimated_tokens: int  # system + tools + user, as estimated before the call
     shown_experiences: tuple[str, ...]  # retrieved experience ids shown: the adoption records owed
+    tier: str = "full"  # how long each section was said (context/tiers.py)
 
     def section(self, name: str) -> Section | None:
         """The section called ``name``, if any."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from kernelkiln.context.prompts import excerpt, macros, render
+from kernelkiln.context.tiers import Tier, compact_code
 from kernelkiln.guard.verdict import Verdict
 from kernelkiln.memory.retrieval import Retrieved
 from kernelkiln.policy.turn import Turn
@@ -41,14 +42,38 @@ def _excerpt(code: str, limit: int | None) -> str:
 # -- the hot layer ---------------------------------------------------------------------------
 
 
-def hot_pieces(turn: Turn, *, max_diagnostics: int, code_chars: int | None) -> list[tuple[str, Piece]]:
-    """(section name, piece) of the hot layer, in prompt order: task, lens, objective, code, feedback, draft."""
+def hot_pieces(
+    turn: Turn, *, max_diagnostics: int, code_chars: int | None, tier: Tier = "full"
+) -> list[tuple[str, Piece]]:
+    """(section name, piece) of the hot layer, in prompt order: task, lens, objective, code, feedback, draft.
+
+    The compact and minimal tiers (``tiers.py``) say each section shorter; minimal keeps the task,
+    the working code, the verdict and one instruction.
+    """
     m = _items()
+    if tier != "full":
+        code = compact_code(turn.code) if turn.code.strip() else turn.code
+        verdict = Piece(turn.feedback.id if turn.feedback else "none", _clean(m.verdict(_verdict_view(turn))))
+        task = Piece("task", _clean(m.task_compact(turn.task, turn.platform)))
+        working = Piece(turn.parent_id or "start", _clean(m.code_compact(code, turn.parent_id)))
+        if tier == "minimal":
+            instruction = Piece("instruction", _clean(m.instruction(turn.objective, turn.best_speedup)))
+            return [("task", task), ("code", working), ("feedback", verdict), ("objective", instruction)]
+        return [
+            ("task", task),
+            ("lens", Piece(turn.lens.name, _clean(m.lens_compact(turn.lens)))),
+            (
+                "objective",
+                Piece(turn.objective, _clean(m.objective_compact(turn.objective, turn.best_speedup))),
+            ),
+            ("code", working),
+            ("feedback", verdict),
+        ]
     pieces = [
         ("task", Piece("task", _clean(m.task(turn.task, turn.platform)))),
         ("lens", Piece(turn.lens.name, _clean(m.lens(turn.lens)))),
         ("objective", Piece(turn.objective, _clean(m.objective(turn.objective, turn.turn, turn.best_speedup)))),
-        ("code", Piece(turn.parent_id or "seed", _clean(m.code(turn.code, turn.parent_id)))),
+        ("code", Piece(turn.parent_id or "start", _clean(m.code(turn.code, turn.parent_id)))),
         (
             "feedback",
             Piece(
@@ -68,6 +93,11 @@ def hot_pieces(turn: Turn, *, max_diagnostics: int, code_chars: int | None) -> l
         )
         pieces.append(("draft", Piece("draft", _clean(text))))
     return pieces
+
+
+def _verdict_view(turn: Turn) -> dict[str, Any] | None:
+    """The latest verdict's title and reason alone (the compact tiers' feedback)."""
+    return feedback_view(turn.feedback, turn.verdict, turn.code, max_diagnostics=0, code_chars=0)
 
 
 def feedback_text(

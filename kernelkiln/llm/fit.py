@@ -8,6 +8,10 @@ assumed (code and chat templates run below four characters a token). The reply's
 
 A server that refuses a request for its length names its window (``overflow``): the client
 adopts it, says so once on stderr, and sends the request again once with the cap that leaves.
+A server that serves it instead and cuts the reply where its window ends (llama-cpp-python's)
+says the window too: a reply that stops for ``length`` short of its cap, its prompt and
+completion tokens summing to a round number, was cut at the window, which is adopted and said
+(``cut``); the caller builds its next prompt for it.
 When the prompt alone leaves too little for a reply it raises ``ContextExceeded`` with the
 window, for the caller to build a shorter prompt.
 """
@@ -24,6 +28,7 @@ from kernelkiln.llm.overflow import ContextExceeded
 UNCALIBRATED = 1.25  # reported / estimated prompt tokens assumed before the server has reported any
 HEADROOM = 1.05  # on a calibrated estimate: the next prompt's mix of code and prose is not the last one's
 MIN_REPLY_TOKENS = 256  # a smaller cap cannot hold a candidate: the prompt is too long for the window
+WINDOW_GRAIN = 256  # every context window servers are run with is a multiple of it (2048, 4096, 8192, 32768…)
 
 _SAID: set[tuple[str, int]] = set()  # (endpoint, window) lines already said by any client of this process
 _SAID_LOCK = threading.Lock()
@@ -87,6 +92,24 @@ class WindowFit:
             raise refusal
         return cap
 
+    def cut(self, prompt_tokens: int, completion_tokens: int, finish_reason: str, sent: int) -> int | None:
+        """The window a reply was cut at, adopted and said once (None: the reply was not cut at a window).
+
+        ``sent`` is the request's reply cap: a reply that reached it stopped there, not at the window.
+        """
+        total = prompt_tokens + completion_tokens
+        if finish_reason != "length" or completion_tokens >= sent or total % WINDOW_GRAIN or total >= self.window:
+            return None
+        with self._lock:
+            self.window = total
+        self._announce_window(
+            total,
+            f"kiln: {self.endpoint} cut a reply at {total} tokens (prompt and reply together): its context window is "
+            f"{total} tokens; requests are fitted to it from now on (--context-window {total} sizes prompts for it "
+            "from the start)",
+        )
+        return total
+
     def _cap(self, prompt: int, asked: int) -> int:
         room = self.window - prompt
         if room < min(asked, MIN_REPLY_TOKENS):
@@ -99,13 +122,17 @@ class WindowFit:
         return min(asked, room)
 
     def _announce(self, refusal: ContextExceeded) -> None:
-        key = (self.endpoint, refusal.window)
+        self._announce_window(
+            refusal.window,
+            f"kiln: {self.endpoint} refused a request as too long: its context window is {refusal.window} tokens; "
+            f"requests are fitted to it from now on (--context-window {refusal.window} sizes prompts for it "
+            "from the start)",
+        )
+
+    def _announce_window(self, window: int, line: str) -> None:
+        key = (self.endpoint, window)
         with _SAID_LOCK:
             if key in _SAID:
                 return
             _SAID.add(key)
-        self._say(
-            f"kiln: {self.endpoint} refused a request as too long: its context window is {refusal.window} tokens; "
-            f"requests are fitted to it from now on (--context-window {refusal.window} sizes prompts for it "
-            "from the start)"
-        )
+        self._say(line)

@@ -83,6 +83,7 @@ class Completion(_Record):
     attempts: int = 1  # HTTP tries it took (1 when the first succeeded)
     reasoning: str = ""  # the model's separate reasoning; its tokens are in completion_tokens
     thinking: tuple[dict[str, Any], ...] = ()  # Anthropic's signed thinking blocks, verbatim
+    window: int | None = None  # the context window this reply was cut at, learned from it (llm.fit); else None
 
     @property
     def total_tokens(self) -> int:

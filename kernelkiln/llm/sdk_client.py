@@ -62,9 +62,13 @@ class SDKClient:
         try:
             reply, reported = send(cap, estimate)
         except ContextExceeded as refusal:
-            reply, reported = send(self.fit.refused(refusal, estimate, asked, cap), estimate)
+            cap = self.fit.refused(refusal, estimate, asked, cap)
+            reply, reported = send(cap, estimate)
         if reported:
             self.fit.observe(estimate, reply.prompt_tokens)
+            window = self.fit.cut(reply.prompt_tokens, reply.completion_tokens, reply.finish_reason, cap)
+            if window is not None:
+                reply = reply.model_copy(update={"window": window})
         return reply
 
     def _with_retries(

@@ -40,6 +40,14 @@ class TaskResult(BaseModel):
     best: str | None = None  # the path of best.py
     unconfirmed_requests: int = 0  # model requests given up on a timeout
     unconfirmed_prompt_tokens: int = 0  # their prompts' estimated tokens, never in prompt_tokens
+    prompt_tiers: dict[str, int] = Field(default_factory=dict)  # a model's candidates by their prompt's tier
+    adoptions_owed: int = 0  # retrieved experiences shown with a model's candidates: an adoption record each
+    adoptions_not_stated: int = 0  # of them, those the model's records did not account for
+
+    @property
+    def not_stated_share(self) -> float | None:
+        """The share of owed adoption records the model did not state (None: none were owed)."""
+        return self.adoptions_not_stated / self.adoptions_owed if self.adoptions_owed else None
 
     @property
     def speedup(self) -> float | None:
@@ -145,6 +153,9 @@ def task_summary(
         best=str(best_path) if best_path is not None and best is not None else None,
         unconfirmed_requests=timed_out.requests,
         unconfirmed_prompt_tokens=timed_out.prompt_tokens,
+        prompt_tiers=dict(Counter(a.case.prompt_tier for a in attempts if a.case.prompt_tier)),
+        adoptions_owed=sum(a.case.adoptions_owed for a in attempts),
+        adoptions_not_stated=sum(len(a.case.not_stated) for a in attempts),
     )
 
 

@@ -128,6 +128,9 @@ def _task_from(task_id: str, t: TaskResult, **more: Any) -> TaskReport:
         best_attempt=t.best_attempt,
         status=t.status,
         reason=t.reason,
+        adoptions_owed=t.adoptions_owed,
+        adoptions_not_stated=t.adoptions_not_stated,
+        prompt_tiers=dict(t.prompt_tiers),
         **more,
     )
 

@@ -233,6 +233,7 @@ def _task_section(run: RunReport, task: TaskReport) -> str:
     if task.confirm_failure:
         best += f" in search; judged again it failed ({task.confirm_failure})"
     change = f" — best's change: {task.best_summary}" if task.best_summary else ""
+    change += "".join(f" · {n}" for n in (task.adoption_note, task.tier_note) if n)
     agents = f" · agents {esc(', '.join(task.agents))}" if task.agents else ""
     parts.append(
         f'<p class="meta">{esc(best + start)} · {task.attempts} attempts ({_badges(task.verdicts)})'

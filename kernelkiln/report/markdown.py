@@ -74,9 +74,10 @@ def render_run(run: RunReport) -> str:
             continue
         over = f" ({fmt_x(t.best_over_start)} over the starting candidate)" if t.best_over_start is not None else ""
         change = f"; best: {md(t.best_summary)}" if t.best_summary else ""
+        notes = "".join(f"; {md(n)}" for n in (t.adoption_note, t.tier_note) if n)
         lines.append(
             f"- **{md(t.task_id)}**: {fmt_x(t.best_speedup)} vs torch{over} after {t.attempts} attempts "
-            f"({fmt_verdicts(t.verdicts)}){change}"
+            f"({fmt_verdicts(t.verdicts)}){change}{notes}"
         )
     if searched:
         lines += [

@@ -51,6 +51,25 @@ class TaskReport:
     confirm_failure: str = ""  # why the best failed when judged again
     status: str = "evaluated"  # or "no candidate", "no candidate from the model" (see orchestrator.results)
     reason: str = ""  # why the policy gave no candidate
+    adoptions_owed: int = 0  # retrieved experiences shown with a model's candidates (run.json)
+    adoptions_not_stated: int = 0  # of them, those the model's adoption records did not account for
+    prompt_tiers: dict[str, int] = field(default_factory=dict)  # a model's candidates by their prompt's tier
+
+    @property
+    def adoption_note(self) -> str:
+        """The adoption records a model did not state, as one clause ("" when it stated all or none were owed)."""
+        if not self.adoptions_not_stated:
+            return ""
+        share = self.adoptions_not_stated / self.adoptions_owed
+        owed = self.adoptions_owed
+        return f"adoption not stated for {self.adoptions_not_stated} of {owed} experiences shown ({share:.0%})"
+
+    @property
+    def tier_note(self) -> str:
+        """The prompt tiers other than full the model's candidates were asked in ("" when all were full)."""
+        if set(self.prompt_tiers) <= {"full"}:
+            return ""
+        return "prompts " + ", ".join(f"{tier} {n}" for tier, n in sorted(self.prompt_tiers.items()))
 
     @property
     def best_over_start(self) -> float | None:

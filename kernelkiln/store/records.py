@@ -199,6 +199,9 @@ class Case(Record):
     cost_usd: float = 0.0
     device: str | None = None  # the cluster device that judged it (None: the run's own machine)
     signature: str = ""  # the exact key of the task's signature it was judged under ("" before schema 4)
+    prompt_tier: str = ""  # a model's: the tier its prompt was said in (context/tiers.py; "" before tiers)
+    adoptions_owed: int = 0  # a model's: the retrieved experiences its prompt showed (an adoption record each)
+    not_stated: list[str] = Field(default_factory=list)  # of them, those its record did not account for
 
 
 class Attempt(Record):

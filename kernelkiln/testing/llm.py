@@ -79,7 +79,7 @@ class MaxJitter(random.Random):
 
 
 TOOLS_REJECTED = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
-Refusal = Literal["vllm", "llama.cpp"]
+Refusal = Literal["vllm", "llama.cpp", "llama-cpp-python"]
 
 
 def text_reply(
@@ -122,9 +122,12 @@ class LoopbackServer:
     is answered HTTP 400 as ``refusal`` says, spending no script entry: "vllm" refuses a prompt plus
     its ``max_tokens`` above the window ("This model's maximum context length is …"), "llama.cpp" a
     prompt that alone fills it ("the request exceeds the available context size", with ``n_ctx``
-    and ``n_prompt_tokens``). ``chars_per_token``: the server's own token count (of the messages'
-    text and the tools' JSON) for that check and for the usage it reports where the script gives
-    no ``prompt_tokens``; None counts as the clients estimate. Every request is kept in ``.requests``.
+    and ``n_prompt_tokens``), "llama-cpp-python" too ("Requested tokens (N) exceed context window of
+    W"), and it serves a prompt that fits alone, cutting the reply where the window ends
+    (``finish_reason`` "length", its tokens the window's rest, its tool calls lost).
+    ``chars_per_token``: the server's own token count (of the messages' text and the tools' JSON)
+    for that check and for the usage it reports where the script gives no ``prompt_tokens``; None
+    counts as the clients estimate. Every request is kept in ``.requests``.
     """
 
     def __init__(
@@ -213,6 +216,12 @@ class LoopbackServer:
         completion = to_completion(entry, messages, tools, model=body.get("model", ""), ids=self._ids)
         if self.chars_per_token and not (isinstance(entry, dict) and "prompt_tokens" in entry):
             completion = completion.model_copy(update={"prompt_tokens": prompt})
+        asked = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        if self.refusal == "llama-cpp-python" and self.window is not None and prompt + asked > self.window:
+            rest = self.window - prompt  # served, and cut where the window ends
+            cut = {"text": (completion.text or "I will write")[: 3 * rest], "tool_calls": ()}
+            usage = {"prompt_tokens": prompt, "completion_tokens": rest, "finish_reason": "length"}
+            completion = completion.model_copy(update={**cut, **usage})
         number = next(self._served)
         return 200, {}, _to_anthropic(completion, number) if wire == "anthropic" else _to_openai(completion, number)
 
@@ -228,6 +237,11 @@ class LoopbackServer:
         if self.window is None:
             return None
         reply = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        if self.refusal == "llama-cpp-python":
+            if prompt < self.window:
+                return None
+            message = f"Requested tokens ({prompt}) exceed context window of {self.window}"
+            return _error_body(wire, "invalid_request_error", message)
         if self.refusal == "llama.cpp":
             if prompt < self.window:
                 return None

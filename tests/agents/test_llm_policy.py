@@ -13,6 +13,7 @@ import yaml
 from kernelkiln.agents import llm as llm_module
 from kernelkiln.agents.config import LLMPolicyConfig
 from kernelkiln.agents.llm import DIAGNOSTICS, SUBMIT, LLMPolicy
+from kernelkiln.agents.spent import Spent
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.guard import diagnose
 from kernelkiln.llm.fit import MIN_REPLY_TOKENS
@@ -202,19 +203,27 @@ def test_incomplete_submits_give_up_naming_what_they_lacked():
     assert "`summary` is missing" in gave_up.reason and len(gave_up.calls) == 2
 
 
-def test_a_submit_missing_an_adoption_record_is_asked_again_naming_the_id():
+def test_a_submit_missing_an_adoption_record_is_taken_and_the_record_alone_asked_for_once():
     turn = later_turn(experiences=(retrieved("e-1", "restrict"), retrieved("e-2", "unroll")))
-    llm, client = policy(
-        [submit(adoptions=[adoption("e-1", True)]), submit(adoptions=[adoption("e-1", True), adoption("e-2", False)])]
-    )
+    first = submit(adoptions=[adoption("e-1", True)])
+    llm, client = policy([first, submit(code="other", adoptions=[adoption("e-1", True), adoption("e-2", False)])])
     proposal = llm.propose(turn)
-    assert [c.experience_id for c in proposal.choices] == ["e-1", "e-2"]
+    assert proposal.code == first["tool_calls"][0]["arguments"]["code"]  # the first reply's candidate
+    assert [c.experience_id for c in proposal.choices] == ["e-1", "e-2"] and proposal.case.not_stated == []
     messages, _ = client.calls[1]
     tool_answer = next(m for m in messages if m.role == "tool")
-    assert tool_answer.content.startswith("not accepted") and "e-2" in tool_answer.content
-    reask = user_messages(messages)[-1]
-    assert "no adoption record for e-2" in reask
-    assert "e-1, e-2" in reask
+    assert tool_answer.content.startswith("taken") and "no adoption record for e-2" in tool_answer.content
+    assert "e-2" in user_messages(messages)[-1] and "e-1" not in user_messages(messages)[-1]
+
+
+def test_a_model_that_never_states_adoption_still_has_its_candidate_evaluated():
+    # The case: {"adopted": [], "not_adopted": []} with experiences shown, every time.
+    turn = later_turn(experiences=(retrieved("e-1", "restrict"), retrieved("e-2", "unroll")))
+    llm, client = policy([submit(adoptions=[])] * 3)
+    proposal = llm.propose(turn)
+    assert not isinstance(proposal, GaveUp) and len(client.calls) == 2
+    assert proposal.choices == () and proposal.case.not_stated == ["e-1", "e-2"]
+    assert proposal.case.adoptions_owed == 2 and "- e-2: not stated" in proposal.journal
 
 
 def test_a_submit_without_model_new_is_asked_again():
@@ -241,7 +250,7 @@ def test_a_submit_with_badly_shaped_adoptions_is_asked_again():
         [submit(adoptions=[{"experience_id": "e-1", "adopted": "yes"}]), submit(adoptions=[adoption("e-1", False)])]
     )
     assert llm.propose(turn).choices[0].adopted is False
-    assert "adoptions" in user_messages(client.calls[1][0])[-1]
+    assert "e-1" in user_messages(client.calls[1][0])[-1]
 
 
 # -- diagnostic tools --------------------------------------------------------------------------
@@ -370,57 +379,76 @@ def test_end_to_end_through_the_loopback_server_with_a_diagnostic_then_a_submit(
 
 
 # -- the model's context window ------------------------------------------------------------------
-def test_a_prompt_that_cannot_fit_the_window_is_never_sent():
+def small_window(window: int, script: list) -> tuple[LLMPolicy, ScriptedClient, list[str]]:
+    said: list[str] = []
     llm, client = policy(
-        [submit()],
+        script,
         llm={
             "model": "m",
             "base_url": "http://127.0.0.1:9/v1",
             "reply_protocol": "tools",
-            "context_window": 1500,
+            "context_window": window,
             "max_output_tokens": 1024,
         },
     )
+    llm._say = said.append
+    return llm, client, said
+
+
+def test_a_window_the_full_prompt_does_not_fit_gets_the_minimal_prompt_in_text_without_tools():
+    text = {"text": f"```python\n{CANDIDATE}\n```\nSummary: restrict pointers\n"}
+    llm, client, said = small_window(1500, [text])
+    proposal = llm.propose(later_turn(experiences=(retrieved("e-1", "restrict"),)))
+    assert not isinstance(proposal, GaveUp) and proposal.case.prompt_tier == "minimal"
+    ((messages, tools),) = client.calls
+    assert tools == [] and "Retrieved experiences" not in messages[1].content  # no layer of context
+    assert "```python" in messages[0].content and "submit_candidate" not in messages[0].content
+    assert proposal.case.adoptions_owed == 0  # nothing was shown, so nothing is owed
+    assert len(said) == 1 and "minimal prompts" in said[0] and "window of 1500" in said[0]
+
+
+def test_a_window_even_the_minimal_prompt_does_not_fit_is_refused_before_any_request_naming_the_window_needed():
+    llm, client, _ = small_window(700, [submit()])
     gave_up = llm.propose(later_turn())
     assert isinstance(gave_up, GaveUp) and client.calls == [] and gave_up.calls == ()
-    assert "window of 1500" in gave_up.reason and "--context-window" in gave_up.reason
+    assert "window of 700" in gave_up.reason and "a window of at least" in gave_up.reason
+    assert "\n" not in gave_up.reason
 
 
-def test_a_conversation_that_outgrows_the_window_stops_before_it_is_sent():
+def _window_llm(window: int, generation: int) -> dict:
+    return {
+        "model": "m",
+        "base_url": "http://127.0.0.1:9/v1",
+        "context_window": window,
+        "max_output_tokens": generation,
+        "reply_protocol": "tools",
+    }
+
+
+def test_re_asks_after_long_useless_replies_drop_them_so_every_request_leaves_the_reply_its_room():
     window, generation = 4000, 1024
     first = llm_module.LLMPolicy(
-        config(
-            llm={
-                "model": "m",
-                "base_url": "http://127.0.0.1:9/v1",
-                "context_window": window,
-                "max_output_tokens": generation,
-                "reply_protocol": "tools",
-            }
-        ),
-        ContextConfig(),
-        "a1",
-        client=ScriptedClient([]),
+        config(llm=_window_llm(window, generation)), ContextConfig(), "a1", client=ScriptedClient([])
     )
-    prompt = first._open(later_turn(), "tools", llm_module._Spent())
+    prompt = first._open(later_turn(), "tools", Spent())
     sent = first.estimator.estimate("".join(m.content for m in prompt.messages))
-    # Each useless reply is long prose: a few re-asks push the conversation past what leaves a reply room.
-    least = min(generation, MIN_REPLY_TOKENS)
-    chatter = {"text": "x" * (4 * (window - least - sent) // 2), "prompt_tokens": 10, "completion_tokens": 10}
-    llm, client = policy(
-        [chatter] * 10,
-        reasks=8,
-        llm={
-            "model": "m",
-            "base_url": "http://127.0.0.1:9/v1",
-            "context_window": window,
-            "max_output_tokens": generation,
-            "reply_protocol": "tools",
-        },
-    )
-    gave_up = llm.propose(later_turn())
-    assert isinstance(gave_up, GaveUp) and "the conversation, after" in gave_up.reason
-    assert 1 <= len(client.calls) < 9  # stopped for the window, not for the re-asks
+    # Each useless reply is long prose: kept, two of them would leave no room for a reply.
+    chatter = {"text": "x" * (4 * (window - sent) // 2)}
+    llm, client = policy([chatter] * 4 + [submit()], reasks=8, llm=_window_llm(window, generation))
+    proposal = llm.propose(later_turn())
+    assert not isinstance(proposal, GaveUp) and len(client.calls) == 5
     for messages, tools in client.calls:
         text = "".join(m.content for m in messages) + "".join(t.model_dump_json() for t in tools)
-        assert llm.estimator.estimate(text) + least <= window
+        assert llm.estimator.estimate(text) + generation <= window
+    assert [m.role for m in client.calls[-1][0]] == ["system", "user", "user"]  # the chatter was dropped
+
+
+def test_a_conversation_of_tool_rounds_that_outgrows_the_window_stops_before_it_is_sent():
+    window, generation = 4000, 1024
+    llm, client = policy([diagnostic()] * 6, tool_calls=6, llm=_window_llm(window, generation))
+    gave_up = llm.propose(later_turn(diagnose=lambda name, code: "x" * 4000))  # each report ~1,000 tokens
+    assert isinstance(gave_up, GaveUp) and "the conversation, after" in gave_up.reason
+    assert 1 <= len(client.calls) < 6  # stopped for the window, not for the tool-call budget
+    for messages, tools in client.calls:
+        text = "".join(m.content for m in messages) + "".join(t.model_dump_json() for t in tools)
+        assert llm.estimator.estimate(text) + MIN_REPLY_TOKENS <= window

@@ -41,8 +41,9 @@ def test_a_window_too_small_for_the_task_itself_gives_the_turn_up_with_the_reaso
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with LoopbackServer([SUBMITTED], window=600, refusal="llama.cpp") as server:
         gave_up = policy(server).propose(turn())
+    # The refusal named 600 tokens; even the minimal prompt leaves under 512 of them: no second request.
     assert isinstance(gave_up, GaveUp) and "window of 600" in gave_up.reason
-    assert "its server said so" in gave_up.reason
+    assert "a window of at least" in gave_up.reason
     assert len(server.requests) == 1 and server.remaining == 1
 
 
@@ -60,3 +61,32 @@ def test_a_window_smaller_than_the_prompt_plus_the_reply_cap_is_used_and_the_rep
     assert isinstance(proposal, Proposal) and proposal.summary == "fits"
     (request,) = server.requests
     assert 256 <= request.body["max_tokens"] < 4096
+
+
+def test_a_reply_cut_at_a_window_reported_nowhere_teaches_it_and_the_turn_is_built_again_for_it(monkeypatch, capsys):
+    # llama-cpp-python at --n_ctx 4096 serves what fits alone and cuts the reply at the window, without an
+    # error; the run assumed 128,000 tokens. The cut reply's usage says the window: one cut, then requests fit.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with LoopbackServer([SUBMITTED] * 3, window=4096, refusal="llama-cpp-python", chars_per_token=3) as server:
+        llm = LLMPolicy(
+            LLMPolicyConfig(
+                llm={"model": "m", "base_url": server.base_url, "max_retries": 0, "reply_protocol": "tools"}
+            ),
+            ContextConfig(),
+            "a1",
+        )
+        proposal = llm.propose(make_turn(parent_id="a-parent"))  # a prompt that fits the window alone
+        bodies = [r.body for r in server.requests]
+        prompts = [server._count(*_parsed(b)) for b in bodies]
+    assert isinstance(proposal, Proposal) and proposal.summary == "fits" and llm.window == 4096
+    assert len(bodies) == 2 and prompts[0] + bodies[0]["max_tokens"] > 4096  # the first: cut
+    assert prompts[1] + bodies[1]["max_tokens"] <= 4096 and bodies[1]["max_tokens"] >= 1024  # then it fits
+    assert proposal.prompt_tokens == prompts[0] + prompts[1]  # the cut reply's tokens are counted too
+    assert "cut a reply at 4096 tokens" in capsys.readouterr().err
+
+
+def _parsed(body):
+    from kernelkiln.testing.llm import _from_openai
+
+    return _from_openai(body)

@@ -71,6 +71,23 @@ def test_other_fences_are_prose_and_a_summary_inside_a_fence_does_not_count():
             "Summary line",
             "2 Summary lines",
         ),
+    ],
+)
+def test_a_missing_repeated_or_garbled_part_is_a_problem_never_a_guess(text, part, words):
+    reply, problems = parse_text_reply(text, ("e-1",))
+    assert reply is None
+    assert part in parts(problems)
+    assert any(words in p.text for p in problems), problems
+
+
+def test_every_problem_is_named_at_once():
+    _, problems = parse_text_reply("I would unroll the loop.", ("e-1",))
+    assert parts(problems) == ["python block", "Summary line"]
+
+
+@pytest.mark.parametrize(
+    ("text", "part", "words"),
+    [
         (f"```python\n{CODE}\n```\nSummary: s\n", "adoption JSON", "no ```json block"),
         (
             f'```python\n{CODE}\n```\nSummary: s\n```json\n{{"adopted": ["e-1",]}}\n```\n',
@@ -91,16 +108,17 @@ def test_other_fences_are_prose_and_a_summary_inside_a_fence_does_not_count():
         ),
     ],
 )
-def test_a_missing_repeated_or_garbled_part_is_a_problem_never_a_guess(text, part, words):
+def test_an_absent_or_garbled_adoption_record_keeps_the_candidate_and_its_ids_are_not_stated(text, part, words):
     reply, problems = parse_text_reply(text, ("e-1",))
-    assert reply is None
-    assert part in parts(problems)
-    assert any(words in p.text for p in problems), problems
+    assert problems == [] and reply is not None and "ModelNew" in reply.code and reply.summary == "s"
+    assert reply.choices == () and reply.not_stated == ("e-1",)
+    assert part == "adoption JSON" and any(words in p for p in reply.record_problems), reply.record_problems
 
 
-def test_every_problem_is_named_at_once():
-    _, problems = parse_text_reply("I would unroll the loop.", ("e-1",))
-    assert parts(problems) == ["python block", "Summary line", "adoption JSON"]
+def test_a_partial_record_states_the_ids_it_names_and_leaves_the_rest_not_stated():
+    text = f'```python\n{CODE}\n```\nSummary: s\n```json\n{{"adopted": ["e-2"]}}\n```\n'
+    reply, problems = parse_text_reply(text, ("e-1", "e-2"))
+    assert problems == [] and [c.experience_id for c in reply.choices] == ["e-2"] and reply.not_stated == ("e-1",)
 
 
 def test_an_unclosed_python_fence_runs_to_the_end_and_hides_a_summary_after_it():

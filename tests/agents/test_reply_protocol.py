@@ -71,8 +71,6 @@ def test_text_mode_sends_no_tools_says_so_and_accepts_a_complete_reply():
         (text_reply(CANDIDATE, "s").replace("Summary: s\n", ""), "Summary"),
         (text_reply(CANDIDATE, "s").replace("```python", "```"), "```python"),
         (text_reply(CANDIDATE, "s") + f"\n```python\n{CANDIDATE}\n```\n", "2 ```python blocks"),
-        (text_reply(CANDIDATE, "s", adopted=["e-1"]).replace('"e-1"]', '"e-1"'), "not valid JSON"),
-        (text_reply(CANDIDATE, "s"), "no adoption record for e-1"),
     ],
 )
 def test_text_mode_asks_again_for_each_missing_or_broken_part(broken, named):
@@ -84,6 +82,32 @@ def test_text_mode_asks_again_for_each_missing_or_broken_part(broken, named):
     asked = last_user(messages)
     assert named in asked and "no tools can be called" in asked and "e-1" in asked
     assert tools == [] and [m.role for m in messages] == ["system", "user", "assistant", "user"]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        text_reply(CANDIDATE, "s", adopted=["e-1"]).replace('"e-1"]', '"e-1"'),  # not JSON
+        text_reply(CANDIDATE, "s"),  # {"adopted": [], "not_adopted": []}: e-1 unaccounted for
+    ],
+)
+def test_text_mode_evaluates_a_candidate_whose_record_is_incomplete_asking_once_for_the_record_alone(record):
+    llm, client = policy([record, record, record], "text")
+    proposal = llm.propose(turn(experiences=(retrieved("e-1", "restrict"),)))
+    assert isinstance(proposal, Proposal) and proposal.code.strip() == CANDIDATE.strip()
+    assert len(client.calls) == 2  # the candidate's reply, then one re-ask for the record alone
+    asked = last_user(client.calls[1][0])
+    assert "taken and will be evaluated" in asked and "e-1" in asked and "only a ```json block" in asked
+    assert proposal.choices == () and proposal.case.not_stated == ["e-1"] and proposal.case.adoptions_owed == 1
+    assert "- e-1: not stated" in proposal.journal and len(proposal.case.calls) == 2
+
+
+def test_text_mode_takes_the_record_the_one_re_ask_gives():
+    fixed = '```json\n{"adopted": [], "not_adopted": [{"id": "e-1", "why": "no loop to unroll"}]}\n```'
+    llm, _ = policy([text_reply(CANDIDATE, "s"), fixed], "text")
+    proposal = llm.propose(turn(experiences=(retrieved("e-1", "restrict"),)))
+    assert [(c.experience_id, c.adopted) for c in proposal.choices] == [("e-1", False)]
+    assert proposal.case.not_stated == [] and proposal.code.strip() == CANDIDATE.strip()
 
 
 def test_text_mode_gives_up_after_the_reasks_with_every_calls_tokens():
@@ -226,3 +250,26 @@ def test_replies_cut_off_while_reasoning_do_not_switch_auto_to_text():
     llm, client = policy([cut, cut, submit()])
     assert llm.propose(turn()).summary == "tools" and llm.protocol.mode == "tools"
     assert "cut off at the output token limit" in last_user(client.calls[1][0])
+
+
+def test_a_re_ask_that_would_leave_the_reply_under_its_room_drops_the_unusable_reply_it_answers():
+    rambling = {"text": "I think the loop could be unrolled. " * 200}  # about 1,800 tokens, no candidate
+    llm, client = policy([rambling, text_reply(CANDIDATE, "s")], "text")
+    llm.window = 4096  # a local server's
+    proposal = llm.propose(turn())
+    assert isinstance(proposal, Proposal)
+    messages, _ = client.calls[1]
+    assert [m.role for m in messages] == ["system", "user", "user"]  # the rambling reply is not sent back
+    assert "no ```python block" in messages[-1].content
+
+
+def test_a_conversation_is_sized_by_the_servers_count_of_its_last_reply_not_by_the_estimate_alone():
+    # A server that counts far more tokens than four characters each: its usage, not the estimate, says
+    # that a re-ask after this reply would leave the next reply under its room.
+    llm, client = policy(
+        [{"text": "Unroll it."}, {"text": "Unroll it.", "prompt_tokens": 3300}, text_reply(CANDIDATE, "s")], "text"
+    )
+    llm.window = 4096
+    assert isinstance(llm.propose(turn()), Proposal)
+    assert [m.role for m in client.calls[1][0]] == ["system", "user", "assistant", "user"]  # the estimate: room
+    assert [m.role for m in client.calls[2][0]] == ["system", "user", "user"]  # the server's 3300: no room

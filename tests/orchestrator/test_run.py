@@ -274,3 +274,31 @@ def test_an_agent_that_keeps_proposing_evaluated_code_is_stopped(memory, tmp_pat
     assert task.status == "no candidate from the model" and task.turns_without_candidate == 3
     assert task.reason.startswith("a1 stopped after 3 proposals in a row of code already evaluated")
     assert (task.prompt_tokens, task.completion_tokens) == (900, 90)
+
+
+def test_a_candidate_whose_adoption_record_is_incomplete_is_evaluated_against_a_real_endpoint(
+    memory, tmp_path, monkeypatch
+):
+    # The model: a valid candidate with {"adopted": [], "not_adopted": []} while experiences were shown.
+    from kernelkiln.testing.llm import LoopbackServer
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    memory.add_experience(
+        Experience(text="softmax on cpu: one pass", platform="cpu", op_family="softmax", stage="optimization")
+    )
+    arguments = {"code": K.apply(SEED, {"REPEAT": 2}), "summary": "fewer passes", "adoptions": []}
+    bare = {"tool_calls": [{"name": "submit_candidate", "arguments": arguments}]}
+    with LoopbackServer([bare, bare]) as server:
+        llm = {"model": "m", "base_url": server.base_url, "max_retries": 0, "reply_protocol": "tools"}
+        cfg = config(policy={"kind": "llm", "llm": llm}, budget=2)
+        result = Optimizer(memory, tmp_path).start([TINY], cfg, tmp_path / "out")
+        served = len(server.requests)
+    task = result.tasks["tiny_softmax"]
+    stored = attempts(memory, result.run_id)
+    assert [a.case.move for a in stored] == ["seed", "llm"] and stored[1].verdict in ("KEEP", "ACCEPT", "REVERT")
+    assert task.status == "evaluated" and task.adoptions_owed >= 1
+    assert task.adoptions_not_stated == task.adoptions_owed == len(stored[1].case.not_stated)
+    assert served == 2  # the candidate's request, then one for the record alone
+    with memory.store.read() as conn:
+        assert memory.store.adoptions.for_attempt(conn, stored[1].id) == []  # no credit from what was not stated
