@@ -1,14 +1,14 @@
-"""KernelBench's own files through `kiln seed --shrink K --check`: how many lower and are judged correct.
+"""KernelBench's own files through `kiln lower --shrink K --check`: how many lower and are judged correct.
 
     python benchmarks/kernelbench_files.py KernelBench/ [--shrink 8] [--jobs 2] [--timeout 300] [--json OUT]
 
 DIR is a KernelBench checkout's `KernelBench/` folder (or any folder of task files; `levelN`
-subfolders are reported apart). Each file runs as its own `kiln seed FILE --shrink K --check --json`
+subfolders are reported apart). Each file runs as its own `kiln lower FILE --shrink K --check --json`
 process (so one file's crash or hang costs only that file) and lands in one of:
 
-correct:   the seed was generated and the guard judged it correct on every workload
+correct:   the candidate was generated and the guard judged it correct on every workload
 wrong:     generated, but the guard's check refused it (the reason is kept)
-refused:   `kiln seed` could not generate a seed (the one-line reason is kept, grouped over files)
+refused:   `kiln lower` could not generate a candidate (the one-line reason is kept, grouped over files)
 timeout:   the process ran past --timeout
 crashed:   the process failed without kiln's one-line error (a bug: its last stderr line is kept)
 
@@ -32,8 +32,8 @@ from pathlib import Path
 def run_one(path: Path, shrink: str, timeout: float) -> dict:
     """One file's outcome: status and, unless correct, the reason in one line."""
     with tempfile.TemporaryDirectory() as tmp:
-        argv = [sys.executable, "-m", "kernelkiln", "seed", str(path), "--check", "--json"]
-        argv += ["--out", str(Path(tmp) / "seed.py")] + (["--shrink", shrink] if shrink not in ("", "1") else [])
+        argv = [sys.executable, "-m", "kernelkiln", "lower", str(path), "--check", "--json"]
+        argv += ["--out", str(Path(tmp) / "candidate.py")] + (["--shrink", shrink] if shrink not in ("", "1") else [])
         started = time.perf_counter()
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)

@@ -94,8 +94,17 @@ def reference_code(task: Task) -> tuple[list[str], str]:
     in the candidate, and each ``--set`` size once, at the value set.
     """
     tree = ast.parse(task.source)
+    numpy = _numpy_aliases(tree)
+    if numpy:  # the gate refuses numpy in a candidate: its scalar math, spelled with math's, is all a Model may use
+        tree = ast.fix_missing_locations(_NumpyAsMath(numpy).visit(tree))
+        left = sorted(
+            {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and ast.unparse(n.value) in numpy}
+            or {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in numpy}
+        )
+        if left:
+            raise Unsupported(f"the reference's numpy ({', '.join(left)}), which a candidate may not import")
     imported = set(IMPORTS)
-    imports: list[str] = []
+    imports: list[str] = ["import math"] if numpy and not _imports_math(tree) else []
     keep: list[tuple[str, bool]] = []  # (code, whether it is a class or function: blank lines around it)
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _DROP:
@@ -106,6 +115,10 @@ def reference_code(task: Task) -> tuple[list[str], str]:
             continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # the module docstring
+        if isinstance(node, ast.Import) and numpy and all(alias.name == "numpy" for alias in node.names):
+            continue
+        if isinstance(node, ast.Import) and _abc_only(node, tree):  # the gate allows collections.abc alone
+            node = ast.Import([ast.alias("collections.abc")])
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             fresh = _fresh_imports(node, imported)
             if fresh is not None:
@@ -130,7 +143,8 @@ def reference_code(task: Task) -> tuple[list[str], str]:
             )
             keep.append((ast.unparse(ast.fix_missing_locations(node)), True))
             continue
-        code = ast.get_source_segment(task.source, node, padded=False) or ast.unparse(node)
+        # rewritten (numpy as math): the tree, not the task's text, says what it is
+        code = (None if numpy else ast.get_source_segment(task.source, node, padded=False)) or ast.unparse(node)
         compound = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         # --set values, re-assigned where the task's own module re-assigns them (task.sizes.with_sets), so
         # derived sizes after them follow; an assignment of set names alone is replaced by the values set.
@@ -145,6 +159,47 @@ def reference_code(task: Task) -> tuple[list[str], str]:
     for (_, before), (code, compound) in pairwise(keep):
         out += ("\n\n\n" if before or compound else "\n") + code
     return imports, out
+
+
+# numpy's scalar math with the same name in math (np.log2(8) in SwinV2's Model): the gate allows math, not numpy
+_NUMPY_AS_MATH = frozenset({"log2", "log", "log10", "exp", "sqrt", "pi", "e", "inf", "floor", "ceil", "sin", "cos"})
+
+
+def _numpy_aliases(tree: ast.Module) -> set[str]:
+    """The names ``import numpy [as np]`` binds at the task file's top level."""
+    return {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name == "numpy"
+    }
+
+
+def _abc_only(node: ast.Import, tree: ast.Module) -> bool:
+    """``import collections`` where every use is ``collections.abc.X`` (Swin's ``to_2tuple``): as
+    ``import collections.abc`` it binds the same name and passes the gate."""
+    if [(a.name, a.asname) for a in node.names] != [("collections", None)]:
+        return False
+    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)]
+    return all(n.attr == "abc" for n in uses if n.value.id == "collections")  # type: ignore[attr-defined]
+
+
+def _imports_math(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.Import) and any(a.name == "math" and not a.asname for a in n.names) for n in tree.body)
+
+
+class _NumpyAsMath(ast.NodeTransformer):
+    """``np.log2`` as ``math.log2`` where math has the same function or constant; any other use is left (and
+    refused: ``reference_code``)."""
+
+    def __init__(self, aliases: set[str]) -> None:
+        self.aliases = aliases
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        if isinstance(node.value, ast.Name) and node.value.id in self.aliases and node.attr in _NUMPY_AS_MATH:
+            return ast.copy_location(ast.Attribute(ast.Name("math", ast.Load()), node.attr, node.ctx), node)
+        return self.generic_visit(node)  # type: ignore[return-value]
 
 
 class _NoLambdaAttributes(ast.NodeTransformer):

@@ -135,9 +135,23 @@ def exec_module(
         before_exec(module.__dict__)
     try:
         exec(code, module.__dict__)
+    except ModuleNotFoundError as exc:
+        raise UserError(_missing(path, exc.name or str(exc))) from None
     except Exception as exc:
         raise UserError(f"{path}: failed to import: {type(exc).__name__}: {exc}") from None
     return module
+
+
+# Third-party packages KernelBench's files import, by module name (``kernelkiln[kernelbench]`` installs them).
+KERNELBENCH_PACKAGES = {"einops": "einops", "numpy": "numpy"}
+
+
+def _missing(path: Path, module: str) -> str:
+    """The one line for a task that imports a package this environment lacks: what to install."""
+    top = module.split(".")[0]
+    extra = " (or every package KernelBench's files import: pip install 'kernelkiln[kernelbench]')"
+    known = KERNELBENCH_PACKAGES.get(top)
+    return f"{path}: imports {top}, which is not installed: pip install {known or top}" + (extra if known else "")
 
 
 def read_task_source(path: Path) -> str:

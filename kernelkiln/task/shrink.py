@@ -2,8 +2,9 @@
 
 Only root sizes (assigned literals) are changed; derived ones follow them (kernelkiln.task.sizes).
 Kernel sizes, strides, paddings, group and head counts, class counts, axes and floats are kept;
-a shrunk count stays a multiple of the group/head counts its original was a multiple of, and
-no smaller than the task's kernel sizes. The result is checked by building the reference and
+a shrunk count stays a multiple of the group/head counts its original was a multiple of (those
+the module names, and those a constructor takes by default: ``num_groups=4``), and no smaller
+than the task's kernel sizes. The result is checked by building the reference and
 running it once per workload; when that fails, the sizes that are not batch/channel-like are
 shrunk less, down to not at all.
 """
@@ -125,12 +126,18 @@ def _one(x: Any, factor: float, floor: int, dividing: list[int]) -> Any:
     return _scaled(x, factor, floor, math.lcm(*[d for d in dividing if x % d == 0] or [1]))
 
 
-def _plan(base: dict[str, Any], shrinkable: set[str], k: float, spatial_k: float) -> dict[str, Any]:
-    """New values for the shrinkable names: ``k`` for batch/channel-like names, ``spatial_k`` for the rest."""
+def _plan(
+    base: dict[str, Any], shrinkable: set[str], k: float, spatial_k: float, defaults: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """New values for the shrinkable names: ``k`` for batch/channel-like names, ``spatial_k`` for the rest.
+
+    ``defaults``: integer defaults of the task's constructors (``_defaults``), whose group and head
+    counts bind as the module's own do."""
     kept = {n: v for n, v in base.items() if n not in shrinkable or _kept(n)}
 
     def values(words: tuple[str, ...]) -> list[int]:
-        return [x for n, v in kept.items() if _has(n, words) for x in _ints(v) if x > 1]
+        named = [*kept.items(), *(defaults or {}).items()]
+        return [x for n, v in named if _has(n, words) for x in _ints(v) if x > 1]
 
     divisors, tiles, kernel = values(_DIVISORS), values(_TILES), max(values(_KERNELS), default=1)
     out: dict[str, Any] = {}
@@ -234,7 +241,7 @@ def fit(path: str | Path, target: str, explicit: dict[str, Any] | None = None) -
     tried: list[dict[str, Any]] = []
     for step in range(24, -1, -1):
         k = 2 ** (step / 2)
-        plan = _plan(base, shrinkable, k, k)
+        plan = _plan(base, shrinkable, k, k, _defaults(path))
         if plan in tried:
             continue
         tried.append(plan)
@@ -272,6 +279,20 @@ def _sizes(path: Path, explicit: dict[str, Any] | None) -> tuple[dict[str, Any],
     return base, (roots(tree) & set(known)) - set(explicit), explicit
 
 
+def _defaults(path: Path) -> dict[str, int]:
+    """The integer defaults of every constructor in ``path`` (``num_groups=4``), by parameter name."""
+    found: dict[str, int] = {}
+    for node in ast.walk(ast.parse(read_task_source(path))):
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            args = node.args
+            named = [*args.posonlyargs, *args.args][-len(args.defaults) :] if args.defaults else []
+            pairs = [*zip(named, args.defaults, strict=True), *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+            for arg, default in pairs:
+                if isinstance(default, ast.Constant) and type(default.value) is int:
+                    found[arg.arg] = default.value
+    return found
+
+
 def shrink(path: str | Path, k: float, explicit: dict[str, Any] | None = None) -> Shrunk:
     """The overrides that divide ``path``'s sizes by about ``k``; ``explicit`` (--set) values win and are kept.
 
@@ -281,10 +302,11 @@ def shrink(path: str | Path, k: float, explicit: dict[str, Any] | None = None) -
     if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
         raise UserError(f"--shrink takes a positive number (e.g. --shrink 8 divides sizes by about 8), not {k!r}")
     base, shrinkable, explicit = _sizes(path, explicit)
+    defaults = _defaults(path)
     first: str | None = None
     spatial_k = k
     while True:
-        plan = _plan(base, shrinkable, k, spatial_k)
+        plan = _plan(base, shrinkable, k, spatial_k, defaults)
         overrides = {**plan, **explicit}
         why = _failure(path, overrides) if plan else None
         if why is None:
@@ -295,7 +317,7 @@ def shrink(path: str | Path, k: float, explicit: dict[str, Any] | None = None) -
         if spatial_k <= 1:
             break
         spatial_k = max(1.0, spatial_k / 2) if k > 1 else 1.0
-    shown = ", ".join(f"{n}={v}" for n, v in _plan(base, shrinkable, k, k).items())
+    shown = ", ".join(f"{n}={v}" for n, v in _plan(base, shrinkable, k, k, defaults).items())
     raise UserError(f"{path}: --shrink {k:g} ({shown}): {_tail(first, path)}; choose sizes with --set NAME=VALUE")
 
 

@@ -214,3 +214,60 @@ def test_a_reference_whose_init_reads_a_size_variable_follows_the_overridden_siz
         init_body="self.w = nn.Parameter(torch.arange(N, dtype=torch.float32) / N)",
     )
     assert mismatch(task, generate(task).source) is None
+
+
+SWIN_LIKE = """import collections
+import numpy as np
+import torch
+import torch.nn as nn
+from itertools import repeat
+
+
+def _ntuple(n):
+    def parse(x):
+        if isinstance(x, collections.abc.Iterable) and not isinstance(x, str):
+            return tuple(x)
+        return tuple(repeat(x, n))
+    return parse
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.scale = float(np.log2(8)) / np.sqrt(n)
+        self.size = _ntuple(2)(n)
+        self.lin = nn.Linear(n, n)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+B = 8
+N = 16
+
+
+def get_inputs():
+    return [torch.randn(B, N)]
+
+
+def get_init_inputs():
+    return [N]
+"""
+
+
+def test_a_reference_s_numpy_scalar_math_and_collections_abc_are_copied_in_forms_the_gate_allows(tmp_path):
+    # KernelBench level 3's 30_SwinTransformerV2: np.log2(8) in a Model's __init__, collections.abc in to_2tuple.
+    path = tmp_path / "task.py"
+    path.write_text(SWIN_LIKE)
+    task = load_task(path)
+    source = generate(task).source
+    assert "numpy" not in source and "np." not in source and "math.log2(8)" in source and "math.sqrt(n)" in source
+    assert "import collections.abc" in source
+    assert gate.check(source, _forbidden(task), "cpu") == []
+
+
+def test_a_reference_using_numpy_beyond_scalar_math_is_refused_naming_it(tmp_path):
+    path = tmp_path / "task.py"
+    path.write_text(SWIN_LIKE.replace("np.sqrt(n)", "np.prod(np.ones(n))"))
+    with pytest.raises(Unsupported, match=r"the reference's numpy \(np\.ones, np\.prod\), which a candidate may not"):
+        generate(load_task(path))

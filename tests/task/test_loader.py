@@ -189,3 +189,45 @@ def test_kiln_seed_the_earlier_name_of_start_still_names_the_starting_candidate_
     (tmp_path / "both.py").write_text(body + "KILN = {'seed': 'mine.py', 'start': 'mine.py'}\n")
     with pytest.raises(UserError, match="KILN gives both 'start' and 'seed' \\(its earlier name\\): keep 'start'"):
         load_task(tmp_path / "both.py")
+
+
+def test_a_task_importing_a_missing_package_is_one_line_naming_what_to_install(tmp_path):
+    import pytest
+
+    from kernelkiln.errors import UserError
+    from kernelkiln.task import load_task
+
+    body = (
+        "import torch\nimport torch.nn as nn\nfrom {module} import rearrange\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return x * 2\n\n\ndef get_inputs():\n    return [torch.randn(8)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    (tmp_path / "kb.py").write_text(body.format(module="einops_not_installed_here.sub"))
+    with pytest.raises(UserError) as raised:
+        load_task(tmp_path / "kb.py")
+    assert str(raised.value) == (
+        f"{tmp_path / 'kb.py'}: imports einops_not_installed_here, which is not installed: "
+        "pip install einops_not_installed_here"
+    )
+
+
+def test_a_kernelbench_dependency_names_the_kernelbench_extra(tmp_path, monkeypatch):
+    import sys
+
+    import pytest
+
+    from kernelkiln.errors import UserError
+    from kernelkiln.task import load_task
+
+    monkeypatch.setitem(sys.modules, "einops", None)  # as if it were not installed
+    (tmp_path / "kb.py").write_text(
+        "import torch\nimport torch.nn as nn\nfrom einops import rearrange\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return x\n\n\ndef get_inputs():\n    return [torch.randn(8)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    with pytest.raises(
+        UserError,
+        match=r"imports einops, which is not installed: pip install einops \(or every "
+        r"package KernelBench's files import: pip install 'kernelkiln\[kernelbench\]'\)",
+    ):
+        load_task(tmp_path / "kb.py")

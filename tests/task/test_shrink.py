@@ -207,3 +207,42 @@ def test_a_shrink_that_is_neither_a_factor_nor_a_time_is_one_line(text):
     with pytest.raises(UserError) as err:
         parse_shrink(text)
     assert "\n" not in str(err.value)
+
+
+GROUPS_BY_DEFAULT = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, num_groups=4, bias=True):
+        super().__init__()
+        self.conv = nn.Conv3d(in_channels, out_channels, kernel_size, bias=bias)
+        self.group_norm = nn.GroupNorm(num_groups, out_channels)
+
+    def forward(self, x):
+        return torch.mean(self.group_norm(self.conv(x)), dim=[2, 3, 4])
+
+
+batch_size = 64
+in_channels = 3
+out_channels = 16
+depth, height, width = 16, 32, 32
+kernel_size = 4
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, depth, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
+"""
+
+
+def test_a_group_count_the_constructor_takes_by_default_still_divides_the_shrunk_channels(tmp_path):
+    # KernelBench level 2's 27_Conv3d_HardSwish_GroupNorm_Mean: num_groups=4 is nowhere at module level.
+    path = write(tmp_path, GROUPS_BY_DEFAULT)
+    o = shrink(path, 8).overrides
+    assert o["out_channels"] % 4 == 0 and o["out_channels"] < 16
+    assert runs(path, o)
