@@ -28,6 +28,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import provenance
+
 
 def run_one(path: Path, shrink: str, timeout: float) -> dict:
     """One file's outcome: status and, unless correct, the reason in one line."""
@@ -98,7 +101,9 @@ def main() -> None:
     for reason, n in reasons.most_common():
         print(f"{n:>4}  {reason}")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2, sort_keys=True))
+        summary = {level: dict(c) for level, c in sorted(levels.items())}
+        record = {"provenance": provenance(), "shrink": args.shrink, "levels": summary, "files": results}
+        args.json.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
