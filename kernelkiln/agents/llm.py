@@ -18,10 +18,7 @@ counted, and nothing is read out of a model's reasoning.
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,11 +26,12 @@ import yaml
 
 from kernelkiln.agents.adoption import candidate_problems, merged, records_request, submitted_records
 from kernelkiln.agents.config import LLMPolicyConfig
-from kernelkiln.agents.prompt_fit import ladder, prompt_tokens, refusal, scaled
+from kernelkiln.agents.conversation import Chat
+from kernelkiln.agents.prompt_fit import ladder, refusal, scaled
 from kernelkiln.agents.protocol import Mode, ReplyProtocol
 from kernelkiln.agents.reply import parse_text_reply, prose, records_in
 from kernelkiln.agents.spent import Spent
-from kernelkiln.context import ContextBuilder, Prompt, TokenEstimator
+from kernelkiln.context import ContextBuilder, TokenEstimator
 from kernelkiln.context.config import ContextConfig
 from kernelkiln.context.reask import reask
 from kernelkiln.context.tiers import FLOOR_TOKENS, REPLY_TOKENS
@@ -49,6 +47,7 @@ from kernelkiln.llm import (
     make_client,
 )
 from kernelkiln.llm.fit import MIN_REPLY_TOKENS
+from kernelkiln.llm.once import say_once, to_stderr
 from kernelkiln.policy.turn import Choice, GaveUp, Proposal, Turn, code_hash
 from kernelkiln.store.records import Attempt, Case
 
@@ -57,13 +56,6 @@ DIAGNOSTICS = tuple(diagnose.TOOLS)
 SWITCHED = "tool calls are not used any more on this endpoint: answer in text, in the format below"
 CUT_OFF = "the reply was cut off at the output token limit: think and explain more briefly"
 RECORD_REPLY_TOKENS = 256  # the record re-ask's reply: one short JSON block
-
-_SAID: set[tuple[str, ...]] = set()  # lines any policy of this process already said
-_SAID_LOCK = threading.Lock()
-
-
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 @lru_cache(maxsize=1)
@@ -76,22 +68,6 @@ def tool_specs() -> tuple[ToolSpec, ...]:
         )
         for name in (SUBMIT, *DIAGNOSTICS)
     )
-
-
-@dataclass
-class _Chat:
-    """One turn's conversation in one protocol, and what the turn has spent so far (across protocols)."""
-
-    mode: Mode
-    prompt: Prompt
-    tools: tuple[ToolSpec, ...]
-    messages: list[Message]
-    spent: Spent
-    record_asked: bool = False  # the one re-ask for an adoption record alone was made
-    # The conversation's size by the server's own count of the last request (its prompt tokens) and its
-    # characters then: only what was added since (the reply's text, a re-ask) is estimated. None before a
-    # reply, or once trimmed. (A reply's completion tokens may include reasoning that is not sent back.)
-    counted: tuple[int, int] | None = None
 
 
 class LLMPolicy:
@@ -108,7 +84,7 @@ class LLMPolicy:
         client: ChatClient | None = None,
         builder: ContextBuilder | None = None,
         protocol: ReplyProtocol | None = None,
-        say: Callable[[str], None] = _to_stderr,
+        say: Callable[[str], None] = to_stderr,
     ):
         """``config`` is the model and its turn's limits, ``context`` what each prompt shows;
         ``protocol`` is the run's shared switch (default: one of this policy's own); ``say`` hears
@@ -173,11 +149,11 @@ class LLMPolicy:
                 continue
             if chat.mode == "text":
                 chat.spent.add(reply, prose(reply.text))
-                self._answered(chat, Message(role="assistant", content=reply.text), reply)
+                chat.answered(Message(role="assistant", content=reply.text), reply)
                 done, problems = self._text_turn(turn, chat, reply)
             else:
                 chat.spent.add(reply, reply.text)
-                self._answered(chat, reply.as_message(), reply)
+                chat.answered(reply.as_message(), reply)
                 done, problems, diagnostics_left = self._tools_turn(turn, chat, reply, diagnostics_left)
                 # A reply cut off while still reasoning is no text answer: it neither counts nor resets.
                 answered = bool(reply.tool_calls or reply.text.strip())
@@ -201,7 +177,7 @@ class LLMPolicy:
             chat.messages.append(self._reask(chat, problems))
 
     # -- one reply, by protocol ------------------------------------------------------------------
-    def _text_turn(self, turn: Turn, chat: _Chat, reply: Completion) -> tuple[Proposal | None, list[str]]:
+    def _text_turn(self, turn: Turn, chat: Chat, reply: Completion) -> tuple[Proposal | None, list[str]]:
         parsed, problems = parse_text_reply(reply.text, chat.prompt.shown_experiences)
         if parsed is not None:
             choices = self._records(chat, parsed.choices, list(parsed.record_problems), None)
@@ -212,7 +188,7 @@ class LLMPolicy:
         return None, said
 
     def _tools_turn(
-        self, turn: Turn, chat: _Chat, reply: Completion, diagnostics_left: int
+        self, turn: Turn, chat: Chat, reply: Completion, diagnostics_left: int
     ) -> tuple[Proposal | None, list[str], int]:
         """A proposal; or the problems to re-ask with (none: diagnostics were answered, call again)."""
         submit = next((c for c in reply.tool_calls if c.name == SUBMIT), None)
@@ -245,7 +221,7 @@ class LLMPolicy:
         return None, problems, diagnostics_left
 
     def _records(
-        self, chat: _Chat, choices: tuple[Choice, ...], lacking: list[str], submit: ToolCall | None
+        self, chat: Chat, choices: tuple[Choice, ...], lacking: list[str], submit: ToolCall | None
     ) -> tuple[Choice, ...]:
         """``choices`` with what one re-ask for the record alone adds, where the record was incomplete and the
         conversation leaves room for it (the candidate is evaluated either way)."""
@@ -255,7 +231,7 @@ class LLMPolicy:
             return choices
         chat.record_asked = True
         chat.messages.append(Message(role="user", content=records_request(missing)))
-        if self._room(chat) < RECORD_REPLY_TOKENS:
+        if chat.room(self.window, self.estimator) < RECORD_REPLY_TOKENS:
             chat.messages.pop()
             return choices
         try:
@@ -265,10 +241,10 @@ class LLMPolicy:
         chat.spent.add(reply, "")
         again = next((c for c in reply.tool_calls if c.name == SUBMIT), None)
         later = submitted_records(again.arguments, missing)[0] if again and not again.malformed else ()
-        return merged(choices, later or records_in(reply.text, missing)[0], shown)
+        return merged(choices, later or records_in(reply.text, missing), shown)
 
     # -- conversation -----------------------------------------------------------------------------
-    def _open(self, turn: Turn, mode: Mode, spent: Spent) -> _Chat | GaveUp:
+    def _open(self, turn: Turn, mode: Mode, spent: Spent) -> Chat | GaveUp:
         """A fresh conversation for ``turn``: the largest tier (and, failing tools, the text protocol) whose prompt
         leaves the reply its room; GaveUp, before any request, when even the minimal one leaves under the floor."""
         llm, passive = self.config.llm, self.context.mode == "passive"
@@ -286,7 +262,7 @@ class LLMPolicy:
                 protocol=step_mode,
                 tier=tier,
             )
-            needed = sizes[tier] = prompt_tokens(prompt, self.estimator)
+            needed = sizes[tier] = scaled(prompt.estimated_tokens, self.estimator)
             last = tier == "minimal" and self.window - needed >= floor
             if passive or self.window - needed >= room or last:
                 messages = [Message(role="system", content=prompt.system), Message(role="user", content=prompt.user)]
@@ -298,7 +274,7 @@ class LLMPolicy:
                         f"{self.window - needed} of the model's window of {self.window} tokens; the full prompt "
                         f"needs about {sizes['full']}",
                     )
-                return _Chat(step_mode, prompt, tools, messages, spent)
+                return Chat(step_mode, prompt, tools, messages, spent)
         return spent.gave_up("text", reason=refusal(turn.task.name, sizes["minimal"], self.window, floor))
 
     def _tools(self, turn: Turn, mode: Mode) -> tuple[ToolSpec, ...]:
@@ -307,11 +283,7 @@ class LLMPolicy:
         return tool_specs() if turn.diagnose is not None else tuple(t for t in tool_specs() if t.name == SUBMIT)
 
     def _once(self, key: tuple[str, ...], line: str) -> None:
-        with _SAID_LOCK:
-            if key in _SAID:
-                return
-            _SAID.add(key)
-        self._say(line)
+        say_once(("llm policy", *key), line, self._say)
 
     def _reserved(self) -> int:
         """Tokens the prompt leaves for the reply: ``max_output_tokens``, or half the window where that is less.
@@ -322,35 +294,13 @@ class LLMPolicy:
         """
         return min(self.config.llm.max_output_tokens, self.window // 2)
 
-    def _answered(self, chat: _Chat, message: Message, reply: Completion) -> None:
-        """Append the model's reply, having noted the size of the request it answered as the server counted it."""
-        if reply.prompt_tokens > 0:  # the tools are in the server's prompt count
-            chat.counted = (reply.prompt_tokens, len(_text(chat.messages)))
-        chat.messages.append(message)
+    def _trim(self, chat: Chat) -> None:
+        """Where the conversation would leave the next reply under its room, drop the replies a re-ask answers
+        (``Chat.trim``); passive context is never trimmed (it accumulates by design)."""
+        if self.context.mode != "passive":
+            chat.trim(self.window, self.estimator, min(self.config.llm.max_output_tokens, REPLY_TOKENS))
 
-    def _trim(self, chat: _Chat) -> None:
-        """Drop the replies a re-ask answers where the conversation would leave the next reply under its room.
-
-        The prompt and the re-ask (which names what was wrong) stay; the model's unusable replies between
-        them go. A conversation that ends in tool answers is left whole: each answer follows its call.
-        """
-        room = min(self.config.llm.max_output_tokens, REPLY_TOKENS)
-        if self.context.mode == "passive" or len(chat.messages) <= 3 or chat.messages[-1].role != "user":
-            return
-        if self._room(chat) < room:
-            del chat.messages[2:-1]
-            chat.counted = None
-
-    def _room(self, chat: _Chat) -> int:
-        """What the window leaves the reply after the conversation as it stands: the server's count at its last
-        reply and, scaled as a prompt's size is (``prompt_fit.scaled``), an estimate of what was added since."""
-        text = _text(chat.messages)
-        if chat.counted is None:
-            text += "".join(t.model_dump_json() for t in chat.tools)
-        tokens, chars = chat.counted or (0, 0)  # messages are only appended until a trim: text[chars:] is new
-        return self.window - tokens - scaled(self.estimator.estimate(text[chars:]), self.estimator)
-
-    def _beyond_window(self, chat: _Chat) -> GaveUp | None:
+    def _beyond_window(self, chat: Chat) -> GaveUp | None:
         """GaveUp when the conversation leaves too little of the model's window for a reply, else None.
 
         The reply may have what the window leaves after the conversation, down to
@@ -362,7 +312,7 @@ class LLMPolicy:
         llm = self.config.llm
         if self.context.mode == "passive":
             return None
-        room = self._room(chat)
+        room = chat.room(self.window, self.estimator)
         least = min(llm.max_output_tokens, MIN_REPLY_TOKENS)
         if room >= least:
             return None
@@ -385,7 +335,7 @@ class LLMPolicy:
             ),
         )
 
-    def _reask(self, chat: _Chat, problems: list[str]) -> Message:
+    def _reask(self, chat: Chat, problems: list[str]) -> Message:
         return Message(role="user", content=reask(problems, chat.prompt.shown_experiences, protocol=chat.mode))
 
     def _answer(
@@ -411,7 +361,7 @@ class LLMPolicy:
             answers.append(Message(role="tool", content=text, tool_call_id=call.id, name=call.name))
         return answers, left
 
-    def _proposal(self, turn: Turn, code: str, summary: str, choices: tuple[Choice, ...], chat: _Chat) -> Proposal:
+    def _proposal(self, turn: Turn, code: str, summary: str, choices: tuple[Choice, ...], chat: Chat) -> Proposal:
         proposal = chat.spent.proposed(turn.parent_id, code, summary, choices, chat.prompt)
         if proposal.case.not_stated:
             self._once(
@@ -421,7 +371,3 @@ class LLMPolicy:
                 "adoption credit (run.json: adoptions_not_stated)",
             )
         return proposal
-
-
-def _text(messages: list[Message]) -> str:
-    return "".join(m.content + "".join(c.name + str(c.arguments) for c in m.tool_calls) for m in messages)

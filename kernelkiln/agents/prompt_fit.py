@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from kernelkiln.agents.protocol import Mode
-from kernelkiln.context import Prompt, TokenEstimator
+from kernelkiln.context import TokenEstimator
 from kernelkiln.context.tiers import Tier
 from kernelkiln.llm.fit import HEADROOM, UNCALIBRATED
 
@@ -21,11 +21,6 @@ def ladder(mode: Mode) -> tuple[tuple[Tier, Mode], ...]:
     if mode == "tools":
         return (("full", "tools"), ("compact", "tools"), ("compact", "text"), ("minimal", "text"))
     return (("full", "text"), ("compact", "text"), ("minimal", "text"))
-
-
-def prompt_tokens(prompt: Prompt, estimator: TokenEstimator) -> int:
-    """``prompt``'s expected size by the server's count (system, tools and user message)."""
-    return scaled(prompt.estimated_tokens, estimator)
 
 
 def scaled(estimate: int, estimator: TokenEstimator) -> int:

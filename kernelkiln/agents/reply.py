@@ -79,17 +79,16 @@ def parse_text_reply(text: str, shown: Sequence[str]) -> tuple[TextReply | None,
         )
     if problems:
         return None, problems
-    choices, unstated = records_in(text, shown)
+    unstated: list[Problem] = []
+    choices = _choices(fences, shown, unstated)
     notes = "\n".join(line for line in prose if not _SUMMARY.match(line)).strip()
     missing = tuple(i for i in shown if i not in {c.experience_id for c in choices})
     return TextReply(code or "", summary, choices, notes, missing, tuple(p.text for p in unstated)), []
 
 
-def records_in(text: str, shown: Sequence[str]) -> tuple[tuple[Choice, ...], list[Problem]]:
-    """The adoption records a reply's ```json block states for ``shown`` ids, in shown order, and what it lacks."""
-    problems: list[Problem] = []
-    choices = _choices(_split(text)[0], shown, problems)
-    return choices, problems
+def records_in(text: str, shown: Sequence[str]) -> tuple[Choice, ...]:
+    """The adoption records a reply's ```json block states for ``shown`` ids, in shown order."""
+    return _choices(_split(text)[0], shown, [])
 
 
 def _split(text: str) -> tuple[list[_Fence], list[str]]:
@@ -116,13 +115,11 @@ def _split(text: str) -> tuple[list[_Fence], list[str]]:
     return fences, prose
 
 
-def _one(
-    fences: list[_Fence], tags: tuple[str, ...], part: Part, problems: list[Problem], required: bool = True
-) -> str | None:
+def _one(fences: list[_Fence], tags: tuple[str, ...], part: Part, problems: list[Problem]) -> str | None:
     found = [f.body for f in fences if f.tag in tags]
     if len(found) > 1:
         problems.append(Problem(part, f"the reply has {len(found)} ```{tags[0]} blocks: give exactly one"))
-    elif not found and required:
+    elif not found:
         problems.append(Problem(part, f"no ```{tags[0]} block"))
     return found[0] if len(found) == 1 else None
 

@@ -61,12 +61,12 @@ class EvaluationPool(Protocol):
         ...
 
     def judgeable(self, task: Task) -> frozenset[str] | None:
-        """The knob settings (``knobs.key``) of ``task``'s seed this pool can judge; None: any candidate."""
+        """The knob settings (``knobs.key``) of ``task``'s starting candidate this pool can judge; None: any."""
         ...
 
     def measured_start(self, task: Task) -> str | None:
-        """The seed this pool's judgements are of, which the run starts ``task`` from (a replay's measured seed:
-        the lowering may have changed since it was measured); None: the run's own starting code."""
+        """The starting code this pool's judgements are of, which the run starts ``task`` from (a replay's: the
+        lowering may have changed since it was measured); None: the run's own starting code."""
         ...
 
     def release(self, task: Task) -> None:

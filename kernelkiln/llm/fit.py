@@ -19,10 +19,10 @@ window, for the caller to build a shorter prompt.
 from __future__ import annotations
 
 import math
-import sys
 import threading
 from collections.abc import Callable
 
+from kernelkiln.llm.once import say_once, to_stderr
 from kernelkiln.llm.overflow import ContextExceeded
 
 UNCALIBRATED = 1.25  # reported / estimated prompt tokens assumed before the server has reported any
@@ -30,18 +30,11 @@ HEADROOM = 1.05  # on a calibrated estimate: the next prompt's mix of code and p
 MIN_REPLY_TOKENS = 256  # a smaller cap cannot hold a candidate: the prompt is too long for the window
 WINDOW_GRAIN = 256  # every context window servers are run with is a multiple of it (2048, 4096, 8192, 32768…)
 
-_SAID: set[tuple[str, int]] = set()  # (endpoint, window) lines already said by any client of this process
-_SAID_LOCK = threading.Lock()
-
-
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
 
 class WindowFit:
     """One client's window, its calibration on reported usage, and the reply cap they leave (thread-safe)."""
 
-    def __init__(self, window: int, endpoint: str, say: Callable[[str], None] = _to_stderr) -> None:
+    def __init__(self, window: int, endpoint: str, say: Callable[[str], None] = to_stderr) -> None:
         self.window = window
         self.endpoint = endpoint
         self._say = say
@@ -130,9 +123,4 @@ class WindowFit:
         )
 
     def _announce_window(self, window: int, line: str) -> None:
-        key = (self.endpoint, window)
-        with _SAID_LOCK:
-            if key in _SAID:
-                return
-            _SAID.add(key)
-        self._say(line)
+        say_once(("window", self.endpoint, window), line, self._say)

@@ -1,4 +1,5 @@
-"""The code a task's agents start from: the user's file, the task's seed, or one generated from its reference."""
+"""The code a task's agents start from: the user's file, the task's own starting candidate, or one generated from
+its reference."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from kernelkiln.platforms.host import fit_threads
 from kernelkiln.task.model import Task
 
 _GENERATED: dict[tuple, str | Unsupported] = {}
-GENERATED = "generated from the reference"  # the origin of a seed ``kiln lower`` made
+GENERATED = "generated from the reference"  # the origin of a starting candidate ``kiln lower`` made
 
 
 class NoStart(UserError):
@@ -23,7 +24,7 @@ class NoStart(UserError):
 def measured_starts(
     pool: EvaluationPool, tasks: list[Task], starts: dict[str, tuple[str, str]]
 ) -> dict[str, tuple[str, str]]:
-    """``starts`` (task id -> (code, origin)) with each task a replay measured starting from the seed it measured,
+    """``starts`` (task id -> (code, origin)) with each task a replay measured starting from the code it measured,
     whatever the lowering generates today; the origin stays the run's, so memory's signatures do not move."""
     replayed = dict(starts)
     for task in tasks:
@@ -51,7 +52,7 @@ def starting_code(task: Task, config: OptimizeConfig) -> tuple[str, str]:
     start = task.start_for(config.platform)
     if start is not None:
         return start.read_text(), str(start)
-    why = f"kernelkiln generates seeds for the cpu platform only, not {config.platform}"
+    why = f"kernelkiln generates starting candidates for the cpu platform only, not {config.platform}"
     if config.platform == "cpu":
         threads = config.guard.threads  # a cluster's devices fit them to their own cores; here, the guard's rule
         threads = fit_threads(threads)[0] if threads is not None and config.cluster.address == "local" else threads

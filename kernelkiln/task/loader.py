@@ -142,16 +142,17 @@ def exec_module(
     return module
 
 
-# Third-party packages KernelBench's files import, by module name (``kernelkiln[kernelbench]`` installs them).
-KERNELBENCH_PACKAGES = {"einops": "einops", "numpy": "numpy"}
+# Third-party packages KernelBench's files import (``kernelkiln[kernelbench]`` installs them; pip names them so).
+KERNELBENCH_PACKAGES = frozenset({"einops", "numpy"})
 
 
 def _missing(path: Path, module: str) -> str:
     """The one line for a task that imports a package this environment lacks: what to install."""
     top = module.split(".")[0]
     extra = " (or every package KernelBench's files import: pip install 'kernelkiln[kernelbench]')"
-    known = KERNELBENCH_PACKAGES.get(top)
-    return f"{path}: imports {top}, which is not installed: pip install {known or top}" + (extra if known else "")
+    return f"{path}: imports {top}, which is not installed: pip install {top}" + (
+        extra if top in KERNELBENCH_PACKAGES else ""
+    )
 
 
 def read_task_source(path: Path) -> str:

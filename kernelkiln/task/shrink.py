@@ -237,11 +237,12 @@ def fit(path: str | Path, target: str, explicit: dict[str, Any] | None = None) -
     path = Path(path)
     seconds = target_seconds(target)
     base, shrinkable, explicit = _sizes(path, explicit)
+    defaults = _defaults(path)
     best: tuple[float, dict[str, Any], float] | None = None
     tried: list[dict[str, Any]] = []
     for step in range(24, -1, -1):
         k = 2 ** (step / 2)
-        plan = _plan(base, shrinkable, k, k, _defaults(path))
+        plan = _plan(base, shrinkable, k, k, defaults)
         if plan in tried:
             continue
         tried.append(plan)
