@@ -56,6 +56,14 @@ def run_one(path: Path, shrink: str, timeout: float) -> dict:
     return {"status": "crashed", "reason": f"exit {proc.returncode}: {last}", "seconds": seconds}
 
 
+def task_files(root: Path, levels: str, only: str = "") -> list[Path]:
+    """The task files under ``root``'s levelN folders (``levels``: "1,2,3"; ``root`` itself where it has none),
+    those whose name contains one of ``only``'s comma-separated words."""
+    folders = [root / f"level{n}" for n in levels.split(",") if (root / f"level{n}").is_dir()]
+    wanted = [w for w in only.split(",") if w] or [""]
+    return sorted(p for folder in (folders or [root]) for p in folder.glob("*.py") if any(w in p.name for w in wanted))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="KernelBench's KernelBench/ folder, or a folder of task files")
@@ -68,11 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.root.is_dir():
         parser.error(f"{args.root}: not a folder")
-    folders = [args.root / f"level{n}" for n in args.levels.split(",") if (args.root / f"level{n}").is_dir()]
-    wanted = [w for w in args.only.split(",") if w] or [""]
-    files = sorted(
-        p for folder in (folders or [args.root]) for p in folder.glob("*.py") if any(w in p.name for w in wanted)
-    )
+    files = task_files(args.root, args.levels, args.only)
     if not files:
         parser.error(f"{args.root}: no task files")
     results: dict[str, dict] = {}

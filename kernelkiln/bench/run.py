@@ -110,10 +110,15 @@ class Bench:
         self.out_dir, self.store_url, self.observer = out_dir, store_url, observer
         self.compile_baseline, self.progress = compile_baseline, progress
 
-    def run(self, paths: list[Path], config: OptimizeConfig, repeat: int) -> dict[str, Any]:
-        """Every repeat's figures, their means at the top level, written to DIR/bench.json too."""
+    def run(
+        self, paths: list[Path], config: OptimizeConfig, repeat: int, sizes: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Every repeat's figures, their means at the top level, written to DIR/bench.json too; ``sizes``: per
+        path, the size overrides it runs at (``--set``, ``--shrink``)."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        tasks = order_tasks([load_task(p) for p in paths])
+        sizes = sizes or [{} for _ in paths]
+        tasks = order_tasks([load_task(p, o) for p, o in zip(paths, sizes, strict=True)])
+        overridden = {str(t.path): t.overrides for t in tasks}
         skipped, kept = {}, []
         for task in tasks:
             try:
@@ -148,7 +153,7 @@ class Bench:
             url = self.store_url or f"sqlite:///{(self.out_dir / f'repeat-{k + 1}.db').resolve()}"
             memory = Memory(open_store(url, config.store))
             result = Optimizer(memory, self.out_dir, self.observer).start(  # repeat k: the tuner's seed k
-                [TaskSpec(str(t.path), {}) for t in tasks],
+                [TaskSpec(str(t.path), overridden[str(t.path)]) for t in tasks],
                 config.model_copy(update={"policy": config.policy.for_repeat(k)}),
                 self.out_dir / f"repeat-{k + 1}",
             )

@@ -8,10 +8,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelkiln.cli.options import CLUSTER_OPTION, CONFIG_OPTION, CONFIRM_OPTION, SET_CONFIG_OPTION, THREADS_OPTION
+from kernelkiln.cli.options import (
+    CLUSTER_OPTION,
+    CONFIG_OPTION,
+    CONFIRM_OPTION,
+    SET_CONFIG_OPTION,
+    THREADS_OPTION,
+    set_option,
+    shrink_option,
+)
 from kernelkiln.cli.output import print_result
 from kernelkiln.cli.progress import with_progress
 from kernelkiln.cli.settings import default_note, load_settings, with_endpoint_window
+from kernelkiln.cli.sizing import task_overrides
 from kernelkiln.errors import UserError
 from kernelkiln.speedup import fmt_x
 from kernelkiln.task import load_suite
@@ -28,6 +37,7 @@ beforehand (skip it with --no-compile). SOL fractions need `kiln machine` first.
 Examples:
   kiln bench cpu --budget 20 --out bench-cpu
   kiln bench cpu --agents 2 --repeat 3 --json > bench.json
+  kiln bench KernelBench/level1 --shrink 8 --out bench-kb1   # GPU-sized tasks, sizes / 8
 """
 
 
@@ -54,6 +64,8 @@ def bench(
     cluster: str = CLUSTER_OPTION,
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json's object instead of the table."),
+    overrides: list[str] = set_option("NAME=VALUE"),
+    shrink: str | None = shrink_option(),
 ) -> None:
     # Imported here: registering commands must not load torch (`kiln --help` stays fast).
     from kernelkiln.bench.run import Bench
@@ -74,9 +86,10 @@ def bench(
         set_config,
     )
     config = with_endpoint_window(settings).config
+    sizes = task_overrides(paths, overrides, shrink)
     result = with_progress(
         lambda observer, progress: Bench(out, config.store.url, observer, not no_compile, progress).run(
-            paths, config, repeat
+            paths, config, repeat, sizes
         ),
         f"a bench does not resume; what was judged is in {out}/repeat-K.db",
     )

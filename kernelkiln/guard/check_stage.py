@@ -12,10 +12,12 @@ def check_worker(
     task: Task, worker: Worker, cases: list[WorkloadCases], forbidden: frozenset[str], timeout_s: float
 ) -> bool:
     """Raise ``Reject`` for a wrong candidate (or one calling a ``forbidden`` reference op); True when it ran
-    Triton kernels under Triton's interpreter."""
+    Triton kernels under Triton's interpreter. Each workload's trials may take ``timeout_s``, or longer where the
+    reference's took long (``WorkloadCases.timeout_s``)."""
     interpreted = False
     for index, (workload, case) in enumerate(zip(task.workloads, cases, strict=False)):
-        reply = worker.request({"op": "check", "workload": index, "seeds": case.seeds, "wide": case.wide}, timeout_s)
+        message = {"op": "check", "workload": index, "seeds": case.seeds, "wide": case.wide}
+        reply = worker.request(message, case.timeout_s(timeout_s))
         if not reply.get("ok"):
             raise Reject("check", f"workload {workload.name}: raised {raised(reply)}")
         trials = reply.get("trials") or []

@@ -156,6 +156,11 @@ def _generate(task: Task, threads: int | None) -> Generated:
                 temps=tuple((j, t.numel, t.ctype) for j, t in temps),
                 single=traced.single,
                 prepacked="PREPACK" in knobs_read,
+                draws=tuple(
+                    (t.removeprefix("draw:"), s, d)
+                    for s, t, d in zip(traced.input_shapes, traced.tensors, traced.input_dtypes, strict=True)
+                    if t.startswith("draw:")
+                ),
             )
         )
     knobs = [k for k in _KNOB_ORDER if k in reads]

@@ -37,6 +37,7 @@ from kernelkiln.lowering.loops import (
 )
 from kernelkiln.lowering.others import column, scan, window
 from kernelkiln.lowering.pointwise import literal
+from kernelkiln.lowering.recurrence import recurrence
 from kernelkiln.lowering.rowcache import RowCache, row_cache
 from kernelkiln.lowering.schedule import Kernel, Plan, needs_buffer, read_back
 
@@ -388,3 +389,6 @@ class FunctionEmitter:
 
     def _window(self, k: Kernel) -> None:
         window(self.w, self.plan.buffers, k)
+
+    def _recurrence(self, k: Kernel) -> None:
+        recurrence(self.w, self.plan.buffers, k)

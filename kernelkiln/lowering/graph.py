@@ -211,7 +211,30 @@ class Patches(Node):
         )
 
 
-STORED = (Input, Reduce, Scan, Window, Matmul)
+@dataclass(eq=False)
+class Recurrence(Node):
+    """One direction of one recurrent layer (LSTM, GRU or Elman RNN) over its T steps, as one loop over time.
+
+    Stored as (T + 1, B, H), an LSTM's as (T + 2, B, H): row t < T is h after step t (in the input's time
+    order, also when ``reverse`` runs it backwards), row T the final h, row T + 1 the final cell state.
+    ``gates`` holds the input's share of every gate at every step (x_t W_ih^T + b_ih, computed before the
+    loop as one product); the loop adds h W_hh^T + b_hh and applies PyTorch's cell in its gate order
+    (LSTM i, f, g, o; GRU r, z, n).
+    """
+
+    mode: str = "lstm"  # lstm, gru, rnn_tanh or rnn_relu
+    gates: Node = field(kw_only=True)  # (T, B, G * H)
+    h0: Node = field(kw_only=True)  # (B, H)
+    c0: Node | None = field(default=None, kw_only=True)  # (B, H): an LSTM's
+    weight: Node = field(kw_only=True)  # W_hh (G * H, H)
+    bias: Node | None = field(default=None, kw_only=True)  # b_hh (G * H)
+    reverse: bool = False
+
+    def inputs(self) -> tuple[Node, ...]:
+        return tuple(n for n in (self.gates, self.h0, self.c0, self.weight, self.bias) if n is not None)
+
+
+STORED = (Input, Reduce, Scan, Window, Matmul, Recurrence)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from kernelkiln.lowering.graph import (
     Node,
     Patches,
     Pointwise,
+    Recurrence,
     Reduce,
     Scan,
     View,
@@ -170,7 +171,7 @@ def plan(graph: Graph, solo: set[int], temp_prefix: str = "tmp") -> Plan:
     for n in order:
         inlined = 0 if id(n) in buffers else 1 + max((depth[id(a)] for a in n.inputs()), default=0)
         if id(n) not in buffers and (
-            isinstance(n, (Reduce, Scan, Window, Matmul))
+            isinstance(n, (Reduce, Scan, Window, Matmul, Recurrence))
             or _too_deep(n, inlined)
             or _product_into_convolution(n, readers)
         ):
@@ -210,8 +211,9 @@ def plan(graph: Graph, solo: set[int], temp_prefix: str = "tmp") -> Plan:
             current = Kernel("gemm", n.shape, node=n)
             kernels.append(current)
             continue
-        elif isinstance(n, (Scan, Window)):
-            kernels.append(Kernel("scan" if isinstance(n, Scan) else "window", n.shape, node=n))
+        elif isinstance(n, (Scan, Window, Recurrence)):
+            kind = "scan" if isinstance(n, Scan) else "window" if isinstance(n, Window) else "recurrence"
+            kernels.append(Kernel(kind, n.shape, node=n))
             continue
         else:
             current = Kernel("row", n.shape, (len(n.shape) - 1,) if n.shape else (), writes=[n])

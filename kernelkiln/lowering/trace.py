@@ -19,10 +19,15 @@ import torch
 
 from kernelkiln.lowering import aten_composite, aten_index, aten_matmul, aten_ops  # noqa: F401  (they register the handlers)
 from kernelkiln.lowering.aten import HANDLERS, Unusable, ctype_of, node
-from kernelkiln.lowering.graph import Constant, Graph, Input, Node, Unsupported
+from kernelkiln.lowering.aten_recurrence import recurrent_layers
+from kernelkiln.lowering.graph import Constant, Graph, Input, Node, Unsupported, topological
 from kernelkiln.task.model import Task, Workload
 
 _PLUMBING = frozenset({"getitem", "output", "placeholder"})
+# Random draws in forward (an LSTM's initial state from torch.randn): the candidate makes the same draws, in the
+# same order, from torch's global generator, and passes them to its kernel as inputs; the guard runs reference
+# and candidate from the same generator state.
+DRAWS = frozenset({"randn", "rand"})
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,8 @@ class Traced:
     """One workload's graph and what the candidate passes for each of its inputs."""
 
     graph: Graph
-    tensors: list[str]  # per graph input: "param:NAME" (a parameter or buffer) or "input:K" (forward's k-th tensor)
+    tensors: list[str]  # per graph input: "param:NAME" (a parameter or buffer), "input:K" (forward's k-th tensor)
+    # or "draw:OP" (torch.OP's draw in forward, after the inputs)
     input_shapes: list[tuple[int, ...]]
     input_dtypes: list[str]
     output_shapes: list[tuple[int, ...]]
@@ -39,12 +45,13 @@ class Traced:
 
 
 def op_name(target: Any) -> str:
-    """``aten.add.Tensor`` as ``add``; ``aten.relu_.default`` as ``relu_``."""
+    """``aten.add.Tensor`` as ``add``; ``aten.relu_.default`` as ``relu_``; ``kernelkiln.recurrence.default``
+    as ``recurrence``."""
     text = str(target)
     if text.startswith("<built-in function"):
         return text.split()[-1].rstrip(">")
     parts = text.split(".")
-    return parts[1] if parts[0] in ("aten", "prims") and len(parts) > 1 else parts[0]
+    return parts[1] if parts[0] in ("aten", "prims", "kernelkiln") and len(parts) > 1 else parts[0]
 
 
 def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
@@ -61,6 +68,7 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
     # a number among forward's arguments is traced as the constant it is (the candidate dispatches on its value)
     arguments = [k for k, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
     key = tuple(tuple(int(s) for s in x.shape) if isinstance(x, torch.Tensor) else x for x in inputs)
+    attributes = _as_buffers(model)
     named: dict[str, torch.Tensor] = dict(model.named_parameters())
     named.update(model.named_buffers())
     names = list(named)
@@ -70,7 +78,8 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
         args = list(inputs)
         for k, t in zip(arguments, flat[len(names) :], strict=True):
             args[k] = t
-        return functional_call(model, state, tuple(args))
+        with recurrent_layers():
+            return functional_call(model, state, tuple(args))
 
     flat = [t.detach() for t in named.values()] + [inputs[k].detach() for k in arguments]
     try:
@@ -84,7 +93,8 @@ def trace(task: Task, workload: Workload, seed: int = 0) -> Traced:
         raise
     except Exception as exc:
         raise Unsupported(f"tracing the reference failed: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
-    tensors = [f"param:{n}" for n in names] + [f"input:{k}" for k in range(len(arguments))]
+    tensors = [f"{'attr' if n in attributes else 'param'}:{n}" for n in names]
+    tensors += [f"input:{k}" for k in range(len(arguments))]
     return dataclasses.replace(_translate(gm, tensors, flat), key=key)
 
 
@@ -95,17 +105,36 @@ def _without_mkldnn(torch: Any) -> Iterator[None]:
         yield
 
 
+_CONSTANT = (
+    "the reference reads a tensor of more than one element that is neither a parameter nor a buffer (an "
+    "attribute, or a mask made while tracing such as is_causal=True): register it with register_buffer"
+)
+
+
+def _as_buffers(model: torch.nn.Module) -> set[str]:
+    """Make the model's plain tensor attributes buffers, so the trace sees them as inputs; their names."""
+    names = set()
+    for prefix, module in model.named_modules():
+        for name, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor) and value.numel() != 1:  # one element: traced as its number
+                del module.__dict__[name]
+                module.register_buffer(name, value, persistent=False)
+                names.add(f"{prefix}.{name}" if prefix else name)
+    return names
+
+
 def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
+    tensors, flat = list(tensors), list(flat)  # a draw in forward adds to both
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     constants = {n: getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"}
     if any(t.numel() != 1 for t in constants.values()):
-        raise Unsupported(
-            "the reference uses a constant tensor of more than one element that is neither a parameter nor a "
-            "buffer (an attribute, or a mask made while tracing such as is_causal=True): register it "
-            "with register_buffer"
-        )
+        raise Unsupported(_CONSTANT)
     missing = sorted(
-        {op_name(n.target) for n in calls if _handler_name(n) not in HANDLERS and op_name(n.target) not in _PLUMBING}
+        {
+            op_name(n.target)
+            for n in calls
+            if _handler_name(n) not in HANDLERS and op_name(n.target) not in _PLUMBING | DRAWS
+        }
     )
     if missing:
         raise Unsupported("no lowering yet for " + ", ".join(f"aten.{m}" for m in missing))
@@ -119,7 +148,12 @@ def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
     outputs: list[Node] = []
     single = True
     for fx in gm.graph.nodes:
-        if fx.op == "call_function":
+        if fx.op == "call_function" and op_name(fx.target) in DRAWS:
+            env[fx] = _drawn(fx, len(inputs))
+            inputs.append(env[fx])
+            tensors.append(f"draw:{op_name(fx.target)}")
+            flat.append(fx.meta["val"])
+        elif fx.op == "call_function":
             env[fx] = _call(fx, env, placeholders)
         elif fx.op == "output":
             result = fx.args[0]
@@ -128,6 +162,14 @@ def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
                 if item not in env:
                     raise Unsupported(f"forward returns a {type(item).__name__}, not only tensors")
                 outputs.append(node(env[item]))
+    # a tensor attribute the reference overwrites before reading it (VanillaRNN's hidden state) is never passed
+    read = {id(n) for n in topological(outputs)}
+    kept = [k for k, i in enumerate(inputs) if not (i.name.startswith("attr:") and id(i) not in read)]
+    if any(inputs[k].name.startswith("attr:") for k in kept):
+        raise Unsupported(_CONSTANT)
+    inputs, tensors, flat = [inputs[k] for k in kept], [tensors[k] for k in kept], [flat[k] for k in kept]
+    for k, i in enumerate(inputs):
+        i.position = k
     ops = [op_name(n.target) for n in calls if op_name(n.target) not in _PLUMBING]
     graph = Graph(inputs=inputs, outputs=outputs, ops=ops)
     return Traced(
@@ -137,6 +179,16 @@ def _translate(gm: Any, tensors: list[str], flat: list[torch.Tensor]) -> Traced:
         [str(t.dtype).removeprefix("torch.") for t in flat],
         [o.shape for o in outputs],
         single,
+    )
+
+
+def _drawn(fx: Any, position: int) -> Input:
+    """A random draw in forward as the kernel's ``position``-th input (the candidate draws it)."""
+    if fx.kwargs.get("generator") is not None:
+        raise Unsupported(f"aten.{op_name(fx.target)} from a generator of the reference's own")
+    meta = fx.meta["val"]
+    return Input(
+        tuple(int(s) for s in meta.shape), ctype_of(meta.dtype), position=position, name=f"draw:{op_name(fx.target)}"
     )
 
 

@@ -64,3 +64,10 @@ def test_the_best_s_reached_rate_is_on_its_workloads_bounding_term(tmp_path):
     assert reached.rate == pytest.approx(10.0) and reached.fraction == pytest.approx(0.5)
     untimed = Attempt(task_id="t", verdict="KEEP", measurements=[Measurement(workload="w0")])
     assert best_rate(task, untimed, peaks) is None and best_rate(task, None, peaks) is None
+
+
+def test_a_bench_runs_each_task_at_the_sizes_given_for_it(suite, tmp_path):
+    out = Bench(tmp_path / "out", compile_baseline=False, progress=lambda m: None).run(
+        sorted(suite.glob("*.py")), OptimizeConfig(guard=fast_config(), budget=1), repeat=1, sizes=[{"batch_size": 4}]
+    )
+    assert list(out["tasks"]) == ["tiny[batch_size=4]"] and out["correct_rate"] == 1.0

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from kernelkiln.lowering import generate
-from kernelkiln.lowering.graph import Input, linear, rejoin
+from kernelkiln.lowering.graph import Input, Unsupported, linear, rejoin
 from kernelkiln.lowering.views import reshape
 from kernelkiln.testing.lowering import mismatch, run_candidate, write_task
 
@@ -274,11 +274,12 @@ PADS = [
     ),
 ]
 
-# Recurrent layers traced without oneDNN: each step's products and gates (no aten.mkldnn_rnn_layer)
+# Recurrent layers (nn.LSTM, nn.GRU, nn.RNN) traced whole: the input's product, then one loop over time per
+# layer and direction
 RECURRENT = [
     case(
         "lstm_two_layers",
-        "row",
+        "recurrence",
         "self.rnn(x)[0]",
         {},
         "[torch.randn(3, 7, 8)]",
@@ -286,13 +287,55 @@ RECURRENT = [
     ),
     case(
         "lstm_bidirectional_cell_state",
-        "row",
+        "recurrence",
         "self.rnn(x)[1][1]",
         {},
         "[torch.randn(7, 3, 8)]",
         init_body="self.rnn = nn.LSTM(8, 12, 1, bidirectional=True)",
     ),
-    case("gru", "row", "self.rnn(x)[0]", {}, "[torch.randn(5, 3, 8)]", init_body="self.rnn = nn.GRU(8, 16)"),
+    case("gru", "recurrence", "self.rnn(x)[0]", {}, "[torch.randn(5, 3, 8)]", init_body="self.rnn = nn.GRU(8, 16)"),
+    case(
+        "gru_three_bidirectional_layers_from_a_given_state_its_final_state",
+        "recurrence",
+        "self.rnn(x, h)[1] * 2",
+        {},
+        "[torch.randn(2, 6, 8), torch.randn(6, 2, 16)]",
+        init_body="self.rnn = nn.GRU(8, 16, 3, batch_first=True, bidirectional=True)",
+        signature="x, h",
+    ),
+    case(
+        "lstm_from_a_given_state_without_biases",
+        "recurrence",
+        "torch.cat([self.rnn(x, (h, c))[0][-1], self.rnn(x, (h, c))[1][0][0]], 1)",
+        {},
+        "[torch.randn(9, 4, 8), torch.randn(1, 4, 16), torch.randn(1, 4, 16)]",
+        init_body="self.rnn = nn.LSTM(8, 16, bias=False)",
+        signature="x, h, c",
+    ),
+    case(
+        "lstm_whose_initial_state_is_drawn_in_forward",
+        "recurrence",
+        "h = torch.randn(2, x.size(0), 16)\nc = torch.randn(2, x.size(0), 16)\nreturn self.rnn(x, (h, c))[0][:, -1]",
+        {},
+        "[torch.randn(3, 7, 8)]",
+        init_body="self.rnn = nn.LSTM(8, 16, 2, batch_first=True)",
+    ),
+    case(
+        "rnn_tanh_two_layers",
+        "recurrence",
+        "self.rnn(x)[0]",
+        {},
+        "[torch.randn(6, 3, 8)]",
+        init_body="self.rnn = nn.RNN(8, 16, 2)",
+    ),
+    case(
+        "rnn_relu_bidirectional",
+        "recurrence",
+        "self.rnn(x)[0]",
+        {},
+        "[torch.randn(6, 3, 8)]",
+        init_body="self.rnn = nn.RNN(8, 16, nonlinearity='relu', bidirectional=True)",
+    ),
 ]
 
 
@@ -514,3 +557,48 @@ def test_an_arg_reduction_over_a_narrow_kept_row_keeps_values_and_positions_in_r
     source = generate(task).source
     assert "int32_t pos[48];" in source
     assert mismatch(task, source) is None
+
+
+def _gru(tmp_path, steps: int):
+    return write_task(
+        tmp_path,
+        f"gru{steps}",
+        "self.rnn(x, h)[0]",
+        {},
+        f"[torch.rand({steps}, 2, 8), torch.rand(2, 2, 16)]",
+        init_body="self.rnn = nn.GRU(8, 16, 2)",
+        signature="x, h",
+    )
+
+
+def test_a_recurrent_layer_s_source_is_the_same_size_for_any_sequence_length(tmp_path):
+    short, long = generate(_gru(tmp_path, 50)), generate(_gru(tmp_path, 1000))
+    assert mismatch(_gru(tmp_path, 1000), long.source) is None
+    assert len(long.source) < 1.05 * len(short.source)  # written out step by step it grew 20-fold
+
+
+def _stateful(tmp_path, forward: str):
+    """VanillaRNN's form: a plain tensor attribute made in __init__, written in forward."""
+    return write_task(
+        tmp_path,
+        "stateful",
+        forward,
+        {},
+        "[torch.randn(4, 8), torch.randn(4, 8)]",
+        init_body="self.hidden = torch.randn(4, 8)\nself.i2h = nn.Linear(16, 8)",
+        signature="x, h",
+    )
+
+
+def test_a_tensor_attribute_overwritten_in_forward_before_it_is_read_is_not_passed(tmp_path):
+    task = _stateful(
+        tmp_path,
+        "self.hidden.copy_(h)\nself.hidden = torch.tanh(self.i2h(torch.cat((x, self.hidden), 1)))\nreturn self.hidden",
+    )
+    assert mismatch(task, generate(task).source) is None
+
+
+def test_a_tensor_attribute_read_in_forward_is_refused_naming_register_buffer(tmp_path):
+    task = _stateful(tmp_path, "return torch.tanh(self.i2h(torch.cat((x, self.hidden), 1)))")
+    with pytest.raises(Unsupported, match="register it with register_buffer"):
+        generate(task)

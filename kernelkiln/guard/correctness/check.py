@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,12 @@ class Expected:
         return all(bool(torch.isfinite(o).all()) for o in self.outputs if floating(o))
 
 
+# The worker runs the candidate about twice per trial where the parent ran the reference once and the float64
+# oracle once or twice: four times the parent's cost leaves a candidate as slow as the reference room for a loaded
+# machine, and a hung one is still stopped.
+CHECK_SLACK = 4.0
+
+
 @dataclass(frozen=True)
 class WorkloadCases:
     """One workload's check trials: the task's inputs first, then the robustness trials that count."""
@@ -52,6 +59,12 @@ class WorkloadCases:
     seeds: list[int]
     expected: list[Expected]
     skipped: int = 0  # robustness trials dropped because the reference was not finite on them
+    reference_s: float = 0.0  # what making them cost the parent: the reference's runs and the oracle's
+
+    def timeout_s(self, floor_s: float) -> float:
+        """The worker's limit for running them: ``floor_s``, or longer where the reference itself is slow (a
+        VGG's trials on a loaded two-core machine took the candidate over a minute, honestly)."""
+        return max(floor_s, CHECK_SLACK * self.reference_s)
 
     @property
     def wide(self) -> list[bool]:
@@ -284,6 +297,7 @@ def reference_outputs(
 
 def make_cases(task: Task, model: torch.nn.Module, index: int, trials: int, robustness_trials: int) -> WorkloadCases:
     """Fresh seeds for one workload's check, with the parent's expected results for each."""
+    started = time.perf_counter()
     seeds = [secrets.randbits(31) for _ in range(trials)]
     expected = [reference_outputs(task, model, index, s) for s in seeds]
     skipped = 0
@@ -295,7 +309,7 @@ def make_cases(task: Task, model: torch.nn.Module, index: int, trials: int, robu
             expected.append(exp)
         else:
             skipped += 1
-    return WorkloadCases(seeds, expected, skipped)
+    return WorkloadCases(seeds, expected, skipped, time.perf_counter() - started)
 
 
 def summarize(task: Task, cases: list[WorkloadCases]) -> CheckSetup:

@@ -147,6 +147,9 @@ class Harness:
                     if isinstance(b, torch.Tensor):
                         b.copy_(f)
             recorder = CallRecorder() if k == 0 else None
+            # torch's global generator as make_inputs left it, where the parent ran the reference: a forward that
+            # draws at random draws what the reference drew, on the run that agrees with itself too
+            drawing = torch.get_rng_state()
             with torch.no_grad():
                 if recorder is not None:
                     with recorder:
@@ -162,6 +165,7 @@ class Harness:
             if not widen:  # agreeing with itself is checked on the task's inputs; a robustness trial costs one run
                 # a number among the inputs is passed again as it was (inputs_after holds only tensors)
                 copies = [a.clone() if a is not None else b for a, b in zip(inputs_after, buffers, strict=True)]
+                torch.set_rng_state(drawing)
                 with torch.no_grad():
                     again = [o if type(o) is torch.Tensor else None for o in _as_outputs(model(*copies))]
             trials.append(

@@ -248,3 +248,28 @@ def test_a_random_reference_falls_back_to_the_float32_reference_and_the_verdict_
         )
     assert verdict.verdict == "REJECT"
     assert verdict.check.oracle is False and "the reference is random" in verdict.check.oracle_note
+
+
+_NOISE = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+
+
+@pytest.mark.parametrize(
+    ("draw", "verdict"),
+    [
+        ("torch.randn(x.shape[0], 1)", "ACCEPT"),  # the reference's draw: the same numbers
+        ("torch.randn(x.shape[0], 1) * 1.01", "REJECT"),
+        ("torch.rand(x.shape[0], 1)", "REJECT"),  # another draw from the same state
+        ("torch.randn(x.shape[0], 1).flip(0)", "REJECT"),  # the same numbers in another order
+    ],
+)
+def test_a_forward_that_draws_at_random_is_judged_against_the_reference_s_draws_from_the_same_state(draw, verdict):
+    with GuardSession(load_task(TASKS / "tiny_noise.py"), fast_config()) as guard:
+        judged = guard.evaluate(_NOISE + f"        return x * 0.5 + {draw}\n", timed=False)
+    assert judged.verdict == verdict, judged.reason
+
+
+def test_a_workload_s_check_may_take_four_times_what_its_reference_took_and_never_less_than_the_floor():
+    from kernelkiln.guard.correctness.check import WorkloadCases
+
+    assert WorkloadCases([], [], 0, 30.0).timeout_s(60.0) == 120.0
+    assert WorkloadCases([], [], 0, 1.0).timeout_s(60.0) == 60.0
