@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from kernelkiln.guard.construction import construction_calls
 from kernelkiln.guard.gate_inline import LOAD_INLINE, calls_load_inline, cuda_sources, dotted, foreign_toolchain
 from kernelkiln.guard.gate_rules import (
     ABC_MODULE,
@@ -168,6 +169,8 @@ class _Gate(ast.NodeVisitor):
         self.issues: list[GateIssue] = []
         self.modules: dict[str, str] = {}  # local alias -> module path
         self.judged: set[int] = set()  # a collections.abc chain's nodes, judged with its outermost attribute
+        # reference ops called where only construction runs them, on no input (guard.construction)
+        self.at_construction = construction_calls(tree) if isinstance(tree, ast.Module) else set()
 
     def flag(self, node: ast.AST, message: str) -> None:
         self.issues.append(GateIssue(getattr(node, "lineno", 0), message))
@@ -282,11 +285,12 @@ class _Gate(ast.NodeVisitor):
             and not attr[:1].isupper()
             and not module.startswith("triton")
             and not (isinstance(node.value, ast.Name) and node.value.id in self.native_libraries)
+            and id(node) not in self.at_construction
         ):
             # self.linear (a submodule) and nn.Linear (a parameter holder) are fine to touch; calling
             # them runs the reference op, which the run-time recorder catches. tl.sum and tl.softmax are
             # block primitives inside a kernel; lib.relu, on a library native.load built, is the
-            # candidate's own code.
+            # candidate's own code; torch.log(10 * ones) in an __init__ only construction runs sees no input.
             self.flag(node, f"calls the reference op {attr!r} (reimplement it instead)")
         self.generic_visit(node)
 

@@ -232,3 +232,83 @@ def test_triton_beyond_kernels_and_device_apis_on_cpu_are_refused(snippet, messa
 def test_device_apis_pass_on_the_cuda_platform():
     source = "import torch\ns = torch.cuda.Stream()\nclass ModelNew:\n    pass\n"
     assert [i.message for i in gate.check(source, (), "cuda")] == []
+
+
+# A copied reference's __init__ may compute with a reference op (SwinV2's logit scale): nothing that could run
+# such a call on forward's data is allowed.
+_BUILT = """
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, heads):
+        super(Attention, self).__init__()
+        self.scale = nn.Parameter(torch.log(10 * torch.ones((heads, 1, 1))))
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = torch.log(torch.arange(1.0, 5.0))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, heads):
+        super().__init__()
+        self.attention = Attention(heads)
+
+    def forward(self, x):
+        {forward}
+"""
+
+
+def test_a_reference_op_called_in_an_init_only_construction_runs_is_allowed():
+    assert messages(_BUILT.format(forward="return x * self.attention.scale"), ("log", "mul")) == []
+
+
+@pytest.mark.parametrize(
+    "forward",
+    [
+        "return Attention(x).scale",  # the class built on forward's data
+        "return Block.__init__(self) or x",  # an __init__ reached outside construction
+        "self.attention.__init__(x)\n        return x",
+        "return ModelNew(x).attention.scale",
+        "return torch.log(x)",
+    ],
+)
+def test_a_reference_op_in_an_init_that_forward_could_run_is_refused(forward):
+    assert "calls the reference op 'log' (reimplement it instead)" in messages(_BUILT.format(forward=forward), ("log",))
+
+
+@pytest.mark.parametrize(
+    "init",
+    [
+        "self.f = torch.log",  # not called there: a function kept for later
+        "self.f = lambda t: torch.log(t)",
+        "self.g = (torch.log(t) for t in [])",
+        "def f(t):\n            return torch.log(t)\n        self.f = f",
+    ],
+)
+def test_a_reference_op_an_init_keeps_for_later_is_refused(init):
+    source = _BUILT.format(forward="return x").replace("        self.attention = Attention(heads)", f"        {init}")
+    assert "calls the reference op 'log' (reimplement it instead)" in messages(source, ("log",))
+
+
+def test_a_subclass_built_in_forward_makes_its_base_s_init_refused():
+    source = _BUILT.format(forward="return Sub(1).scale") + "\n\nclass Sub(Attention):\n    pass\n"
+    assert "calls the reference op 'log' (reimplement it instead)" in messages(source, ("log",))
+
+
+def test_a_classmethod_that_could_build_its_class_on_forward_s_data_makes_every_init_refused():
+    source = _BUILT.format(forward="return self.make(x)").replace(
+        "class ModelNew(nn.Module):",
+        "class ModelNew(nn.Module):\n    @classmethod\n    def make(cls, x):\n        return cls(x)\n",
+    )
+    assert "calls the reference op 'log' (reimplement it instead)" in messages(source, ("log",))
+
+
+def test_an_attribute_of_the_class_read_in_forward_builds_nothing():
+    source = _BUILT.format(forward="ModelNew.calls = 1\n        return x")
+    assert messages(source, ("log",)) == []

@@ -271,3 +271,19 @@ def test_a_reference_using_numpy_beyond_scalar_math_is_refused_naming_it(tmp_pat
     path.write_text(SWIN_LIKE.replace("np.sqrt(n)", "np.prod(np.ones(n))"))
     with pytest.raises(Unsupported, match=r"the reference's numpy \(np\.ones, np\.prod\), which a candidate may not"):
         generate(load_task(path))
+
+
+def _bundled_tasks() -> list:
+    from kernelkiln.task import bundled_suites
+
+    return sorted({p for suite in bundled_suites().values() for p in suite.task_paths()})
+
+
+@pytest.mark.parametrize("path", _bundled_tasks(), ids=lambda p: p.stem)
+def test_every_bundled_task_s_generated_candidate_passes_the_gate_by_construction(path):
+    task = load_task(path)
+    try:
+        source = generate(task).source
+    except Unsupported:
+        pytest.skip("no lowering for it")
+    assert gate.check(source, _forbidden(task), "cpu") == []
