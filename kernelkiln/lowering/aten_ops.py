@@ -177,6 +177,14 @@ def _clamped(x: Any, low: Any, high: Any, meta: Any) -> Node:
     return pointwise("clamp", [x, *tensors], ctype, params, shape)
 
 
+@handles("bitwise_not")
+def _bitwise_not(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
+    shape, ctype = _out(meta)
+    if ctype == "uint8_t":  # ~mask on a bool tensor
+        return pointwise("logical_not", [args[0]], ctype, shape=shape)
+    return pointwise("bitwise_not", [args[0]], ctype, shape=shape)
+
+
 @handles("where")
 def _where(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     shape, ctype = _out(meta)

@@ -159,7 +159,22 @@ def reference_code(task: Task) -> tuple[list[str], str]:
     out = keep[0][0] if keep else ""
     for (_, before), (code, compound) in pairwise(keep):
         out += ("\n\n\n" if before or compound else "\n") + code
-    return imports, out
+    used = {n.id for n in ast.walk(ast.parse(out)) if isinstance(n, ast.Name)}
+    return [i for i in imports if not _unused_elsewhere(i, used)], out
+
+
+# The modules a copied reference may keep importing whether or not its kept code uses them (the gate allows them).
+_OWN = frozenset({"torch", "math", "typing", "functools", "itertools", "collections", "numbers", "__future__"})
+
+
+def _unused_elsewhere(statement: str, used: set[str]) -> bool:
+    """Whether ``statement`` imports from outside ``_OWN`` only names the kept code never reads (48_Mamba2's
+    ``from einops import rearrange``, which only its forward uses)."""
+    node = ast.parse(statement).body[0]
+    assert isinstance(node, (ast.Import, ast.ImportFrom))
+    modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+    bound = {(a.asname or a.name).split(".")[0] for a in node.names}
+    return all(m.split(".")[0] not in _OWN for m in modules) and not (bound & used)
 
 
 # numpy's scalar math with the same name in math (np.log2(8) in SwinV2's Model): the gate allows math, not numpy

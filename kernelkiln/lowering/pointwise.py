@@ -202,6 +202,7 @@ _OPS: dict[str, Callable[[list[str], str, tuple[Any, ...]], str]] = {
     "minimum": _minimum,
     "where": lambda a, t, p: f"({a[0]} ? {a[1]} : {a[2]})",
     "logical_not": lambda a, t, p: f"(!({a[0]}))",
+    "bitwise_not": lambda a, t, p: f"(~({a[0]}))",  # integers only (aten_ops: a bool's is logical_not)
     "isnan": lambda a, t, p: f"({a[0]} != {a[0]})",
     "fmod": lambda a, t, p: f"{_fn('fmod', t)}({a[0]}, {a[1]})",
     "atan2": lambda a, t, p: f"{_fn('atan2', t)}({a[0]}, {a[1]})",

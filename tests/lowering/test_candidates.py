@@ -58,7 +58,7 @@ def _unsupported(tmp_path, forward: str, inputs: str = R2, **options) -> str:
 
 
 def test_an_op_without_a_lowering_is_refused_naming_it(tmp_path):
-    assert "aten.bitwise_not" in _unsupported(tmp_path, "torch.bitwise_not(x)", "[torch.randint(0, 9, (B, N))]")
+    assert "aten.gcd" in _unsupported(tmp_path, "torch.gcd(x, x)", "[torch.randint(0, 9, (B, N))]")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -287,3 +287,12 @@ def test_every_bundled_task_s_generated_candidate_passes_the_gate_by_constructio
     except Unsupported:
         pytest.skip("no lowering for it")
     assert gate.check(source, _forbidden(task), "cpu") == []
+
+
+def test_an_import_only_the_reference_s_forward_uses_is_not_copied(tmp_path):
+    task = write_task(tmp_path, "task", "x * json.loads('2.5')", S2, R2)
+    task.path.write_text("import json\n" + task.path.read_text())
+    task = load_task(task.path)
+    source = generate(task).source
+    assert "import json" not in source and gate.check(source, _forbidden(task), "cpu") == []
+    assert mismatch(task, source) is None

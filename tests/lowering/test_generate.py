@@ -238,6 +238,14 @@ MADE_IN_FORWARD = [
     case("arange_with_start_and_step", "row", "x + torch.arange(3, 3 + 2 * N, 2)", S2, R2),
     case("a_tensor_made_of_a_number", "row", "x * torch.tensor(2.5) + torch.arange(N) * 0.5", S2, R2),
     case(
+        "a_mask_s_complement_as_mamba_s_segment_sum_fills",  # ~mask on a bool tensor
+        "row",
+        "x.masked_fill(~torch.tril(torch.ones(N, N, dtype=bool)), -torch.inf).exp()",
+        {"N": 13},
+        "[torch.randn(N, N)]",
+    ),
+    case("bitwise_not_of_an_integer_tensor", "row", "~x", S2, "[torch.randint(-9, 9, (B, N))]"),
+    case(
         "causal_attention",
         "gemm",
         "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
