@@ -22,14 +22,12 @@ import argparse
 import json
 import math
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernelbench_files import task_files
+from kernelbench_files import kiln, task_files
 from provenance import provenance
 
 FAST = (0.0, 1.0, 2.0)
@@ -41,14 +39,10 @@ def run_one(path: Path, shrink: str, budget: int, timeout: float) -> dict:
         folder = Path(tmp) / "task"
         folder.mkdir()
         shutil.copy(path, folder / path.name)
-        argv = [sys.executable, "-m", "kernelkiln", "bench", str(folder), "--budget", str(budget), "--json"]
-        argv += ["--out", str(Path(tmp) / "out")] + (["--shrink", shrink] if shrink not in ("", "1") else [])
-        started = time.perf_counter()
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"status": "timeout", "reason": f"over {timeout:.0f} s", "seconds": timeout}
-        seconds = round(time.perf_counter() - started, 1)
+        args = ["bench", str(folder), "--budget", str(budget), "--json", "--out", str(Path(tmp) / "out")]
+        proc, seconds = kiln(args, shrink, timeout)
+    if proc is None:
+        return {"status": "timeout", "reason": f"over {timeout:.0f} s", "seconds": seconds}
     if proc.returncode != 0 or not proc.stdout.strip():
         errors = [line for line in proc.stderr.splitlines() if line.startswith("kiln: error:")]
         last = (errors or proc.stderr.strip().splitlines() or ["no output"])[-1]

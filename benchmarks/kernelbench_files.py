@@ -32,17 +32,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from provenance import provenance
 
 
+def kiln(args: list[str], shrink: str, timeout: float) -> tuple[subprocess.CompletedProcess | None, float]:
+    """``kiln ARGS [--shrink K]`` as its own process, and the seconds it took (None: it ran past ``timeout``)."""
+    argv = [sys.executable, "-m", "kernelkiln", *args] + (["--shrink", shrink] if shrink not in ("", "1") else [])
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, timeout
+    return proc, round(time.perf_counter() - started, 1)
+
+
 def run_one(path: Path, shrink: str, timeout: float) -> dict:
     """One file's outcome: status and, unless correct, the reason in one line."""
     with tempfile.TemporaryDirectory() as tmp:
-        argv = [sys.executable, "-m", "kernelkiln", "lower", str(path), "--check", "--json"]
-        argv += ["--out", str(Path(tmp) / "candidate.py")] + (["--shrink", shrink] if shrink not in ("", "1") else [])
-        started = time.perf_counter()
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"status": "timeout", "reason": f"over {timeout:.0f} s", "seconds": timeout}
-        seconds = round(time.perf_counter() - started, 1)
+        args = ["lower", str(path), "--check", "--json", "--out", str(Path(tmp) / "candidate.py")]
+        proc, seconds = kiln(args, shrink, timeout)
+    if proc is None:
+        return {"status": "timeout", "reason": f"over {timeout:.0f} s", "seconds": seconds}
     errors = [line for line in proc.stderr.splitlines() if line.startswith("kiln: error:")]
     if proc.returncode in (0, 1) and proc.stdout.strip():  # 1: printed, and judged wrong
         check = json.loads(proc.stdout)["check"]
@@ -72,7 +79,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0, metavar="S", help="per file (default 300)")
     parser.add_argument("--levels", default="1,2,3", help="levelN subfolders to run (default 1,2,3)")
     parser.add_argument("--only", default="", help="run only files whose name contains one of these (a,b,c)")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write every file's outcome here")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        metavar="OUT",
+        help="write every file's outcome here (an earlier run's there, at the same --shrink, is kept for the "
+        "levels not run now)",
+    )
     args = parser.parse_args()
     if not args.root.is_dir():
         parser.error(f"{args.root}: not a folder")
@@ -105,9 +118,32 @@ def main() -> None:
     for reason, n in reasons.most_common():
         print(f"{n:>4}  {reason}")
     if args.json:
-        summary = {level: dict(c) for level, c in sorted(levels.items())}
-        record = {"provenance": provenance(), "shrink": args.shrink, "levels": summary, "files": results}
-        args.json.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        write(args.json, results, args.shrink, sorted(levels))
+
+
+def write(out: Path, results: dict[str, dict], shrink: str, levels: list[str]) -> None:
+    """Write the outcomes to ``out``; where it holds an earlier run's at the same --shrink, that run's outcomes
+    for the levels not run now stay, each level under the provenance of the run that measured it."""
+    earlier = json.loads(out.read_text()) if out.exists() else {}
+    if earlier.get("shrink") != shrink:
+        earlier = {}
+    by_level = {level: earlier["provenance"] for level in earlier.get("levels", {})}
+    by_level.update(earlier.get("measured_by", {}))  # a merged file names each level's own run
+    files = {k: v for k, v in earlier.get("files", {}).items() if k.split("/")[0] not in levels}
+    files.update(results)
+    now = provenance()
+    by_level.update({level: now for level in levels})
+    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for key, r in files.items():
+        counts[key.split("/")[0]][r["status"]] += 1
+    record = {
+        "provenance": now,
+        "measured_by": {level: by_level[level] for level in sorted(counts)},
+        "shrink": shrink,
+        "levels": {level: dict(c) for level, c in sorted(counts.items())},
+        "files": files,
+    }
+    out.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -54,20 +54,9 @@ def _recurrence_op() -> Any:
                 return [t.clone() for t in out]
 
             @run.register_fake
-            def _(
-                x: torch.Tensor,
-                hx: list[torch.Tensor],
-                params: list[torch.Tensor],
-                mode: str,
-                has_biases: bool,
-                num_layers: int,
-                bidirectional: bool,
-                batch_first: bool,
-            ) -> list[Any]:
-                hidden = hx[0].shape[-1]
-                return [x.new_empty((*x.shape[:-1], (2 if bidirectional else 1) * hidden))] + [
-                    h.new_empty(h.shape) for h in hx
-                ]
+            def _(x: torch.Tensor, hx: list[torch.Tensor], params: list[torch.Tensor], *options: Any) -> list[Any]:
+                directions = 2 if options[3] else 1  # (mode, has_biases, num_layers, bidirectional, batch_first)
+                return [x.new_empty((*x.shape[:-1], directions * hx[0].shape[-1]))] + [h.new_empty(h.shape) for h in hx]
 
             _op = torch.ops.kernelkiln.recurrence
     return _op

@@ -44,9 +44,7 @@ def recurrence(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     w(f"wh[j * {hidden} + q] = ({ct}){weight};")
     w.close()
     w.close()
-    w("#pragma omp for schedule(static)")
-    w.open(f"for (int64_t i = 0; i < {rows}; ++i)")
-    w(f"const int64_t b = i / {hidden}, j = i % {hidden};")
+    _units(w, rows, hidden)
     body = Body(buffers)
     h0 = body.value(r.h0, ("b", "j"))
     c0 = body.value(r.c0, ("b", "j")) if r.c0 is not None else "0"
@@ -67,9 +65,7 @@ def recurrence(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     w(f"hh[b * {g} + j] = acc;")
     w.close()
     w.close()
-    w("#pragma omp for schedule(static)")
-    w.open(f"for (int64_t i = 0; i < {rows}; ++i)")
-    w(f"const int64_t b = i / {hidden}, j = i % {hidden};")
+    _units(w, rows, hidden)
     body = Body(buffers)
     x = [body.value(r.gates, ("t", "b", f"{n * hidden} + j")) for n in range(GATES[r.mode])]
     w.body(body)
@@ -104,3 +100,10 @@ def recurrence(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     w.close()
     for name in ("wh", "bh", "hh", "h", "c"):
         w(f"free({name});")
+
+
+def _units(w: Writer, rows: int, hidden: int) -> None:
+    """Open a parallel loop over every (batch row b, hidden unit j), flat as i."""
+    w("#pragma omp for schedule(static)")
+    w.open(f"for (int64_t i = 0; i < {rows}; ++i)")
+    w(f"const int64_t b = i / {hidden}, j = i % {hidden};")
