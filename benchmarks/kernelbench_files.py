@@ -84,7 +84,7 @@ def main() -> None:
         type=Path,
         metavar="OUT",
         help="write every file's outcome here (an earlier run's there, at the same --shrink, is kept for the "
-        "levels not run now)",
+        "files not run now, each naming its run)",
     )
     args = parser.parse_args()
     if not args.root.is_dir():
@@ -118,27 +118,33 @@ def main() -> None:
     for reason, n in reasons.most_common():
         print(f"{n:>4}  {reason}")
     if args.json:
-        write(args.json, results, args.shrink, sorted(levels))
+        write(args.json, results, args.shrink)
 
 
-def write(out: Path, results: dict[str, dict], shrink: str, levels: list[str]) -> None:
-    """Write the outcomes to ``out``; where it holds an earlier run's at the same --shrink, that run's outcomes
-    for the levels not run now stay, each level under the provenance of the run that measured it."""
+def write(out: Path, results: dict[str, dict], shrink: str) -> None:
+    """Write the outcomes to ``out``. Where it holds an earlier run's at the same --shrink, that run's outcomes
+    for the files not run now stay: each file names the run (commit) that judged it, and ``runs`` each run's
+    provenance."""
     earlier = json.loads(out.read_text()) if out.exists() else {}
     if earlier.get("shrink") != shrink:
         earlier = {}
-    by_level = {level: earlier["provenance"] for level in earlier.get("levels", {})}
-    by_level.update(earlier.get("measured_by", {}))  # a merged file names each level's own run
-    files = {k: v for k, v in earlier.get("files", {}).items() if k.split("/")[0] not in levels}
-    files.update(results)
+    runs = dict(earlier.get("runs", {}))
+    level_runs = {level: p["commit"] for level, p in earlier.get("measured_by", {}).items()}  # an older form
+    for p in [earlier["provenance"], *earlier.get("measured_by", {}).values()] if earlier else []:
+        runs.setdefault(p["commit"], p)
+    files = {
+        k: {**v, "run": v.get("run") or level_runs.get(k.split("/")[0]) or earlier["provenance"]["commit"]}
+        for k, v in earlier.get("files", {}).items()
+    }
     now = provenance()
-    by_level.update({level: now for level in levels})
+    runs[now["commit"]] = now
+    files.update({k: {**v, "run": now["commit"]} for k, v in results.items()})
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for key, r in files.items():
         counts[key.split("/")[0]][r["status"]] += 1
     record = {
         "provenance": now,
-        "measured_by": {level: by_level[level] for level in sorted(counts)},
+        "runs": {commit: runs[commit] for commit in sorted({f["run"] for f in files.values()})},
         "shrink": shrink,
         "levels": {level: dict(c) for level, c in sorted(counts.items())},
         "files": files,
