@@ -122,6 +122,9 @@ def main() -> None:
         help="append each file's outcome here; files already there are not run again",
     )
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the summary here")
+    parser.add_argument(
+        "--no-run", action="store_true", help="run nothing: summarize the chosen files --results already holds"
+    )
     args = parser.parse_args()
     if not args.root.is_dir():
         parser.error(f"{args.root}: not a folder")
@@ -142,7 +145,7 @@ def main() -> None:
             if {k: row.get(k) for k in setting} == setting:
                 done[row["file"]] = row
     keys = [f"{p.parent.name}/{p.name}" for p in chosen]
-    todo = [(p, k) for p, k in zip(chosen, keys, strict=True) if k not in done]
+    todo = [] if args.no_run else [(p, k) for p, k in zip(chosen, keys, strict=True) if k not in done]
     print(
         f"{len(chosen)} files chosen, {len(chosen) - len(todo)} already in {args.results}, {len(todo)} to run",
         file=sys.stderr,
@@ -166,14 +169,21 @@ def main() -> None:
             else f"{row['status']}: {row['reason']}"
         )
         print(f"[{n}/{len(todo)}] {key}: {shown} ({row['seconds']:.0f} s)", file=sys.stderr, flush=True)
-    summary = summarize([done[k] for k in keys])
+    recorded = [done[k] for k in keys if k in done]
+    if not recorded:
+        sys.exit(f"{args.results} holds none of the {len(keys)} files chosen at these settings: nothing to summarize")
+    if len(recorded) < len(keys):
+        print(
+            f"{len(recorded)} of the {len(keys)} files chosen are recorded: the summary covers those", file=sys.stderr
+        )
+    summary = summarize(recorded)
     print(f"{'level':<8} {'files':>5} {'fast_0':>7} {'fast_1':>7} {'fast_2':>7} {'fast_1/compile':>15} {'hours':>6}")
     for level, e in summary.items():
         rates = [_percent(e[f"fast_{p}"]["rate"]) for p in ("0_eager", "1_eager", "2_eager", "1_compile")]
         hours = e["seconds"] / 3600
         print(f"{level:<8} {e['files']:>5} {rates[0]:>7} {rates[1]:>7} {rates[2]:>7} {rates[3]:>15} {hours:>6.2f}")
     if args.json:
-        record = {"provenance": where, **setting, "every": args.every, "levels": summary}
+        record = {"provenance": where, **setting, "every": args.every, "files": len(recorded), "levels": summary}
         args.json.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
