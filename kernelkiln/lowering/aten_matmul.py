@@ -11,6 +11,7 @@ product with the patches as an im2col matrix, packed where it is read (implicit 
 
 from __future__ import annotations
 
+import itertools
 import math
 from contextvars import ContextVar
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from kernelkiln.lowering import views as V
 from kernelkiln.lowering.aten import handles, node, pointwise, reduce
 from kernelkiln.lowering.gemm import GEMM_MIN
-from kernelkiln.lowering.graph import Matmul, Node, Patches, Unsupported, promote
+from kernelkiln.lowering.graph import Concat, Constant, Matmul, Node, Patches, Unsupported, promote
 
 conv_mode: ContextVar[str] = ContextVar("conv_mode", default="gemm")
 
@@ -81,48 +82,97 @@ def _convolution(args: list[Any], kwargs: dict[str, Any], meta: Any) -> Node:
     transposed, groups = bool(args[6]), int(args[8])
     if len(x.shape) not in (3, 4, 5):
         raise Unsupported(f"{len(x.shape) - 2}-d convolution (the lowering has 1-, 2- and 3-d)")
+    one_d = len(x.shape) == 3
+    if one_d:  # a 2-d convolution of height 1
+        x = V.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]))
+        w = V.reshape(w, (w.shape[0], w.shape[1], 1, w.shape[2]))
+        stride, padding, dilation = (1, *stride), (0, *padding), (1, *dilation)
+        output_padding = (0, *output_padding)
     if transposed:
-        w, stride, padding, upsample, sizes = _as_forward(x, w, stride, padding, dilation, output_padding, groups)
+        out = _transposed(x, w, stride, padding, dilation, output_padding, groups)
     else:
-        upsample = (1,) * len(stride)
         sizes = tuple(
             (e + 2 * p - d * (k - 1) - 1) // s + 1
             for e, p, d, k, s in zip(x.shape[2:], padding, dilation, w.shape[2:], stride, strict=True)
         )
-    if len(x.shape) == 3:  # 1-d: a 2-d convolution of height 1
-        x = V.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]))
-        w = V.reshape(w, (w.shape[0], w.shape[1], 1, w.shape[2]))
-        stride, padding, dilation, upsample = (1, *stride), (0, *padding), (1, *dilation), (1, *upsample)
-        out = _conv(x, w, stride, padding, dilation, upsample, groups, (1, *sizes))
+        out = _conv(x, w, stride, padding, dilation, groups, sizes)
+    if one_d:
         out = V.reshape(out, (out.shape[0], out.shape[1], out.shape[3]))
-    else:
-        out = _conv(x, w, stride, padding, dilation, upsample, groups, sizes)
     if bias is not None:
         b = node(bias)
         out = pointwise("add", [out, V.reshape(b, (b.shape[0],) + (1,) * (len(out.shape) - 2))], out.ctype)
     return out
 
 
-def _as_forward(
+def _transposed(
     x: Node, w: Node, stride: tuple, padding: tuple, dilation: tuple, output_padding: tuple, groups: int
-) -> tuple[Node, tuple, tuple, tuple, tuple]:
-    """A transposed convolution as the forward one it is: over its input spread ``stride`` apart (zeros
-    between, ``Patches.upsample``), stride 1, padding ``dilation * (k - 1) - padding`` before (and
-    ``output_padding`` more after, which the output size carries), the weight's channels swapped per group
-    and its taps flipped."""
-    cin, og, *kernel = w.shape
-    r, cg = len(kernel), cin // groups
-    grouped = V.reshape(w, (groups, cg, og, *kernel))
-    swapped = V.permute(grouped, [0, 2, 1, *range(3, 3 + r)])
-    w = V.reshape(V.flip(swapped, list(range(3, 3 + r))), (groups * og, cg, *kernel))
-    low = tuple(d * (k - 1) - p for d, k, p in zip(dilation, kernel, padding, strict=True))
+) -> Node:
+    """A transposed convolution as forward ones over its input: one per output phase.
+
+    Output position ``o = s * q + res`` gathers the input at ``i = (o + padding - k * dilation) / s`` for
+    the taps k that make it whole; per dim and residue those taps are every ``s / gcd(s, d)``-th, and i
+    steps by ``d / gcd(s, d)`` between them. So each combination of residues (a phase) is a stride-1
+    forward convolution of the input, with those taps flipped, and the phases interleave into the output.
+    Read as one convolution over the input spread ``s`` apart (zeros between), all but one in
+    ``s**r`` of its multiply-adds would be by zero: a stride-2 3-d one did 8 times the work (0.06-0.2x eager).
+    """
+    _, og, *kernel = w.shape
+    r = len(kernel)
     sizes = [
         (e - 1) * s - 2 * p + d * (k - 1) + op + 1
         for e, s, p, d, k, op in zip(x.shape[2:], stride, padding, dilation, kernel, output_padding, strict=True)
     ]
     if any(size < 1 for size in sizes):
         raise Unsupported(f"a transposed convolution with output size {sizes}")
-    return w, (1,) * r, low, stride, tuple(sizes)
+    n, co = x.shape[0], groups * og
+    per_dim = [
+        [_phase_taps(res, s, p, d, k) for res in range(s)]
+        for s, p, d, k in zip(stride, padding, dilation, kernel, strict=True)
+    ]
+    counts = tuple(-(-size // s) for size, s in zip(sizes, stride, strict=True))  # phase 0's, the most
+    parts: list[Node] = []
+    for phase in itertools.product(*(range(s) for s in stride)):
+        taps = [per_dim[dim][res] for dim, res in enumerate(phase)]
+        spans = [t for t in taps if t is not None]
+        if len(spans) < r:  # no tap reaches these positions: only the bias does
+            parts.append(Constant((n, co, *counts), promote(x.ctype, w.ctype), value=0))
+            continue
+        wp = w
+        for dim, (first, count, step, _, _) in enumerate(spans):
+            wp = V.slice_(wp, 2 + dim, first, first + (count - 1) * step + 1, step)
+        pads, dils = tuple(t[3] for t in spans), tuple(t[4] for t in spans)
+        parts.append(_conv(x, _forward_weight(wp, groups), (1,) * r, pads, dils, groups, counts))
+    if len(parts) == 1:
+        return parts[0]
+    stacked = Concat(
+        (len(parts), n, co, *counts), parts[0].ctype, parts=tuple(V.reshape(p, (1, *p.shape)) for p in parts), dim=0
+    )
+    spread = V.reshape(stacked, (*stride, n, co, *counts))
+    order = [r, r + 1, *(i for dim in range(r) for i in (r + 2 + dim, dim))]
+    joined = V.reshape(V.permute(spread, order), (n, co, *(c * s for c, s in zip(counts, stride, strict=True))))
+    for dim, size in enumerate(sizes):
+        joined = V.slice_(joined, 2 + dim, 0, size)
+    return joined
+
+
+def _phase_taps(res: int, s: int, p: int, d: int, k: int) -> tuple[int, int, int, int, int] | None:
+    """For output positions ``res`` mod ``s`` of one dim: (first tap, tap count, tap step, the forward
+    convolution's padding, its dilation), or None when no tap reaches them."""
+    taps = [t for t in range(k) if (res + p - t * d) % s == 0]
+    if not taps:
+        return None
+    step = s // math.gcd(s, d)
+    return taps[0], len(taps), step, -((res + p - taps[-1] * d) // s), d // math.gcd(s, d)
+
+
+def _forward_weight(w: Node, groups: int) -> Node:
+    """A transposed convolution's weight (C_in, C_out / groups, *K) as a forward one's, (C_out, C_in / groups,
+    *K): its channels swapped per group and its taps flipped."""
+    cin, og, *kernel = w.shape
+    r, cg = len(kernel), cin // groups
+    grouped = V.reshape(w, (groups, cg, og, *kernel))
+    swapped = V.permute(grouped, [0, 2, 1, *range(3, 3 + r)])
+    return V.reshape(V.flip(swapped, list(range(3, 3 + r))), (groups * og, cg, *kernel))
 
 
 def _conv(
@@ -131,7 +181,6 @@ def _conv(
     stride: tuple[int, ...],
     padding: tuple[int, ...],
     dilation: tuple[int, ...],
-    upsample: tuple[int, ...],
     groups: int,
     out: tuple[int, ...],
 ) -> Node:
@@ -139,9 +188,7 @@ def _conv(
     co, cg, *kernel = w.shape
     r = len(kernel)
     og = co // groups
-    patches = Patches(
-        (n, c, *kernel, *out), x.ctype, base=x, stride=stride, padding=padding, dilation=dilation, upsample=upsample
-    )
+    patches = Patches((n, c, *kernel, *out), x.ctype, base=x, stride=stride, padding=padding, dilation=dilation)
     if conv_mode.get() == "direct":
         # (n, g, 1, cg, *k, *o) -> (n, g, 1, *o, cg, *k)
         grouped = V.reshape(patches, (n, groups, 1, cg, *kernel, *out))

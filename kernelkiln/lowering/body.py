@@ -155,13 +155,10 @@ class Body:
             self.temp("int64_t", f"({o}) * {s} - ({p}) + ({k}) * {d}")
             for o, k, s, p, d in zip(outs, taps, node.stride, node.padding, node.dilation, strict=True)
         ]
-        at = (idx[0], idx[1], *(y if u == 1 else f"{y} / {u}" for y, u in zip(spread, node.upsample, strict=True)))
+        at = (idx[0], idx[1], *spread)
         if node.always_inside():
             return self.value(node.base, at)
-        tests = [
-            f"{y} >= 0 && {y} < {(e - 1) * u + 1}" + (f" && {y} % {u} == 0" if u > 1 else "")
-            for y, u, e in zip(spread, node.upsample, node.base.shape[2:], strict=True)
-        ]
+        tests = [f"{y} >= 0 && {y} < {e}" for y, e in zip(spread, node.base.shape[2:], strict=True)]
         name = f"v{next(self.names)}"
         self.lines.append(f"{self.indent}{node.ctype} {name} = 0;")
         self.lines.append(f"{self.indent}if ({' && '.join(tests)}) {{")

@@ -13,6 +13,7 @@ and each multiplied by MR broadcast weights. The product's epilogue runs on each
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from kernelkiln.lowering.body import Body
@@ -21,15 +22,19 @@ from kernelkiln.lowering.loops import Writer
 
 
 def blocked_patches(mm: Matmul, buffers: dict[int, str]) -> Patches | None:
-    """The patches B is, when this kernel computes ``mm``: a 2-d, stride-1, ungrouped float convolution of
-    a stored input, B the patches reshaped to (N, 1, C*KH*KW, OH*OW)."""
+    """The patches B is, when this kernel computes ``mm``: a 2- or 3-d, stride-1 float convolution of a
+    stored input, B the patches reshaped to (N, G, C/G*[KD*]KH*KW, [OD*]OH*OW) over G groups."""
     b: Node = mm.b
     while isinstance(b, View) and b.kind == "reshape":
         b = b.base
-    if not isinstance(b, Patches) or b.rank != 2 or b.stride != (1, 1) or b.upsample != (1, 1):
+    if not isinstance(b, Patches) or any(s != 1 for s in b.stride):
         return None
-    n, c, kh, kw, oh, ow = b.shape
-    if mm.shape[:2] != (n, 1) or mm.b.shape != (n, 1, c * kh * kw, oh * ow) or b.ctype != "float":
+    n, c = b.shape[:2]
+    taps, out = b.shape[2 : 2 + b.rank], b.shape[2 + b.rank :]
+    groups = mm.shape[1]
+    if len(mm.shape) != 4 or mm.shape[0] != n or c % groups or b.ctype != "float":
+        return None
+    if mm.b.shape != (n, groups, c // groups * math.prod(taps), math.prod(out)):
         return None
     if b.base.ctype != "float" or stored(b.base, buffers) is None or any(p < 0 for p in b.padding):
         return None
@@ -44,11 +49,18 @@ def stored(node: Node, buffers: dict[int, str]) -> str | None:
     return buffers.get(id(node))
 
 
-def _sizes(mm: Matmul, patches: Patches) -> tuple[int, str, str]:
-    """(scratch rows per channel, scratch row length, output channels padded to MR) as C expressions."""
-    _, _, kh, kw, oh, ow = patches.shape
-    (dh, dw) = patches.dilation
+def _sizes(mm: Matmul, patches: Patches) -> tuple[int, int, str, str]:
+    """(scratch planes per channel, rows per plane, row length, output channels padded to MR), the last two as
+    C expressions; a 2-d convolution has one plane."""
+    r = patches.rank
+    kh, kw, oh, ow = (*patches.shape[r : r + 2], *patches.shape[-2:])
+    (dh, dw) = patches.dilation[-2:]
+    planes = 1
+    if r == 3:
+        kd, od = patches.shape[2], patches.shape[5]
+        planes = od + (kd - 1) * patches.dilation[0]
     return (
+        planes,
         oh + (kh - 1) * dh,
         f"((({ow} + NR - 1) / NR) * NR + {(kw - 1) * dw})",
         f"(({mm.shape[-2]} + MR - 1) / MR * MR)",
@@ -57,11 +69,11 @@ def _sizes(mm: Matmul, patches: Patches) -> tuple[int, str, str]:
 
 def alloc_blocked(w: Writer, mm: Matmul, patches: Patches, tag: str) -> None:
     """The scratch buffers, grown before the parallel region (one thread): ``xs`` and ``ws``."""
-    c, kh, kw = patches.shape[1:4]
-    hp, row, co = _sizes(mm, patches)
+    c, taps = patches.shape[1] // mm.shape[1], math.prod(patches.shape[2 : 2 + patches.rank])
+    planes, hp, row, co = _sizes(mm, patches)
     w(f"static float* {tag}_xs; static size_t {tag}_xh; static float* {tag}_ws; static size_t {tag}_wh;")
-    w(f"float* xs = kiln_grow(&{tag}_xs, &{tag}_xh, (size_t){c * hp} * {row});")
-    w(f"float* ws = kiln_grow(&{tag}_ws, &{tag}_wh, (size_t){c * kh * kw} * {co});")
+    w(f"float* xs = kiln_grow(&{tag}_xs, &{tag}_xh, (size_t){c * planes * hp} * {row});")
+    w(f"float* ws = kiln_grow(&{tag}_ws, &{tag}_wh, (size_t){c * taps} * {co});")
     w("if (!xs || !ws) abort();")
 
 
@@ -70,16 +82,26 @@ def emit_blocked(
 ) -> None:
     """For one image (inside the batch loop, all threads; C's block at ``cb``): scratch copies, then the tiles,
     each ending with ``ti, mr, tj, nr`` (its rows and columns of C) set for the epilogue the caller emits
-    next; ``close_blocked`` closes the tile loops after it."""
-    _, c, kh, kw, oh, ow = patches.shape
-    (dh, dw), (ph, pw) = patches.dilation, patches.padding
-    height, width = patches.base.shape[2:]
-    hp, wp_, co = _sizes(mm, patches)
-    cols = ow * oh
-    image = f"{stored(patches.base, buffers)} + ({lead[0]}) * {c * height * width}"
+    next; ``close_blocked`` closes the tile loops after it. A 3-d convolution's scratch is planes of rows, and
+    its tiles run over (output plane, output row) and sum over the planes' taps too. A grouped one's product
+    runs per (image, group): its scratch holds the group's channels."""
+    deep = patches.rank == 3
+    _, channels, *rest = patches.shape
+    c = channels // mm.shape[1]
+    kd, od = (rest[0], rest[3]) if deep else (1, 1)
+    kh, kw, oh, ow = (rest[1], rest[2], rest[4], rest[5]) if deep else tuple(rest)
+    (dh, dw), (ph, pw) = patches.dilation[-2:], patches.padding[-2:]
+    dd, pd = (patches.dilation[0], patches.padding[0]) if deep else (1, 0)
+    height, width = patches.base.shape[-2:]
+    depth = patches.base.shape[2] if deep else 1
+    planes, hp, wp_, co = _sizes(mm, patches)
+    cols = ow * oh * od
+    image = f"{stored(patches.base, buffers)} + ({lead[0]}) * {channels * depth * height * width}"
+    if mm.shape[1] > 1:
+        image += f" + ({lead[1]}) * {c * depth * height * width}"
     # the weights as ws[p][co], co padded with zeros to a multiple of MR
     w("#pragma omp for schedule(static)")
-    w.open(f"for (int64_t p = 0; p < {c * kh * kw}; ++p)")
+    w.open(f"for (int64_t p = 0; p < {c * kd * kh * kw}; ++p)")
     w.open(f"for (int64_t i = 0; i < {co}; ++i)")
     w("float v = 0.0f;")
     w.open(f"if (i < {mm.shape[-2]})")
@@ -93,29 +115,45 @@ def emit_blocked(
     w.close()
     # the input with its zero border: row y, column x of the scratch is the input's (y - ph, x - pw)
     w("#pragma omp for schedule(static)")
-    w.open(f"for (int64_t cy = 0; cy < {c * hp}; ++cy)")
-    w(f"const int64_t ch = cy / {hp}, y = cy % {hp} - {ph};")
-    w(f"float* restrict dst = xs + cy * {wp_};")
-    w.open(f"if (y < 0 || y >= {height})")
+    w.open(f"for (int64_t cy = 0; cy < {c * planes * hp}; ++cy)")
+    if deep:  # plane z too, the input's z - pd
+        w(f"const int64_t ch = cy / {planes * hp}, z = cy / {hp} % {planes} - {pd}, y = cy % {hp} - {ph};")
+        w(f"float* restrict dst = xs + cy * {wp_};")
+        w.open(f"if (z < 0 || z >= {depth} || y < 0 || y >= {height})")
+    else:
+        w(f"const int64_t ch = cy / {hp}, y = cy % {hp} - {ph};")
+        w(f"float* restrict dst = xs + cy * {wp_};")
+        w.open(f"if (y < 0 || y >= {height})")
     w(f"memset(dst, 0, sizeof(float) * {wp_});")
     w("continue;")
     w.close()
-    w(f"const float* restrict src = {image} + (ch * {height} + y) * {width};")
+    plane = f"(ch * {depth} + z) * {height}" if deep else f"ch * {height}"
+    w(f"const float* restrict src = {image} + ({plane} + y) * {width};")
     w(f"for (int64_t xx = 0; xx < {wp_}; ++xx) dst[xx] = xx >= {pw} && xx - {pw} < {width} ? src[xx - {pw}] : 0.0f;")
     w.close()
     w("#pragma omp for collapse(2) schedule(static)")
     w.open(f"for (int64_t ti = 0; ti < {mm.shape[-2]}; ti += MR)")
-    w.open(f"for (int64_t y = 0; y < {oh}; ++y)")
+    if deep:
+        w.open(f"for (int64_t zy = 0; zy < {od * oh}; ++zy)")
+        w(f"const int64_t z = zy / {oh}, y = zy % {oh};")
+    else:
+        w.open(f"for (int64_t y = 0; y < {oh}; ++y)")
     w.open(f"for (int64_t x0 = 0; x0 < {ow}; x0 += NR)")
     w(f"const int64_t mr = KILN_MIN((int64_t)MR, {mm.shape[-2]} - ti), nr = KILN_MIN((int64_t)NR, {ow} - x0);")
-    w(f"const int64_t tj = y * {ow} + x0;")
+    w(f"const int64_t tj = {'zy' if deep else 'y'} * {ow} + x0;")
     w("kiln_vf acc[MR][KILN_NV];")
     w("KILN_PRAGMA(GCC unroll 16) for (int r = 0; r < MR; ++r)")
     w("    KILN_PRAGMA(GCC unroll 8) for (int v = 0; v < KILN_NV; ++v) acc[r][v] = (kiln_vf){0};")
     w.open(f"for (int64_t ch = 0; ch < {c}; ++ch)")
-    w.open(f"for (int64_t ky = 0; ky < {kh}; ++ky)")
-    w(f"const float* restrict row = xs + (ch * {hp} + y + ky * {dh}) * {wp_} + x0;")
-    w(f"const float* restrict wk = ws + (ch * {kh} + ky) * {kw} * {co} + ti;")
+    if deep:
+        w.open(f"for (int64_t kz = 0; kz < {kd}; ++kz)")
+        w.open(f"for (int64_t ky = 0; ky < {kh}; ++ky)")
+        w(f"const float* restrict row = xs + ((ch * {planes} + z + kz * {dd}) * {hp} + y + ky * {dh}) * {wp_} + x0;")
+        w(f"const float* restrict wk = ws + ((ch * {kd} + kz) * {kh} + ky) * {kw} * {co} + ti;")
+    else:
+        w.open(f"for (int64_t ky = 0; ky < {kh}; ++ky)")
+        w(f"const float* restrict row = xs + (ch * {hp} + y + ky * {dh}) * {wp_} + x0;")
+        w(f"const float* restrict wk = ws + (ch * {kh} + ky) * {kw} * {co} + ti;")
     w.open(f"KILN_PRAGMA(GCC unroll 8) for (int64_t kx = 0; kx < {kw}; ++kx)")
     w("kiln_vf xv[KILN_NV];")
     w("KILN_PRAGMA(GCC unroll 8) for (int v = 0; v < KILN_NV; ++v)")
@@ -126,6 +164,8 @@ def emit_blocked(
     w.close()
     w.close()
     w.close()
+    if deep:
+        w.close()
     w.close()
     w.open("if (mr == MR && nr == NR)")
     w("KILN_PRAGMA(GCC unroll 16) for (int r = 0; r < MR; ++r)")

@@ -181,15 +181,14 @@ class Patches(Node):
     outside it.
 
     Tap k at output o reads the input at ``y = o * stride - padding + k * dilation`` (padding may be
-    negative: a crop). ``upsample`` u > 1 reads ``base`` as if u - 1 zeros lay between its elements
-    (a transposed convolution's input): y is a position of that spread input, read at ``y / u`` where u divides it.
+    negative: a crop). A transposed convolution is forward ones over its input, one per output phase
+    (``aten_matmul``).
     """
 
     base: Node = field(kw_only=True)
     stride: tuple[int, ...] = (1, 1)
     padding: tuple[int, ...] = (0, 0)
     dilation: tuple[int, ...] = (1, 1)
-    upsample: tuple[int, ...] = (1, 1)
 
     def inputs(self) -> tuple[Node, ...]:
         return (self.base,)
@@ -204,10 +203,8 @@ class Patches(Node):
         extents = self.base.shape[2:]
         kernel, out = self.shape[2 : 2 + r], self.shape[2 + r :]
         return all(
-            u == 1 and p <= 0 and (o - 1) * s - p + (k - 1) * d <= e - 1
-            for u, p, s, d, k, o, e in zip(
-                self.upsample, self.padding, self.stride, self.dilation, kernel, out, extents, strict=True
-            )
+            p <= 0 and (o - 1) * s - p + (k - 1) * d <= e - 1
+            for p, s, d, k, o, e in zip(self.padding, self.stride, self.dilation, kernel, out, extents, strict=True)
         )
 
 
@@ -296,10 +293,19 @@ _REJOIN = re.compile(
 )
 
 
+# (((X/a)%b)*a + X%a, the inner two of three or more dims merged by a reshape: X%(a*b) for any X in C too
+_NESTED = re.compile(
+    rf"(?:^|(?<=[(\[])|(?<=\+ )|(?<=, ))"
+    rf"\(\(\(({_OPERAND})\)/(\d+)\)%(\d+)\)\*\2 \+ (\()?\(\1\)%\2(?(4)\))(?=$|[)\],]| [+-])"
+)
+
+
 def rejoin(expr: str) -> str:
-    """``expr`` with every ``((X)/c)*c + (X)%c`` written as ``(X)``: the divisions a vectorizer cannot see past."""
+    """``expr`` with every ``((X)/c)*c + (X)%c`` written as ``(X)`` (and ``(((X)/a)%b)*a + (X)%a`` as
+    ``((X)%ab)`` on the way there): the divisions a vectorizer cannot see past."""
     while True:
-        joined = _REJOIN.sub(r"(\1)", expr)
+        joined = _NESTED.sub(lambda m: f"(({m[1]})%{int(m[2]) * int(m[3])})", expr)
+        joined = _REJOIN.sub(r"(\1)", joined)
         if joined == expr:
             return expr
         expr = joined

@@ -73,8 +73,8 @@ def _patches_at(node: Node, idx: tuple[str, ...]) -> tuple[Patches, tuple[str, .
     at = tuple(idx)
     while isinstance(node, View):
         at, node = tuple(node.where(at)), node.base
-    if not isinstance(node, Patches) or node.rank != 2 or node.upsample != (1, 1):
-        return None  # read element by element through Body (its bounds and divisibility tests)
+    if not isinstance(node, Patches) or node.rank != 2:
+        return None  # read element by element through Body (its bounds tests)
     uses_p = [re.search(r"\bp\b", e) is not None for e in at]
     uses_j = [re.search(r"\bj\b", e) is not None for e in at]
     if uses_p[0] or uses_j[0] or any(uses_j[1:4]) or any(uses_p[4:]):

@@ -6,6 +6,7 @@ smallest KC and N past the smallest NC, so the accumulating and multi-block path
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -15,7 +16,8 @@ from kernelkiln.lowering import gemm as G
 from kernelkiln.lowering import generate
 from kernelkiln.lowering import packing as P
 from kernelkiln.lowering import views as V
-from kernelkiln.lowering.graph import Input
+from kernelkiln.lowering.graph import Input, Matmul, topological
+from kernelkiln.lowering.trace import trace
 from kernelkiln.native import BuildError
 from kernelkiln.task import knobs as K
 from kernelkiln.testing.lowering import mismatch, run_candidate, with_knobs, write_task
@@ -222,8 +224,8 @@ def with_conv(source: str, form: str) -> str:
     return with_knobs(source, CONV=form)
 
 
-# A transposed convolution reads its input spread `stride` apart (Patches.upsample), its weight swapped per
-# group and flipped; a 3-d one reads patches over three dims. Each case is checked in both CONV forms.
+# A transposed convolution is forward ones over its input, one per output phase, its weight swapped per group
+# and flipped; a 3-d one reads patches over three dims. Each case is checked in both CONV forms.
 SPREAD = {
     "transposed_2d_output_padding": (
         "nn.ConvTranspose2d(16, 24, 3, stride=2, padding=1, output_padding=1)",
@@ -240,6 +242,17 @@ SPREAD = {
     "transposed_3d": (
         "nn.ConvTranspose3d(16, 8, (3, 5, 3), stride=(2, 1, 2), padding=(0, 2, 1), groups=2, bias=False)",
         "(2, 16, 4, 5, 6)",
+    ),
+    # a phase no tap reaches (kernel 2 under stride 3): those positions hold only the bias
+    "transposed_2d_taps_fewer_than_stride": ("nn.ConvTranspose2d(4, 6, 2, stride=3, padding=1)", "(2, 4, 5, 7)"),
+    # stride and dilation sharing a factor: each phase's taps are every tap, at dilation 1 over the input
+    "transposed_3d_dilation_shares_the_stride": (
+        "nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1, dilation=2, output_padding=1)",
+        "(1, 4, 3, 4, 5)",
+    ),
+    "transposed_3d_stride_3_dilation_2": (
+        "nn.ConvTranspose3d(3, 5, (4, 3, 2), stride=3, padding=(2, 0, 1), dilation=(2, 1, 3))",
+        "(1, 3, 3, 4, 3)",
     ),
 }
 
@@ -266,6 +279,18 @@ BLOCKED = {
     ),
     "pointwise_odd_channels": ("nn.Conv2d(8, 13, 1)", "(2, 8, 9, 70)"),
     "conv1d": ("nn.Conv1d(7, 16, 5, padding=2)", "(3, 7, 101)"),
+    "conv3d_padded": ("nn.Conv3d(4, 13, 3, padding=1)", "(2, 4, 5, 6, 21)"),
+    "conv3d_dilated_rectangular": (
+        "nn.Conv3d(3, 8, (2, 3, 3), padding=(1, 0, 2), dilation=(2, 1, 1), bias=False)",
+        "(1, 3, 6, 7, 35)",
+    ),
+    "conv3d_one_tap_deep": ("nn.Conv3d(3, 16, (3, 3, 1))", "(1, 3, 13, 9, 10)"),  # KernelBench level 1's 59
+    # each phase of a stride-2 transposed convolution is a stride-1 forward one over the stored input
+    "transposed_2d_stride_2": ("nn.ConvTranspose2d(8, 16, 4, stride=2, padding=1)", "(2, 8, 9, 19)"),
+    "transposed_3d_stride_2": ("nn.ConvTranspose3d(6, 8, 3, stride=2, padding=1, output_padding=1)", "(1, 6, 3, 4, 9)"),
+    # per (image, group): the scratch holds the group's channels
+    "grouped": ("nn.Conv2d(8, 12, 3, padding=1, groups=2)", "(2, 8, 13, 21)"),
+    "grouped_transposed_3d": ("nn.ConvTranspose3d(16, 16, 3, stride=2, padding=1, groups=2)", "(2, 16, 8, 8, 8)"),
 }
 
 
@@ -279,6 +304,25 @@ def test_a_stride_1_convolution_s_blocked_form_matches_the_reference_with_its_ep
     assert "'CONV': ['gemm', 'direct', 'blocked']" in source
     assert "CONV = 'blocked'" in source  # every product a blocked convolution: the seed starts there
     assert mismatch(task, source) is None
+
+
+@pytest.mark.parametrize(
+    "layer, shape, useful",
+    [
+        # every output position's taps, counted once: per dim, stride 2 and kernel 3 leave 1 or 2 taps a phase
+        ("nn.ConvTranspose3d(16, 24, 3, stride=2, padding=1)", (1, 16, 6, 6, 6), 16 * 24 * 27 * 6**3),
+        ("nn.ConvTranspose2d(16, 24, 4, stride=2, padding=1)", (2, 16, 11, 13), 2 * 16 * 24 * 16 * 11 * 13),
+    ],
+)
+def test_a_strided_transposed_convolution_multiplies_no_tap_by_a_spread_zero(layer, shape, useful, tmp_path):
+    # read as one convolution over its input spread `stride` apart, 3 in 4 (2-d) or 7 in 8 (3-d) of the
+    # products' multiply-adds were by zero
+    task = write_task(tmp_path, "task", "self.c(x)", {}, f"[torch.randn{shape}]", init_body=f"self.c = {layer}")
+    graph = trace(task, task.workloads[0]).graph
+    products = [n for n in topological(graph.outputs) if isinstance(n, Matmul)]
+    assert products
+    done = sum(math.prod(p.shape) * p.a.shape[-1] for p in products)
+    assert useful <= done <= useful * 1.3  # positions past the output's end, computed then dropped
 
 
 @pytest.mark.parametrize("form", ["gemm", "direct", "blocked"])

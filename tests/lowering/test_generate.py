@@ -12,8 +12,7 @@ import pytest
 import torch
 
 from kernelkiln.lowering import generate
-from kernelkiln.lowering.graph import Input, Unsupported, linear, rejoin
-from kernelkiln.lowering.views import reshape
+from kernelkiln.lowering.graph import Unsupported
 from kernelkiln.testing.lowering import mismatch, run_candidate, write_task
 
 R2 = "[torch.randn(B, N)]"
@@ -457,31 +456,6 @@ def test_argmax_argmin_and_prod_over_dim_0_lower(tmp_path, forward, inputs):
 def test_an_integer_tensor_compared_with_a_fraction_compares_as_float(tmp_path):
     task = write_task(tmp_path, "task", "torch.where(x > 0.5, x * 2, x - 1)", S2, "[torch.randint(-2, 3, (B, N))]")
     assert mismatch(task, generate(task).source) is None
-
-
-def test_an_index_split_by_one_reshape_and_joined_by_the_next_reads_straight_through():
-    x = Input((8, 32, 38, 38), "float")
-    grouped = reshape(x, (8, 8, 4 * 38 * 38))
-    assert reshape(grouped, (8, 32, 38, 38)) is x  # a reshape of a reshape is one reshape
-    # the same split and join through an op between the reshapes: no division or modulo is left
-    back = reshape(Input((8, 8, 4, 1444), "float"), (8, 32, 38, 38)).where(("n", "c", "h", "w"))
-    split = reshape(Input((8, 32, 38, 38), "float"), (8, 8, 4, 1444)).where(back)
-    assert "/" not in linear(split, (8, 32, 38, 38)) and "%" not in linear(split, (8, 32, 38, 38))
-
-
-@pytest.mark.parametrize(
-    "expr",
-    ["y*((a)/4)*4 + (a)%4", "((a)/4)*4 + (a)%4*3", "q - ((a)/4)*4 + (a)%4", "((a)/3)*4 + (a)%3", "((a)/4)*4 + (b)%4"],
-)
-def test_rejoining_leaves_what_is_not_a_whole_term_of_the_same_split(expr):
-    assert rejoin(expr) == expr
-
-
-def test_rejoining_keeps_the_value_of_every_index():
-    expr = "(i)*100 + (((j)*38 + k)/38)*38 + (((j)*38 + k)%38) - 1"
-    assert rejoin(expr) == "(i)*100 + ((j)*38 + k) - 1"
-    for i, j, k in [(0, 0, 0), (3, 5, 37), (7, 37, 12)]:  # noqa: B007 - eval reads them
-        assert eval(rejoin(expr).replace("/", "//")) == eval(expr.replace("/", "//"))
 
 
 @pytest.mark.parametrize("tile", [64, 256, 4096])
