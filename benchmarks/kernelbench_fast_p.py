@@ -8,7 +8,8 @@ confirmed by a longer timing, torch.compile timed against eager beforehand) in a
 its own, one file at a time: the guard's timings need the machine to themselves. Every
 outcome is appended to --results as one JSON line as soon as it is known, so a sweep that
 stops (a session ends, the machine changes) resumes where it stopped: files already
-recorded there at the same --shrink and --budget are not run again. --every K runs every
+recorded there at the same --shrink and --budget are not run again (unless --again: then the
+newest row of a file is the one counted). --every K runs every
 K-th file of each level (a sample; the summary gives a 95% interval for each rate).
 
 fast_p is KernelBench's: the fraction of files whose candidate the guard judged correct
@@ -125,6 +126,11 @@ def main() -> None:
     parser.add_argument(
         "--no-run", action="store_true", help="run nothing: summarize the chosen files --results already holds"
     )
+    parser.add_argument(
+        "--again",
+        action="store_true",
+        help="run the chosen files even where --results holds them (after a change): the newest row counts",
+    )
     args = parser.parse_args()
     if not args.root.is_dir():
         parser.error(f"{args.root}: not a folder")
@@ -145,7 +151,7 @@ def main() -> None:
             if {k: row.get(k) for k in setting} == setting:
                 done[row["file"]] = row
     keys = [f"{p.parent.name}/{p.name}" for p in chosen]
-    todo = [] if args.no_run else [(p, k) for p, k in zip(chosen, keys, strict=True) if k not in done]
+    todo = [] if args.no_run else [(p, k) for p, k in zip(chosen, keys, strict=True) if args.again or k not in done]
     print(
         f"{len(chosen)} files chosen, {len(chosen) - len(todo)} already in {args.results}, {len(todo)} to run",
         file=sys.stderr,

@@ -19,7 +19,19 @@ from typing import Any
 from kernelkiln.lowering import views as V
 from kernelkiln.lowering.aten import handles, node, pointwise, reduce
 from kernelkiln.lowering.gemm import GEMM_MIN
-from kernelkiln.lowering.graph import Concat, Constant, Matmul, Node, Patches, Unsupported, promote
+from kernelkiln.lowering.graph import (
+    Concat,
+    Constant,
+    Index,
+    Input,
+    Matmul,
+    Node,
+    Patches,
+    Unsupported,
+    View,
+    linear,
+    promote,
+)
 
 conv_mode: ContextVar[str] = ContextVar("conv_mode", default="gemm")
 
@@ -33,7 +45,7 @@ def matmul(a: Node, b: Node, direct: bool = False) -> Node:
     if not direct and a.ctype == b.ctype == "float" and m >= 4 and n >= 8 and m * n * k >= GEMM_MIN:
         return Matmul((*batch, m, n), "float", a=a, b=b)
     ctype = promote(a.ctype, b.ctype)
-    if n >= 8 and m < 4:  # few rows, many columns: reduce over K with N innermost (a column kernel)
+    if n >= 8 and m < 4 and not _stored_along_k(b):  # few rows, many columns: N innermost (a column kernel)
         big = (*batch, m, k, n)
         terms = pointwise(
             "mul",
@@ -51,6 +63,25 @@ def matmul(a: Node, b: Node, direct: bool = False) -> Node:
         ctype,
     )
     return reduce("sum", terms, [len(big) - 1], False)
+
+
+def _stored_along_k(b: Node) -> bool:
+    """Whether ``b`` (..., K, N) is a parameter or input stored with K contiguous (a Linear's weight, read
+    transposed). A column kernel would read it with N innermost, a whole row of it apart per lane: at a
+    power-of-two K those rows share cache sets, and AlexNet's 4096x4096 layer ran 50x slower than its
+    9216x4096 one; a row kernel per output reads each row in order."""
+    at: Index = (*("0" for _ in b.shape[:-2]), "kk", "nn")
+    base = b
+    while isinstance(base, View):
+        at, base = tuple(base.where(at)), base.base
+    if not isinstance(base, Input):
+        return False
+    expr = linear(at, base.shape).replace("/", "//")
+    try:
+        origin, k_step, n_step = (eval(expr, {}, {"kk": k, "nn": n}) for k, n in ((0, 0), (1, 0), (0, 1)))
+    except (NameError, SyntaxError, ZeroDivisionError):  # an index this reading cannot evaluate: keep the default
+        return False
+    return bool(k_step - origin == 1 and n_step - origin > 1)
 
 
 def _scaled_add(acc: Any, product: Node, beta: Any, alpha: Any) -> Node:

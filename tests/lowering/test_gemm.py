@@ -95,6 +95,16 @@ PRODUCTS = [
         "[torch.randn(1, K), torch.randn(K, N)]",
         signature="A, B",
     ),
+    # one row against a Linear's weight (stored K-contiguous): a row kernel per output reads each weight row
+    # in order, where a column kernel's lanes would be a weight row apart (set-aliased at a power-of-two K)
+    case(
+        "linear_on_one_row",
+        ("row",),
+        "self.fc(x)",
+        {"I": 129},
+        "[torch.randn(1, I)]",
+        init_body="self.fc = nn.Linear(129, 45)",
+    ),
     case(
         "float64_is_a_reduction",
         ("row",),
