@@ -1,5 +1,5 @@
 """``CONV=blocked``: a register-blocked direct convolution, for a product whose B is a stride-1 convolution's
-patches.
+patches (2- or 3-d, grouped or not: a grouped one runs per group, a 3-d one over planes of rows).
 
 Implicit GEMM packs the patches (an im2col of the input, K = C*KH*KW rows per output position) before
 the micro-kernel reads them; with few output channels (M) each packed element feeds only M multiply-adds,
@@ -31,9 +31,9 @@ def blocked_patches(mm: Matmul, buffers: dict[int, str]) -> Patches | None:
         return None
     n, c = b.shape[:2]
     taps, out = b.shape[2 : 2 + b.rank], b.shape[2 + b.rank :]
-    groups = mm.shape[1]
-    if len(mm.shape) != 4 or mm.shape[0] != n or c % groups or b.ctype != "float":
+    if len(mm.shape) != 4 or mm.shape[0] != n or c % mm.shape[1] or b.ctype != "float":
         return None
+    groups = mm.shape[1]
     if mm.b.shape != (n, groups, c // groups * math.prod(taps), math.prod(out)):
         return None
     if b.base.ctype != "float" or stored(b.base, buffers) is None or any(p < 0 for p in b.padding):
