@@ -20,6 +20,7 @@ torch.compile, a file where torch.compile failed is left out of the denominator 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import shutil
@@ -56,8 +57,11 @@ def run_one(path: Path, shrink: str, budget: int, timeout: float) -> dict:
     if not bench["repeats"][0]["tasks"]:
         return {"status": "refused", "reason": next(iter(bench["skipped"].values()), "skipped"), "seconds": seconds}
     figures = next(iter(bench["repeats"][0]["tasks"].values()))
+    # --shrink TIME chooses its factor by timing the reference: keep the sizes it chose
+    chosen = [line.split(": ", 2)[-1] for line in proc.stderr.splitlines() if line.startswith("kiln: --shrink")]
     return {
         "status": "run",
+        "sizes": chosen[0] if chosen else None,
         "correct": bool(figures["correct"]),
         "speedup_eager": figures["best_speedup"],
         "speedup_compile": figures["speedup_compile"],
@@ -189,7 +193,15 @@ def main() -> None:
         hours = e["seconds"] / 3600
         print(f"{level:<8} {e['files']:>5} {rates[0]:>7} {rates[1]:>7} {rates[2]:>7} {rates[3]:>15} {hours:>6.2f}")
     if args.json:
-        record = {"provenance": where, **setting, "every": args.every, "files": len(recorded), "levels": summary}
+        commits = dict(sorted(collections.Counter(r["commit"] for r in recorded).items()))
+        record = {
+            "provenance": where,
+            **setting,
+            "every": args.every,
+            "files": len(recorded),
+            "commits": commits,  # the commit each row was measured at, and how many rows
+            "levels": summary,
+        }
         args.json.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 

@@ -256,12 +256,63 @@ STUDIES = (
 )
 
 
+def kernelbench_page() -> str:
+    """KernelBench's files judged correct and its fast_p, from benchmarks/figures/kernelbench-*.json."""
+    lines = [GENERATED, "# Results: KernelBench\n", KERNELBENCH_INTRO]
+    files = json.loads((ROOT / "benchmarks/figures/kernelbench-files.json").read_text())
+    lines += [f"## Judged correct at `--shrink {files['shrink']}`\n", "| level | correct | of |\n| --- | --- | --- |"]
+    for level, counts in sorted(files["levels"].items()):
+        lines.append(f"| {level} | {counts.get('correct', 0)} | {sum(counts.values())} |")
+    lines.append("\nEach file names the run that judged it; the runs:\n")
+    lines.append("| run | files | machine | command |\n| --- | --- | --- | --- |")
+    for key, run in files["runs"].items():
+        judged = sum(1 for f in files["files"].values() if f.get("run") == key)
+        lines.append(f"| `{key}` | {judged} | {run['machine']} | `{run['command']}` |")
+    wrong = {name: f for name, f in files["files"].items() if f["status"] != "correct"}
+    lines += [f"- `{name}`: {f['status']}, {f.get('reason', '')}" for name, f in sorted(wrong.items())]
+    path = ROOT / "benchmarks/figures/kernelbench-fast-p.json"
+    fast = json.loads(path.read_text())
+    lines += ["", *_provenance(path, fast)]
+    lines.append(
+        f"fast_p at `--shrink {fast['shrink']}`, `--budget {fast['budget']}`, every {fast['every']} file(s) of each "
+        f"level ({sum(e['files'] for e in fast['levels'].values())} files); rates with their 95% Wilson intervals."
+    )
+    measured = ", ".join(f"`{commit}` ({n})" for commit, n in fast.get("commits", {}).items())
+    lines.append(f"Rows measured at: {measured or 'not recorded'}.\n")
+    over = ("eager", "eager", "compile", "compile")
+    heads = ("level", "files", "fast_0", *(f"fast_{p} / {b}" for p, b in zip("1212", over, strict=True)), "hours")
+    lines.append("| " + " | ".join(heads) + " |")
+    lines.append("| --- " * 8 + "|")
+    for level, e in sorted(fast["levels"].items()):
+        cells = [_rate(e[key]) for key in ("fast_0_eager", "fast_1_eager", "fast_2_eager", "fast_1_compile")]
+        cells.append(_rate(e["fast_2_compile"]))
+        lines.append(f"| {level} | {e['files']} | {' | '.join(cells)} | {e['seconds'] / 3600:.2f} |")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _rate(entry: dict[str, Any]) -> str:
+    if entry["rate"] is None:
+        return "-"
+    low, high = entry["interval"]
+    return f"{entry['rate']:.0%} [{low:.0%}, {high:.0%}]"
+
+
+KERNELBENCH_INTRO = """KernelBench's levels 1-3 (250 files), each as a user would run it: `kiln lower FILE --shrink 8
+--check` for correctness (`benchmarks/kernelbench_files.py`), and `kiln bench` for KernelBench's
+fast_p (`benchmarks/kernelbench_fast_p.py`): the share of files whose candidate the guard judged
+correct and faster than the baseline by more than p, over eager and over `torch.compile`.
+`--budget 1` is the generated candidate with no search: a floor for the tuner. The
+[KernelBench guide](../guide/kernelbench.md) says how to run them and what the figures leave out.
+"""
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "docs/reference/cli.md": cli_page,
     "docs/reference/config.md": config_page,
     "docs/results/models.md": models_page,
     "docs/results/gemm.md": gemm_page,
     "docs/results/memory.md": studies_page,
+    "docs/results/kernelbench.md": kernelbench_page,
 }
 
 
