@@ -123,8 +123,8 @@ def main() -> None:
 
 def write(out: Path, results: dict[str, dict], shrink: str) -> None:
     """Write the outcomes to ``out``. Where it holds an earlier run's at the same --shrink, that run's outcomes
-    for the files not run now stay: each file names the run (commit) that judged it, and ``runs`` each run's
-    provenance."""
+    for the files not run now stay: each file names the run that judged it (its commit, ``#2`` on for another
+    run at the same commit), and ``runs`` each run's provenance."""
     earlier = json.loads(out.read_text()) if out.exists() else {}
     if earlier.get("shrink") != shrink:
         earlier = {}
@@ -137,8 +137,12 @@ def write(out: Path, results: dict[str, dict], shrink: str) -> None:
         for k, v in earlier.get("files", {}).items()
     }
     now = provenance()
-    runs[now["commit"]] = now
-    files.update({k: {**v, "run": now["commit"]} for k, v in results.items()})
+    key, n = now["commit"], 1
+    while key in runs and runs[key]["command"] != now["command"]:  # another run at the same commit
+        n += 1
+        key = f"{now['commit']}#{n}"
+    runs[key] = now
+    files.update({k: {**v, "run": key} for k, v in results.items()})
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for key, r in files.items():
         counts[key.split("/")[0]][r["status"]] += 1

@@ -9,13 +9,18 @@ from pathlib import Path
 from kernelkiln.platforms.host import cpu_flags, usable_cores
 from kernelkiln.platforms.machine import cpu_name
 
+OUTPUTS = ("benchmarks/figures", "benchmarks/data")
+
 
 def provenance() -> dict[str, str]:
     """``{"command", "machine", "commit"}`` of this run (the commit marked ``+changes`` when the tree differs)."""
     root = Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
+        # what the benchmarks write is not a change to what they measure: a sweep that ran after another
+        # wrote its figures is at the same commit
+        status = ["git", "status", "--porcelain", "--", ".", *(f":(exclude){p}" for p in OUTPUTS)]
+        dirty = subprocess.run(status, cwd=root, capture_output=True, text=True)
         sha = commit.stdout.strip() + ("+changes" if dirty.stdout.strip() else "") if commit.returncode == 0 else ""
     except OSError:
         sha = ""
