@@ -29,6 +29,7 @@ from kernelkiln.lowering.graph import (
     Patches,
     Unsupported,
     View,
+    Window,
     linear,
     promote,
 )
@@ -219,6 +220,20 @@ def _conv(
     co, cg, *kernel = w.shape
     r = len(kernel)
     og = co // groups
+    if conv_mode.get() != "direct" and cg == 1 and og == 1 and x.ctype == w.ctype == "float":
+        # depthwise: a product of one row per group; as a window per channel its output row is one vector loop
+        weight = V.reshape(w, (co, *kernel))
+        return Window(
+            (n, co, *out),
+            "float",
+            op="dot",
+            arg=x,
+            weight=weight,
+            kernel=tuple(kernel),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+        )
     patches = Patches((n, c, *kernel, *out), x.ctype, base=x, stride=stride, padding=padding, dilation=dilation)
     if conv_mode.get() == "direct":
         # (n, g, 1, cg, *k, *o) -> (n, g, 1, *o, cg, *k)

@@ -149,10 +149,12 @@ class Scan(Node):
 
 @dataclass(eq=False)
 class Window(Node):
-    """Pooling over the trailing ``len(kernel)`` dims of ``arg``: max or avg, PyTorch's rules."""
+    """Pooling over the trailing ``len(kernel)`` dims of ``arg``: max or avg, PyTorch's rules; or ``dot``, a
+    depthwise convolution: each channel's window weighted by its own ``weight`` (C, *kernel) and summed."""
 
     op: str = "max"
     arg: Node = field(kw_only=True)
+    weight: Node | None = field(default=None, kw_only=True)
     kernel: tuple[int, ...] = ()
     stride: tuple[int, ...] = ()
     padding: tuple[int, ...] = ()
@@ -161,7 +163,7 @@ class Window(Node):
     divisor: int | None = None
 
     def inputs(self) -> tuple[Node, ...]:
-        return (self.arg,)
+        return (self.arg,) if self.weight is None else (self.arg, self.weight)
 
 
 @dataclass(eq=False)

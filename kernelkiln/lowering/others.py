@@ -6,6 +6,7 @@ import math
 from typing import cast
 
 from kernelkiln.lowering.body import Body
+from kernelkiln.lowering.depthwise import depthwise
 from kernelkiln.lowering.graph import FLOATS, Reduce, Scan, Window, linear
 from kernelkiln.lowering.loops import (
     INIT,
@@ -241,8 +242,12 @@ def _scan_step(
 
 
 def window(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
-    """Max or average pooling over the trailing dims, with PyTorch's padding and divisor rules."""
+    """Max or average pooling over the trailing dims, with PyTorch's padding and divisor rules (a depthwise
+    convolution's window: ``depthwise``)."""
     p = cast(Window, k.node)
+    if p.op == "dot":
+        depthwise(w, buffers, p)
+        return
     out, src = p.shape, p.arg.shape
     rank = len(p.kernel)
     lead = len(out) - rank
