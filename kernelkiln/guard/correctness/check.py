@@ -242,6 +242,9 @@ def _judge_trial(
                 and o.shape == before.shape
                 and torch.equal(o, before)
                 and not torch.equal(r, before_exp)
+                # a reference whose outputs on the two inputs agree within the tolerance cannot tell a cached
+                # result from a right one (EfficientNet-B2 at batch 2: 7e-8 apart): the comparison below judges
+                and compare(task, r, before_exp, label) is not None
             ):
                 return f"{label}: same output as the previous call on different inputs (a cached or stale result)"
         problem = compare(task, r, o, label, x)

@@ -12,7 +12,7 @@ import torch
 
 from kernelkiln import native
 from kernelkiln.guard import GuardSession
-from kernelkiln.guard.correctness.check import compare, make_cases, reference_outputs, summarize
+from kernelkiln.guard.correctness.check import Expected, compare, judge_trials, make_cases, reference_outputs, summarize
 from kernelkiln.guard.correctness.oracle import exact_outputs
 from kernelkiln.task import load_task
 from kernelkiln.testing.candidates import CANDIDATES
@@ -273,3 +273,25 @@ def test_a_workload_s_check_may_take_sixteen_times_what_its_reference_took_and_n
 
     assert WorkloadCases([], [], 0, 30.0).timeout_s(60.0) == 480.0
     assert WorkloadCases([], [], 0, 1.0).timeout_s(60.0) == 60.0
+
+
+def _trial(outputs: list[torch.Tensor], inputs: list[torch.Tensor]) -> dict:
+    return {"types": ["torch.Tensor"] * len(outputs), "outputs": outputs, "inputs_after": inputs, "again": outputs}
+
+
+def test_the_same_output_on_different_inputs_is_a_stale_result_where_the_reference_tells_them_apart():
+    first = reference_outputs(TASK, TASK.make_model(TASK.workloads[0], 0), 0, 1)
+    second = reference_outputs(TASK, TASK.make_model(TASK.workloads[0], 0), 0, 2)
+    stale = [_trial(first.outputs, first.inputs), _trial(first.outputs, second.inputs)]
+    problem = judge_trials(TASK, [first, second], stale, "w0")
+    assert problem is not None and "cached or stale result" in problem
+
+
+def test_the_same_output_is_no_stale_result_where_the_reference_gives_both_inputs_the_same_within_tolerance():
+    # a reference all but constant in its input (a network normalizing its batch of two away): 1e-7 apart
+    x1, x2 = torch.rand(4, 8), torch.rand(4, 8)
+    ref1 = torch.linspace(-1, 1, 32).reshape(4, 8)
+    ref2 = ref1 + 1e-7 * torch.sign(ref1)
+    expected = [Expected([x1], [ref1], [None]), Expected([x2], [ref2], [None])]
+    same = [_trial([ref1.clone()], [x1]), _trial([ref1.clone()], [x2])]
+    assert judge_trials(TASK, expected, same, "w0") is None
