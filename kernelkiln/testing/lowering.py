@@ -67,6 +67,11 @@ def write_task(
     return load_task(path, overrides)
 
 
+def layer_task(directory: Path, module: str, shape: str, forward: str = "self.c(x)") -> Task:
+    """A task whose model is one layer, ``self.c = MODULE``, run as ``forward`` on ``torch.randn(*SHAPE)``."""
+    return write_task(directory, "task", forward, {}, f"[torch.randn{shape}]", init_body=f"self.c = {module}")
+
+
 def with_knobs(source: str, **values: Any) -> str:
     """The candidate with each named knob's module-level value set (``with_knobs(src, CONV="direct")``)."""
     for name, value in values.items():

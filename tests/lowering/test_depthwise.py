@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernelkiln.lowering import generate
-from kernelkiln.testing.lowering import mismatch, with_knobs, write_task
+from kernelkiln.testing.lowering import layer_task, mismatch, with_knobs
 
 DEPTHWISE = {
     "padded": ("nn.Conv2d(8, 8, 3, padding=1, groups=8)", "(2, 8, 13, 21)"),
@@ -27,10 +27,7 @@ DEPTHWISE = {
 
 @pytest.mark.parametrize("layer", DEPTHWISE.values(), ids=DEPTHWISE.keys())
 def test_a_depthwise_convolution_is_a_window_per_channel_and_matches_the_reference(tmp_path, layer):
-    module, shape = layer
-    task = write_task(
-        tmp_path, "task", "torch.relu(self.c(x)) * 2", {}, f"[torch.randn{shape}]", init_body=f"self.c = {module}"
-    )
+    task = layer_task(tmp_path, *layer, forward="torch.relu(self.c(x)) * 2")
     generated = generate(task)
     assert "window" in generated.kinds  # no pooling here: the convolution is the window
     assert mismatch(task, generated.source) is None
@@ -39,14 +36,7 @@ def test_a_depthwise_convolution_is_a_window_per_channel_and_matches_the_referen
 
 def test_a_channel_multiplier_is_not_depthwise_and_stays_a_product(tmp_path):
     # two output channels per input channel: each group is a product of two rows, not a window
-    task = write_task(
-        tmp_path,
-        "task",
-        "self.c(x)",
-        {},
-        "[torch.randn(2, 4, 9, 13)]",
-        init_body="self.c = nn.Conv2d(4, 8, 3, groups=4)",
-    )
+    task = layer_task(tmp_path, "nn.Conv2d(4, 8, 3, groups=4)", "(2, 4, 9, 13)")
     generated = generate(task)
     assert "window" not in generated.kinds
     assert mismatch(task, generated.source) is None

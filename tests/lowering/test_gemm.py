@@ -20,7 +20,7 @@ from kernelkiln.lowering.graph import Input, Matmul, topological
 from kernelkiln.lowering.trace import trace
 from kernelkiln.native import BuildError
 from kernelkiln.task import knobs as K
-from kernelkiln.testing.lowering import mismatch, run_candidate, with_knobs, write_task
+from kernelkiln.testing.lowering import layer_task, mismatch, run_candidate, with_knobs, write_task
 
 PAIR = "[torch.randn(M, K), torch.randn(K, N)]"
 S = {"M": 67, "K": 129, "N": 45}
@@ -270,8 +270,7 @@ SPREAD = {
 @pytest.mark.parametrize("form", ["gemm", "direct"])
 @pytest.mark.parametrize("layer", SPREAD.values(), ids=SPREAD.keys())
 def test_transposed_and_3d_convolutions_match_the_reference_in_both_conv_forms(tmp_path, layer, form):
-    module, shape = layer
-    task = write_task(tmp_path, "task", "self.c(x)", {}, f"[torch.randn{shape}]", init_body=f"self.c = {module}")
+    task = layer_task(tmp_path, *layer)
     source = generate(task).source
     chosen = with_conv(source, form)
     assert re.search(r"^CONV = ", source, re.M) and f"CONV = {form!r}" in chosen
@@ -306,10 +305,7 @@ BLOCKED = {
 
 @pytest.mark.parametrize("layer", BLOCKED.values(), ids=BLOCKED.keys())
 def test_a_stride_1_convolution_s_blocked_form_matches_the_reference_with_its_epilogue(tmp_path, layer):
-    module, shape = layer
-    task = write_task(
-        tmp_path, "task", "torch.relu(self.c(x)) + 1", {}, f"[torch.randn{shape}]", init_body=f"self.c = {module}"
-    )
+    task = layer_task(tmp_path, *layer, forward="torch.relu(self.c(x)) + 1")
     source = generate(task).source
     assert "'CONV': ['gemm', 'direct', 'blocked']" in source
     assert "CONV = 'blocked'" in source  # every product a blocked convolution: the seed starts there
@@ -327,7 +323,7 @@ def test_a_stride_1_convolution_s_blocked_form_matches_the_reference_with_its_ep
 def test_a_strided_transposed_convolution_multiplies_no_tap_by_a_spread_zero(layer, shape, useful, tmp_path):
     # read as one convolution over its input spread `stride` apart, 3 in 4 (2-d) or 7 in 8 (3-d) of the
     # products' multiply-adds were by zero
-    task = write_task(tmp_path, "task", "self.c(x)", {}, f"[torch.randn{shape}]", init_body=f"self.c = {layer}")
+    task = layer_task(tmp_path, layer, shape)
     graph = trace(task, task.workloads[0]).graph
     products = [n for n in topological(graph.outputs) if isinstance(n, Matmul)]
     assert products
