@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from kernelkiln.lowering import views as V
 from kernelkiln.lowering.aten import handles, node, pointwise, reduce
@@ -157,14 +157,14 @@ def _transposed(
     parts: list[Node] = []
     for phase in itertools.product(*(range(s) for s in stride)):
         taps = [per_dim[dim][res] for dim, res in enumerate(phase)]
-        spans = [t for t in taps if t is not None]
-        if len(spans) < r:  # no tap reaches these positions: only the bias does
+        if any(t is None for t in taps):  # no tap reaches these positions: only the bias does
             parts.append(Constant((n, co, *counts), promote(x.ctype, w.ctype), value=0))
             continue
+        spans = cast(list[PhaseTaps], taps)
         wp = w
-        for dim, (first, count, step, _, _) in enumerate(spans):
-            wp = V.slice_(wp, 2 + dim, first, first + (count - 1) * step + 1, step)
-        pads, dils = tuple(t[3] for t in spans), tuple(t[4] for t in spans)
+        for dim, t in enumerate(spans):
+            wp = V.slice_(wp, 2 + dim, t.first, t.first + (t.taps - 1) * t.step + 1, t.step)
+        pads, dils = tuple(t.padding for t in spans), tuple(t.dilation for t in spans)
         parts.append(_conv(x, _forward_weight(wp, groups), (1,) * r, pads, dils, groups, counts))
     if len(parts) == 1:
         return parts[0]
@@ -179,14 +179,22 @@ def _transposed(
     return joined
 
 
-def _phase_taps(res: int, s: int, p: int, d: int, k: int) -> tuple[int, int, int, int, int] | None:
-    """For output positions ``res`` mod ``s`` of one dim: (first tap, tap count, tap step, the forward
-    convolution's padding, its dilation), or None when no tap reaches them."""
+class PhaseTaps(NamedTuple):
+    """The taps that reach one dim's output positions of one residue, and the forward convolution they make."""
+
+    first: int  # the first tap
+    taps: int  # how many
+    step: int  # between taps
+    padding: int  # the forward convolution's, over the original input
+    dilation: int
+
+
+def _phase_taps(res: int, s: int, p: int, d: int, k: int) -> PhaseTaps | None:
+    """The taps that reach output positions ``res`` mod ``s`` of one dim, or None when none does."""
     taps = [t for t in range(k) if (res + p - t * d) % s == 0]
     if not taps:
         return None
-    step = s // math.gcd(s, d)
-    return taps[0], len(taps), step, -((res + p - taps[-1] * d) // s), d // math.gcd(s, d)
+    return PhaseTaps(taps[0], len(taps), s // math.gcd(s, d), -((res + p - taps[-1] * d) // s), d // math.gcd(s, d))
 
 
 def _forward_weight(w: Node, groups: int) -> Node:

@@ -22,16 +22,14 @@ def depthwise(w: Writer, buffers: dict[int, str], p: Window) -> None:
     out, src = p.shape, p.arg.shape
     rank = len(p.kernel)
     last = len(out) - 1
-    head = list(range(last))
     rows, width = math.prod(out[:last]), out[last]
     pragma = parallel(math.prod(out) * math.prod(p.kernel))
     if pragma:
         w(pragma)
     w.open(f"for (int64_t o = 0; o < {rows}; ++o)")
-    decompose(w, out, head, "o")
+    decompose(w, out, list(range(last)), "o")
     at = [f"i{d}" if out[d] != 1 else "0" for d in range(last)]
-    row = f"{buffers[id(p)]} + o * {width}"
-    w(f"float* restrict dst = {row};")
+    w(f"float* restrict dst = {buffers[id(p)]} + o * {width};")
     w(f"for (int64_t j = 0; j < {width}; ++j) dst[j] = 0.0f;")
     # the taps over every spatial dim but the last: skipped where their input row does not exist
     for j in range(rank - 1):
