@@ -16,13 +16,14 @@ import re
 import sys
 from dataclasses import dataclass
 
+from kernelkiln.lowering.arena import ARENA, arena_views
 from kernelkiln.lowering.aten_matmul import conv_mode
 from kernelkiln.lowering.body import NotFusable
 from kernelkiln.lowering.candidate import Entry, render
 from kernelkiln.lowering.conv_blocked import blocked_tiles
 from kernelkiln.lowering.emit import FunctionEmitter
 from kernelkiln.lowering.gemm import GEMM_HEADER, GEMM_KNOBS, gemm_vocabulary
-from kernelkiln.lowering.graph import Node, Unsupported
+from kernelkiln.lowering.graph import Unsupported
 from kernelkiln.lowering.loops import HEADER
 from kernelkiln.lowering.rowcache import ROWCACHE_HEADER
 from kernelkiln.lowering.schedule import Kernel, Plan, plan
@@ -30,6 +31,7 @@ from kernelkiln.lowering.stream import STREAM_HEADER
 from kernelkiln.lowering.trace import Traced, trace
 from kernelkiln.lowering.vmath import VMATH_HEADER
 from kernelkiln.native.build import MAX_SOURCE_BYTES
+from kernelkiln.native.signature import MAX_PARAMS
 from kernelkiln.platforms.host import default_threads, last_level_cache_bytes, simd_floats
 from kernelkiln.task.model import Task, Workload
 
@@ -63,13 +65,12 @@ def _scheduled(traced: Traced, name: str, temp_prefix: str = "tmp") -> tuple[Pla
 
 def _function(
     task: Task, workload: Workload, name: str
-) -> tuple[Traced, Plan, FunctionEmitter, list[tuple[int, Node]], str, list[Kernel], set[str]]:
-    """(traced, plan, emitter, temps, C function, kernels, the knobs it reads) of one workload; a convolution's
-    holds both CONV forms."""
+) -> tuple[Traced, Plan, FunctionEmitter, list[tuple[int, str]], str, list[Kernel], set[str]]:
+    """(traced, plan, emitter, scratch buffers (elements, C type), C function, kernels, the knobs it reads) of
+    one workload; a convolution's holds both CONV forms."""
     traced = trace(task, workload)
     p, emitter, body = _scheduled(traced, name)
-    params, temps, rowcache = emitter.params(), list(emitter.temps), emitter.rowcache
-    knobs = set(emitter.w.knobs)
+    forms = [(emitter, body)]
     if "convolution" in traced.graph.ops:
         token = conv_mode.set("direct")
         try:
@@ -77,19 +78,28 @@ def _function(
         finally:
             conv_mode.reset(token)
         dp, demitter, dbody = _scheduled(direct, name, "dtmp")
-        params += demitter.temp_params()
-        temps += demitter.temps
-        rowcache = rowcache or demitter.rowcache
-        knobs |= demitter.w.knobs | {"CONV"}
-        body = f"#ifdef CONV_direct\n{dbody}\n#else\n{body}\n#endif"
+        forms.append((demitter, dbody))
         kernels = p.kernels + dp.kernels
     else:
         kernels = p.kernels
+    params = emitter.params()[: len(emitter.params()) - len(emitter.temps)]  # inputs and outputs
+    scratch = [(t.numel, t.ctype) for e, _ in forms for _, t in e.temps]
+    if len(params) + len(scratch) + 2 <= MAX_PARAMS:
+        params += [q for e, _ in forms for q in e.temp_params()]
+        bodies = [b for _, b in forms]
+    else:  # the scratch buffers as one arena (lowering.arena)
+        views = [arena_views(e.temps, e.plan.buffers) for e, _ in forms]
+        params.append(f"uint8_t* restrict {ARENA}")
+        bodies = [f"{v}\n{b}" for (v, _), (_, b) in zip(views, forms, strict=True)]
+        scratch = [(max(n for _, n in views), "uint8_t")]
+    body = f"#ifdef CONV_direct\n{bodies[1]}\n#else\n{bodies[0]}\n#endif" if len(forms) > 1 else bodies[0]
+    rowcache = any(e.rowcache for e, _ in forms)
+    knobs = set().union(*(e.w.knobs for e, _ in forms)) | ({"CONV"} if len(forms) > 1 else set())
     # stamp: changes when a parameter a prepacked operand reads is written (packing.emit_prepack)
     code = f"void {name}({', '.join([*params, 'int64_t stamp', 'int nt'])}) {{\n{body}\n}}\n"
     if rowcache:  # only where a row group's passes share a value: elsewhere it would change nothing
         knobs.add("ROWCACHE")
-    return traced, p, emitter, temps, code, kernels, knobs
+    return traced, p, emitter, scratch, code, kernels, knobs
 
 
 # The knobs a candidate declares, in this order: those its functions read as the emitters wrote them (a knob
@@ -123,7 +133,7 @@ def _generate(task: Task, threads: int | None) -> Generated:
     gemms, blocked = 0, list[tuple[int, int]]()  # gemm loop nests; the convolutions among them with CONV=blocked
     seen: dict[tuple[tuple[int, ...], ...], str] = {}
     for k, workload in enumerate(task.workloads):
-        traced, p, emitter, temps, code, kernels, knobs_read = _function(task, workload, f"kiln_w{k}")
+        traced, p, emitter, scratch, code, kernels, knobs_read = _function(task, workload, f"kiln_w{k}")
         gemms, blocked = gemms + emitter.gemms, blocked + emitter.blocked
         streamed, streamed_calls = max(streamed, emitter.streamed), streamed_calls or emitter.streamed_calls
         params = tuple(t.removeprefix("param:") for t in traced.tensors if t.startswith("param:"))
@@ -148,12 +158,12 @@ def _generate(task: Task, threads: int | None) -> Generated:
         entries.append(
             Entry(
                 name=f"kiln_w{k}",
-                signature=f"void({', '.join(emitter.signature_types(temps))})",
+                signature=f"void({', '.join(emitter.signature_types([c for _, c in scratch]))})",
                 input_shapes=inputs,
                 params=params,
                 param_shapes=param_shapes,
                 outputs=tuple((tuple(s), o.ctype) for s, o in zip(traced.output_shapes, p.outputs, strict=True)),
-                temps=tuple((j, t.numel, t.ctype) for j, t in temps),
+                temps=tuple(scratch),
                 single=traced.single,
                 prepacked="PREPACK" in knobs_read,
                 draws=tuple(

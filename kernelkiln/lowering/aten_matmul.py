@@ -27,6 +27,7 @@ from kernelkiln.lowering.graph import (
     Matmul,
     Node,
     Patches,
+    Pointwise,
     Unsupported,
     View,
     Window,
@@ -42,7 +43,7 @@ def matmul(a: Node, b: Node, direct: bool = False) -> Node:
     n = b.shape[-1]
     if tuple(b.shape[:-2]) != tuple(batch) or b.shape[-2] != k:
         raise Unsupported(f"a product of shapes {a.shape} and {b.shape}")
-    if not direct and a.ctype == b.ctype == "float" and m >= 4 and n >= 8 and m * n * k >= GEMM_MIN:
+    if not direct and _gemm(a, b):
         return Matmul((*batch, m, n), "float", a=a, b=b)
     ctype = promote(a.ctype, b.ctype)
     if n >= 8 and m < 4 and not _stored_along_k(b):  # few rows, many columns: N innermost (a column kernel)
@@ -63,6 +64,12 @@ def matmul(a: Node, b: Node, direct: bool = False) -> Node:
         ctype,
     )
     return reduce("sum", terms, [len(big) - 1], False)
+
+
+def _gemm(a: Node, b: Node) -> bool:
+    """Whether ``a @ b`` is a GEMM kernel: float32, and enough rows, columns and work to pay for packing."""
+    m, k, n = *a.shape[-2:], b.shape[-1]
+    return a.ctype == b.ctype == "float" and m >= 4 and n >= 8 and m * n * k >= GEMM_MIN
 
 
 def _stored_along_k(b: Node) -> bool:
@@ -216,6 +223,7 @@ def _conv(
     groups: int,
     out: tuple[int, ...],
 ) -> Node:
+    w, padding = _reached_taps(x, w, stride, padding, dilation, out)
     n, c = x.shape[:2]
     co, cg, *kernel = w.shape
     r = len(kernel)
@@ -246,4 +254,24 @@ def _conv(
         return V.reshape(summed, (n, co, *out))
     b = V.reshape(patches, (n, groups, cg * math.prod(kernel), math.prod(out)))
     a = V.broadcast(V.reshape(w, (1, groups, og, cg * math.prod(kernel))), (n, groups, og, cg * math.prod(kernel)))
+    if og > 1 and not _gemm(a, b):
+        # few output positions: each output element is a dot over K, which would read the patches a position
+        # apart with a bounds test per tap; their rows stored once (an im2col), each dot reads one in order
+        rows = V.transpose(b, -1, -2)
+        b = V.transpose(Pointwise(rows.shape, rows.ctype, op="store", args=(rows,)), -1, -2)
     return V.reshape(matmul(a, b), (n, co, *out))
+
+
+def _reached_taps(
+    x: Node, w: Node, stride: tuple[int, ...], padding: tuple[int, ...], dilation: tuple[int, ...], out: tuple
+) -> tuple[Node, tuple[int, ...]]:
+    """``w`` cut to the taps some output position reads inside ``x``, and the padding that keeps each position's
+    reads: a 3x3 convolution padded by 1 over a 1x1 input (ResNet's last stage on small images) reads only its
+    centre tap, and is a 1x1 convolution."""
+    dims = zip(x.shape[2:], padding, stride, dilation, w.shape[2:], out, strict=True)
+    for dim, (e, p, s, d, k, o) in enumerate(dims):
+        reached = [j for j in range(k) if any(0 <= q * s - p + j * d < e for q in range(o))]
+        if reached and (reached[0], reached[-1]) != (0, k - 1):
+            w = V.slice_(w, 2 + dim, reached[0], reached[-1] + 1)
+            padding = (*padding[:dim], p - reached[0] * d, *padding[dim + 1 :])
+    return w, padding

@@ -70,7 +70,7 @@ class Entry:
     params: tuple[str, ...]  # parameter and buffer names, in the function's order
     param_shapes: tuple[tuple[int, ...], ...]  # as traced: ModelNew refuses a Model built otherwise
     outputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, C type)
-    temps: tuple[tuple[int, int, str], ...]  # (position, numel, C type)
+    temps: tuple[tuple[int, str], ...]  # scratch buffers: (elements, C type)
     single: bool
     prepacked: bool = False  # it packs a product's constant operand once: its stamp follows the parameters
     draws: tuple[tuple[str, tuple[int, ...], str], ...] = ()  # (torch function, shape, dtype) forward draws
@@ -131,7 +131,7 @@ def render(
     table = ",\n".join(
         f"    {e.input_shapes!r}: ({e.name!r}, {e.params!r}, {e.param_shapes!r}, "
         f"({', '.join(f'({s!r}, {_DTYPES[t]})' for s, t in e.outputs)},), "
-        f"({', '.join(f'({n}, {_DTYPES[t]})' for _, n, t in e.temps)}{',' if e.temps else ''}), {e.single!r}, "
+        f"({', '.join(f'({n}, {_DTYPES[t]})' for n, t in e.temps)}{',' if e.temps else ''}), {e.single!r}, "
         f"{e.prepacked!r})"
         for e in entries
     )

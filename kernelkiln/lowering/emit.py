@@ -67,10 +67,11 @@ class FunctionEmitter:
         self.gemms = 0  # gemm loop nests, and of them the convolutions with a CONV=blocked form: (channels, width)
         self.blocked: list[tuple[int, int]] = []
 
-    def signature_types(self, temps: list[tuple[int, Node]]) -> list[str]:
-        """The C function's argument types for ``temps`` (this plan's scratch buffers, maybe with another's)."""
+    def signature_types(self, scratch: list[str]) -> list[str]:
+        """The C function's argument types, its scratch buffers' C types ``scratch`` (this plan's, maybe with
+        another's, or an arena's)."""
         types = [f"const {i.ctype}*" for i in self.graph.inputs]
-        types += [f"{o.ctype}*" for o in self.plan.outputs] + [f"{t.ctype}*" for _, t in temps]
+        types += [f"{o.ctype}*" for o in self.plan.outputs] + [f"{t}*" for t in scratch]
         return [*types, "int64_t", "int"]
 
     def params(self) -> list[str]:

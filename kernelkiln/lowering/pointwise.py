@@ -178,6 +178,7 @@ def _div(args: list[str], ctype: str, params: tuple[Any, ...]) -> str:
 
 _OPS: dict[str, Callable[[list[str], str, tuple[Any, ...]], str]] = {
     "identity": lambda a, t, p: a[0],
+    "store": lambda a, t, p: a[0],  # identity, stored by the schedule: a copy the lowering asks for
     "cast": lambda a, t, p: f"(({t})({a[0]}))",
     "add": lambda a, t, p: f"({a[0]} + {_scale(a[1], p[0] if p else 1, t)})",
     "sub": lambda a, t, p: f"({a[0]} - {_scale(a[1], p[0] if p else 1, t)})",

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["DEVICES", "Param", "Signature", "SignatureError", "parse_signature", "tensor_pointer"]
+__all__ = ["DEVICES", "MAX_PARAMS", "Param", "Signature", "SignatureError", "parse_signature", "tensor_pointer"]
 
 
 class SignatureError(ValueError):
@@ -48,6 +48,9 @@ SCALARS: dict[str, tuple[type, str, tuple[int, int] | None]] = {
     "float": (ctypes.c_float, "float", None),
     "double": (ctypes.c_double, "float", None),
 }
+
+# ctypes refuses a function declared with more parameters than this (CTYPES_MAX_ARGCOUNT)
+MAX_PARAMS = 1024
 
 # Device type pointer arguments must live on, per source language.
 DEVICES = {"c": "cpu", "c++": "cpu", "cuda": "cuda"}
@@ -104,6 +107,11 @@ def parse_signature(text: str) -> Signature:
         raise SignatureError(f"unsupported return type {returns!r} in {text!r}; supported: {', '.join(RETURNS)}")
     raw = match["params"].strip()
     pieces = [] if raw in ("", "void") else [p.strip() for p in raw.split(",")]
+    if len(pieces) > MAX_PARAMS:
+        raise SignatureError(
+            f"a signature with {len(pieces)} parameters: ctypes calls at most {MAX_PARAMS} (pass buffers "
+            "through one pointer, as an arena)"
+        )
     return Signature(returns, tuple(_param(p, text) for p in pieces), text)
 
 

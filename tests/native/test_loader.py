@@ -20,7 +20,7 @@ from kernelkiln.native import (
     prebuilt,
     set_builder,
 )
-from kernelkiln.native.signature import parse_signature
+from kernelkiln.native.signature import MAX_PARAMS, parse_signature
 
 pytestmark = pytest.mark.skipif(
     shutil.which("gcc") is None and shutil.which("cc") is None, reason="no C compiler on this machine"
@@ -214,6 +214,12 @@ def test_flags_are_applied() -> None:
 def test_bad_signatures_raise_signature_error(signature) -> None:
     with pytest.raises(SignatureError):
         load(KERNELS, {"add": signature})
+
+
+def test_a_signature_over_ctypes_parameter_limit_is_refused_naming_it() -> None:
+    parse_signature(f"void({', '.join(['float*'] * MAX_PARAMS)})")
+    with pytest.raises(SignatureError, match=f"1025 parameters: ctypes calls at most {MAX_PARAMS}"):
+        parse_signature(f"void({', '.join(['float*'] * (MAX_PARAMS + 1))})")
 
 
 def test_bad_function_name_raises_signature_error() -> None:
