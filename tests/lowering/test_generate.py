@@ -327,6 +327,22 @@ RECURRENT = [
         "[torch.randn(3, 7, 8)]",
         init_body="self.rnn = nn.LSTM(8, 16, 2, batch_first=True)",
     ),
+    case(  # a parallel step (batch x gates x hidden past PARALLEL_MIN); 40 units: a piece of the cell is short
+        "lstm_parallel_steps_with_a_partial_piece_of_units",
+        "recurrence",
+        "self.rnn(x)[0]",
+        {},
+        "[torch.randn(8, 5, 8)]",
+        init_body="self.rnn = nn.LSTM(8, 40, batch_first=True)",
+    ),
+    case(
+        "gru_in_double",
+        "recurrence",
+        "self.rnn(x)[0]",
+        {},
+        "[torch.randn(5, 3, 8, dtype=torch.float64)]",
+        init_body="self.rnn = nn.GRU(8, 16).double()",
+    ),
     case(
         "rnn_tanh_two_layers",
         "recurrence",
