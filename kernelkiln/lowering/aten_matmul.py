@@ -254,9 +254,11 @@ def _conv(
         return V.reshape(summed, (n, co, *out))
     b = V.reshape(patches, (n, groups, cg * math.prod(kernel), math.prod(out)))
     a = V.broadcast(V.reshape(w, (1, groups, og, cg * math.prod(kernel))), (n, groups, og, cg * math.prod(kernel)))
-    if og > 1 and not _gemm(a, b):
-        # few output positions: each output element is a dot over K, which would read the patches a position
-        # apart with a bounds test per tap; their rows stored once (an im2col), each dot reads one in order
+    if og > 1 and math.prod(out) < 8:
+        # under 8 output positions, too few columns for the GEMM kernel: each output element is a dot over K,
+        # which would read the patches a position apart with a bounds test per tap; their rows stored once
+        # (an im2col), each dot reads one in order. With more positions and a short K (a small product) the
+        # copy only added a pass: a ConvTranspose3d's phases with 4 channels ran slower so
         rows = V.transpose(b, -1, -2)
         b = V.transpose(Pointwise(rows.shape, rows.ctype, op="store", args=(rows,)), -1, -2)
     return V.reshape(matmul(a, b), (n, co, *out))
