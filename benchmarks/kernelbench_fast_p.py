@@ -23,6 +23,7 @@ import argparse
 import collections
 import json
 import math
+import re
 import shutil
 import sys
 import tempfile
@@ -33,16 +34,21 @@ from kernelbench_files import kiln, task_files
 from provenance import provenance
 
 FAST = (0.0, 1.0, 2.0)
+# one change in a row's sizes, ``NAME BEFORE→AFTER``; a value may be a tuple, ``(4096, 1024)``
+_SIZE = re.compile(r"(\w+) (?:.+?)→(.+?)(?=, [A-Za-z_]\w* |\s\(sizes /|$)")
 
 
-def run_one(path: Path, shrink: str, budget: int, timeout: float) -> dict:
-    """One file's outcome under `kiln bench`: whether it was judged correct and its speedups."""
+def run_one(path: Path, shrink: str, budget: int, timeout: float, sizes: str | None = None) -> dict:
+    """One file's outcome under `kiln bench`: whether it was judged correct and its speedups. ``sizes`` (an
+    earlier row's, ``batch_size 128→45, ...``) runs it at those sizes instead of choosing them again."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "task"
         folder.mkdir()
         shutil.copy(path, folder / path.name)
         args = ["bench", str(folder), "--budget", str(budget), "--json", "--out", str(Path(tmp) / "out")]
-        proc, seconds = kiln(args, shrink, timeout)
+        if sizes is not None:
+            args += [f"--set={name}={after}" for name, after in _SIZE.findall(sizes)]
+        proc, seconds = kiln(args, "" if sizes is not None else shrink, timeout)
     if proc is None:
         return {"status": "timeout", "reason": f"over {timeout:.0f} s", "seconds": seconds}
     if proc.returncode != 0 or not proc.stdout.strip():
@@ -61,7 +67,7 @@ def run_one(path: Path, shrink: str, budget: int, timeout: float) -> dict:
     chosen = [line.split(": ", 2)[-1] for line in proc.stderr.splitlines() if line.startswith("kiln: --shrink")]
     return {
         "status": "run",
-        "sizes": chosen[0] if chosen else None,
+        "sizes": sizes if sizes is not None else chosen[0] if chosen else None,
         "correct": bool(figures["correct"]),
         "speedup_eager": figures["best_speedup"],
         "speedup_compile": figures["speedup_compile"],
@@ -135,11 +141,19 @@ def main() -> None:
         action="store_true",
         help="run the chosen files even where --results holds them (after a change): the newest row counts",
     )
+    parser.add_argument(
+        "--same-sizes",
+        action="store_true",
+        help="with --again: run each file at the sizes its newest row records, so before and after compare the "
+        "same workload (--shrink TIME chooses by timing the reference, and two runs may choose differently)",
+    )
     args = parser.parse_args()
     if not args.root.is_dir():
         parser.error(f"{args.root}: not a folder")
     if args.every < 1:
         parser.error("--every must be at least 1")
+    if args.same_sizes and not args.again:
+        parser.error("--same-sizes reruns files --results holds: give it with --again")
     files = task_files(args.root, args.levels, args.only)
     by_level: dict[str, list[Path]] = {}
     for p in files:
@@ -160,13 +174,14 @@ def main() -> None:
         f"{len(chosen)} files chosen, {len(chosen) - len(todo)} already in {args.results}, {len(todo)} to run",
         file=sys.stderr,
     )
+    pinned = {k: done[k]["sizes"] for _, k in todo if args.same_sizes and done.get(k, {}).get("sizes")}
     args.results.parent.mkdir(parents=True, exist_ok=True)
     where = provenance()
     for n, (path, key) in enumerate(todo, 1):
         row = {
             "file": key,
             **setting,
-            **run_one(path, args.shrink, args.budget, args.timeout),
+            **run_one(path, args.shrink, args.budget, args.timeout, pinned.get(key)),
             "commit": where["commit"],
             "machine": where["machine"],
         }
