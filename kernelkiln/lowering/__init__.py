@@ -130,11 +130,13 @@ def generate(task: Task, threads: int | None = None) -> Generated:
 def _generate(task: Task, threads: int | None) -> Generated:
     entries, functions, kinds, ops, fused, reads = [], [], [], [], None, set[str]()
     streamed, streamed_calls = 0, False  # STREAM's start: emit.FunctionEmitter.streamed, .streamed_calls
-    gemms, blocked = 0, list[tuple[int, int]]()  # gemm loop nests; the convolutions among them with CONV=blocked
+    # the gemm loop nests' multiply-adds; the convolutions among them with CONV=blocked, and theirs
+    gemm_work, blocked_work, blocked = 0, 0, list[tuple[int, int]]()
     seen: dict[tuple[tuple[int, ...], ...], str] = {}
     for k, workload in enumerate(task.workloads):
         traced, p, emitter, scratch, code, kernels, knobs_read = _function(task, workload, f"kiln_w{k}")
-        gemms, blocked = gemms + emitter.gemms, blocked + emitter.blocked
+        gemm_work, blocked_work = gemm_work + emitter.gemm_work, blocked_work + emitter.blocked_work
+        blocked += emitter.blocked
         streamed, streamed_calls = max(streamed, emitter.streamed), streamed_calls or emitter.streamed_calls
         params = tuple(t.removeprefix("param:") for t in traced.tensors if t.startswith("param:"))
         inputs = traced.key
@@ -186,13 +188,14 @@ def _generate(task: Task, threads: int | None) -> Generated:
         + (STREAM_HEADER if stream else "")
     )
     # CONV=blocked was faster than implicit GEMM on every stride-1 convolution measured (1.5-3.8x, README);
-    # its tiles are fitted to the convolutions' channels and width when no other product shares MR and NR
+    # its tiles are fitted to the convolutions' channels and width when they do most of the products' work
+    # (the other products share MR and NR: RegNet's batch-folded 5x5 stage ran as fast at the fitted tiles)
     starts: dict[str, object] = {"CONV": "blocked"} if blocked else {}
     # STREAM=1 won on every cheap elementwise output measured that fits in the cache, and lost with an exp or
     # erf in the loop and on a 40 MB output (lowering.stream)
     if stream and not streamed_calls and streamed <= last_level_cache_bytes():
         starts["STREAM"] = 1
-    if blocked and len(blocked) == gemms:
+    if blocked and 2 * blocked_work >= gemm_work:
         starts["MR"], starts["NR"] = blocked_tiles(blocked, gemm_vocabulary()[0], simd_floats())
     c_source = header + "\n" + "\n".join(functions)
     size = len(c_source.encode())

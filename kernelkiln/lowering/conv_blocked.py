@@ -189,7 +189,7 @@ def close_blocked(w: Writer) -> None:
 
 
 def blocked_tiles(convs: list[tuple[int, int]], options: dict[str, list[int]], lanes: int) -> tuple[int, int]:
-    """The (MR, NR) a candidate whose products are all blocked convolutions starts from: the least work in
+    """The (MR, NR) a candidate whose blocked convolutions do most of its products' work starts from: the least work in
     padded tiles over ``convs`` (output channels, output width), among the tiles whose accumulators, input
     vectors and broadcast fit the vector registers (32 with 16 lanes, else 16); ties go to the tile with the
     most multiply-adds per load."""

@@ -64,7 +64,9 @@ class FunctionEmitter:
         # STREAM's start (lowering.stream): the largest streamed output, and whether any streamed loop calls
         # a transcendental function
         self.streamed, self.streamed_calls = 0, False
-        self.gemms = 0  # gemm loop nests, and of them the convolutions with a CONV=blocked form: (channels, width)
+        # the gemm loop nests' multiply-adds; the convolutions among them with a CONV=blocked form, (channels,
+        # width), and their multiply-adds
+        self.gemm_work = self.blocked_work = 0
         self.blocked: list[tuple[int, int]] = []
 
     def signature_types(self, scratch: list[str]) -> list[str]:
@@ -91,9 +93,11 @@ class FunctionEmitter:
             if kernel.kind == "gemm":
                 mm = cast(Matmul, kernel.node)
                 patches = emit_gemm(self.w, self.plan.buffers, mm, kernel.writes, self.names, f"{self.name}_g{n}")
-                self.gemms += 1
+                work = math.prod(mm.shape) * mm.a.shape[-1]
+                self.gemm_work += work
                 if patches is not None:
                     self.blocked.append((mm.shape[-2], patches.shape[-1]))
+                    self.blocked_work += work
             else:
                 getattr(self, f"_{kernel.kind}")(kernel)
             self.w.close()

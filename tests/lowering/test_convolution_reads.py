@@ -102,3 +102,27 @@ def test_a_one_tap_convolution_reads_its_elementwise_input_inlined(tmp_path):
     task = layer_task(tmp_path, "nn.Conv2d(8, 16, 1)", "(2, 8, 9, 11)", "self.c(torch.relu(x))")
     temps = plan(trace(task, task.workloads[0]).graph, set()).temps
     assert not any(isinstance(t, Pointwise) and t.op == "relu" for t in temps)
+
+
+FOLDED = {
+    "padded": ("nn.Conv2d(32, 24, 3, padding=1)", "(4, 32, 5, 5)", (1, 24, 100)),
+    "grouped_strided": ("nn.Conv2d(32, 32, 3, stride=2, padding=1, groups=2)", "(3, 32, 9, 11)", (2, 16, 90)),
+    "conv3d": ("nn.Conv3d(16, 16, 3, padding=1)", "(2, 16, 3, 4, 4)", (1, 16, 96)),
+}
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize(("layer", "shape", "product"), FOLDED.values(), ids=FOLDED.keys())
+def test_few_positions_per_image_make_one_product_over_every_image(tmp_path, layer, shape, product, form):
+    # per image, 25 output positions are too few columns for a register tile; over 4 images they are 100
+    task = layer_task(tmp_path, layer, shape, "torch.relu(self.c(x)) + 1")
+    graph = trace(task, task.workloads[0]).graph
+    assert [n.shape for n in topological(graph.outputs) if isinstance(n, Matmul)] == [product]
+    assert mismatch(task, with_knobs(generate(task).source, CONV=form)) is None
+
+
+def test_one_image_or_many_positions_keep_a_product_per_image(tmp_path):
+    for shape in ("(1, 32, 5, 5)", "(2, 32, 9, 9)"):  # one image; 81 positions
+        task = layer_task(tmp_path, "nn.Conv2d(32, 24, 3, padding=1)", shape)
+        products = [n for n in topological(trace(task, task.workloads[0]).graph.outputs) if isinstance(n, Matmul)]
+        assert [p.shape[0] for p in products] == [int(shape[1])]
