@@ -254,7 +254,7 @@ def _conv(
         return V.reshape(summed, (n, co, *out))
     b = V.reshape(patches, (n, groups, cg * math.prod(kernel), math.prod(out)))
     positions = math.prod(out)
-    if n > 1 and positions < FOLD_POSITIONS:
+    if n > 1 and positions < FOLD_POSITIONS and n * positions >= FOLD_COLUMNS:
         folded = _batch_folded(w, b, groups, og)
         if folded is not None:
             return V.reshape(folded, (n, co, *out))
@@ -273,6 +273,9 @@ def _conv(
 # of 512 channels over 4 images of 4x4 ran 8.9x faster folded, of 256 over 4 of 7x7 1.6x, of 128 over 8 of 5x5
 # 1.9x; of 256 over 2 of 14x14 the blocked form per image was 1.3x faster than folded (one thread)
 FOLD_POSITIONS = 64
+# and when the images give it at least this many columns: DenseNet-201's 2x2 stage over 2 images, 8 columns,
+# ran 1.8x slower as one product than as a dot per output over its stored patch rows
+FOLD_COLUMNS = 32
 
 
 def _batch_folded(w: Node, b: Node, groups: int, og: int) -> Node | None:

@@ -121,8 +121,8 @@ def test_few_positions_per_image_make_one_product_over_every_image(tmp_path, lay
     assert mismatch(task, with_knobs(generate(task).source, CONV=form)) is None
 
 
-def test_one_image_or_many_positions_keep_a_product_per_image(tmp_path):
-    for shape in ("(1, 32, 5, 5)", "(2, 32, 9, 9)"):  # one image; 81 positions
+def test_one_image_many_positions_or_few_columns_keep_a_product_per_image(tmp_path):
+    for shape in ("(1, 32, 5, 5)", "(2, 32, 9, 9)", "(2, 32, 3, 3)"):  # one image; 81 positions; 2 x 9 columns
         task = layer_task(tmp_path, "nn.Conv2d(32, 24, 3, padding=1)", shape)
         products = [n for n in topological(trace(task, task.workloads[0]).graph.outputs) if isinstance(n, Matmul)]
         assert [p.shape[0] for p in products] == [int(shape[1])]
