@@ -82,7 +82,7 @@ def _function(
         kernels = p.kernels + dp.kernels
     else:
         kernels = p.kernels
-    params = emitter.params()[: len(emitter.params()) - len(emitter.temps)]  # inputs and outputs
+    params = emitter.io_params()
     scratch = [(t.numel, t.ctype) for e, _ in forms for _, t in e.temps]
     if len(params) + len(scratch) + 2 <= MAX_PARAMS:
         params += [q for e, _ in forms for q in e.temp_params()]

@@ -76,11 +76,10 @@ class FunctionEmitter:
         types += [f"{o.ctype}*" for o in self.plan.outputs] + [f"{t}*" for t in scratch]
         return [*types, "int64_t", "int"]
 
-    def params(self) -> list[str]:
-        """The C parameters: inputs, outputs and scratch buffers."""
+    def io_params(self) -> list[str]:
+        """The C parameters of the inputs and outputs (the scratch buffers follow: ``temp_params``)."""
         params = [f"const {i.ctype}* restrict in{i.position}" for i in self.graph.inputs]
-        params += [f"{o.ctype}* restrict out{k}" for k, o in enumerate(self.plan.outputs)]
-        return params + self.temp_params()
+        return params + [f"{o.ctype}* restrict out{k}" for k, o in enumerate(self.plan.outputs)]
 
     def temp_params(self) -> list[str]:
         return [f"{t.ctype}* restrict {self.plan.buffers[id(t)]}" for _, t in self.temps]
