@@ -252,14 +252,14 @@ def _conv(
         terms = pointwise("mul", [V.broadcast(weights, big), V.broadcast(taps, big)], promote(x.ctype, w.ctype))
         summed = reduce("sum", terms, list(range(3 + r, 4 + 2 * r)), False)
         return V.reshape(summed, (n, co, *out))
-    b = V.reshape(patches, (n, groups, cg * math.prod(kernel), math.prod(out)))
-    positions = math.prod(out)
+    k, positions = cg * math.prod(kernel), math.prod(out)
+    b = V.reshape(patches, (n, groups, k, positions))
     if n > 1 and positions < FOLD_POSITIONS and n * positions >= FOLD_COLUMNS:
         folded = _batch_folded(w, b, groups, og)
         if folded is not None:
             return V.reshape(folded, (n, co, *out))
-    a = V.broadcast(V.reshape(w, (1, groups, og, cg * math.prod(kernel))), (n, groups, og, cg * math.prod(kernel)))
-    if og > 1 and math.prod(out) < 8:
+    a = V.broadcast(V.reshape(w, (1, groups, og, k)), (n, groups, og, k))
+    if og > 1 and positions < 8:
         # under 8 output positions, too few columns for the GEMM kernel: each output element is a dot over K,
         # which would read the patches a position apart with a bounds test per tap; their rows stored once
         # (an im2col), each dot reads one in order. With more positions and a short K (a small product) the

@@ -16,6 +16,7 @@ from typing import cast
 from kernelkiln.lowering.body import Body
 from kernelkiln.lowering.graph import Recurrence
 from kernelkiln.lowering.loops import PARALLEL_MIN, Writer
+from kernelkiln.lowering.pointwise import render_calling
 from kernelkiln.lowering.schedule import Kernel
 
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
@@ -34,9 +35,6 @@ def recurrence(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     g = GATES[r.mode] * hidden
     gp = -(-g // BLOCK) * BLOCK  # the gate columns padded to whole blocks, the padding's weights zero
     ct, out = r.ctype, buffers[id(r)]
-    exp, tanh = ("kiln_expf", "kiln_tanhf") if ct == "float" else ("exp", "tanh")
-    if ct == "float":
-        w.reads("VMATH")
     rows = batch * hidden
     for name, size in (("wh", gp * hidden), ("bh", gp), ("hh", batch * gp), ("h", rows), ("c", rows)):
         w(f"{ct}* restrict {name} = ({ct}*)malloc(sizeof({ct}) * {size});")
@@ -102,20 +100,29 @@ def recurrence(w: Writer, buffers: dict[int, str], k: Kernel) -> None:
     y = [f"(({ct}){x[n]} + hh[b * {gp} + {n * hidden} + j])" for n in range(GATES[r.mode])]
 
     def sigmoid(v: str) -> str:
-        return f"(({ct})1 / (({ct})1 + {exp}(-{v})))"
+        return _op("sigmoid", v)
+
+    def tanh(v: str) -> str:
+        return _op("tanh", v)
+
+    def _op(op: str, v: str) -> str:  # pointwise's own form, VMATH's inline function where it has one
+        expr, inlined = render_calling(op, [v], ct, ())
+        if inlined:
+            w.reads("VMATH")
+        return expr
 
     if r.mode == "lstm":
         w(f"const {ct} ig = {sigmoid(y[0])}, fg = {sigmoid(y[1])}, og = {sigmoid(y[3])};")
-        w(f"const {ct} gg = {tanh}({y[2]});")
+        w(f"const {ct} gg = {tanh(y[2])};")
         w("c[i] = fg * c[i] + ig * gg;")
-        w(f"h[i] = og * {tanh}(c[i]);")
+        w(f"h[i] = og * {tanh('c[i]')};")
     elif r.mode == "gru":
         hn = f"hh[b * {gp} + {2 * hidden} + j]"
         w(f"const {ct} rg = {sigmoid(y[0])}, zg = {sigmoid(y[1])};")
-        w(f"const {ct} ng = {tanh}(({ct}){x[2]} + rg * {hn});")
+        w(f"const {ct} ng = {tanh(f'({ct}){x[2]} + rg * {hn}')};")
         w(f"h[i] = (({ct})1 - zg) * ng + zg * h[i];")
     elif r.mode == "rnn_tanh":
-        w(f"h[i] = {tanh}({y[0]});")
+        w(f"h[i] = {tanh(y[0])};")
     else:
         w(f"h[i] = {y[0]} > 0 ? {y[0]} : ({ct})0;")
     w(f"{out}[t * {rows} + i] = h[i];")
