@@ -9,7 +9,9 @@ its own, one file at a time: the guard's timings need the machine to themselves.
 outcome is appended to --results as one JSON line as soon as it is known, so a sweep that
 stops (a session ends, the machine changes) resumes where it stopped: files already
 recorded there at the same --shrink and --budget are not run again (unless --again: then the
-newest row of a file is the one counted). --every K runs every
+newest row of a file is the one counted). --same-sizes runs each file at the sizes its newest
+row at this --shrink chose, whatever its budget (a budget-30 run of files a budget-1 run
+measured compares the same workloads). --every K runs every
 K-th file of each level (a sample; the summary gives a 95% interval for each rate).
 
 fast_p is KernelBench's: the fraction of files whose candidate the guard judged correct
@@ -144,16 +146,15 @@ def main() -> None:
     parser.add_argument(
         "--same-sizes",
         action="store_true",
-        help="with --again: run each file at the sizes its newest row records, so before and after compare the "
-        "same workload (--shrink TIME chooses by timing the reference, and two runs may choose differently)",
+        help="run each file at the sizes its newest row at this --shrink records, at any --budget, so two runs "
+        "compare the same workload (--shrink TIME chooses by timing the reference, and two runs may choose "
+        "differently)",
     )
     args = parser.parse_args()
     if not args.root.is_dir():
         parser.error(f"{args.root}: not a folder")
     if args.every < 1:
         parser.error("--every must be at least 1")
-    if args.same_sizes and not args.again:
-        parser.error("--same-sizes reruns files --results holds: give it with --again")
     files = task_files(args.root, args.levels, args.only)
     by_level: dict[str, list[Path]] = {}
     for p in files:
@@ -163,18 +164,21 @@ def main() -> None:
         parser.error(f"{args.root}: no task files")
     setting = {"shrink": args.shrink, "budget": args.budget}
     done: dict[str, dict] = {}
+    sized: dict[str, str] = {}  # each file's newest sizes at this --shrink, at any budget
     if args.results.exists():
         for line in args.results.read_text().splitlines():
             row = json.loads(line)
             if {k: row.get(k) for k in setting} == setting:
                 done[row["file"]] = row
+            if row.get("shrink") == args.shrink and row.get("sizes"):
+                sized[row["file"]] = row["sizes"]
     keys = [f"{p.parent.name}/{p.name}" for p in chosen]
     todo = [] if args.no_run else [(p, k) for p, k in zip(chosen, keys, strict=True) if args.again or k not in done]
     print(
         f"{len(chosen)} files chosen, {len(chosen) - len(todo)} already in {args.results}, {len(todo)} to run",
         file=sys.stderr,
     )
-    pinned = {k: done[k]["sizes"] for _, k in todo if args.same_sizes and done.get(k, {}).get("sizes")}
+    pinned = {k: sized[k] for _, k in todo if args.same_sizes and k in sized}
     args.results.parent.mkdir(parents=True, exist_ok=True)
     where = provenance()
     for n, (path, key) in enumerate(todo, 1):
