@@ -55,6 +55,7 @@ class Body:
         self.memo: dict[tuple[int, Index], str] = {}
         self.indent = indent
         self.names = names if names is not None else itertools.count(1)  # shared by a kernel's bodies: one C scope
+        self.selectors: list[str] = []  # the index each concatenation chose its part by, shared with branches
 
     def temp(self, ctype: str, expr: str) -> str:
         name = f"v{next(self.names)}"
@@ -130,7 +131,14 @@ class Body:
         return self.temp(node.ctype, expression)
 
     def _concat(self, node: Concat, idx: Index) -> str:
-        """Each part in its own branch: a part is read only inside its range of ``dim``."""
+        """Each part in its own branch: a part is read only inside its range of ``dim``. Parts that are stored
+        arrays read at one offset (a transposed convolution's phases, a stack) are one load through a pointer
+        chosen by the index: a choice that does not change along a loop is hoisted out of it, and the load
+        vectorizes."""
+        self.selectors.append(idx[node.dim])
+        picked = self._pick(node, idx)
+        if picked is not None:
+            return picked
         name = f"v{next(self.names)}"
         self.lines.append(f"{self.indent}{node.ctype} {name};")
         offset, d = 0, node.dim
@@ -139,13 +147,54 @@ class Body:
             keyword = "if" if k == 0 else "else if"
             test = "else" if k == len(node.parts) - 1 else f"{keyword} ({idx[d]} < {offset + size})"
             self.lines.append(f"{self.indent}{test} {{")
-            branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
-            branch.memo = dict(self.memo)
+            branch = self._branch()
             shifted = (*idx[:d], idx[d] if offset == 0 else f"({idx[d]}) - {offset}", *idx[d + 1 :])
             value = branch.value(part, shifted)
             self.lines += [*branch.lines, f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
             offset += size
         return name
+
+    def _branch(self) -> Body:
+        """A body for statements inside a branch: it sees what this one computed, and adds nothing to it."""
+        branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
+        branch.memo = dict(self.memo)
+        branch.selectors = self.selectors
+        return branch
+
+    def _pick(self, node: Concat, idx: Index) -> str | None:
+        """The concatenation as one load through a pointer its index chooses, where every part is a stored
+        array read at the same offset; else None."""
+        if self.cached is not None:  # a pass whose values later passes keep: each part's value is its own
+            return None
+        d, offset, choices, at = node.dim, 0, [], None
+        for part in node.parts:
+            shifted = (*idx[:d], idx[d] if offset == 0 else f"({idx[d]}) - {offset}", *idx[d + 1 :])
+            load = self._stored(part, shifted) if part.ctype == node.ctype else None
+            if load is None or (at is not None and load[1] != at):
+                return None
+            at = load[1]
+            choices.append((offset + part.shape[d], load[0]))
+            offset += part.shape[d]
+        chosen = choices[-1][1]
+        for end, buffer in reversed(choices[:-1]):
+            chosen = f"({idx[d]}) < {end} ? {buffer} : {chosen}"
+        pointer = f"v{next(self.names)}"
+        self.lines.append(f"{self.indent}const {node.ctype}* {pointer} = {chosen};")
+        return self.temp(node.ctype, f"{pointer}[{at}]")
+
+    def _stored(self, node: Node, idx: Index) -> tuple[str, str] | None:
+        """``(array, offset)`` of ``node`` at ``idx`` where it is a stored array read through views, else None."""
+        while id(node) not in self.buffers:
+            if not isinstance(node, View):
+                return None
+            if node.kind == "reshape" and id(node.base) in self.buffers:  # read as ``_expr`` reads it
+                return self._array(node.base, node.ctype, linear(idx, node.shape))
+            idx, node = tuple(node.where(idx)), node.base
+        return self._array(node, node.ctype, linear(idx, node.shape))
+
+    def _array(self, node: Node, ctype: str, offset: str) -> tuple[str, str] | None:
+        plain = id(node) not in self.scalars and node.ctype == ctype
+        return (self.buffers[id(node)], offset) if plain else None
 
     def _patches(self, node: Patches, idx: Index) -> str:
         """The input element under kernel tap k at output o (each of r dims); 0 outside the input."""
@@ -162,8 +211,7 @@ class Body:
         name = f"v{next(self.names)}"
         self.lines.append(f"{self.indent}{node.ctype} {name} = 0;")
         self.lines.append(f"{self.indent}if ({' && '.join(tests)}) {{")
-        branch = Body(self.buffers, self.scalars, self.row, self.indent + "    ", self.names)
-        branch.memo = dict(self.memo)
+        branch = self._branch()
         value = branch.value(node.base, at)
         self.lines += [*branch.lines, f"{self.indent}    {name} = {value};", f"{self.indent}}}"]
         return name
