@@ -46,7 +46,8 @@ def matmul(a: Node, b: Node, direct: bool = False) -> Node:
     if not direct and _gemm(a, b):
         return Matmul((*batch, m, n), "float", a=a, b=b)
     ctype = promote(a.ctype, b.ctype)
-    if n >= 8 and m < 4 and not _stored_along_k(b):  # few rows, many columns: N innermost (a column kernel)
+    if n >= 8 and (m < 4 or k < SHORT_K) and not _stored_along_k(b):
+        # few rows or a short K, many columns: N innermost (a column kernel), each lane an output
         big = (*batch, m, k, n)
         terms = pointwise(
             "mul",
@@ -64,6 +65,12 @@ def matmul(a: Node, b: Node, direct: bool = False) -> Node:
         ctype,
     )
     return reduce("sum", terms, [len(big) - 1], False)
+
+
+# a K below which a product too small for the GEMM kernel runs with N innermost even over many rows: K
+# innermost, each output's dot is a few lanes and a horizontal sum (a ConvTranspose3d's phases with 4
+# channels and K of 3 to 24 ran 2.5x faster as column kernels)
+SHORT_K = 32
 
 
 def _gemm(a: Node, b: Node) -> bool:

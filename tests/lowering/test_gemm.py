@@ -137,6 +137,17 @@ PRODUCTS = [
         "[torch.randn(B, 7, 101)]",
         init_body="self.c = nn.Conv1d(7, 16, 5, padding=1)",
     ),
+    # a short K under a few rows: each output's dot would be a few lanes and a horizontal sum; positions
+    # innermost, each lane is an output (a ConvTranspose3d's phases with 4 channels ran 2.5x faster)
+    case("short_k", ("column",), "torch.matmul(A, B)", {"M": 6, "K": 5, "N": 40}, PAIR, signature="A, B"),
+    case(
+        "transposed_3d_phases_few_channels",
+        ("column",),
+        "self.c(x)",
+        {"B": 2},
+        "[torch.randn(B, 3, 3, 6, 7)]",
+        init_body="self.c = nn.ConvTranspose3d(3, 4, 3, stride=2, padding=1)",
+    ),
     case(
         "sdpa",
         ("gemm", "row"),
