@@ -38,38 +38,11 @@ from kernelkiln.lowering.loops import (
 from kernelkiln.lowering.others import column, scan, window
 from kernelkiln.lowering.pointwise import literal
 from kernelkiln.lowering.recurrence import recurrence
+from kernelkiln.lowering.residue import open_residue_walks, residue_of
 from kernelkiln.lowering.rowcache import RowCache, row_cache
 from kernelkiln.lowering.schedule import Kernel, Plan, needs_buffer, read_back
 
 _CALLS = re.compile(r"\b(kiln_)?(exp|expm1|erf|tanh|log|log1p|pow|sin|cos)f?\(")
-
-
-def _residue(selectors: list[str], walk: str) -> int | None:
-    """The modulus s of the first concatenation index that reads ``walk`` as ``(walk)%s``, if any."""
-    for selector in selectors:
-        if m := re.search(rf"\({walk}\)%(\d+)(?!\d)", selector):
-            return int(m[1])
-    return None
-
-
-_DECLARED = re.compile(r"^\s*(?:const )?\w+(?: ?\*)? ?(v\d+)(?: =|;)")
-_NAME = re.compile(r"\b(?:v\d+|kiln_j|i\d+|iq)\b")
-
-
-def _invariant(lines: list[str], varying: set[str]) -> tuple[list[str], list[str]]:
-    """A body's statements split into those that read nothing in ``varying`` (nor anything computed from it),
-    which can run before the loop, and the rest, in order. Only whole statements of the body's own scope move."""
-    varying, fixed, rest = set(varying), [], []
-    for line in lines:
-        declared = _DECLARED.match(line)
-        whole = line.startswith("const ") and line.endswith(";") and declared is not None
-        if whole and not varying & set(_NAME.findall(line.split(" = ", 1)[1])):
-            fixed.append(line)
-            continue
-        rest.append(line)
-        if declared is not None:
-            varying.add(declared[1])
-    return fixed, rest
 
 
 def _scaled(r: Reduce, value: str) -> str:
@@ -404,30 +377,17 @@ class FunctionEmitter:
             w("#endif")
 
     def _pointwise_store(self, out: Node, idx: tuple[str, ...], walk: str, target: str) -> None:
-        """The walk over ``b..e``. Where a concatenation chooses its part by the walk's position modulo s (a
-        transposed convolution's phases, interleaved), it runs as s walks, one per residue: in each, the part
-        is the same at every position, and the reads that position divided by s gives are contiguous."""
+        """The walk over ``b..e``, or, where a concatenation chooses its part by the walk's position mod s (a
+        transposed convolution's phases, interleaved), s walks, one per residue (``lowering.residue``)."""
         w = self.w
         body = self._body()
         v = body.value_of(out, idx)
-        s = None if walk == FLAT else _residue(body.selectors, walk)  # a divided walk over several dims is retried
+        s = None if walk == FLAT else residue_of(body.selectors, walk)  # a divided walk over several dims is retried
         if s is None:
             w.pragma(LOOP)
             w.open(f"for (int64_t {walk} = b; {walk} < e; ++{walk})")
         else:
-            split = re.compile(rf"\({walk}\)([%/]){s}(?!\d)")
-            body.lines = [split.sub(lambda m: "kiln_r" if m[1] == "%" else "kiln_j", line) for line in body.lines]
-            v = split.sub(lambda m: "kiln_r" if m[1] == "%" else "kiln_j", v)
-            w.open(f"for (int64_t kiln_r = 0; kiln_r < {s}; ++kiln_r)")
-            # what a residue fixes is computed once per walk: under omp simd GCC would compute a chosen
-            # pointer per lane and gather through it (2.5x slower on a ConvTranspose3d's epilogue)
-            fixed, body.lines = _invariant(body.lines, {walk, "kiln_j"})
-            for line in fixed:
-                w(line)
-            w(f"const int64_t kiln_je = (e - kiln_r + {s - 1}) / {s};")
-            w.pragma(LOOP)
-            w.open(f"for (int64_t kiln_j = (b - kiln_r + {s - 1}) / {s}; kiln_j < kiln_je; ++kiln_j)")
-            w(f"const int64_t {walk} = kiln_j * {s} + kiln_r;")
+            v = open_residue_walks(w, body, v, walk, s)
         w.body(body)
         w(f"{target} = {v};")
         w.close()

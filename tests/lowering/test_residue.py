@@ -8,7 +8,7 @@ import re
 import pytest
 
 from kernelkiln.lowering import generate
-from kernelkiln.lowering.emit import _invariant
+from kernelkiln.lowering.residue import invariant
 from kernelkiln.testing.lowering import layer_task, mismatch, with_knobs
 
 EPILOGUE = "torch.sigmoid(self.c(x)) * 2 + 1"
@@ -83,6 +83,6 @@ def test_statements_that_read_nothing_the_walk_changes_move_before_it():
         "}",
         "const float v7 = (v5 + v1);",
     ]
-    fixed, rest = _invariant(lines, {"i4", "kiln_j"})
+    fixed, rest = invariant(lines, {"i4", "kiln_j"})
     assert fixed == [lines[0], lines[2]]
     assert rest == [lines[1], *lines[3:]]  # v5 is assigned in a branch: what reads it stays in the walk
