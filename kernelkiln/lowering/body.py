@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator
 
 from kernelkiln.lowering.graph import (
@@ -224,6 +225,27 @@ class Body:
         if any(isinstance(c.value, float) for a in node.args if (c := _constant(a)) is not None):
             tensors.append("float")  # an integer tensor compared with 0.5 compares as float, as in torch
         return promote(*tensors)
+
+
+_DECLARED = re.compile(r"^\s*(?:const )?\w+(?: ?\*)? ?(v\d+)(?: =|;)")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def invariant(lines: list[str], varying: set[str]) -> tuple[list[str], list[str]]:
+    """A body's statements split into those that read no name in ``varying`` (nor a value computed from one),
+    which can run before the loop over those names, and the rest, in order. Only whole statements of the
+    body's own scope move: a branch's statements stay in it."""
+    varying, fixed, rest = set(varying), [], []
+    for line in lines:
+        declared = _DECLARED.match(line)
+        whole = line.startswith("const ") and line.endswith(";") and declared is not None
+        if whole and not varying & set(_NAME.findall(line.split(" = ", 1)[1])):
+            fixed.append(line)
+            continue
+        rest.append(line)
+        if declared is not None:
+            varying.add(declared[1])
+    return fixed, rest
 
 
 def _constant(node: Node) -> Constant | None:

@@ -7,9 +7,9 @@ import math
 import re
 from collections.abc import Iterator
 
-from kernelkiln.lowering.body import Body
+from kernelkiln.lowering.body import Body, invariant
 from kernelkiln.lowering.graph import Matmul, Node, Patches, Pointwise, View, constant, linear
-from kernelkiln.lowering.loops import Writer
+from kernelkiln.lowering.loops import SIMD, Writer
 
 
 def pack(
@@ -117,22 +117,34 @@ def _pack_patches(
     w("rs[++runs] = NR;")
     w.open("for (int64_t p = 0; p < kc; ++p)")
     w("float* restrict row = bp + (js * kc + p) * NR;")
+    body = Body(buffers, names=names)
+    value = body.value(patches.base, (n, "tc[p]", "yy", "xx"))
+    # what the tap's channel alone fixes (a BatchNorm's scale: a division and a square root) once per row of
+    # the sliver, not per element: a 1x1 convolution of a depthwise one's BatchNorm-ReLU packed 2.2x slower
+    fixed, body.lines = invariant(body.lines, {"yy", "xx"})
+    for line in fixed:
+        w(line)
     w.open("for (int q = 0; q < runs; ++q)")
     w("const int r0 = rs[q], r1 = rs[q + 1];")
     base = buffers.get(id(patches.base))
+    w("const int64_t y0 = jy[r0] + ty[p], x0 = jx[r0] + tx[p], x1 = jx[r1 - 1] + tx[p];")
+    w.open(f"if (y0 >= 0 && y0 < {height} && x0 >= 0 && x1 < {width})")
     if base is not None:  # a stored NCHW array: the run is a row of it
-        w("const int64_t y0 = jy[r0] + ty[p], x0 = jx[r0] + tx[p], x1 = jx[r1 - 1] + tx[p];")
-        w.open(f"if (y0 >= 0 && y0 < {height} && x0 >= 0 && x1 < {width})")
         w(f"const float* restrict src = {base} + {linear((n, 'tc[p]', 'y0', 'x0'), patches.base.shape)};")
         w(f"for (int r = r0; r < r1; ++r) row[r] = src[(r - r0) * {sw}];")
-        w("continue;")
+    else:  # computed where it is read: along the run, with no bounds test per element (it vectorizes)
+        w.pragma(SIMD)
+        w.open("for (int r = r0; r < r1; ++r)")
+        w(f"const int64_t yy = y0, xx = x0 + (r - r0) * {sw};")
+        w.body(body)
+        w(f"row[r] = (float){value};")
         w.close()
+    w("continue;")
+    w.close()
     w.open("for (int r = r0; r < r1; ++r)")
     w("const int64_t yy = jy[r] + ty[p], xx = jx[r] + tx[p];")
     w("float v = 0.0f;")
     w.open(f"if (yy >= 0 && yy < {height} && xx >= 0 && xx < {width})")
-    body = Body(buffers, names=names)
-    value = body.value(patches.base, (n, "tc[p]", "yy", "xx"))
     w.body(body)
     w(f"v = (float){value};")
     w.close()

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import re
 
-from kernelkiln.lowering.body import Body
+from kernelkiln.lowering.body import Body, invariant
 from kernelkiln.lowering.loops import LOOP, Writer
-
-_DECLARED = re.compile(r"^\s*(?:const )?\w+(?: ?\*)? ?(v\d+)(?: =|;)")
-_NAME = re.compile(r"\b(?:v\d+|kiln_j|i\d+|iq)\b")
 
 
 def residue_of(selectors: list[str], walk: str) -> int | None:
@@ -26,22 +23,6 @@ def residue_of(selectors: list[str], walk: str) -> int | None:
         if m := re.search(rf"\({walk}\)%(\d+)(?!\d)", selector):
             return int(m[1])
     return None
-
-
-def invariant(lines: list[str], varying: set[str]) -> tuple[list[str], list[str]]:
-    """A body's statements split into those that read nothing in ``varying`` (nor anything computed from it),
-    which can run before the loop, and the rest, in order. Only whole statements of the body's own scope move."""
-    varying, fixed, rest = set(varying), [], []
-    for line in lines:
-        declared = _DECLARED.match(line)
-        whole = line.startswith("const ") and line.endswith(";") and declared is not None
-        if whole and not varying & set(_NAME.findall(line.split(" = ", 1)[1])):
-            fixed.append(line)
-            continue
-        rest.append(line)
-        if declared is not None:
-            varying.add(declared[1])
-    return fixed, rest
 
 
 def open_residue_walks(w: Writer, body: Body, v: str, walk: str, s: int) -> str:

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from kernelkiln.lowering import generate
-from kernelkiln.lowering.residue import invariant
+from kernelkiln.lowering.body import invariant
 from kernelkiln.testing.lowering import layer_task, mismatch, with_knobs
 
 EPILOGUE = "torch.sigmoid(self.c(x)) * 2 + 1"
