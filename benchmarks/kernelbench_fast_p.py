@@ -65,6 +65,9 @@ def run_one(path: Path, shrink: str, budget: int, timeout: float, sizes: str | N
     if not bench["repeats"][0]["tasks"]:
         return {"status": "refused", "reason": next(iter(bench["skipped"].values()), "skipped"), "seconds": seconds}
     figures = next(iter(bench["repeats"][0]["tasks"].values()))
+    # evaluations the guard judged correct but could not measure (two figures in fresh processes that did not
+    # replicate): a row with no speedup and these is a candidate the run could not confirm, not a tie
+    unmeasured = sum(1 for line in proc.stderr.splitlines() if "(not measured" in line)
     # --shrink TIME chooses its factor by timing the reference: keep the sizes it chose
     chosen = [line.split(": ", 2)[-1] for line in proc.stderr.splitlines() if line.startswith("kiln: --shrink")]
     return {
@@ -76,6 +79,7 @@ def run_one(path: Path, shrink: str, budget: int, timeout: float, sizes: str | N
         "compile_ratio": figures["compile_ratio"],
         "compile_note": next(iter(bench["compile_notes"].values()), None),
         "evaluations": figures["evaluations"],
+        "not_measured": unmeasured,
         "seconds": seconds,
     }
 
@@ -108,6 +112,10 @@ def summarize(rows: list[dict]) -> dict:
                     "interval": [round(low, 3), round(high, 3)],
                 }
         entry["compile_failed"] = len(items) - len(compiled)
+        # no speedup, and some evaluation was not measured (rows before this field record nothing either way)
+        entry["unconfirmed"] = sorted(
+            r["file"] for r in items if r.get("speedup_eager") is None and r.get("not_measured", 0) > 0
+        )
         entry["not_run"] = {r["file"]: r.get("reason", "") for r in items if r["status"] != "run"}
         out[level] = entry
     return out
