@@ -189,13 +189,14 @@ class Body:
             if not isinstance(node, View):
                 return None
             if node.kind == "reshape" and id(node.base) in self.buffers:  # read as ``_expr`` reads it
-                return self._array(node.base, node.ctype, linear(idx, node.shape))
+                return self._array(node.base, linear(idx, node.shape))
             idx, node = tuple(node.where(idx)), node.base
-        return self._array(node, node.ctype, linear(idx, node.shape))
+        return self._array(node, linear(idx, node.shape))
 
-    def _array(self, node: Node, ctype: str, offset: str) -> tuple[str, str] | None:
-        plain = id(node) not in self.scalars and node.ctype == ctype
-        return (self.buffers[id(node)], offset) if plain else None
+    def _array(self, node: Node, offset: str) -> tuple[str, str] | None:
+        """``node``'s array at ``offset``, unless it is a reduction this kernel holds as a scalar (a view keeps its
+        base's type: only the concatenation's parts are compared with it)."""
+        return None if id(node) in self.scalars else (self.buffers[id(node)], offset)
 
     def _patches(self, node: Patches, idx: Index) -> str:
         """The input element under kernel tap k at output o (each of r dims); 0 outside the input."""

@@ -38,7 +38,7 @@ from kernelkiln.lowering.loops import (
 from kernelkiln.lowering.others import column, scan, window
 from kernelkiln.lowering.pointwise import literal
 from kernelkiln.lowering.recurrence import recurrence
-from kernelkiln.lowering.residue import open_residue_walks, residue_of
+from kernelkiln.lowering.residue import open_walk
 from kernelkiln.lowering.rowcache import RowCache, row_cache
 from kernelkiln.lowering.schedule import Kernel, Plan, needs_buffer, read_back
 
@@ -377,22 +377,13 @@ class FunctionEmitter:
             w("#endif")
 
     def _pointwise_store(self, out: Node, idx: tuple[str, ...], walk: str, target: str) -> None:
-        """The walk over ``b..e``, or, where a concatenation chooses its part by the walk's position mod s (a
-        transposed convolution's phases, interleaved), s walks, one per residue (``lowering.residue``)."""
-        w = self.w
+        """The walk over ``b..e`` writing ``out`` (``lowering.residue``: one loop, or one per residue)."""
         body = self._body()
-        v = body.value_of(out, idx)
-        s = None if walk == FLAT else residue_of(body.selectors, walk)  # a divided walk over several dims is retried
-        if s is None:
-            w.pragma(LOOP)
-            w.open(f"for (int64_t {walk} = b; {walk} < e; ++{walk})")
-        else:
-            v = open_residue_walks(w, body, v, walk, s)
-        w.body(body)
-        w(f"{target} = {v};")
-        w.close()
-        if s is not None:
-            w.close()
+        v, loops = open_walk(self.w, body, body.value_of(out, idx), walk)
+        self.w.body(body)
+        self.w(f"{target} = {v};")
+        for _ in range(loops):
+            self.w.close()
 
     def _column(self, k: Kernel) -> None:
         column(self.w, self.plan.buffers, k)

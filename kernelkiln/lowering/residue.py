@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from kernelkiln.lowering.body import Body, invariant
-from kernelkiln.lowering.loops import LOOP, Writer
+from kernelkiln.lowering.loops import FLAT, LOOP, Writer
 
 
 def residue_of(selectors: list[str], walk: str) -> int | None:
@@ -23,6 +23,17 @@ def residue_of(selectors: list[str], walk: str) -> int | None:
         if m := re.search(rf"\({walk}\)%(\d+)(?!\d)", selector):
             return int(m[1])
     return None
+
+
+def open_walk(w: Writer, body: Body, v: str, walk: str) -> tuple[str, int]:
+    """Open the walk over ``b..e`` that computes ``body``: one loop, or, where a concatenation chooses its part by
+    ``(walk)%s``, the residue walks. Returns ``v`` as the walk reads it and how many loops to close."""
+    s = None if walk == FLAT else residue_of(body.selectors, walk)  # a divided walk over several dims is retried
+    if s is None:
+        w.pragma(LOOP)
+        w.open(f"for (int64_t {walk} = b; {walk} < e; ++{walk})")
+        return v, 1
+    return open_residue_walks(w, body, v, walk, s), 2
 
 
 def open_residue_walks(w: Writer, body: Body, v: str, walk: str, s: int) -> str:
